@@ -1,0 +1,147 @@
+//===- Schema.h - The DeepSpeed configuration schema, as data ---*- C++ -*-===//
+//
+// One declarative table describes every key DeepSpeed reads: its type,
+// default, range or allowed values, aliases, deprecated spellings, which
+// integration fills an "auto" there, and a one-line doc. Validation,
+// `dsc explain`, the JSON Schema and docs/config-keys.md are all derived from
+// this table (lib/Config/Schema*.cpp); nothing about a key is written twice.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSC_CONFIG_SCHEMA_H
+#define DSC_CONFIG_SCHEMA_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <limits>
+
+namespace dsc {
+
+enum class ValueType : uint8_t {
+  Bool,
+  Int,
+  Float,
+  String,
+  Object, ///< A section whose keys are in the table.
+  Array,  ///< Elements of type KeySpec::Element.
+  Dict,   ///< An object with free-form keys (not checked further).
+  Any,
+  /// Not a key: a spelling that looks right but that DeepSpeed never reads
+  /// (documented but unimplemented, or a stale name). ReplacedBy names the
+  /// real key when there is one.
+  Misnomer,
+};
+
+/// How DeepSpeed reads a section. This decides what happens to an unknown
+/// key, to an "auto" value, and whether values are coerced (spec §2.2).
+enum class SectionKind : uint8_t {
+  None,
+  /// A pydantic model: unknown keys are rejected, "auto" is dropped so the
+  /// default applies silently, values are coerced in pydantic's lax mode.
+  Model,
+  /// A plain dict read with .get(): unknown keys are silently ignored and
+  /// values are used as written, without any conversion.
+  Dict,
+  /// Keyword arguments of a constructor built at engine start: an unknown
+  /// key is a TypeError there; values are used as written.
+  Kwargs,
+};
+
+/// Which integration replaces an "auto" at a key (bit set).
+enum AutoFill : uint8_t {
+  AutoNone = 0,
+  AutoTrainer = 1,    ///< transformers' Trainer (HfTrainerDeepSpeedConfig).
+  AutoAccelerate = 2, ///< accelerate (DeepSpeedPlugin, _prepare_deepspeed).
+  AutoBoth = AutoTrainer | AutoAccelerate,
+};
+
+constexpr double NoBound = std::numeric_limits<double>::infinity();
+
+struct KeySpec {
+  /// Dotted path; `[]` stands for the elements of an array.
+  const char *Path = "";
+  ValueType Type = ValueType::Any;
+  /// The default as JSON text; null when there is none (required, derived
+  /// from other keys, or absent means off; Doc says which).
+  const char *Default = nullptr;
+  /// Allowed values, `|`-separated (strings, or integers for an Int).
+  const char *OneOf = nullptr;
+  bool CaseInsensitive = false;
+  bool Nullable = false;
+  double Min = -NoBound;
+  double Max = NoBound;
+  bool MinExclusive = false;
+  /// Element type of an Array.
+  ValueType Element = ValueType::Any;
+  /// For Object entries: how DeepSpeed reads the section.
+  SectionKind Section = SectionKind::None;
+  /// Another spelling DeepSpeed accepts (pydantic alias); both together are
+  /// rejected.
+  const char *Alias = nullptr;
+  /// Deprecated or misnamed: the path of the key that replaces it.
+  const char *ReplacedBy = nullptr;
+  /// Parsed but never used by current DeepSpeed: why.
+  const char *Unused = nullptr;
+  /// For keys of a section whose meaning depends on another key (optimizer
+  /// params on optimizer.type): the values of that key this entry is for.
+  const char *Variants = nullptr;
+  /// For a section with variants: the key that selects them.
+  const char *VariantKey = nullptr;
+  /// Required whenever its section is present.
+  bool Required = false;
+  /// A number that must not be a boolean or NaN/infinity (fp16 loss-scale
+  /// fields have validators that refuse what lax mode would accept).
+  bool StrictNumber = false;
+  /// Must be a Python int: DeepSpeed checks isinstance(v, int), so an
+  /// integral float such as 1000.0 or 1e3 is refused even where values are
+  /// otherwise passed through unconverted.
+  bool ExactInt = false;
+  uint8_t AutoBy = AutoNone;
+  /// What DeepSpeed itself does with an "auto" left here, when it is more
+  /// specific than the section's rule (dropped in models, raw in dicts).
+  const char *OnAuto = nullptr;
+  const char *Doc = "";
+
+  llvm::StringRef path() const { return Path; }
+  /// The last path segment.
+  llvm::StringRef name() const;
+  /// Everything before the last segment ("" at the top level).
+  llvm::StringRef parent() const;
+  bool isSection() const { return Section != SectionKind::None; }
+  bool allows(llvm::StringRef Variant) const;
+  /// The values of OneOf.
+  llvm::SmallVector<llvm::StringRef, 8> choices() const;
+};
+
+/// The whole table, in the order it is written (sections before their keys).
+llvm::ArrayRef<KeySpec> schemaKeys();
+
+/// The entry at Path (its last segment may be an alias), preferring the one
+/// whose Variants include Variant.
+const KeySpec *findKey(llvm::StringRef Path, llvm::StringRef Variant = "");
+
+/// Entries directly inside the section at Parent ("" = top level).
+llvm::ArrayRef<const KeySpec *> keysIn(llvm::StringRef Parent);
+
+/// The key inside Parent written as Name: by name, alias, deprecated or
+/// misnamed spelling. Null when nothing in the section is spelled Name.
+const KeySpec *lookupIn(llvm::StringRef Parent, llvm::StringRef Name,
+                        llvm::StringRef Variant = "");
+
+/// Every entry, anywhere, whose name or alias is Name (for "belongs
+/// elsewhere" hints).
+llvm::SmallVector<const KeySpec *, 4> keysNamed(llvm::StringRef Name);
+
+/// Spellings in Parent close to Name (edit distance), best first.
+llvm::SmallVector<llvm::StringRef, 4> suggestionsIn(llvm::StringRef Parent,
+                                                    llvm::StringRef Name,
+                                                    llvm::StringRef Variant);
+
+llvm::StringRef typeName(ValueType T);
+
+} // namespace dsc
+
+#endif

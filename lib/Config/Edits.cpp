@@ -1,0 +1,89 @@
+//===- Edits.cpp ----------------------------------------------------------===//
+
+#include "Edits.h"
+
+#include "llvm/Support/Format.h"
+
+#include <algorithm>
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+
+namespace dsc {
+
+std::string quoteJson(StringRef S) {
+  std::string Out = "\"";
+  for (unsigned char C : S) {
+    switch (C) {
+    case '"':
+      Out += "\\\"";
+      break;
+    case '\\':
+      Out += "\\\\";
+      break;
+    case '\n':
+      Out += "\\n";
+      break;
+    case '\t':
+      Out += "\\t";
+      break;
+    default:
+      if (C < 0x20) {
+        raw_string_ostream OS(Out);
+        OS << format("\\u%04x", C);
+      } else {
+        Out += char(C);
+      }
+    }
+  }
+  return Out + "\"";
+}
+
+TextEdit renameKey(const JsonMember &M, StringRef NewName) {
+  return {M.KeyBegin, M.KeyEnd, quoteJson(NewName)};
+}
+
+TextEdit replaceValue(const JsonMember &M, StringRef NewValueText) {
+  return {M.Value.Begin, M.Value.End, NewValueText.str()};
+}
+
+TextEdit removeMember(StringRef Text, const JsonValue &Object, size_t Index) {
+  const JsonMember &M = Object.Members[Index];
+  if (Index + 1 < Object.Members.size())
+    return {M.KeyBegin, Object.Members[Index + 1].KeyBegin, ""};
+  if (Index > 0)
+    return {Object.Members[Index - 1].Value.End, M.Value.End, ""};
+  bool Comma = false;
+  uint32_t End = M.Value.End;
+  uint32_t Next = skipJsonTrivia(Text, End, &Comma);
+  return {M.KeyBegin, Comma ? Next : End, ""};
+}
+
+/// The blanks before Pos on its line, when only blanks precede it.
+static std::optional<std::string> indentationAt(StringRef Text, uint32_t Pos) {
+  size_t LineStart = Text.rfind('\n', Pos);
+  LineStart = LineStart == StringRef::npos ? 0 : LineStart + 1;
+  StringRef Prefix = Text.slice(LineStart, Pos);
+  if (Prefix.find_first_not_of(" \t") != StringRef::npos)
+    return std::nullopt;
+  return Prefix.str();
+}
+
+TextEdit appendMember(StringRef Text, const JsonValue &Object, StringRef Key,
+                      StringRef ValueText) {
+  std::string Member = quoteJson(Key) + ": " + ValueText.str();
+  if (Object.Members.empty())
+    return {Object.Begin + 1, Object.Begin + 1, Member};
+  // The member written last (a repeated key keeps its first position).
+  const JsonMember &Last = *std::max_element(
+      Object.Members.begin(), Object.Members.end(),
+      [](const JsonMember &A, const JsonMember &B) {
+        return A.Value.End < B.Value.End;
+      });
+  std::optional<std::string> Indent = indentationAt(Text, Last.KeyBegin);
+  std::string Insert =
+      Indent ? ",\n" + *Indent + Member : ", " + Member;
+  return {Last.Value.End, Last.Value.End, Insert};
+}
+
+} // namespace dsc

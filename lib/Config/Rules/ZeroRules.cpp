@@ -1,0 +1,92 @@
+//===- ZeroRules.cpp - ZeRO stages and offload (spec §3.3, §3.4) ----------===//
+
+#include "../LintContext.h"
+
+using namespace llvm;
+
+namespace dsc {
+
+void checkZero(LintContext &C) {
+  const ConfigView &V = C.View;
+  if (C.Target != LintTarget::DeepSpeed && !V.has("zero_optimization"))
+    C.report(Rule::MissingKey, C.range(C.Root.Begin, C.Root.Begin + 1),
+             targetName(C.Target) +
+                 " needs a zero_optimization section: accelerate raises "
+                 "ValueError (Please specify the ZeRO optimization config in "
+                 "the DeepSpeed config)");
+  std::optional<int64_t> Stage = V.zeroStage();
+  if (!Stage)
+    return;
+  std::string StageText = std::to_string(*Stage);
+
+  if (V.getBool("zero_optimization.legacy_stage1").value_or(false))
+    C.report(Rule::ZeroStage, C.rangeOf("zero_optimization.legacy_stage1"),
+             "the legacy stage 1 was removed in DeepSpeed 0.5.9; the engine "
+             "raises when this is true");
+
+  std::string ParamDevice = V.offloadParamDevice();
+  std::string OptDevice = V.offloadOptimizerDevice();
+  if (ParamDevice != "none" && *Stage < 3)
+    C.report(Rule::UnusedKey, C.rangeOf("zero_optimization.offload_param"),
+             "parameter offload exists only in ZeRO stage 3; at stage " +
+                 StageText + " DeepSpeed ignores offload_param without a "
+                             "word");
+  if (OptDevice != "none" && *Stage == 0)
+    C.report(Rule::ZeroStage, C.rangeOf("zero_optimization.offload_optimizer"),
+             "optimizer offload needs ZeRO stage 1, 2 or 3; at stage 0 no "
+             "ZeRO optimizer takes the states to the CPU");
+  if (OptDevice == "nvme" && (*Stage == 1 || *Stage == 2))
+    C.report(Rule::Offload, Severity::Warning,
+             C.rangeOf("zero_optimization.offload_optimizer.device"),
+             "at stage " + StageText +
+                 " DeepSpeed treats optimizer offload to nvme as offload to "
+                 "the CPU; swapping to NVMe exists only in stage 3");
+  if (*Stage == 3) {
+    for (StringRef Block : {"offload_param", "offload_optimizer"}) {
+      std::string Device = Block == "offload_param" ? ParamDevice : OptDevice;
+      std::string Path = ("zero_optimization." + Block + ".nvme_path").str();
+      if (Device == "nvme" && !V.getString(Path) && !V.isAuto(Path))
+        C.report(Rule::Offload,
+                 C.rangeOf(("zero_optimization." + Block + ".device").str()),
+                 Twine(Block) + " to nvme needs nvme_path (the folder to swap "
+                                "to); DeepSpeed fails without it");
+    }
+  }
+  if (std::optional<double> Ratio =
+          V.getNumber("zero_optimization.offload_optimizer.ratio");
+      Ratio && *Ratio < 1.0 && *Stage != 3)
+    C.report(Rule::ZeroStage,
+             C.rangeOf("zero_optimization.offload_optimizer.ratio"),
+             "partial optimizer offload (ratio < 1) works only with ZeRO stage "
+             "3");
+  if (*Stage == 1 || *Stage == 2)
+    if (std::optional<int64_t> A =
+            V.getInt("zero_optimization.allgather_bucket_size");
+        A && *A % 2 != 0)
+      C.report(Rule::OutOfRange,
+               C.rangeOf("zero_optimization.allgather_bucket_size"),
+               "allgather_bucket_size must be even at stage " + StageText +
+                   " (a multiple of NCCL's start alignment, 2), not " +
+                   Twine(*A));
+  if (*Stage == 3 &&
+      V.getBool("zero_optimization.elastic_checkpoint").value_or(false))
+    C.report(Rule::UnusedKey, C.rangeOf("zero_optimization.elastic_checkpoint"),
+             "elastic_checkpoint is not supported by ZeRO stage 3");
+
+  // managed_gradient_accumulation: false (engine.py).
+  if (!V.getBool("managed_gradient_accumulation").value_or(true) &&
+      V.overlapComm().value_or(false) && *Stage != 2)
+    C.report(Rule::ZeroStage, C.rangeOf("managed_gradient_accumulation"),
+             "managed_gradient_accumulation false supports overlap_comm only "
+             "with ZeRO stage 2 (stage " +
+                 StageText + ", overlap_comm on)");
+
+  // Pipeline parallelism.
+  if (*Stage >= 2 && V.has("pipeline"))
+    C.report(Rule::Parallelism, Severity::Warning, C.rangeOf("pipeline"),
+             "ZeRO stage " + StageText +
+                 " is incompatible with pipeline parallelism; DeepSpeed "
+                 "asserts if this config drives a PipelineModule");
+}
+
+} // namespace dsc

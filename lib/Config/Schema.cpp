@@ -1,0 +1,193 @@
+//===- Schema.cpp - Lookups over the schema table -------------------------===//
+
+#include "dsc/Config/Schema.h"
+
+#include "Schema/SchemaParts.h"
+
+#include "llvm/ADT/StringMap.h"
+
+#include <algorithm>
+
+using namespace llvm;
+
+namespace dsc {
+
+/// The parts of the table joined in one array, sections before their keys.
+static ArrayRef<KeySpec> schemaTable() {
+  static const std::vector<KeySpec> Table = [] {
+    std::vector<KeySpec> All;
+    for (ArrayRef<KeySpec> Part :
+         {schema::topLevelKeys(), schema::zeroKeys(), schema::precisionKeys(),
+          schema::optimizerKeys(), schema::featureKeys(),
+          schema::monitoringKeys()})
+      All.insert(All.end(), Part.begin(), Part.end());
+    return All;
+  }();
+  return Table;
+}
+
+StringRef KeySpec::name() const {
+  StringRef P = Path;
+  size_t Dot = P.rfind('.');
+  return Dot == StringRef::npos ? P : P.drop_front(Dot + 1);
+}
+
+StringRef KeySpec::parent() const {
+  StringRef P = Path;
+  size_t Dot = P.rfind('.');
+  return Dot == StringRef::npos ? StringRef() : P.take_front(Dot);
+}
+
+static bool listContains(StringRef List, StringRef Item, bool AnyCase) {
+  SmallVector<StringRef, 16> Items;
+  List.split(Items, '|');
+  return llvm::any_of(Items, [&](StringRef S) {
+    return AnyCase ? S.equals_insensitive(Item) : S == Item;
+  });
+}
+
+bool KeySpec::allows(StringRef Variant) const {
+  return !Variants || listContains(Variants, Variant, /*AnyCase=*/false);
+}
+
+SmallVector<StringRef, 8> KeySpec::choices() const {
+  SmallVector<StringRef, 8> Out;
+  if (OneOf)
+    StringRef(OneOf).split(Out, '|');
+  return Out;
+}
+
+StringRef typeName(ValueType T) {
+  switch (T) {
+  case ValueType::Bool:
+    return "bool";
+  case ValueType::Int:
+    return "int";
+  case ValueType::Float:
+    return "float";
+  case ValueType::String:
+    return "string";
+  case ValueType::Object:
+    return "object";
+  case ValueType::Array:
+    return "array";
+  case ValueType::Dict:
+    return "object (free-form)";
+  case ValueType::Any:
+    return "any";
+  case ValueType::Misnomer:
+    return "not a key";
+  }
+  return "?";
+}
+
+namespace {
+
+struct SchemaIndex {
+  StringMap<SmallVector<const KeySpec *, 1>> ByPath;
+  StringMap<std::vector<const KeySpec *>> Children;
+  StringMap<SmallVector<const KeySpec *, 2>> ByName;
+
+  SchemaIndex() {
+    for (const KeySpec &K : schemaTable()) {
+      ByPath[K.Path].push_back(&K);
+      Children[K.parent()].push_back(&K);
+      ByName[K.name()].push_back(&K);
+      if (K.Alias)
+        ByName[K.Alias].push_back(&K);
+    }
+  }
+};
+
+const SchemaIndex &index() {
+  static const SchemaIndex Index;
+  return Index;
+}
+
+} // namespace
+
+ArrayRef<KeySpec> schemaKeys() { return schemaTable(); }
+
+const KeySpec *findKey(StringRef Path, StringRef Variant) {
+  auto It = index().ByPath.find(Path);
+  if (It == index().ByPath.end()) {
+    // Written under an alias (stage3_prefetch_bucket_size)?
+    size_t Dot = Path.rfind('.');
+    StringRef Parent = Dot == StringRef::npos ? "" : Path.take_front(Dot);
+    StringRef Name = Dot == StringRef::npos ? Path : Path.drop_front(Dot + 1);
+    for (const KeySpec *K : keysIn(Parent))
+      if (K->Alias && K->Alias == Name && K->allows(Variant))
+        return K;
+    return nullptr;
+  }
+  for (const KeySpec *K : It->second)
+    if (K->allows(Variant))
+      return K;
+  return It->second.front();
+}
+
+ArrayRef<const KeySpec *> keysIn(StringRef Parent) {
+  auto It = index().Children.find(Parent);
+  if (It == index().Children.end())
+    return {};
+  return It->second;
+}
+
+const KeySpec *lookupIn(StringRef Parent, StringRef Name, StringRef Variant) {
+  const KeySpec *Other = nullptr;
+  for (const KeySpec *K : keysIn(Parent)) {
+    if (K->name() != Name && (!K->Alias || K->Alias != Name))
+      continue;
+    if (K->allows(Variant))
+      return K;
+    Other = K;
+  }
+  return Variant.empty() ? Other : nullptr;
+}
+
+SmallVector<const KeySpec *, 4> keysNamed(StringRef Name) {
+  SmallVector<const KeySpec *, 4> Out;
+  auto It = index().ByName.find(Name);
+  if (It != index().ByName.end())
+    for (const KeySpec *K : It->second)
+      if (!llvm::is_contained(Out, K))
+        Out.push_back(K);
+  return Out;
+}
+
+SmallVector<StringRef, 4> suggestionsIn(StringRef Parent, StringRef Name,
+                                        StringRef Variant) {
+  struct Candidate {
+    unsigned Distance;
+    StringRef Spelling;
+  };
+  std::vector<Candidate> Found;
+  // Allow roughly one typo per three characters, like clang's typo
+  // correction; never suggest something unrelated to a short name.
+  unsigned Limit = std::max<unsigned>(1, Name.size() / 3);
+  auto Consider = [&](StringRef S) {
+    if (S.empty() || S == Name)
+      return;
+    unsigned D = StringRef(Name.lower()).edit_distance(S.lower(), true, Limit);
+    if (D <= Limit)
+      Found.push_back({D, S});
+  };
+  for (const KeySpec *K : keysIn(Parent)) {
+    if (K->Type == ValueType::Misnomer || K->ReplacedBy || !K->allows(Variant))
+      continue;
+    Consider(K->name());
+    if (K->Alias)
+      Consider(K->Alias);
+  }
+  std::stable_sort(Found.begin(), Found.end(),
+                   [](const Candidate &A, const Candidate &B) {
+                     return A.Distance < B.Distance;
+                   });
+  SmallVector<StringRef, 4> Out;
+  for (const Candidate &C : Found)
+    if (Out.size() < 3 && !llvm::is_contained(Out, C.Spelling))
+      Out.push_back(C.Spelling);
+  return Out;
+}
+
+} // namespace dsc

@@ -1,0 +1,88 @@
+//===- Precision.cpp - Schema: fp16, bf16, amp, torch_autocast, data_types ===//
+//
+// fp16 and bf16 are pydantic models (runtime/precision_config.py), so
+// unknown keys there are rejected: the fp16 loss-scaling keys inside bf16 are
+// the classic case (spec §6, mistake 13). amp, torch_autocast and data_types
+// are plain dicts.
+//
+//===----------------------------------------------------------------------===//
+
+#include "SchemaParts.h"
+#include "dsc/Config/SchemaBuilder.h"
+
+namespace dsc::schema {
+
+static constexpr const char *Dtypes =
+    "torch.float16|fp16|float16|half|torch.float32|fp32|float32|float|"
+    "torch.bfloat16|bf16|bfloat16|torch.int8|int8";
+
+static const KeySpec Keys[] = {
+    section("fp16", Model).doc("fp16 mixed precision with loss scaling"),
+    key("fp16.enabled", Bool).def("false").autoBy(AutoBoth)
+        .doc("Train in fp16 with fp32 master weights"),
+    key("fp16.auto_cast", Bool).def("false")
+        .doc("Cast the model's inputs to fp16"),
+    key("fp16.loss_scale", Float).def("0").min(0).strictNumber()
+        .doc("Static loss scale; 0 selects dynamic loss scaling"),
+    key("fp16.initial_scale_power", Int).def("16")
+        .doc("Dynamic scaling starts at 2^initial_scale_power"),
+    key("fp16.loss_scale_window", Int).def("1000").strictNumber()
+        .doc("Overflow-free steps before the dynamic scale grows; > 0 when "
+             "dynamic"),
+    key("fp16.hysteresis", Int).def("2")
+        .doc("Overflows tolerated before the dynamic scale shrinks"),
+    key("fp16.consecutive_hysteresis", Bool).def("false")
+        .doc("Refill the hysteresis after each overflow-free step"),
+    key("fp16.min_loss_scale", Int).def("1").strictNumber()
+        .doc("Floor of the dynamic scale (an integer; > 0 when dynamic)"),
+    key("fp16.fp16_master_weights_and_grads", Bool).def("false")
+        .doc("Keep master weights and gradients in fp16 (ZeRO 1-3 with CPU "
+             "offload and DeepSpeedCPUAdam)"),
+
+    section("bf16", Model).alias("bfloat16")
+        .doc("bf16 mixed precision (no loss scaling)"),
+    key("bf16.enabled", Bool).def("false").autoBy(AutoBoth)
+        .doc("Train in bf16 with fp32 master weights"),
+    key("bf16.immediate_grad_update", Bool).def("false")
+        .doc("Accumulate into fp32 gradients as soon as they are produced"),
+    key("bf16.check_grad_overflow", Bool).def("true")
+        .doc("Skip the step when gradients hold inf or nan"),
+    key("bf16.bf16_master_weights_and_grads", Bool).def("false")
+        .doc("Keep master weights and gradients in bf16 (ZeRO 1-3)"),
+    key("bf16.bf16_optimizer_states", Bool).def("false")
+        .doc("Keep Adam moments in bf16; needs bf16_master_weights_and_grads"),
+    misnomer("bf16.check_overflow", "bf16.check_grad_overflow")
+        .doc("Name in DeepSpeed's stale constants; the model reads "
+             "check_grad_overflow"),
+
+    section("amp", DictSection)
+        .doc("NVIDIA Apex AMP; every key but enabled goes to amp.initialize"),
+    key("amp.enabled", Bool).required().autoBy(AutoTrainer)
+        .doc("Use Apex AMP (the HF Trainer fills it in transformers v4 only)"),
+    key("amp.opt_level", String).oneOf("O0|O1|O2|O3").autoBy(AutoTrainer)
+        .doc("Apex optimization level (passed to amp.initialize)"),
+
+    section("torch_autocast", DictSection).doc("Native torch.autocast"),
+    key("torch_autocast.enabled", Bool).def("false").doc("Use torch.autocast"),
+    key("torch_autocast.dtype", String).def("null").nullable().oneOf(Dtypes)
+        .onAuto("ValueError: Invalid dtype for torch autocast")
+        .doc("Autocast dtype"),
+    key("torch_autocast.lower_precision_safe_modules", Array).of(String)
+        .doc("Class paths of modules that may run in lower precision"),
+
+    section("data_types", DictSection).doc("Data types of buffers"),
+    key("data_types.grad_accum_dtype", String).def("null").nullable()
+        .oneOf(Dtypes).onAuto("ValueError from DeepSpeed's dtype table at "
+                              "engine start")
+        .doc("Gradient accumulation dtype; null follows the model dtype"),
+    key("data_types.param_dtype", String).def("null").nullable().oneOf(Dtypes)
+        .onAuto("ValueError from DeepSpeed's dtype table at engine start")
+        .doc("Parameter dtype; must match what fp16/bf16 imply"),
+    key("data_types.buffer_dtype", String).def("null").nullable().oneOf(Dtypes)
+        .onAuto("ValueError from DeepSpeed's dtype table at engine start")
+        .doc("Dtype of module buffers"),
+};
+
+llvm::ArrayRef<KeySpec> precisionKeys() { return Keys; }
+
+} // namespace dsc::schema

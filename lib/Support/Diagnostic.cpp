@@ -1,0 +1,147 @@
+//===- Diagnostic.cpp -----------------------------------------------------===//
+
+#include "dsc/Support/Diagnostic.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <algorithm>
+
+using namespace llvm;
+
+namespace dsc {
+
+StringRef severityName(Severity S) {
+  switch (S) {
+  case Severity::Note:
+    return "note";
+  case Severity::Warning:
+    return "warning";
+  case Severity::Error:
+    return "error";
+  }
+  llvm_unreachable("unknown severity");
+}
+
+Diagnostic &Diagnostic::note(SMRange R, const Twine &Msg) {
+  Notes.push_back({R, Msg.str()});
+  return *this;
+}
+
+Diagnostic &Diagnostic::fix(SMRange R, StringRef Replacement) {
+  FixIts.push_back({R, Replacement.str()});
+  return *this;
+}
+
+unsigned DiagnosticEngine::addFile(std::unique_ptr<MemoryBuffer> Buffer) {
+  unsigned ID = SM.AddNewSourceBuffer(std::move(Buffer), SMLoc());
+  Files.push_back(ID);
+  return ID;
+}
+
+Diagnostic &DiagnosticEngine::report(Severity Sev, StringRef Code,
+                                     unsigned BufferID, SMRange Range,
+                                     const Twine &Message) {
+  Diagnostic D;
+  D.Sev = Sev;
+  D.Code = Code.str();
+  D.Message = Message.str();
+  D.BufferID = BufferID;
+  D.Range = Range;
+  Diags.push_back(std::move(D));
+  return Diags.back();
+}
+
+unsigned DiagnosticEngine::count(Severity Sev) const {
+  unsigned N = 0;
+  for (const Diagnostic &D : Diags)
+    N += D.Sev == Sev;
+  return N;
+}
+
+unsigned DiagnosticEngine::count(Severity Sev, unsigned BufferID) const {
+  unsigned N = 0;
+  for (const Diagnostic &D : Diags)
+    N += D.Sev == Sev && D.BufferID == BufferID;
+  return N;
+}
+
+void DiagnosticEngine::promoteWarningsToErrors() {
+  for (Diagnostic &D : Diags)
+    if (D.Sev == Severity::Warning)
+      D.Sev = Severity::Error;
+}
+
+void DiagnosticEngine::discard(StringRef Code) {
+  llvm::erase_if(Diags, [&](const Diagnostic &D) { return D.Code == Code; });
+}
+
+StringRef DiagnosticEngine::path(unsigned BufferID) const {
+  return SM.getMemoryBuffer(BufferID)->getBufferIdentifier();
+}
+
+LineColumn lineColumn(const SourceMgr &SM, SMLoc Loc) {
+  if (!Loc.isValid())
+    return {};
+  unsigned ID = SM.FindBufferContainingLoc(Loc);
+  if (!ID)
+    return {};
+  auto [Line, ByteColumn] = SM.getLineAndColumn(Loc, ID);
+  // Count code points: skip UTF-8 continuation bytes between the start of the
+  // line and Loc.
+  const char *LineStart = Loc.getPointer() - (ByteColumn - 1);
+  unsigned Column = 1;
+  for (const char *P = LineStart; P < Loc.getPointer(); ++P)
+    Column += (static_cast<unsigned char>(*P) & 0xC0) != 0x80;
+  return {Line, Column};
+}
+
+std::string applyFixIts(const DiagnosticEngine &Engine, unsigned BufferID,
+                        unsigned &Applied) {
+  StringRef Text =
+      Engine.sourceMgr().getMemoryBuffer(BufferID)->getBuffer();
+  struct Edit {
+    size_t Begin, End;
+    std::string Text;
+  };
+  std::vector<Edit> Taken;
+  Applied = 0;
+  for (const Diagnostic &D : Engine.diagnostics()) {
+    if (D.BufferID != BufferID || D.FixIts.empty())
+      continue;
+    std::vector<Edit> Mine;
+    for (const FixIt &F : D.FixIts)
+      Mine.push_back({size_t(F.Range.Start.getPointer() - Text.data()),
+                      size_t(F.Range.End.getPointer() - Text.data()),
+                      F.Replacement});
+    auto Overlaps = [](const Edit &A, const Edit &B) {
+      // Two insertions at one point keep their order; anything else that
+      // touches the same bytes conflicts.
+      if (A.Begin == A.End || B.Begin == B.End)
+        return A.Begin > B.Begin && A.Begin < B.End ||
+               B.Begin > A.Begin && B.Begin < A.End;
+      return A.Begin < B.End && B.Begin < A.End;
+    };
+    bool Conflict = llvm::any_of(Mine, [&](const Edit &E) {
+      return llvm::any_of(Taken, [&](const Edit &T) { return Overlaps(E, T); });
+    });
+    if (Conflict)
+      continue;
+    Taken.insert(Taken.end(), Mine.begin(), Mine.end());
+    ++Applied;
+  }
+  std::stable_sort(Taken.begin(), Taken.end(), [](const Edit &A, const Edit &B) {
+    return A.Begin < B.Begin;
+  });
+  std::string Out;
+  size_t Pos = 0;
+  for (const Edit &E : Taken) {
+    Out.append(Text.data() + Pos, E.Begin - Pos);
+    Out += E.Text;
+    Pos = E.End;
+  }
+  Out.append(Text.data() + Pos, Text.size() - Pos);
+  return Out;
+}
+
+} // namespace dsc

@@ -1,0 +1,23 @@
+//===- Commands.h - The subcommands of dsc ----------------------*- C++ -*-===//
+
+#ifndef DSC_TOOLS_DSC_COMMANDS_H
+#define DSC_TOOLS_DSC_COMMANDS_H
+
+#include "llvm/Support/CommandLine.h"
+
+namespace dsc::tool {
+
+/// Exit codes shared by every subcommand.
+enum ExitCode { ExitClean = 0, ExitFindings = 1, ExitUsage = 2 };
+
+extern llvm::cl::SubCommand LintCommand;
+extern llvm::cl::SubCommand ExplainCommand;
+extern llvm::cl::SubCommand SchemaCommand;
+
+int runLint();
+int runExplain();
+int runSchema();
+
+} // namespace dsc::tool
+
+#endif

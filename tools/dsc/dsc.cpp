@@ -1,0 +1,36 @@
+//===- dsc.cpp - The dsc driver -------------------------------------------===//
+//
+// dsc checks, resolves and plans DeepSpeed ZeRO configurations. This file
+// only dispatches to the subcommands; each lives in its own file and calls
+// into lib/.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Commands.h"
+
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+using namespace dsc::tool;
+
+int main(int argc, char **argv) {
+  InitLLVM X(argc, argv);
+  cl::SetVersionPrinter([](raw_ostream &OS) { OS << "dsc 0.1.0\n"; });
+  if (!cl::ParseCommandLineOptions(
+          argc, argv,
+          "dsc: a compiler for DeepSpeed ZeRO training configurations\n\n"
+          "  dsc lint ds_config.json...   check configs like DeepSpeed would\n"
+          "  dsc explain KEY              what a config key means and does\n"
+          "  dsc schema                   the JSON Schema of ds_config\n",
+          &errs()))
+    return ExitUsage;
+  if (LintCommand)
+    return runLint();
+  if (ExplainCommand)
+    return runExplain();
+  if (SchemaCommand)
+    return runSchema();
+  errs() << "dsc: no command given; try 'dsc --help'\n";
+  return ExitUsage;
+}
