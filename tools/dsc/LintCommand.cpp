@@ -4,6 +4,7 @@
 
 #include "dsc/Config/AccelerateConfig.h"
 #include "dsc/Config/Lint.h"
+#include "dsc/Config/SchemaExport.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -20,8 +21,12 @@ cl::SubCommand LintCommand("lint", "Check DeepSpeed configs like DeepSpeed, "
 
 static cl::list<std::string>
     Files(cl::Positional,
-          cl::desc("<ds_config.json | accelerate.yaml | ->..."), cl::OneOrMore,
+          cl::desc("<ds_config.json | accelerate.yaml | ->..."),
           cl::sub(LintCommand));
+static cl::opt<bool> ListRules("list-rules",
+                               cl::desc("Print every diagnostic code as a "
+                                        "Markdown table and exit"),
+                               cl::sub(LintCommand));
 static cl::opt<int64_t>
     WorldSize("world-size",
               cl::desc("Data-parallel world size for the batch checks"),
@@ -157,6 +162,12 @@ static bool applyFixes(const DiagnosticEngine &First,
 }
 
 int runLint() {
+  if (ListRules) {
+    printRuleReference(outs(), lintRules());
+    return ExitClean;
+  }
+  if (Files.empty())
+    return usageError("no input files; try 'dsc lint --help'");
   LintOptions Options;
   if (!Target.empty() && !(Options.Target = parseLintTarget(Target)))
     return usageError("unknown --target '" + Target +

@@ -34,7 +34,15 @@ void checkBatch(LintContext &C) {
   if (!Read(TrainBatch, T) || !Read(Micro, M) || !Read(Accum, G))
     return;
 
+  if (!T && !M && G) {
+    C.report(Rule::BatchSize, C.rangeOf(Accum),
+             "gradient_accumulation_steps alone does not define a batch: "
+             "DeepSpeed needs train_batch_size or "
+             "train_micro_batch_size_per_gpu (AssertionError)");
+    return;
+  }
   if (!T && !M) {
+    // No batch key at all: a partial config that a launcher completes.
     C.report(Rule::BatchSize, Severity::Warning, C.rangeOf(Accum),
              "the config gives neither train_batch_size nor "
              "train_micro_batch_size_per_gpu; DeepSpeed asserts unless the "
