@@ -186,7 +186,7 @@ static Coercion coerceRaw(const JsonValue &V, const KeySpec &K) {
   case ValueType::Bool:
     if (V.Kind == JsonKind::Bool)
       return ok(boolean(V.Bool));
-    if (V.isNumber()) {
+    if (V.isNumber() && !K.ExactType) {
       Coercion C = ok(boolean(V.number() != 0));
       C.Problem = CoercionProblem::NumberAsBool;
       return C;
@@ -196,11 +196,13 @@ static Coercion coerceRaw(const JsonValue &V, const KeySpec &K) {
     if (V.Kind == JsonKind::Int)
       return ok(integer(V.IntOverflow ? INT64_MAX : V.Int));
     if (V.Kind == JsonKind::Float) {
+      if (std::isinf(V.Float) && K.AllowsInfinity)
+        return ok(floating(V.Float));
       if (!std::isfinite(V.Float))
         return fail(CoercionProblem::NotFinite);
       if (V.Float != std::trunc(V.Float))
         return fail(CoercionProblem::FractionalInt);
-      if (K.ExactInt)
+      if (K.ExactType)
         return fail(CoercionProblem::WrongType);
       Coercion C = ok(integer(std::fabs(V.Float) < 9.2e18 ? int64_t(V.Float)
                                                            : INT64_MAX));
@@ -256,8 +258,10 @@ Coercion coerce(const JsonValue &V, const KeySpec &K, SectionKind How) {
   if (K.StrictNumber && V.Kind == JsonKind::Bool)
     return fail(CoercionProblem::WrongType);
   Coercion C = How == SectionKind::Model ? coerceModel(V, K) : coerceRaw(V, K);
-  if (K.StrictNumber && C.Value && C.Value->K == Scalar::Float &&
-      !std::isfinite(C.Value->F))
+  // NaN or infinity in a number field: pydantic takes it, but no DeepSpeed
+  // setting means anything with it (steps_per_print = inf aside).
+  if (C.Value && C.Value->K == Scalar::Float && !std::isfinite(C.Value->F) &&
+      !(K.AllowsInfinity && std::isinf(C.Value->F)))
     return fail(CoercionProblem::NotFinite);
   return C;
 }

@@ -112,8 +112,18 @@ std::optional<Scalar> ConfigView::get(StringRef Path) const {
     return std::nullopt;
   Coercion C = coerce(*V, *K, sectionKindOf(Path));
   if (C.Problem == CoercionProblem::WrongType ||
-      C.Problem == CoercionProblem::FractionalInt)
+      C.Problem == CoercionProblem::FractionalInt ||
+      C.Problem == CoercionProblem::NotFinite || !C.Value)
     return std::nullopt;
+  // A value outside its allowed set or range was reported by the schema
+  // pass; rules must not reason from it (stage 4 is not "stage 3 and up").
+  if (!isAllowedChoice(*K, *C.Value))
+    return std::nullopt;
+  if (C.Value->K == Scalar::Int || C.Value->K == Scalar::Float) {
+    double N = C.Value->number();
+    if ((K->MinExclusive ? N <= K->Min : N < K->Min) || N > K->Max)
+      return std::nullopt;
+  }
   return C.Value;
 }
 

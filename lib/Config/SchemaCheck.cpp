@@ -118,7 +118,7 @@ private:
     if (Canonical == "zero_optimization" && M.Value.Kind == JsonKind::Bool)
       return reportLegacyZero(M);
     if (M.Value.isString("auto") && !autoIsValue(*K))
-      return checkAuto(M, *K, How);
+      return checkAuto(M, *K, How, joinPath(Parent, M.Key));
     if (!checkValue(M.Value, *K, How, Canonical, C.keyRange(M)))
       return;
     if (K->Unused)
@@ -173,8 +173,10 @@ private:
                             ? Replacement
                             : Replacement.rsplit('.').second;
     const KeySpec *New = findKey(Replacement);
-    // The replacement may be written under its alias.
+    // The replacement may be written under its name or its alias.
     const JsonMember *Both = Object.member(NewName);
+    if (!Both && New)
+      Both = Object.member(New->name());
     if (!Both && New && New->Alias)
       Both = Object.member(New->Alias);
     if (Both) {
@@ -393,15 +395,15 @@ private:
   }
 
   /// "auto" left where the target does not replace it.
-  void checkAuto(const JsonMember &M, const KeySpec &K, SectionKind How) {
+  void checkAuto(const JsonMember &M, const KeySpec &K, SectionKind How,
+                 const std::string &Path) {
     bool ByTrainer = K.AutoBy & AutoTrainer, ByAccelerate =
                                                  K.AutoBy & AutoAccelerate;
     bool Filled = (C.Target == LintTarget::HfTrainer &&
                    (ByTrainer || ByAccelerate)) ||
                   (C.Target == LintTarget::Accelerate && ByAccelerate);
-    std::string Path = K.Path;
     if (Filled) {
-      if (Path == "scheduler.params.warmup_num_steps")
+      if (StringRef(K.Path) == "scheduler.params.warmup_num_steps")
         C.report(Rule::AutoFill, C.range(M.Value),
                  targetName(C.Target) +
                      " fills this from the warmup you pass; without warmup "
@@ -464,11 +466,19 @@ private:
       if (K.StrictNumber && V.Kind == JsonKind::Bool)
         Message += " (DeepSpeed's validator refuses booleans here)";
       Diagnostic &D = C.report(Rule::TypeMismatch, ValueRange, Message);
-      if (How != SectionKind::Model && K.Type == ValueType::Bool &&
-          V.Kind == JsonKind::String)
+      if (K.ExactType && K.Type == ValueType::Bool)
+        D.note("DeepSpeed checks that this is a real boolean and fails "
+               "otherwise");
+      else if (How != SectionKind::Model && K.OnAuto &&
+               V.Kind == JsonKind::String)
+        D.note(Twine("DeepSpeed does not convert values here; a string "
+                     "means: ") +
+               K.OnAuto);
+      else if (How != SectionKind::Model && K.Type == ValueType::Bool &&
+               V.Kind == JsonKind::String)
         D.note("DeepSpeed does not convert values here: any non-empty "
                "string, \"false\" included, counts as true");
-      else if (K.ExactInt && V.Kind == JsonKind::Float &&
+      else if (K.ExactType && V.Kind == JsonKind::Float &&
                V.Float == std::trunc(V.Float) && std::fabs(V.Float) < 1e15)
         D.note("DeepSpeed checks isinstance(value, int); in JSON " +
                spelling(V, C.Text) + " is a float")
@@ -480,17 +490,23 @@ private:
       return false;
     }
     case CoercionProblem::FractionalInt:
+      // No fix-it: which integer was meant is the author's call.
       C.report(Rule::NotAnInteger, ValueRange,
-               quoted(Path) + " must be an integer; DeepSpeed rejects " +
-                   spelling(V, C.Text) +
-                   " (a number with a fractional part)")
-          .fix(ValueRange, std::to_string(int64_t(V.Float)));
+               quoted(Path) + " must be an integer; " +
+                   (How == SectionKind::Model || K.ExactType
+                        ? "DeepSpeed rejects " + spelling(V, C.Text) +
+                              " (a number with a fractional part)"
+                        : "DeepSpeed passes " + spelling(V, C.Text) +
+                              " on unconverted to code that needs a whole "
+                              "number"));
       return false;
     case CoercionProblem::IntegralFloat:
       C.report(Rule::FloatForInt, ValueRange,
                quoted(Path) + " is the float " + spelling(V, C.Text) +
-                   "; DeepSpeed does not convert values in " +
-                   quoted(sectionDisplay(parentOf(Path))) +
+                   "; DeepSpeed does not convert values " +
+                   (parentOf(Path).empty()
+                        ? std::string("at the top level")
+                        : "in " + quoted(parentOf(Path))) +
                    " and passes a float where an integer is expected")
           .fix(ValueRange, std::to_string(R.Value->I));
       break;
@@ -541,6 +557,7 @@ private:
       KeySpec Element;
       Element.Path = K.Path;
       Element.Type = K.Element;
+      Element.ExactType = K.ExactType;
       std::string ElementPath = (Path + "[]").str();
       for (const JsonValue &E : V.Elements)
         checkValue(E, Element, How, ElementPath, C.range(E));

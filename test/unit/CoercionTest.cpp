@@ -91,11 +91,11 @@ TEST(CoercionTest, RawSectionsConvertNothing) {
   EXPECT_EQ(run("8", ValueType::Float, Raw).Value->F, 8.0);
 }
 
-TEST(CoercionTest, ExactIntRefusesIntegralFloatsInRawSections) {
+TEST(CoercionTest, ExactTypeRefusesIntegralFloatsInRawSections) {
   JsonParseResult R = parseJson("1000.0");
   KeySpec K;
   K.Type = ValueType::Int;
-  K.ExactInt = true;
+  K.ExactType = true;
   EXPECT_EQ(coerce(*R.Root, K, Raw).Problem, CoercionProblem::WrongType);
 }
 

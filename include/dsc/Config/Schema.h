@@ -95,10 +95,13 @@ struct KeySpec {
   /// A number that must not be a boolean or NaN/infinity (fp16 loss-scale
   /// fields have validators that refuse what lax mode would accept).
   bool StrictNumber = false;
-  /// Must be a Python int: DeepSpeed checks isinstance(v, int), so an
-  /// integral float such as 1000.0 or 1e3 is refused even where values are
-  /// otherwise passed through unconverted.
-  bool ExactInt = false;
+  /// DeepSpeed checks the Python type itself (isinstance): an integral
+  /// float such as 1000.0 is no int and a number is no bool here, even in
+  /// sections that otherwise pass values on unconverted.
+  bool ExactType = false;
+  /// Infinity is a meaningful value (accelerate writes steps_per_print =
+  /// inf); elsewhere NaN and infinity are reported.
+  bool AllowsInfinity = false;
   uint8_t AutoBy = AutoNone;
   /// What DeepSpeed itself does with an "auto" left here, when it is more
   /// specific than the section's rule (dropped in models, raw in dicts).

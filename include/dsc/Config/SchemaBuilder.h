@@ -43,7 +43,10 @@ struct Entry : KeySpec {
     return with(&KeySpec::VariantKey, V);
   }
   constexpr Entry required() const { return with(&KeySpec::Required, true); }
-  constexpr Entry exactInt() const { return with(&KeySpec::ExactInt, true); }
+  constexpr Entry exactType() const { return with(&KeySpec::ExactType, true); }
+  constexpr Entry allowsInfinity() const {
+    return with(&KeySpec::AllowsInfinity, true);
+  }
   constexpr Entry strictNumber() const {
     return with(&KeySpec::StrictNumber, true);
   }

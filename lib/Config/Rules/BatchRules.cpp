@@ -53,6 +53,8 @@ void checkBatch(LintContext &C) {
   }
 
   std::optional<int64_t> W = C.Options.WorldSize;
+  // Words for the data-parallel size in messages.
+  std::string Ranks = W ? "world size " + std::to_string(*W) : "";
   if (W && V.has("sequence_parallel_size")) {
     // Without an mpu DeepSpeed divides the world size by it.
     std::optional<int64_t> SP = V.getInt("sequence_parallel_size");
@@ -65,6 +67,9 @@ void checkBatch(LintContext &C) {
                    "; DeepSpeed's data-parallel size would not be whole");
       return;
     }
+    Ranks = "data-parallel size " + std::to_string(*W / *SP) +
+            " (world size " + std::to_string(*W) + " / sequence_parallel_size " +
+            std::to_string(*SP) + ")";
     *W /= *SP;
   }
 
@@ -107,7 +112,7 @@ void checkBatch(LintContext &C) {
   };
   if (MM <= 0 || GG <= 0) {
     C.report(Rule::BatchSize, C.rangeOf(Anchor),
-             "at world size " + Twine(*W) + " DeepSpeed derives " +
+             "at " + Ranks + " DeepSpeed derives " +
                  (MM <= 0 ? "a micro batch" : "gradient accumulation steps") +
                  " of " + Twine(MM <= 0 ? MM : GG) + " from train_batch_size " +
                  Twine(TT) + "; it must be greater than 0")
@@ -119,12 +124,13 @@ void checkBatch(LintContext &C) {
         Rule::BatchSize, C.rangeOf(Anchor),
         "train_batch_size " + Twine(TT) + " != micro batch " +
             Derived(Micro, MM) + " x accumulation steps " +
-            Derived(Accum, GG) + " x world size " + Twine(*W) + " = " +
+            Derived(Accum, GG) + " x " + Ranks + " = " +
             Twine(MM * GG * *W) + "; DeepSpeed's batch check fails");
     if (T && M && G && TT % (MM * GG) == 0)
-      D.note("these values fit world size " + Twine(TT / (MM * GG)) +
+      D.note("these values fit a data-parallel size of " +
+             Twine(TT / (MM * GG)) +
              "; leave train_batch_size out and DeepSpeed derives it for any "
-             "world size");
+             "size");
   }
 }
 

@@ -54,14 +54,6 @@ void checkFeatures(LintContext &C) {
     C.report(Rule::Parallelism, C.rangeOf("expert_parallel.load_balance_coeff"),
              "load_balance_coeff is not supported by AutoEP; set it to null "
              "or omit it");
-
-  // The pipeline engine asserts these are real booleans.
-  for (StringRef Key : {"pipeline.pipe_partitioned", "pipeline.grad_partitioned"})
-    if (const JsonValue *B = V.find(Key); B && B->Kind != JsonKind::Bool &&
-                                          B->Kind != JsonKind::String)
-      C.report(Rule::TypeMismatch, C.range(*B),
-               "`" + Key + "` must be true or false: the pipeline engine "
-               "asserts a boolean");
 }
 
 } // namespace dsc

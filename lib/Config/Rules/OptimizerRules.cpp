@@ -127,8 +127,11 @@ static void checkScheduler(LintContext &C) {
 /// (engine.py _do_optimizer_sanity_check, zero/utils.py).
 static void checkClientOptimizer(LintContext &C, StringRef Class) {
   const ConfigView &V = C.View;
-  StringRef Name = Class;
-  Name.consume_front("torch.optim.");
+  // deepspeed.ops.adam.DeepSpeedCPUAdam, torch.optim.AdamW, apex's
+  // FusedAdam: the class name decides.
+  StringRef Name = StringRef(Class).rsplit('.').second.empty()
+                       ? StringRef(Class)
+                       : StringRef(Class).rsplit('.').second;
   static const StringRef Tested[] = {
       "Adam",         "AdamW",          "Adagrad",
       "FusedAdam",    "DeepSpeedCPUAdam", "DeepSpeedCPUAdagrad",

@@ -14,6 +14,11 @@ void checkZero(LintContext &C) {
                  " needs a zero_optimization section: accelerate raises "
                  "ValueError (Please specify the ZeRO optimization config in "
                  "the DeepSpeed config)");
+  if (const JsonValue *Z = V.find("zero_optimization");
+      V.has("allgather_size") && !(Z && Z->Kind == JsonKind::Bool))
+    C.report(Rule::UnusedKey, C.rangeOf("allgather_size"),
+             "`allgather_size` has no effect: DeepSpeed reads it only with the "
+             "legacy form \"zero_optimization\": true");
   std::optional<int64_t> Stage = V.zeroStage();
   if (!Stage)
     return;

@@ -37,7 +37,7 @@ static const KeySpec Keys[] = {
         .doc("Spelling in DeepSpeed's own format string; the key read is "
              "partition_activations"),
 
-    section("aio", DictSection)
+    section("aio", DictSection).nullable()
         .doc("Asynchronous NVMe I/O (libaio) used by NVMe offload; a top-level "
              "section"),
     key("aio.block_size", Int).def("1048576").above(0)
@@ -114,6 +114,7 @@ static const KeySpec Keys[] = {
     key("elasticity.max_train_batch_size", Int).def("2000").above(0)
         .doc("Largest acceptable global batch (required when enabled)"),
     key("elasticity.micro_batch_sizes", Array).def("[2, 4, 6]").of(Int)
+        .exactType()
         .doc("Acceptable micro batches (required when enabled)"),
     key("elasticity.min_gpus", Int).def("1").min(1)
         .doc("Fewest GPUs to plan for"),
@@ -344,9 +345,9 @@ static const KeySpec Keys[] = {
         .doc("Seed each layer differently"),
     key("pipeline.activation_checkpoint_interval", Int).def("0").min(0)
         .doc("Layers between activation checkpoints (0 = none)"),
-    key("pipeline.pipe_partitioned", Bool).def("true")
+    key("pipeline.pipe_partitioned", Bool).def("true").exactType()
         .doc("Partition activations between stages (must be a boolean)"),
-    key("pipeline.grad_partitioned", Bool).def("true")
+    key("pipeline.grad_partitioned", Bool).def("true").exactType()
         .doc("Partition gradients between stages (must be a boolean)"),
     key("pipeline.use_reentrant", Bool).def("null").nullable()
         .doc("Reentrant activation checkpointing (null = true)"),

@@ -186,7 +186,9 @@ static const KeySpec Keys[] = {
         .variants("WarmupDecayLR").autoBy(AutoBoth)
         .doc("Learning rate at the end of warmup"),
     key("scheduler.params.warmup_num_steps", Int).def("1000").above(0)
-        .exactInt()
+        .exactType()
+        .onAuto("ValueError when the scheduler is built (warmup_num_steps "
+                "must be a positive integer)")
         .variants(WARMUP_SCHEDULERS).autoBy(AutoBoth)
         .doc("Warmup steps; must be a positive integer (DeepSpeed >= 0.19.3)"),
     key("scheduler.params.warmup_type", String).def("\"log\"")
@@ -232,7 +234,7 @@ static const KeySpec Keys[] = {
     key("scheduler.params.lr_range_test_min_lr", Float).def("0.001")
         .variants("LRRangeTest").doc("Starting learning rate"),
     key("scheduler.params.lr_range_test_step_size", Int).def("2000").above(0)
-        .exactInt()
+        .exactType()
         .variants("LRRangeTest")
         .doc("Steps per increase; must be a positive integer"),
     key("scheduler.params.lr_range_test_step_rate", Float).def("1.0")

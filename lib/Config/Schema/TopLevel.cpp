@@ -33,6 +33,7 @@ static const KeySpec Keys[] = {
 
     // Logging.
     key("steps_per_print", Int).def("null").nullable().above(0)
+        .allowsInfinity()
         .onAuto("TypeError at the first progress report")
         .doc("Interval in steps of DeepSpeed's progress line (none when null; "
              "accelerate sets it to infinity)"),
@@ -81,8 +82,6 @@ static const KeySpec Keys[] = {
         .unused("DeepSpeed parses it and never reads it again")
         .doc("Legacy switch for the post-step all-gather"),
     key("allgather_size", Int).def("500000000").min(0)
-        .unused("read only together with the legacy boolean form "
-                "\"zero_optimization\": true")
         .doc("Legacy all-gather bucket size for \"zero_optimization\": true"),
 
     // ZeRO optimizer choices that live at the top level.
