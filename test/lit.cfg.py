@@ -6,7 +6,7 @@ import lit.formats
 config.name = "dsc"
 config.test_format = lit.formats.ShTest(execute_external=True)
 config.suffixes = [".test"]
-config.excludes = ["Inputs", "CMakeLists.txt", "conformance", "unit"]
+config.excludes = ["Inputs", "CMakeLists.txt", "conformance", "unit", "fuzz"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.dsc_obj_root, "test")
 

@@ -63,7 +63,32 @@ static void printOne(const DiagnosticEngine &Engine, raw_ostream &OS,
                   Hints, Colors);
 }
 
-void emitText(const DiagnosticEngine &Engine, raw_ostream &OS, bool Colors) {
+namespace {
+/// Forwards to another stream and claims to support colours: SourceMgr
+/// colours only streams that say so, and a pipe does not, so
+/// --color=always needs this.
+class ColorStream : public raw_ostream {
+public:
+  explicit ColorStream(raw_ostream &Out) : Out(Out) {
+    SetUnbuffered();
+    enable_colors(true);
+  }
+  bool has_colors() const override { return true; }
+
+private:
+  void write_impl(const char *Ptr, size_t Size) override {
+    Out.write(Ptr, Size);
+  }
+  uint64_t current_pos() const override { return Out.tell(); }
+  raw_ostream &Out;
+};
+} // namespace
+
+void emitText(const DiagnosticEngine &Engine, raw_ostream &Out, bool Colors) {
+  ColorStream Colored(Out);
+  raw_ostream &OS = Colors ? static_cast<raw_ostream &>(Colored) : Out;
+  if (!Colors)
+    Out.enable_colors(false);
   for (const Diagnostic &D : Engine.diagnostics()) {
     printOne(Engine, OS, D.Sev, D.Range, D.BufferID,
              D.Message + " [" + D.Code + "]", D.FixIts, Colors);
