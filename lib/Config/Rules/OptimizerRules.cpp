@@ -146,7 +146,10 @@ static void checkClientOptimizer(LintContext &C, StringRef Class) {
                  " is not on ZeRO's list of tested optimizers; DeepSpeed "
                  "asserts unless \"zero_allow_untested_optimizer\": true");
   bool Offload = V.offloadOptimizerDevice() != "none";
-  if (Offload && Name != "DeepSpeedCPUAdam" && Name != "DeepSpeedCPULion" &&
+  // accelerate (and so the HF Trainer) swaps a torch optimizer for
+  // DeepSpeedCPUAdam itself when optimizer states are offloaded.
+  if (Offload && C.Target == LintTarget::DeepSpeed &&
+      Name != "DeepSpeedCPUAdam" && Name != "DeepSpeedCPULion" &&
       V.getBool("zero_force_ds_cpu_optimizer").value_or(true))
     C.report(Rule::Optimizer, C.rangeOf("zero_optimization.offload_optimizer"),
              "optimizer offload with the client optimizer " + Class +

@@ -78,6 +78,19 @@ void checkPrecision(LintContext &C) {
                  "in the model dtype (" + ModelDtype + "), not " + D +
                      " (unsupported mix of model_dtype and grad_accum_dtype)");
 
+  // bf16 gradients accumulated in bf16 lose precision over many micro-steps
+  // (DeepSpeed issues #2352, #2768). At stage 1, grad_accum_dtype fp32
+  // switches to BF16_Optimizer, which accumulates in fp32.
+  if (BF16 && Stage && *Stage == 1 && !V.has("data_types.grad_accum_dtype"))
+    if (std::optional<int64_t> G = V.getInt("gradient_accumulation_steps");
+        G && *G > 1)
+      C.report(Rule::Precision, Severity::Warning,
+               C.rangeOf("gradient_accumulation_steps"),
+               "bf16 gradients are accumulated in bf16 over " + Twine(*G) +
+                   " micro-steps; \"data_types\": {\"grad_accum_dtype\": "
+                   "\"fp32\"} accumulates them in fp32 (BF16_Optimizer, with a "
+                   "full-size fp32 gradient buffer)");
+
   // Master weights in 16 bits (runtime/config.py, engine.py).
   bool Offload = V.offloadOptimizerDevice() != "none";
   bool FP16Master = V.getBool("fp16.fp16_master_weights_and_grads").value_or(false);

@@ -78,6 +78,18 @@ void checkZero(LintContext &C) {
     C.report(Rule::UnusedKey, C.rangeOf("zero_optimization.elastic_checkpoint"),
              "elastic_checkpoint is not supported by ZeRO stage 3");
 
+  // ZeRO-3 under the HF Trainer or accelerate saves no real weights
+  // without this flag (spec §6, mistake 22).
+  if (*Stage == 3 && C.Target != LintTarget::DeepSpeed &&
+      !V.isAuto("zero_optimization.gather_16bit_weights_on_model_save") &&
+      !V.getBool("zero_optimization.gather_16bit_weights_on_model_save")
+           .value_or(false))
+    C.report(Rule::ZeroStage, Severity::Warning, C.rangeOf("zero_optimization.stage"),
+             "at ZeRO stage 3 the HF Trainer and accelerate save the model's "
+             "weights only with \"stage3_gather_16bit_weights_on_model_save\": "
+             "true; without it the saved model is empty (recover it with "
+             "zero_to_fp32.py from the checkpoint)");
+
   // managed_gradient_accumulation: false (engine.py).
   if (!V.getBool("managed_gradient_accumulation").value_or(true) &&
       V.overlapComm().value_or(false) && *Stage != 2)
