@@ -101,78 +101,50 @@ static Coercion fail(CoercionProblem P) {
   return C;
 }
 
-static Scalar boolean(bool B) {
-  Scalar S;
-  S.K = Scalar::Bool;
-  S.B = B;
-  return S;
-}
-
-static Scalar integer(int64_t I) {
-  Scalar S;
-  S.K = Scalar::Int;
-  S.I = I;
-  return S;
-}
-
-static Scalar floating(double F) {
-  Scalar S;
-  S.K = Scalar::Float;
-  S.F = F;
-  return S;
-}
-
-static Scalar string(StringRef Str) {
-  Scalar S;
-  S.K = Scalar::String;
-  S.S = Str.str();
-  return S;
-}
-
 /// pydantic lax mode.
 static Coercion coerceModel(const JsonValue &V, const KeySpec &K) {
   switch (K.Type) {
   case ValueType::Bool:
     if (V.Kind == JsonKind::Bool)
-      return ok(boolean(V.Bool));
+      return ok(Scalar::ofBool(V.Bool));
     if (V.isNumber() && (V.number() == 0 || V.number() == 1))
-      return ok(boolean(V.number() == 1));
+      return ok(Scalar::ofBool(V.number() == 1));
     if (V.Kind == JsonKind::String)
       if (std::optional<bool> B = parseBoolWord(V.Str))
-        return ok(boolean(*B));
+        return ok(Scalar::ofBool(*B));
     return fail(CoercionProblem::WrongType);
   case ValueType::Int:
     if (V.Kind == JsonKind::Int && !V.IntOverflow)
-      return ok(integer(V.Int));
+      return ok(Scalar::ofInt(V.Int));
     if (V.Kind == JsonKind::Int)
-      return ok(integer(INT64_MAX)); // Python keeps big ints; saturate.
+      return ok(Scalar::ofInt(INT64_MAX)); // Python keeps big ints; saturate.
     if (V.Kind == JsonKind::Bool)
-      return ok(integer(V.Bool));
+      return ok(Scalar::ofInt(V.Bool));
     if (V.Kind == JsonKind::Float) {
       if (!std::isfinite(V.Float))
         return fail(CoercionProblem::NotFinite);
       if (V.Float != std::trunc(V.Float))
         return fail(CoercionProblem::FractionalInt);
       if (std::fabs(V.Float) >= 9.2e18)
-        return ok(integer(V.Float > 0 ? INT64_MAX : INT64_MIN));
-      return ok(integer(int64_t(V.Float)));
+        return ok(Scalar::ofInt(V.Float > 0 ? INT64_MAX : INT64_MIN));
+      return ok(Scalar::ofInt(int64_t(V.Float)));
     }
     if (V.Kind == JsonKind::String)
       if (std::optional<int64_t> I = parseIntString(V.Str))
-        return ok(integer(*I));
+        return ok(Scalar::ofInt(*I));
     return fail(CoercionProblem::WrongType);
   case ValueType::Float:
     if (V.isNumber())
-      return ok(floating(V.number()));
+      return ok(Scalar::ofFloat(V.number()));
     if (V.Kind == JsonKind::Bool)
-      return ok(floating(V.Bool));
+      return ok(Scalar::ofFloat(V.Bool));
     if (V.Kind == JsonKind::String)
       if (std::optional<double> D = parseFloatString(V.Str))
-        return ok(floating(*D));
+        return ok(Scalar::ofFloat(*D));
     return fail(CoercionProblem::WrongType);
   case ValueType::String:
     if (V.Kind == JsonKind::String)
-      return ok(string(V.Str));
+      return ok(Scalar::ofString(V.Str));
     return fail(CoercionProblem::WrongType);
   default:
     break;
@@ -185,26 +157,26 @@ static Coercion coerceRaw(const JsonValue &V, const KeySpec &K) {
   switch (K.Type) {
   case ValueType::Bool:
     if (V.Kind == JsonKind::Bool)
-      return ok(boolean(V.Bool));
+      return ok(Scalar::ofBool(V.Bool));
     if (V.isNumber() && !K.ExactType) {
-      Coercion C = ok(boolean(V.number() != 0));
+      Coercion C = ok(Scalar::ofBool(V.number() != 0));
       C.Problem = CoercionProblem::NumberAsBool;
       return C;
     }
     return fail(CoercionProblem::WrongType);
   case ValueType::Int:
     if (V.Kind == JsonKind::Int)
-      return ok(integer(V.IntOverflow ? INT64_MAX : V.Int));
+      return ok(Scalar::ofInt(V.IntOverflow ? INT64_MAX : V.Int));
     if (V.Kind == JsonKind::Float) {
       if (std::isinf(V.Float) && K.AllowsInfinity)
-        return ok(floating(V.Float));
+        return ok(Scalar::ofFloat(V.Float));
       if (!std::isfinite(V.Float))
         return fail(CoercionProblem::NotFinite);
       if (V.Float != std::trunc(V.Float))
         return fail(CoercionProblem::FractionalInt);
       if (K.ExactType)
         return fail(CoercionProblem::WrongType);
-      Coercion C = ok(integer(std::fabs(V.Float) < 9.2e18 ? int64_t(V.Float)
+      Coercion C = ok(Scalar::ofInt(std::fabs(V.Float) < 9.2e18 ? int64_t(V.Float)
                                                            : INT64_MAX));
       C.Problem = CoercionProblem::IntegralFloat;
       return C;
@@ -212,11 +184,11 @@ static Coercion coerceRaw(const JsonValue &V, const KeySpec &K) {
     return fail(CoercionProblem::WrongType);
   case ValueType::Float:
     if (V.isNumber())
-      return ok(floating(V.number()));
+      return ok(Scalar::ofFloat(V.number()));
     return fail(CoercionProblem::WrongType);
   case ValueType::String:
     if (V.Kind == JsonKind::String)
-      return ok(string(V.Str));
+      return ok(Scalar::ofString(V.Str));
     return fail(CoercionProblem::WrongType);
   default:
     break;
@@ -232,25 +204,16 @@ Coercion coerce(const JsonValue &V, const KeySpec &K, SectionKind How) {
   }
   switch (K.Type) {
   case ValueType::Any:
-  case ValueType::Misnomer: {
-    Scalar S;
-    S.K = Scalar::Other;
-    return ok(S);
-  }
+  case ValueType::Misnomer:
+    return ok(Scalar::of(Scalar::Other));
   case ValueType::Object:
   case ValueType::Dict:
-    if (V.Kind == JsonKind::Object) {
-      Scalar S;
-      S.K = Scalar::Other;
-      return ok(S);
-    }
+    if (V.Kind == JsonKind::Object)
+      return ok(Scalar::of(Scalar::Other));
     return fail(CoercionProblem::WrongType);
   case ValueType::Array:
-    if (V.Kind == JsonKind::Array) {
-      Scalar S;
-      S.K = Scalar::Other;
-      return ok(S);
-    }
+    if (V.Kind == JsonKind::Array)
+      return ok(Scalar::of(Scalar::Other));
     return fail(CoercionProblem::WrongType);
   default:
     break;

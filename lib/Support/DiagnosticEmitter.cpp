@@ -98,13 +98,19 @@ void emitText(const DiagnosticEngine &Engine, raw_ostream &Out, bool Colors) {
   }
 }
 
-static json::Object position(const SourceMgr &SM, SMRange R) {
+/// R's start and end as line/column pairs, under the given key names.
+static json::Object region(const SourceMgr &SM, SMRange R,
+                           const char *const (&Keys)[4]) {
   LineColumn Begin = lineColumn(SM, R.Start);
   LineColumn End = lineColumn(SM, R.End.isValid() ? R.End : R.Start);
-  return json::Object{{"line", Begin.Line},
-                      {"column", Begin.Column},
-                      {"end_line", End.Line},
-                      {"end_column", End.Column}};
+  return json::Object{{Keys[0], Begin.Line},
+                      {Keys[1], Begin.Column},
+                      {Keys[2], End.Line},
+                      {Keys[3], End.Column}};
+}
+
+static json::Object position(const SourceMgr &SM, SMRange R) {
+  return region(SM, R, {"line", "column", "end_line", "end_column"});
 }
 
 void emitJSON(const DiagnosticEngine &Engine, raw_ostream &OS) {
@@ -164,12 +170,7 @@ static std::string toURI(StringRef Path) {
 }
 
 static json::Object sarifRegion(const SourceMgr &SM, SMRange R) {
-  LineColumn Begin = lineColumn(SM, R.Start);
-  LineColumn End = lineColumn(SM, R.End.isValid() ? R.End : R.Start);
-  return json::Object{{"startLine", Begin.Line},
-                      {"startColumn", Begin.Column},
-                      {"endLine", End.Line},
-                      {"endColumn", End.Column}};
+  return region(SM, R, {"startLine", "startColumn", "endLine", "endColumn"});
 }
 
 static StringRef sarifLevel(Severity S) {

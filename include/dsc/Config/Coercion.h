@@ -29,6 +29,32 @@ struct Scalar {
   std::string S;
 
   double number() const { return K == Int ? double(I) : K == Bool ? B : F; }
+
+  static Scalar of(Kind K) {
+    Scalar S;
+    S.K = K;
+    return S;
+  }
+  static Scalar ofBool(bool B) {
+    Scalar S = of(Bool);
+    S.B = B;
+    return S;
+  }
+  static Scalar ofInt(int64_t I) {
+    Scalar S = of(Int);
+    S.I = I;
+    return S;
+  }
+  static Scalar ofFloat(double F) {
+    Scalar S = of(Float);
+    S.F = F;
+    return S;
+  }
+  static Scalar ofString(llvm::StringRef Str) {
+    Scalar S = of(String);
+    S.S = Str.str();
+    return S;
+  }
 };
 
 enum class CoercionProblem : uint8_t {
