@@ -38,10 +38,8 @@ dsc_require(GRAPHVIZ_FOUND "Graphviz (libcgraph, libgvc)" libgraphviz-dev)
 # ONNX (protobuf messages and shape inference) and protobuf.
 find_package(Protobuf)
 dsc_require(Protobuf_FOUND "protobuf" libprotobuf-dev)
-find_path(ONNX_INCLUDE_DIR onnx/onnx_pb.h)
-find_library(ONNX_LIBRARY onnx)
-find_library(ONNX_PROTO_LIBRARY onnx_proto)
-dsc_require(ONNX_LIBRARY "ONNX" libonnx-dev)
+find_package(ONNX CONFIG)
+dsc_require(ONNX_FOUND "ONNX" libonnx-dev)
 
 # Test tools: GoogleTest, and LLVM's FileCheck and lit.
 if(DSC_BUILD_TESTS)

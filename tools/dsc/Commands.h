@@ -13,10 +13,12 @@ enum ExitCode { ExitClean = 0, ExitFindings = 1, ExitUsage = 2 };
 extern llvm::cl::SubCommand LintCommand;
 extern llvm::cl::SubCommand ExplainCommand;
 extern llvm::cl::SubCommand SchemaCommand;
+extern llvm::cl::SubCommand InspectCommand;
 
 int runLint();
 int runExplain();
 int runSchema();
+int runInspect();
 
 } // namespace dsc::tool
 

@@ -22,7 +22,8 @@ int main(int argc, char **argv) {
           "dsc: a compiler for DeepSpeed ZeRO training configurations\n\n"
           "  dsc lint ds_config.json...   check configs like DeepSpeed would\n"
           "  dsc explain KEY              what a config key means and does\n"
-          "  dsc schema                   the JSON Schema of ds_config\n",
+          "  dsc schema                   the JSON Schema of ds_config\n"
+          "  dsc inspect model.onnx       parameters, modules, hidden size\n",
           &errs()))
     return ExitUsage;
   if (LintCommand)
@@ -31,6 +32,8 @@ int main(int argc, char **argv) {
     return runExplain();
   if (SchemaCommand)
     return runSchema();
+  if (InspectCommand)
+    return runInspect();
   errs() << "dsc: no command given; try 'dsc --help'\n";
   return ExitUsage;
 }

@@ -1,0 +1,81 @@
+//===- dsc-modelgen.cpp - Write transformer graphs without weights --------===//
+//
+//   dsc-modelgen --preset llama-70b -o llama-70b.onnx
+//   dsc-modelgen --arch llama --layers 4 --hidden 256 --heads 8 \
+//                --kv-heads 2 -o small.onnx
+//
+// Prints the parameter count PyTorch would report for the same model.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dsc/Graph/ModelGen.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+using namespace dsc;
+
+static cl::opt<std::string> Output("o", cl::desc("Output .onnx file"),
+                                   cl::value_desc("file"), cl::Required);
+static cl::opt<std::string> Preset("preset",
+                                   cl::desc("gpt2-small, gpt2-xl, llama-1b, "
+                                            "llama-7b, llama-70b, llama-405b"));
+static cl::opt<std::string> Arch("arch", cl::desc("gpt or llama"),
+                                 cl::init("gpt"));
+static cl::opt<int64_t> Layers("layers", cl::init(2));
+static cl::opt<int64_t> Hidden("hidden", cl::init(64));
+static cl::opt<int64_t> Heads("heads", cl::init(4));
+static cl::opt<int64_t> KVHeads("kv-heads", cl::init(0));
+static cl::opt<int64_t> FFN("ffn", cl::init(0));
+static cl::opt<int64_t> Vocab("vocab", cl::init(1000));
+static cl::opt<bool> Untied("untied", cl::desc("A separate lm_head weight"));
+static cl::opt<bool> BF16("bf16", cl::desc("bf16 weights"));
+
+int main(int argc, char **argv) {
+  InitLLVM X(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "Write a GPT- or Llama-structured ONNX graph "
+                              "with external weights that are never "
+                              "written\n");
+  TransformerSpec S;
+  if (!Preset.empty()) {
+    Expected<TransformerSpec> P = transformerPreset(Preset);
+    if (!P) {
+      WithColor::error(errs(), "dsc-modelgen") << toString(P.takeError()) << "\n";
+      return 2;
+    }
+    S = *P;
+  } else {
+    if (Arch != "gpt" && Arch != "llama") {
+      WithColor::error(errs(), "dsc-modelgen") << "--arch is gpt or llama\n";
+      return 2;
+    }
+    S.Arch = Arch == "gpt" ? Architecture::GPT : Architecture::Llama;
+    S.Layers = Layers, S.Hidden = Hidden, S.Heads = Heads;
+    S.KVHeads = KVHeads, S.FFN = FFN, S.Vocab = Vocab;
+    S.TiedEmbeddings = !Untied;
+    S.BF16 = BF16;
+  }
+  S.WeightsFile = sys::path::filename(Output).str() + ".data";
+  Expected<std::string> Bytes = generateTransformer(S);
+  if (!Bytes) {
+    WithColor::error(errs(), "dsc-modelgen") << toString(Bytes.takeError()) << "\n";
+    return 2;
+  }
+  std::error_code EC;
+  raw_fd_ostream OS(Output, EC, sys::fs::OF_None);
+  if (EC) {
+    WithColor::error(errs(), "dsc-modelgen")
+        << Output << ": " << EC.message() << "\n";
+    return 2;
+  }
+  OS << *Bytes;
+  outs() << Output << ": " << expectedParameters(S) << " parameters, "
+         << Bytes->size() << " bytes of graph (weights not written)\n";
+  return 0;
+}
