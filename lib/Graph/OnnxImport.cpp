@@ -399,7 +399,7 @@ Expected<Model> ModelBuilder::build(std::shared_ptr<onnx::ModelProto> P,
   auto Declare = [&](const onnx::ValueInfoProto &V) -> Error {
     TensorType T = typeOf(V.type());
     for (const Dim &D : T.Shape)
-      if (D.Value < -1)
+      if (D.known() && D.Value < 0)
         return fail(Path, "tensor '" + V.name() + "' has dimension " +
                               Twine(D.Value));
     M.DeclaredTypes[V.name()] = T;

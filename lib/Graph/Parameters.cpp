@@ -343,7 +343,29 @@ Expected<ModelFacts> analyzeModel(const Model &M,
         "{0} weights ({1} elements) have names the exporter made "
         "(onnx::*, val_*): folded or transposed copies of parameters",
         AnonymousWeights, AnonymousElems));
-  StringMap<unsigned> ShapeUsers;
+  // Optimizers name what they fold after the tensor they fold into
+  // (conv1.weight_bias): a name made of another parameter's name.
+  unsigned Derived = 0;
+  std::string Example;
+  for (unsigned I = 0; I < F.Tensors.size(); ++I) {
+    if (F.Tensors[I].Role != TensorRole::Parameter)
+      continue;
+    StringRef Name = M.Initializers[I].Name;
+    size_t Underscore = Name.rfind('_');
+    if (Underscore == StringRef::npos || Underscore == 0)
+      continue;
+    if (const Initializer *Base = M.initializer(Name.take_front(Underscore));
+        Base && isFloating(Base->Type)) {
+      ++Derived;
+      if (Example.empty())
+        Example = Name.str();
+    }
+  }
+  if (Derived)
+    F.InferenceSigns.push_back(formatv(
+        "{0} weights are named after other weights ({1}): tensors an "
+        "optimizer folded together (BatchNorm into Conv)",
+        Derived, Example));
   for (unsigned I = 0; I < F.Tensors.size(); ++I) {
     const TensorFacts &T = F.Tensors[I];
     if (T.Role != TensorRole::Parameter)

@@ -66,14 +66,17 @@ bool isFloating(DType T);
 /// T from an ONNX data_type integer; Undefined when out of range.
 DType dtypeFromOnnx(int64_t V);
 
-/// One dimension: a known size, or a symbol (dim_param), or unknown.
+/// One dimension: a known size, or a symbol (dim_param), or unknown. Shape
+/// arithmetic reuses it for the values of small integer tensors, which can
+/// be negative (a Reshape's -1), so "unknown" is a value of its own.
 struct Dim {
-  int64_t Value = -1;
+  static constexpr int64_t Unknown = INT64_MIN;
+  int64_t Value = Unknown;
   std::string Symbol;
 
-  bool known() const { return Value >= 0; }
+  bool known() const { return Value != Unknown; }
   static Dim of(int64_t V) { return {V, {}}; }
-  static Dim symbol(llvm::StringRef S) { return {-1, S.str()}; }
+  static Dim symbol(llvm::StringRef S) { return {Unknown, S.str()}; }
 };
 
 struct TensorType {
