@@ -402,6 +402,16 @@ private:
     bool Filled = (C.Target == LintTarget::HfTrainer &&
                    (ByTrainer || ByAccelerate)) ||
                   (C.Target == LintTarget::Accelerate && ByAccelerate);
+    // The integrations look keys up by the stage3_ spelling only.
+    if (Filled && K.Alias && M.Key != K.Alias) {
+      C.report(Rule::AutoValue, C.range(M.Value),
+               targetName(C.Target) + " fills \"auto\" here only under the "
+                                      "name `" + K.Alias +
+                   "`; written as `" + M.Key +
+                   "` it stays \"auto\" and accelerate stops with ValueError")
+          .fix(C.keyRange(M), quoteJson(K.Alias));
+      return;
+    }
     if (Filled) {
       if (StringRef(K.Path) == "scheduler.params.warmup_num_steps")
         C.report(Rule::AutoFill, C.range(M.Value),

@@ -118,8 +118,8 @@ std::string applyFixIts(const DiagnosticEngine &Engine, unsigned BufferID,
       // Two insertions at one point keep their order; anything else that
       // touches the same bytes conflicts.
       if (A.Begin == A.End || B.Begin == B.End)
-        return A.Begin > B.Begin && A.Begin < B.End ||
-               B.Begin > A.Begin && B.Begin < A.End;
+        return (A.Begin > B.Begin && A.Begin < B.End) ||
+               (B.Begin > A.Begin && B.Begin < A.End);
       return A.Begin < B.End && B.Begin < A.End;
     };
     bool Conflict = llvm::any_of(Mine, [&](const Edit &E) {

@@ -14,11 +14,13 @@ extern llvm::cl::SubCommand LintCommand;
 extern llvm::cl::SubCommand ExplainCommand;
 extern llvm::cl::SubCommand SchemaCommand;
 extern llvm::cl::SubCommand InspectCommand;
+extern llvm::cl::SubCommand ResolveCommand;
 
 int runLint();
 int runExplain();
 int runSchema();
 int runInspect();
+int runResolve();
 
 } // namespace dsc::tool
 

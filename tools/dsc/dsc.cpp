@@ -23,7 +23,8 @@ int main(int argc, char **argv) {
           "  dsc lint ds_config.json...   check configs like DeepSpeed would\n"
           "  dsc explain KEY              what a config key means and does\n"
           "  dsc schema                   the JSON Schema of ds_config\n"
-          "  dsc inspect model.onnx       parameters, modules, hidden size\n",
+          "  dsc inspect model.onnx       parameters, modules, hidden size\n"
+          "  dsc resolve ds_config.json [model.onnx]  fill every \"auto\"\n",
           &errs()))
     return ExitUsage;
   if (LintCommand)
@@ -34,6 +35,8 @@ int main(int argc, char **argv) {
     return runSchema();
   if (InspectCommand)
     return runInspect();
+  if (ResolveCommand)
+    return runResolve();
   errs() << "dsc: no command given; try 'dsc --help'\n";
   return ExitUsage;
 }

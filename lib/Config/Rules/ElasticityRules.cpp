@@ -125,7 +125,7 @@ void checkElasticity(LintContext &C) {
   if (!Plan) {
     Diagnostic &D = C.report(Rule::Elasticity, Section,
                              toString(Plan.takeError()));
-    if (World > 0 && *Version == 0.1)
+    if (World > 0 && *Version == 0.1) {
       if (Expected<ElasticPlan> Any = computeElasticPlan(S, 0)) {
         std::string List;
         for (int64_t G : Any->ValidGpus)
@@ -135,6 +135,7 @@ void checkElasticity(LintContext &C) {
       } else {
         consumeError(Any.takeError());
       }
+    }
   }
 }
 

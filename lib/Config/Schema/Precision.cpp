@@ -57,9 +57,10 @@ static const KeySpec Keys[] = {
 
     section("amp", DictSection)
         .doc("NVIDIA Apex AMP; every key but enabled goes to amp.initialize"),
-    key("amp.enabled", Bool).required().autoBy(AutoTrainer)
-        .doc("Use Apex AMP (the HF Trainer fills it in transformers v4 only)"),
-    key("amp.opt_level", String).oneOf("O0|O1|O2|O3").autoBy(AutoTrainer)
+    key("amp.enabled", Bool).required()
+        .doc("Use Apex AMP (transformers v4 filled an \"auto\" here; v5 "
+             "does not)"),
+    key("amp.opt_level", String).oneOf("O0|O1|O2|O3")
         .doc("Apex optimization level (passed to amp.initialize)"),
 
     section("torch_autocast", DictSection).doc("Native torch.autocast"),
