@@ -9,7 +9,10 @@ the weight files are deleted: only the graphs are kept. A manifest records
 what PyTorch itself says about each model (unique parameter count,
 buffers, hidden size), which dsc's tests compare against.
 
-    python3 utils/export_models.py OUTDIR
+    python3 utils/export_models.py OUTDIR [NAME...]
+
+With names, only those models are exported (their manifest entries can be
+merged into test/Graph/Inputs/pytorch-manifest.json).
 """
 import json
 import os
@@ -32,6 +35,7 @@ class Logits(torch.nn.Module):
         super().__init__()
         self.model = model
         self.key = key
+        self.family = family
         self.decoder = family in ("gpt2", "llama")
 
     def forward(self, x):
@@ -39,6 +43,9 @@ class Logits(torch.nn.Module):
             return self.model(pixel_values=x).logits
         if self.decoder:
             return self.model(input_ids=x, use_cache=False).logits
+        if self.family == "t5":
+            return self.model(input_ids=x, decoder_input_ids=x,
+                              use_cache=False).logits
         return self.model(input_ids=x).logits
 
 
@@ -57,6 +64,11 @@ def hf_models():
     vit = transformers.ViTConfig(hidden_size=64, num_hidden_layers=2,
                                  num_attention_heads=4, intermediate_size=128,
                                  image_size=32, patch_size=8, num_labels=10)
+    # T5 ties the LM head to the shared embedding and keeps relative
+    # position buckets in the first block only: both test the counting.
+    t5 = transformers.T5Config(d_model=64, d_kv=16, d_ff=128, num_layers=2,
+                               num_decoder_layers=2, num_heads=4,
+                               vocab_size=1000)
     tokens = torch.randint(0, 1000, (2, 16))
     image = torch.randn(2, 3, 32, 32)
     return [
@@ -64,6 +76,7 @@ def hf_models():
         ("gpt2-small", "gpt2", transformers.GPT2LMHeadModel(gpt2_small), "text", tokens),
         ("llama-gqa-tiny", "llama", transformers.LlamaForCausalLM(llama), "text", tokens),
         ("bert-tiny", "bert", transformers.BertForMaskedLM(bert), "text", tokens),
+        ("t5-tiny", "t5", transformers.T5ForConditionalGeneration(t5), "text", tokens),
         ("vit-tiny", "vit", transformers.ViTForImageClassification(vit), "image", image),
     ]
 
@@ -73,7 +86,8 @@ def describe(model, wrapped_key):
     config = getattr(model, "config", None)
     hidden = None
     if config is not None:
-        hidden = getattr(config, "hidden_size", None) or getattr(config, "n_embd", None)
+        hidden = (getattr(config, "hidden_size", None) or getattr(config, "n_embd", None)
+                  or getattr(config, "d_model", None))
     return {
         "parameters_unique": sum(p.numel() for _, p in params),
         "parameters_trainable": sum(p.numel() for _, p in params if p.requires_grad),
@@ -142,7 +156,10 @@ def main():
     manifest = {"torch": torch.__version__, "transformers": transformers.__version__,
                 "torchvision": torchvision.__version__, "onnx": onnx.__version__,
                 "models": {}}
+    only = set(sys.argv[2:])
     for name, family, model, key, example in models:
+        if only and name not in only:
+            continue
         entry = describe(model, key)
         entry["family"] = family
         entry["exports"] = {}

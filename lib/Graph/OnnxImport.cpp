@@ -390,7 +390,7 @@ Expected<Model> ModelBuilder::build(std::shared_ptr<onnx::ModelProto> P,
     }
     if (I.External)
       if (Error E = checkLocation(Path, I))
-        return std::move(E);
+        return E;
     if (!M.InitializerIndex.try_emplace(I.Name, M.Initializers.size()).second)
       return fail(Path, "initializer '" + I.Name + "' is defined twice");
     M.Initializers.push_back(std::move(I));
@@ -407,18 +407,18 @@ Expected<Model> ModelBuilder::build(std::shared_ptr<onnx::ModelProto> P,
   };
   for (const onnx::ValueInfoProto &V : G.input()) {
     if (Error E = Declare(V))
-      return std::move(E);
+      return E;
     if (!M.InitializerIndex.count(V.name()))
       M.Inputs.push_back({V.name(), M.DeclaredTypes[V.name()]});
   }
   for (const onnx::ValueInfoProto &V : G.output()) {
     if (Error E = Declare(V))
-      return std::move(E);
+      return E;
     M.Outputs.push_back({V.name(), M.DeclaredTypes[V.name()]});
   }
   for (const onnx::ValueInfoProto &V : G.value_info())
     if (Error E = Declare(V))
-      return std::move(E);
+      return E;
 
   // Nodes, then a topological order (Kahn): ONNX requires sorted graphs,
   // but an exporter bug should not send dsc into a loop.

@@ -5,6 +5,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallSet.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Regex.h"
@@ -286,18 +287,53 @@ Expected<ModelFacts> analyzeModel(const Model &M,
     F.HiddenSize = Options.HiddenSize;
     F.HiddenSizeEvidence = "given with --hidden-size";
   } else {
-    for (unsigned I = 0; I < F.Tensors.size() && !F.HiddenSize; ++I) {
+    // The token embedding is looked up with the graph's own input (the
+    // token ids, perhaps cast or reshaped on the way); position, token-type
+    // and relative-position-bias tables are indexed with computed ids.
+    // Among equals the table with the most rows (the vocabulary) wins.
+    StringMap<unsigned> Producer;
+    for (unsigned N = 0; N < M.Nodes.size(); ++N)
+      for (const std::string &Out : M.Nodes[N].Outputs)
+        Producer[Out] = N;
+    auto FromGraphInput = [&](std::string Name) {
+      for (unsigned Hops = 0; Hops < 8; ++Hops) {
+        if (any_of(M.Inputs, [&](const ValueInfo &V) { return V.Name == Name; }))
+          return true;
+        auto P = Producer.find(Name);
+        if (P == Producer.end())
+          return false;
+        const Node &N = M.Nodes[P->second];
+        static const StringRef PassThrough[] = {
+            "Cast", "Reshape", "Flatten", "Unsqueeze", "Squeeze", "Identity"};
+        if (N.Inputs.empty() || !is_contained(PassThrough, N.OpType))
+          return false;
+        Name = N.Inputs[0];
+      }
+      return false;
+    };
+    const Initializer *Embedding = nullptr;
+    std::pair<bool, int64_t> BestScore{false, 0};
+    for (unsigned I = 0; I < F.Tensors.size(); ++I) {
       const Initializer &Init = M.Initializers[I];
       if (F.Tensors[I].Role != TensorRole::Parameter || Init.Dims.size() != 2)
         continue;
-      for (const Use &U : Finder.usesOf(Init.Name))
-        if (M.Nodes[U.Node].OpType == "Gather" && U.Slot == 0) {
-          F.HiddenSize = Init.Dims[1];
-          F.HiddenSizeEvidence =
-              formatv("width of the embedding {0} [{1} x {2}]", Init.Name,
-                      Init.Dims[0], Init.Dims[1]);
-          break;
+      for (const Use &U : Finder.usesOf(Init.Name)) {
+        const Node &N = M.Nodes[U.Node];
+        if (N.OpType != "Gather" || U.Slot != 0 || N.Inputs.size() < 2)
+          continue;
+        std::pair<bool, int64_t> Score{FromGraphInput(N.Inputs[1]),
+                                       Init.Dims[0]};
+        if (!Embedding || Score > BestScore) {
+          Embedding = &Init;
+          BestScore = Score;
         }
+      }
+    }
+    if (Embedding) {
+      F.HiddenSize = Embedding->Dims[1];
+      F.HiddenSizeEvidence =
+          formatv("width of the embedding {0} [{1} x {2}]", Embedding->Name,
+                  Embedding->Dims[0], Embedding->Dims[1]);
     }
     std::map<int64_t, unsigned> Widths;
     int64_t WidestConv = 0;
