@@ -20,24 +20,41 @@
 using namespace llvm;
 using namespace dsc;
 
+static cl::OptionCategory ModelGenCategory("dsc-modelgen options");
+
 static cl::opt<std::string> Output("o", cl::desc("Output .onnx file"),
-                                   cl::value_desc("file"), cl::Required);
+                                   cl::value_desc("file"), cl::Required,
+                                   cl::cat(ModelGenCategory));
 static cl::opt<std::string> Preset("preset",
                                    cl::desc("gpt2-small, gpt2-xl, llama-1b, "
-                                            "llama-7b, llama-70b, llama-405b"));
+                                            "llama-7b, llama-70b, llama-405b"),
+                                   cl::cat(ModelGenCategory));
 static cl::opt<std::string> Arch("arch", cl::desc("gpt or llama"),
-                                 cl::init("gpt"));
-static cl::opt<int64_t> Layers("layers", cl::init(2));
-static cl::opt<int64_t> Hidden("hidden", cl::init(64));
-static cl::opt<int64_t> Heads("heads", cl::init(4));
-static cl::opt<int64_t> KVHeads("kv-heads", cl::init(0));
-static cl::opt<int64_t> FFN("ffn", cl::init(0));
-static cl::opt<int64_t> Vocab("vocab", cl::init(1000));
-static cl::opt<bool> Untied("untied", cl::desc("A separate lm_head weight"));
-static cl::opt<bool> BF16("bf16", cl::desc("bf16 weights"));
+                                 cl::init("gpt"), cl::cat(ModelGenCategory));
+static cl::opt<int64_t> Layers("layers", cl::desc("Transformer blocks"),
+                               cl::init(2), cl::cat(ModelGenCategory));
+static cl::opt<int64_t> Hidden("hidden", cl::desc("Hidden size"), cl::init(64),
+                               cl::cat(ModelGenCategory));
+static cl::opt<int64_t> Heads("heads", cl::desc("Attention heads"), cl::init(4),
+                              cl::cat(ModelGenCategory));
+static cl::opt<int64_t>
+    KVHeads("kv-heads",
+            cl::desc("Key/value heads (grouped-query attention; 0 = heads)"),
+            cl::init(0), cl::cat(ModelGenCategory));
+static cl::opt<int64_t> FFN("ffn",
+                            cl::desc("MLP width (0: 4 x hidden for gpt, 8/3 x "
+                                     "hidden rounded up to 256 for llama)"),
+                            cl::init(0), cl::cat(ModelGenCategory));
+static cl::opt<int64_t> Vocab("vocab", cl::desc("Vocabulary size"),
+                              cl::init(1000), cl::cat(ModelGenCategory));
+static cl::opt<bool> Untied("untied", cl::desc("A separate lm_head weight"),
+                            cl::cat(ModelGenCategory));
+static cl::opt<bool> BF16("bf16", cl::desc("bf16 weights"),
+                          cl::cat(ModelGenCategory));
 
 int main(int argc, char **argv) {
   InitLLVM X(argc, argv);
+  cl::HideUnrelatedOptions(ModelGenCategory);
   cl::ParseCommandLineOptions(argc, argv,
                               "Write a GPT- or Llama-structured ONNX graph "
                               "with external weights that are never "
@@ -46,7 +63,8 @@ int main(int argc, char **argv) {
   if (!Preset.empty()) {
     Expected<TransformerSpec> P = transformerPreset(Preset);
     if (!P) {
-      WithColor::error(errs(), "dsc-modelgen") << toString(P.takeError()) << "\n";
+      WithColor::error(errs(), "dsc-modelgen")
+          << toString(P.takeError()) << "\n";
       return 2;
     }
     S = *P;
@@ -64,7 +82,8 @@ int main(int argc, char **argv) {
   S.WeightsFile = sys::path::filename(Output).str() + ".data";
   Expected<std::string> Bytes = generateTransformer(S);
   if (!Bytes) {
-    WithColor::error(errs(), "dsc-modelgen") << toString(Bytes.takeError()) << "\n";
+    WithColor::error(errs(), "dsc-modelgen")
+        << toString(Bytes.takeError()) << "\n";
     return 2;
   }
   std::error_code EC;
