@@ -579,6 +579,10 @@ struct YamlArgs {
   llvm::Optional<bool> fp16, bf16, save_on_each_node;
   llvm::Optional<std::string> mixed_precision;
   llvm::Optional<int64_t> zero_stage, hidden_size;
+  // accelerate's DeepSpeed plugin settings (accelerate config names).
+  llvm::Optional<std::string> offload_optimizer_device, offload_param_device,
+      offload_optimizer_nvme_path, offload_param_nvme_path;
+  llvm::Optional<bool> zero3_save_16bit_model;
 };
 } // namespace
 
@@ -605,6 +609,12 @@ template <> struct MappingTraits<YamlArgs> {
     IO.mapOptional("mixed_precision", A.mixed_precision);
     IO.mapOptional("zero_stage", A.zero_stage);
     IO.mapOptional("hidden_size", A.hidden_size);
+    IO.mapOptional("offload_optimizer_device", A.offload_optimizer_device);
+    IO.mapOptional("offload_param_device", A.offload_param_device);
+    IO.mapOptional("offload_optimizer_nvme_path",
+                   A.offload_optimizer_nvme_path);
+    IO.mapOptional("offload_param_nvme_path", A.offload_param_nvme_path);
+    IO.mapOptional("zero3_save_16bit_model", A.zero3_save_16bit_model);
   }
 };
 } // namespace llvm::yaml
@@ -653,6 +663,11 @@ Expected<TrainingArgs> readTrainingArgsYAML(StringRef Text, StringRef Path) {
   A.SaveOnEachNode = opt(Y.save_on_each_node);
   A.MixedPrecision = opt(Y.mixed_precision);
   A.ZeroStage = opt(Y.zero_stage);
+  A.OffloadOptimizerDevice = opt(Y.offload_optimizer_device);
+  A.OffloadParamDevice = opt(Y.offload_param_device);
+  A.OffloadOptimizerNvmePath = opt(Y.offload_optimizer_nvme_path);
+  A.OffloadParamNvmePath = opt(Y.offload_param_nvme_path);
+  A.Zero3Save16BitModel = opt(Y.zero3_save_16bit_model);
   if (Y.hidden_size) {
     A.HiddenSize = *Y.hidden_size;
     A.HiddenSizeSource = ("hidden_size in " + Path).str();

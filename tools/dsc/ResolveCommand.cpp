@@ -83,12 +83,26 @@ static cl::opt<std::string> MixedPrecision("mixed-precision",
 static cl::opt<int64_t> ZeroStage("zero-stage",
                                   cl::desc("accelerate plugin zero_stage"),
                                   cl::sub(ResolveCommand));
-static cl::opt<std::string> OffloadOptimizer("offload-optimizer-device",
-                                             cl::sub(ResolveCommand));
-static cl::opt<std::string> OffloadParam("offload-param-device",
-                                         cl::sub(ResolveCommand));
-static cl::opt<bool> Save16Bit("zero3-save-16bit-model",
-                               cl::sub(ResolveCommand));
+static cl::opt<std::string>
+    OffloadOptimizer("offload-optimizer-device",
+                     cl::desc("accelerate plugin: none, cpu or nvme"),
+                     cl::sub(ResolveCommand));
+static cl::opt<std::string>
+    OffloadParam("offload-param-device",
+                 cl::desc("accelerate plugin: none, cpu or nvme"),
+                 cl::sub(ResolveCommand));
+static cl::opt<std::string>
+    OffloadOptimizerNvme("offload-optimizer-nvme-path",
+                         cl::desc("accelerate plugin: NVMe folder"),
+                         cl::sub(ResolveCommand));
+static cl::opt<std::string>
+    OffloadParamNvme("offload-param-nvme-path",
+                     cl::desc("accelerate plugin: NVMe folder"),
+                     cl::sub(ResolveCommand));
+static cl::opt<bool>
+    Save16Bit("zero3-save-16bit-model",
+              cl::desc("accelerate plugin: gather 16-bit weights to save"),
+              cl::sub(ResolveCommand));
 static cl::opt<int64_t> HiddenSize("hidden-size",
                                    cl::desc("The model's hidden size (instead "
                                             "of reading model.onnx)"),
@@ -143,6 +157,8 @@ int runResolve() {
   take(A.ZeroStage, ZeroStage);
   take(A.OffloadOptimizerDevice, OffloadOptimizer);
   take(A.OffloadParamDevice, OffloadParam);
+  take(A.OffloadOptimizerNvmePath, OffloadOptimizerNvme);
+  take(A.OffloadParamNvmePath, OffloadParamNvme);
   take(A.Zero3Save16BitModel, Save16Bit);
   for (auto [Name, V] : {std::pair<const char *, std::optional<int64_t>>{
                              "--world-size", A.WorldSize},
