@@ -167,9 +167,13 @@ Expected<ModelFacts> analyzeModel(const Model &M,
     T.Anonymous = isExporterName(Init.Name);
     std::vector<Use> Uses = Finder.usesOf(Init.Name);
     T.Uses = Uses.size();
-    for (const Use &U : Uses)
+    for (const Use &U : Uses) {
       if (T.FirstUse < 0 || int(U.Node) < T.FirstUse)
         T.FirstUse = int(U.Node);
+      if (!is_contained(T.UseNodes, U.Node))
+        T.UseNodes.push_back(U.Node);
+    }
+    llvm::sort(T.UseNodes);
 
     if (!isFloating(Init.Type)) {
       T.Role = TensorRole::Constant;

@@ -15,12 +15,18 @@ extern llvm::cl::SubCommand ExplainCommand;
 extern llvm::cl::SubCommand SchemaCommand;
 extern llvm::cl::SubCommand InspectCommand;
 extern llvm::cl::SubCommand ResolveCommand;
+extern llvm::cl::SubCommand PlanCommand;
+extern llvm::cl::SubCommand EstimateCommand;
+extern llvm::cl::SubCommand ShowCommand;
 
 int runLint();
 int runExplain();
 int runSchema();
 int runInspect();
 int runResolve();
+int runPlan();
+int runEstimate();
+int runShow();
 
 } // namespace dsc::tool
 

@@ -24,7 +24,10 @@ int main(int argc, char **argv) {
           "  dsc explain KEY              what a config key means and does\n"
           "  dsc schema                   the JSON Schema of ds_config\n"
           "  dsc inspect model.onnx       parameters, modules, hidden size\n"
-          "  dsc resolve ds_config.json [model.onnx]  fill every \"auto\"\n",
+          "  dsc resolve ds_config.json [model.onnx]  fill every \"auto\"\n"
+          "  dsc plan ds_config.json model.onnx -o plan.bin  lower to a plan\n"
+          "  dsc estimate ds_config.json model.onnx  memory per rank\n"
+          "  dsc show plan.bin            print a plan as YAML\n",
           &errs()))
     return ExitUsage;
   if (LintCommand)
@@ -37,6 +40,12 @@ int main(int argc, char **argv) {
     return runInspect();
   if (ResolveCommand)
     return runResolve();
+  if (PlanCommand)
+    return runPlan();
+  if (EstimateCommand)
+    return runEstimate();
+  if (ShowCommand)
+    return runShow();
   errs() << "dsc: no command given; try 'dsc --help'\n";
   return ExitUsage;
 }

@@ -36,6 +36,9 @@ struct TensorFacts {
   std::string Module;
   int FirstUse = -1;
   unsigned Uses = 0;
+  /// The nodes that consume it, looking through layout and dtype ops
+  /// (Transpose, Cast, ...), in graph order.
+  std::vector<unsigned> UseNodes;
   /// Used as a weight by more than one module (a tied embedding).
   bool Tied = false;
 };

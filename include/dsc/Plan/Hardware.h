@@ -1,0 +1,56 @@
+//===- Hardware.h - The machine a plan is made for --------------*- C++ -*-===//
+//
+// Memory size, compute and link speeds, and the device memory that is not
+// the plan's own (CUDA context, cuBLAS workspace, NCCL buffers). Presets
+// carry figures measured on the project's GPU machines where there are
+// some and published figures otherwise; a calibration file measured by
+// dsrun replaces any of them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSC_PLAN_HARDWARE_H
+#define DSC_PLAN_HARDWARE_H
+
+#include "dsc/PlanFormat.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+namespace dsc {
+
+struct HardwareProfile {
+  plan::Hardware Figures;
+  /// Per-rank device memory outside the plan's arena, by name. The NCCL
+  /// entry scales with the world size (fixedCosts()).
+  uint64_t CudaContextBytes = 0;
+  uint64_t CublasWorkspaceBytes = 0;
+  uint64_t NcclChannels = 0;
+  uint64_t NcclBufferBytes = 0; ///< NCCL_BUFFSIZE.
+};
+
+/// The preset for a GPU name (case-insensitive: h100, h100-80gb, h200,
+/// a100-40gb, a100-80gb, l40s, ...), or nullopt.
+std::optional<HardwareProfile> hardwarePreset(llvm::StringRef Name);
+/// The preset used when no GPU is named: H100-80GB figures, no memory
+/// limit.
+HardwareProfile defaultHardware();
+llvm::ArrayRef<llvm::StringRef> hardwarePresetNames();
+
+/// "80GiB", "80GB", "81920MiB", "1.5TiB" or a plain byte count.
+llvm::Expected<uint64_t> parseByteSize(llvm::StringRef Text);
+
+/// Applies a calibration file: a YAML mapping whose keys are the plan's
+/// hardware field names (dense_flops_per_sec, pinned_copy_bytes_per_sec,
+/// ...) and cuda_context_bytes, cublas_workspace_bytes, nccl_channels,
+/// nccl_buffer_bytes.
+llvm::Error applyCalibration(HardwareProfile &H, llvm::StringRef Text,
+                             llvm::StringRef Path);
+
+/// The fixed device costs of one rank in a job of WorldSize ranks.
+std::vector<plan::FixedCost> fixedCosts(const HardwareProfile &H,
+                                        uint32_t WorldSize);
+
+} // namespace dsc
+
+#endif

@@ -1,0 +1,64 @@
+//===- Buckets.cpp - Gradient reduction buckets ---------------------------===//
+//
+// Gradients become ready in backward order: a parameter's gradient is
+// complete when backward reaches its first use. DeepSpeed copies each
+// ready gradient into the reduction (IPG) bucket and reduces the bucket
+// when the next gradient would overflow reduce_bucket_size; a gradient
+// larger than the bucket is reduced on its own, from its own storage.
+// Stage 0/1 all-reduce (stage 1 only at the accumulation boundary);
+// stage 2/3 reduce-scatter every micro step.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlanInternal.h"
+
+using namespace llvm;
+
+namespace dsc {
+
+/// Trainable tensors in the order backward completes their gradients.
+static std::vector<uint32_t> gradientReadyOrder(const plan::Plan &P) {
+  std::vector<uint32_t> Order = P.Layout.Order;
+  // Unused parameters get no gradient from backward; they go last.
+  auto Key = [&](uint32_t T) {
+    uint32_t U = P.Tensors[T].FirstUse;
+    return U == plan::NoIndex ? int64_t(-1) : int64_t(U);
+  };
+  llvm::stable_sort(Order, [&](uint32_t A, uint32_t B) {
+    if (Key(A) != Key(B))
+      return Key(A) > Key(B);
+    return A > B;
+  });
+  return Order;
+}
+
+Error runBucketPass(plan::Plan &P) {
+  const plan::Info &S = P.Settings;
+  P.Buckets.clear();
+  plan::Collective Kind = S.ZeroStage >= 2 ? plan::Collective::ReduceScatter
+                                           : plan::Collective::AllReduce;
+  plan::Bucket Open;
+  auto Close = [&] {
+    if (Open.Segments.empty())
+      return;
+    P.Buckets.push_back(std::move(Open));
+    Open = plan::Bucket();
+  };
+  for (uint32_t T : gradientReadyOrder(P)) {
+    uint64_t N = P.Tensors[T].Elems;
+    if (Open.Elems > 0 && Open.Elems + N > S.ReduceBucketElems)
+      Close();
+    Open.Kind = Kind;
+    Open.Type = S.CommDType;
+    Open.Segments.push_back({T, 0, N});
+    Open.Elems += N;
+    if (N > S.ReduceBucketElems) {
+      Open.InPlace = true;
+      Close();
+    }
+  }
+  Close();
+  return Error::success();
+}
+
+} // namespace dsc

@@ -1,0 +1,205 @@
+//===- Hardware.cpp - GPU presets, byte sizes, calibration ----------------===//
+
+#include "dsc/Plan/Hardware.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/YAMLTraits.h"
+
+#include <cmath>
+
+using namespace llvm;
+
+namespace dsc {
+
+namespace {
+
+constexpr uint64_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB;
+constexpr uint64_t GB = 1000ull * 1000 * 1000, TF = 1000 * GB;
+
+// Link and copy figures measured on the project's H200 machines
+// (../shared/spec/anchors.md §3.2-3.3): pinned host copies 55.3 GB/s,
+// pageable 8.5-8.9 GB/s, NCCL all-reduce bus bandwidth 348.5 GB/s at 4 GiB
+// between two NVLink-connected H200s.
+constexpr uint64_t MeasuredPinnedCopy = 55 * GB;
+constexpr uint64_t MeasuredPageableCopy = 8.7 * GB;
+constexpr uint64_t MeasuredNvlinkBusBandwidth = 348 * GB;
+// One NCCL call costs 40-50 us below ~16 MiB on the same machines.
+constexpr uint64_t MeasuredCollectiveLatencyNanos = 45000;
+// A consumer Gen4 SSD under DeepNVMe (DeepSpeed's tutorial): 3.69 GB/s
+// read, 3.18 GB/s write.
+constexpr uint64_t TutorialNVMeRead = 3.69 * GB, TutorialNVMeWrite = 3.18 * GB;
+// DeepSpeedCPUAdam updates on the order of 1e9 elements per second per
+// process with AVX-512 (assumed; calibrate with dsrun).
+constexpr uint64_t AssumedHostAdamElemsPerSec = 1000000000;
+// Device memory outside the arena, assumed until dsrun calibrates it: the
+// CUDA context with lazy module loading, cuBLAS's default workspace on
+// Hopper, NCCL's default 4 MiB buffers over 16 channels.
+constexpr uint64_t AssumedCudaContext = 512 * MiB;
+constexpr uint64_t AssumedCublasWorkspace = 32 * MiB;
+constexpr uint64_t AssumedNcclChannels = 16;
+constexpr uint64_t DefaultNcclBuffSize = 4 * MiB;
+
+HardwareProfile make(StringRef Name, uint64_t MemoryBytes,
+                     uint64_t DenseFlops, uint64_t MemoryBandwidth,
+                     uint64_t BusBandwidth) {
+  HardwareProfile H;
+  H.Figures.GpuName = Name.str();
+  H.Figures.GpuMemoryBytes = MemoryBytes;
+  H.Figures.DenseFlopsPerSec = DenseFlops;
+  H.Figures.MemoryBytesPerSec = MemoryBandwidth;
+  H.Figures.CollectiveBytesPerSec = BusBandwidth;
+  H.Figures.CollectiveLatencyNanos = MeasuredCollectiveLatencyNanos;
+  H.Figures.PinnedCopyBytesPerSec = MeasuredPinnedCopy;
+  H.Figures.PageableCopyBytesPerSec = MeasuredPageableCopy;
+  H.Figures.NVMeReadBytesPerSec = TutorialNVMeRead;
+  H.Figures.NVMeWriteBytesPerSec = TutorialNVMeWrite;
+  H.Figures.HostAdamElemsPerSec = AssumedHostAdamElemsPerSec;
+  H.CudaContextBytes = AssumedCudaContext;
+  H.CublasWorkspaceBytes = AssumedCublasWorkspace;
+  H.NcclChannels = AssumedNcclChannels;
+  H.NcclBufferBytes = DefaultNcclBuffSize;
+  return H;
+}
+
+struct Preset {
+  StringRef Name;
+  uint64_t MemoryBytes;
+  uint64_t DenseFlops; ///< Achievable dense 16-bit matmul rate.
+  uint64_t MemoryBandwidth; ///< Achievable HBM/GDDR rate.
+  uint64_t BusBandwidth;
+};
+
+// Memory is what cudaMemGetInfo reports as total. Dense rates: the H200's
+// 790 TF/s bf16 matmul was measured on the project machine (anchors §6);
+// the others are ~75 % of the vendor's dense peak, the same ratio. Memory
+// rates are ~80 % of the vendor's figure.
+const Preset Presets[] = {
+    {"H100-80GB", 79 * GiB + 647 * MiB, 740 * TF, 2680 * GB,
+     MeasuredNvlinkBusBandwidth},
+    {"H200", 139 * GiB + 804 * MiB, 790 * TF, 3840 * GB,
+     MeasuredNvlinkBusBandwidth},
+    {"A100-80GB", 79 * GiB + 254 * MiB, 234 * TF, 1630 * GB, 230 * GB},
+    {"A100-40GB", 39 * GiB + 402 * MiB, 234 * TF, 1250 * GB, 230 * GB},
+    {"L40S", 44 * GiB + 403 * MiB, 270 * TF, 690 * GB, 20 * GB},
+    {"RTX4090", 23 * GiB + 546 * MiB, 124 * TF, 800 * GB, 20 * GB},
+    {"V100-32GB", 31 * GiB + 749 * MiB, 94 * TF, 720 * GB, 130 * GB},
+};
+
+} // namespace
+
+std::optional<HardwareProfile> hardwarePreset(StringRef Name) {
+  std::string Want = Name.lower();
+  for (const Preset &P : Presets) {
+    std::string Have = P.Name.lower();
+    // "h100" names the 80 GB part; "h100-80gb" and "h100_80gb" too.
+    std::string Short = StringRef(Have).split('-').first.str();
+    std::replace(Want.begin(), Want.end(), '_', '-');
+    if (Want == Have || Want == Short)
+      return make(P.Name, P.MemoryBytes, P.DenseFlops, P.MemoryBandwidth,
+                  P.BusBandwidth);
+  }
+  return std::nullopt;
+}
+
+HardwareProfile defaultHardware() {
+  HardwareProfile H = *hardwarePreset("H100-80GB");
+  H.Figures.GpuName = "H100-80GB (default figures, no memory limit)";
+  H.Figures.GpuMemoryBytes = 0;
+  return H;
+}
+
+ArrayRef<StringRef> hardwarePresetNames() {
+  static const std::vector<StringRef> Names = [] {
+    std::vector<StringRef> N;
+    for (const Preset &P : Presets)
+      N.push_back(P.Name);
+    return N;
+  }();
+  return Names;
+}
+
+Expected<uint64_t> parseByteSize(StringRef Text) {
+  StringRef T = Text.trim();
+  size_t Split = T.find_first_not_of("0123456789.");
+  StringRef Number = T.substr(0, Split), Unit = T.substr(Split).trim();
+  double V;
+  uint64_t Scale = StringSwitch<uint64_t>(Unit.lower())
+                       .Cases("", "b", 1)
+                       .Cases("kib", "k", KiB)
+                       .Cases("mib", "m", MiB)
+                       .Cases("gib", "g", GiB)
+                       .Cases("tib", "t", 1024 * GiB)
+                       .Case("kb", 1000)
+                       .Case("mb", 1000 * 1000)
+                       .Case("gb", GB)
+                       .Case("tb", 1000 * GB)
+                       .Default(0);
+  if (Number.empty() || Number.getAsDouble(V) || Scale == 0 || V < 0 ||
+      V * double(Scale) >= 1.8e19)
+    return createStringError(inconvertibleErrorCode(),
+                             "'%s' is not a memory size; write e.g. 80GiB, "
+                             "80GB or 85899345920",
+                             Text.str().c_str());
+  return uint64_t(std::llround(V * double(Scale)));
+}
+
+namespace {
+struct Calibration {
+  plan::Hardware &F;
+  HardwareProfile &H;
+};
+} // namespace
+} // namespace dsc
+
+namespace llvm::yaml {
+template <> struct MappingTraits<dsc::Calibration> {
+  static void mapping(IO &IO, dsc::Calibration &C) {
+    C.F.visit([&](const char *Name, auto &Field) {
+      IO.mapOptional(Name, Field);
+    });
+    IO.mapOptional("cuda_context_bytes", C.H.CudaContextBytes);
+    IO.mapOptional("cublas_workspace_bytes", C.H.CublasWorkspaceBytes);
+    IO.mapOptional("nccl_channels", C.H.NcclChannels);
+    IO.mapOptional("nccl_buffer_bytes", C.H.NcclBufferBytes);
+  }
+};
+} // namespace llvm::yaml
+
+namespace dsc {
+
+Error applyCalibration(HardwareProfile &H, StringRef Text, StringRef Path) {
+  HardwareProfile Copy = H;
+  Calibration C{Copy.Figures, Copy};
+  std::string Errors;
+  yaml::Input In(MemoryBufferRef(Text, Path), nullptr,
+                 [](const SMDiagnostic &D, void *Ctx) {
+                   raw_string_ostream OS(*static_cast<std::string *>(Ctx));
+                   D.print(nullptr, OS, /*ShowColors=*/false);
+                 },
+                 &Errors);
+  In >> C;
+  if (In.error())
+    return createStringError(inconvertibleErrorCode(),
+                             Errors.empty() ? (Path + ": not a YAML mapping")
+                                                  .str()
+                                            : StringRef(Errors).rtrim().str());
+  H = Copy;
+  return Error::success();
+}
+
+std::vector<plan::FixedCost> fixedCosts(const HardwareProfile &H,
+                                        uint32_t WorldSize) {
+  std::vector<plan::FixedCost> Costs = {
+      {"cuda_context", H.CudaContextBytes},
+      {"cublas_workspace", H.CublasWorkspaceBytes}};
+  // A ring needs a send and a receive buffer per channel for each of its
+  // two neighbours; one rank alone needs no communicator buffers.
+  if (WorldSize > 1)
+    Costs.push_back({"nccl_buffers", H.NcclChannels * H.NcclBufferBytes * 2 *
+                                         (WorldSize > 2 ? 2 : 1)});
+  return Costs;
+}
+
+} // namespace dsc

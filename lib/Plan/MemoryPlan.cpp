@@ -1,0 +1,472 @@
+//===- MemoryPlan.cpp - Every buffer, its lifetime, its offset ------------===//
+//
+// Lists every buffer a rank needs over one step, with the instructions
+// during which it holds live data, for each rank class; then places the
+// buffers of each memory space in one arena: largest first, each at the
+// lowest offset where it overlaps no placed buffer that is live at the
+// same time. The arena size is the device (or host) memory the plan
+// needs; the estimate compares it with the largest sum of live bytes,
+// which no placement can beat.
+//
+// What DeepSpeed allocates, per stage (../shared/spec/deepspeed-config.md
+// §5.3-5.4; stage_1_and_2.py, stage3.py):
+//   16-bit parameters: all of them (stage 0-2), or this rank's shards
+//     plus the persistent ones (stage 3), on the host with param offload;
+//   gradients: full 16-bit gradients (stage 0/1, accumulated over micro
+//     steps), the gradients overlapping the partition (stage 2), the
+//     partition in grad_accum_dtype (stage 3, on the host when the
+//     optimizer is offloaded);
+//   fp32 master weights and optimizer states of the partition, on the
+//     host when offloaded; an fp32 gradient of the partition while the
+//     optimizer steps (stage 3: of one sub-group at a time);
+//   the reduction bucket, doubled for stage 1/2 under overlap_comm;
+//   stage 3 gathered units, from their gather to their release;
+//   saved activations, from the forward that makes them to the backward
+//   that last needs them; one gradient workspace for the largest op.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlanInternal.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace llvm;
+
+namespace dsc {
+
+namespace {
+
+using plan::Category;
+using plan::MemorySpace;
+
+/// Device allocations are aligned as cudaMalloc aligns them.
+constexpr uint64_t ArenaAlignment = 256;
+
+/// Where each instruction of interest sits in the program.
+struct ProgramIndex {
+  uint32_t Micros;
+  std::vector<std::vector<uint32_t>> Forward, Recompute, Backward;
+  std::vector<uint32_t> FirstBackward, LastBackward, FirstCompute;
+  std::vector<std::vector<uint32_t>> TransferInstrs; ///< Per transfer.
+  std::vector<std::vector<plan::Interval>> Gathered;  ///< Per fetch unit.
+  std::vector<uint32_t> StepInstr;                    ///< Per sub-group.
+  uint32_t FirstReduce = plan::NoIndex, LastReduce = 0;
+  uint32_t FirstStep = plan::NoIndex;
+  uint32_t End = 0;
+
+  explicit ProgramIndex(const plan::Plan &P) {
+    Micros = P.Settings.GradAccum;
+    size_t N = P.Ops.size();
+    Forward.assign(Micros, std::vector<uint32_t>(N, plan::NoIndex));
+    Recompute = Backward = Forward;
+    FirstBackward.assign(Micros, plan::NoIndex);
+    LastBackward.assign(Micros, 0);
+    FirstCompute.assign(Micros, plan::NoIndex);
+    TransferInstrs.resize(P.Transfers.size());
+    Gathered.resize(P.FetchUnits.size());
+    StepInstr.assign(P.Layout.SubGroups.size(), plan::NoIndex);
+    std::vector<uint32_t> GatherOpen(P.FetchUnits.size(), plan::NoIndex);
+    End = P.Program.size();
+    for (uint32_t I = 0; I < End; ++I) {
+      const plan::Instruction &In = P.Program[I];
+      uint32_t M = In.Micro;
+      switch (In.Kind) {
+      case plan::InstrKind::Forward:
+        if (FirstCompute[M] == plan::NoIndex)
+          FirstCompute[M] = I;
+        (FirstBackward[M] == plan::NoIndex ? Forward : Recompute)[M][In.Arg] =
+            I;
+        break;
+      case plan::InstrKind::Backward:
+        if (FirstBackward[M] == plan::NoIndex)
+          FirstBackward[M] = I;
+        LastBackward[M] = I;
+        Backward[M][In.Arg] = I;
+        break;
+      case plan::InstrKind::Gather:
+        GatherOpen[In.Arg] = I;
+        break;
+      case plan::InstrKind::Release:
+        Gathered[In.Arg].push_back({GatherOpen[In.Arg], I + 1});
+        break;
+      case plan::InstrKind::Reduce:
+        FirstReduce = std::min(FirstReduce, I);
+        LastReduce = std::max(LastReduce, I);
+        break;
+      case plan::InstrKind::OptimizerStep:
+        StepInstr[In.Arg] = I;
+        FirstStep = std::min(FirstStep, I);
+        break;
+      case plan::InstrKind::Transfer:
+        TransferInstrs[In.Arg].push_back(I);
+        break;
+      case plan::InstrKind::GatherParams:
+        break;
+      }
+    }
+    if (FirstStep == plan::NoIndex)
+      FirstStep = End ? End - 1 : 0;
+  }
+};
+
+class MemoryPlanner {
+public:
+  MemoryPlanner(plan::Plan &P) : P(P), S(P.Settings), X(P) {
+    Classes = P.Layout.RankClasses.size();
+  }
+
+  Error run();
+
+private:
+  /// Adds a buffer whose size is the same for every rank class.
+  plan::Buffer &add(StringRef Name, Category What, MemorySpace Space,
+                    uint64_t Bytes, std::vector<plan::Interval> Live,
+                    bool Pinned = false) {
+    return addPerClass(Name, What, Space,
+                       std::vector<uint64_t>(Classes, Bytes), std::move(Live),
+                       Pinned);
+  }
+  plan::Buffer &addPerClass(StringRef Name, Category What, MemorySpace Space,
+                            std::vector<uint64_t> Bytes,
+                            std::vector<plan::Interval> Live,
+                            bool Pinned = false) {
+    plan::Buffer B;
+    B.Name = Name.str();
+    B.What = What;
+    B.Space = Space;
+    B.Pinned = Space == MemorySpace::Host && Pinned;
+    B.Live = std::move(Live);
+    B.Bytes = std::move(Bytes);
+    B.Offsets.assign(Classes, 0);
+    P.Buffers.push_back(std::move(B));
+    return P.Buffers.back();
+  }
+  std::vector<plan::Interval> whole() const { return {{0, X.End}}; }
+  std::vector<plan::Interval> from(uint32_t Begin) const {
+    return Begin < X.End ? std::vector<plan::Interval>{{Begin, X.End}}
+                         : std::vector<plan::Interval>{};
+  }
+  MemorySpace optimizerSpace() const {
+    return S.OptimizerOffload == plan::OffloadDevice::None
+               ? MemorySpace::Device
+               : MemorySpace::Host;
+  }
+
+  void modelStates();
+  void gradients();
+  void buckets();
+  void gatheredUnits();
+  void activations();
+  void offloadStaging();
+  void place(MemorySpace Space, size_t Class);
+
+  plan::Plan &P;
+  const plan::Info &S;
+  ProgramIndex X;
+  size_t Classes;
+};
+
+void MemoryPlanner::modelStates() {
+  uint64_t PB = plan::dtypeBytes(S.ParamDType);
+  uint64_t All = 0, Trainable = 0, Shards = 0, Persistent = 0;
+  for (const plan::Tensor &T : P.Tensors) {
+    All += T.Elems;
+    if (T.Role == plan::TensorRole::Trainable)
+      Trainable += T.Elems;
+    if (T.Persistent)
+      Persistent += T.Elems;
+    else
+      Shards += T.ShardElems;
+  }
+  if (S.ZeroStage < 3) {
+    add("params16", Category::Params16, MemorySpace::Device, All * PB,
+        whole());
+  } else {
+    if (S.ParamOffload == plan::OffloadDevice::CPU)
+      add("params16", Category::Params16, MemorySpace::Host, Shards * PB,
+          whole(), S.ParamOffloadPinned);
+    else if (S.ParamOffload == plan::OffloadDevice::None)
+      add("params16", Category::Params16, MemorySpace::Device, Shards * PB,
+          whole());
+    // NVMe: the shards live on NVMe (Estimate.cpp counts them).
+    if (Persistent)
+      add("persistent_params", Category::Params16, MemorySpace::Device,
+          Persistent * PB, whole());
+  }
+
+  // fp32 master weights and optimizer states of what this rank owns.
+  uint64_t Owned = S.ZeroStage == 0 ? Trainable : P.Layout.PartitionElems;
+  bool OnNVMe = S.OptimizerOffload == plan::OffloadDevice::NVMe;
+  bool MasterIsParams = S.ZeroStage == 0 && S.ParamDType == plan::DType::F32;
+  if (!OnNVMe && !MasterIsParams)
+    add("master_params", Category::MasterParams, optimizerSpace(),
+        bytesOf(Owned, S.MasterDType), whole(), S.OptimizerOffloadPinned);
+  if (!OnNVMe && S.OptimizerStates)
+    add("optimizer_states", Category::OptimizerStates, optimizerSpace(),
+        S.OptimizerStates * bytesOf(Owned, S.OptimizerStateDType), whole(),
+        S.OptimizerOffloadPinned);
+}
+
+void MemoryPlanner::gradients() {
+  uint64_t PB = plan::dtypeBytes(S.ParamDType);
+  uint64_t Trainable = P.Layout.FlatElems, Largest = 0;
+  for (uint32_t T : P.Layout.Order)
+    Largest = std::max(Largest, P.Tensors[T].Elems);
+  uint32_t FirstBackward = X.FirstBackward[0];
+  std::vector<plan::Interval> Backwards;
+  for (uint32_t M = 0; M < X.Micros; ++M)
+    if (X.FirstBackward[M] != plan::NoIndex)
+      Backwards.push_back({X.FirstBackward[M], X.LastBackward[M] + 1});
+
+  switch (S.ZeroStage) {
+  case 0:
+  case 1:
+    // Gradients accumulate in .grad until the boundary reduction.
+    add("grads16", Category::Grads, MemorySpace::Device, Trainable * PB,
+        from(FirstBackward));
+    break;
+  case 2: {
+    std::vector<uint64_t> Bytes;
+    for (const plan::RankClass &C : P.Layout.RankClasses)
+      Bytes.push_back(C.GradPartitionElems * PB);
+    addPerClass("grads16_partition", Category::Grads, MemorySpace::Device,
+                Bytes, from(X.FirstReduce == plan::NoIndex ? FirstBackward
+                                                           : X.FirstReduce));
+    break;
+  }
+  case 3: {
+    bool Host = S.OptimizerOffload != plan::OffloadDevice::None;
+    add("grads_partition", Category::Grads,
+        Host ? MemorySpace::Host : MemorySpace::Device,
+        bytesOf(P.Layout.PartitionElems, S.GradAccumDType), whole(),
+        S.OptimizerOffloadPinned);
+    break;
+  }
+  }
+  // Stage 2/3: autograd's gradient of one parameter exists until its hook
+  // copies it into the bucket.
+  if (S.ZeroStage >= 2)
+    add("grad_transient", Category::Grads, MemorySpace::Device, Largest * PB,
+        Backwards);
+
+  // fp32 gradients for the step.
+  if (S.ZeroStage == 0) {
+    // BF16_Optimizer / FP16_Optimizer keep fp32 gradients of everything.
+    if (S.ParamDType != plan::DType::F32)
+      add("grads_fp32", Category::GradsFP32, MemorySpace::Device,
+          bytesOf(Trainable, plan::DType::F32), whole());
+  } else if (S.ZeroStage < 3) {
+    if (S.OptimizerOffload != plan::OffloadDevice::None)
+      add("grads_fp32", Category::GradsFP32, MemorySpace::Host,
+          bytesOf(P.Layout.PartitionElems, plan::DType::F32), whole(),
+          S.OptimizerOffloadPinned);
+    else
+      add("grads_fp32", Category::GradsFP32, MemorySpace::Device,
+          bytesOf(P.Layout.PartitionElems, plan::DType::F32),
+          from(X.FirstStep));
+  } else {
+    // Stage 3 converts one sub-group's gradients at a time.
+    for (uint32_t G = 0; G < P.Layout.SubGroups.size(); ++G) {
+      uint32_t I = X.StepInstr[G];
+      if (I == plan::NoIndex)
+        continue;
+      add(formatv("grads_fp32.{0}", G).str(), Category::GradsFP32,
+          optimizerSpace(), bytesOf(P.Layout.SubGroups[G].Elems,
+                                    plan::DType::F32),
+          {{I, I + 1}}, S.OptimizerOffloadPinned);
+    }
+  }
+}
+
+void MemoryPlanner::buckets() {
+  if (!S.ContiguousGradients || X.FirstReduce == plan::NoIndex)
+    return;
+  bool AnyBuffered = false;
+  for (const plan::Bucket &B : P.Buckets)
+    AnyBuffered |= !B.InPlace;
+  if (!AnyBuffered)
+    return;
+  uint64_t Bytes = bytesOf(S.ReduceBucketElems, S.CommDType);
+  unsigned Buffers = S.ZeroStage < 3 && S.OverlapComm ? 2 : 1;
+  // Stage 3 allocates its bucket at start-up; stage 1/2 when the backward
+  // that reduces begins.
+  uint32_t Begin = 0;
+  if (S.ZeroStage < 3) {
+    uint32_t FirstReducingMicro = S.ZeroStage == 2 ? 0 : X.Micros - 1;
+    Begin = X.FirstBackward[FirstReducingMicro];
+  }
+  for (unsigned I = 0; I < Buffers; ++I)
+    add(formatv("ipg.{0}", I).str(), Category::ReduceBuckets,
+        MemorySpace::Device, Bytes, {{Begin, X.LastReduce + 1}});
+}
+
+void MemoryPlanner::gatheredUnits() {
+  for (uint32_t U = 0; U < P.FetchUnits.size(); ++U)
+    if (!X.Gathered[U].empty())
+      add(formatv("unit.{0}", U).str(), Category::GatheredParams,
+          MemorySpace::Device,
+          bytesOf(P.FetchUnits[U].Elems, S.ParamDType), X.Gathered[U]);
+}
+
+void MemoryPlanner::activations() {
+  uint64_t Workspace = 0;
+  for (uint32_t O = 0; O < P.Ops.size(); ++O) {
+    const plan::Op &Op = P.Ops[O];
+    Workspace = std::max(Workspace, Op.TransientBytes);
+    bool Checkpointed = S.CheckpointLayers && Op.Layer != plan::NoIndex;
+    if (Op.SavedBytes && Op.SavedUntil != plan::NoIndex) {
+      std::vector<plan::Interval> Live;
+      for (uint32_t M = 0; M < X.Micros; ++M) {
+        uint32_t Begin = Checkpointed ? X.Recompute[M][O] : X.Forward[M][O];
+        uint32_t End = X.Backward[M][Op.SavedUntil];
+        // A checkpointed op's output saved by the next layer is that
+        // layer's checkpointed input, counted there.
+        if (Begin == plan::NoIndex || End == plan::NoIndex || End < Begin)
+          continue;
+        Live.push_back({Begin, End + 1});
+      }
+      if (!Live.empty())
+        add(formatv("act.{0}", O).str(), Category::Activations,
+            MemorySpace::Device, Op.SavedBytes, std::move(Live));
+    }
+    if (Checkpointed && Op.CheckpointBytes) {
+      std::vector<plan::Interval> Device, Host;
+      for (uint32_t M = 0; M < X.Micros; ++M) {
+        uint32_t Begin = X.Forward[M][O], End = X.Backward[M][O] + 1;
+        if (!S.CpuCheckpointing) {
+          Device.push_back({Begin, End});
+          continue;
+        }
+        Host.push_back({Begin, End});
+        // On the device until copied out, and again from the copy back.
+        for (uint32_t T = 0; T < P.Transfers.size(); ++T) {
+          const plan::Transfer &Tr = P.Transfers[T];
+          if (Tr.Owner != O || X.TransferInstrs[T].size() <= M)
+            continue;
+          uint32_t I = X.TransferInstrs[T][M];
+          if (Tr.Point == plan::TransferPoint::CheckpointOut)
+            Device.push_back({Begin, I + 1});
+          else if (Tr.Point == plan::TransferPoint::CheckpointIn)
+            Device.push_back({I, End});
+        }
+      }
+      add(formatv("ckpt.{0}", O).str(), Category::Activations,
+          MemorySpace::Device, Op.CheckpointBytes, std::move(Device));
+      if (!Host.empty())
+        add(formatv("ckpt_host.{0}", O).str(), Category::Activations,
+            MemorySpace::Host, Op.CheckpointBytes, std::move(Host), true);
+    }
+  }
+  std::vector<plan::Interval> Compute;
+  for (uint32_t M = 0; M < X.Micros; ++M)
+    if (X.FirstCompute[M] != plan::NoIndex)
+      Compute.push_back({X.FirstCompute[M], X.LastBackward[M] + 1});
+  if (Workspace)
+    add("workspace", Category::Workspace, MemorySpace::Device, Workspace,
+        Compute);
+}
+
+void MemoryPlanner::offloadStaging() {
+  uint64_t PB = plan::dtypeBytes(S.ParamDType);
+  if (S.OptimizerOffload != plan::OffloadDevice::None && S.ZeroStage < 3) {
+    // stage_1_and_2.py: a device and a host buffer of the largest
+    // parameter for moving gradients.
+    uint64_t Largest = 0;
+    for (uint32_t T : P.Layout.Order)
+      Largest = std::max(Largest, P.Tensors[T].Elems);
+    add("offload_grad_staging", Category::OffloadStaging, MemorySpace::Device,
+        Largest * PB, whole());
+    add("offload_grad_staging_host", Category::OffloadStaging,
+        MemorySpace::Host, Largest * PB, whole(), S.OptimizerOffloadPinned);
+  }
+  if (S.OptimizerOffload == plan::OffloadDevice::NVMe) {
+    // Swap buffers: buffer_count x the largest sub-group of fp32 state.
+    uint64_t Largest = 0;
+    for (const plan::SubGroup &G : P.Layout.SubGroups)
+      Largest = std::max(Largest, G.Elems);
+    add("nvme_optimizer_buffers", Category::OffloadStaging, MemorySpace::Host,
+        S.AioBufferCount * bytesOf(Largest, plan::DType::F32), whole(), true);
+  }
+  if (S.ParamOffload == plan::OffloadDevice::NVMe)
+    add("nvme_param_buffers", Category::OffloadStaging, MemorySpace::Host,
+        S.AioBufferCount * S.AioBufferBytes, whole(), true);
+}
+
+bool overlaps(const std::vector<plan::Interval> &A,
+              const std::vector<plan::Interval> &B) {
+  // Both lists are in program order.
+  size_t I = 0, J = 0;
+  while (I < A.size() && J < B.size()) {
+    if (A[I].End <= B[J].Begin)
+      ++I;
+    else if (B[J].End <= A[I].Begin)
+      ++J;
+    else
+      return true;
+  }
+  return false;
+}
+
+void MemoryPlanner::place(MemorySpace Space, size_t Class) {
+  struct Item {
+    plan::Buffer *B;
+    uint64_t Size;
+    uint32_t Begin, End; ///< Hull of the lifetime.
+  };
+  std::vector<Item> Items;
+  for (plan::Buffer &B : P.Buffers) {
+    if (B.Space != Space || B.Bytes[Class] == 0 || B.Live.empty())
+      continue;
+    llvm::sort(B.Live, [](const plan::Interval &L, const plan::Interval &R) {
+      return L.Begin < R.Begin;
+    });
+    Items.push_back({&B, roundUp(B.Bytes[Class], ArenaAlignment),
+                     B.Live.front().Begin, B.Live.back().End});
+  }
+  llvm::stable_sort(Items, [](const Item &A, const Item &B) {
+    if (A.Size != B.Size)
+      return A.Size > B.Size;
+    return A.Begin < B.Begin;
+  });
+  std::vector<const Item *> Placed;
+  std::vector<std::pair<uint64_t, uint64_t>> Taken;
+  for (Item &It : Items) {
+    Taken.clear();
+    for (const Item *Q : Placed)
+      if (Q->Begin < It.End && It.Begin < Q->End &&
+          overlaps(Q->B->Live, It.B->Live))
+        Taken.push_back({Q->B->Offsets[Class], Q->Size});
+    llvm::sort(Taken);
+    uint64_t Offset = 0;
+    for (auto [At, Size] : Taken) {
+      if (Offset + It.Size <= At)
+        break;
+      Offset = std::max(Offset, At + Size);
+    }
+    It.B->Offsets[Class] = Offset;
+    Placed.push_back(&It);
+  }
+}
+
+Error MemoryPlanner::run() {
+  P.Buffers.clear();
+  if (P.Program.empty())
+    return planError("the memory plan needs the schedule first");
+  modelStates();
+  gradients();
+  buckets();
+  gatheredUnits();
+  activations();
+  offloadStaging();
+  for (size_t C = 0; C < Classes; ++C) {
+    place(MemorySpace::Device, C);
+    place(MemorySpace::Host, C);
+  }
+  return Error::success();
+}
+
+} // namespace
+
+Error runMemoryPass(plan::Plan &P) { return MemoryPlanner(P).run(); }
+
+} // namespace dsc

@@ -1,0 +1,133 @@
+//===- Offload.cpp - Copies between device, host and NVMe -----------------===//
+//
+// With the optimizer offloaded (stage 1-3) each rank's share of the
+// reduced gradients goes to the host after its reduction, the optimizer
+// steps on the CPU sub-group by sub-group, and the updated 16-bit shard
+// comes back (unless parameters live on the host too). NVMe adds a read
+// of the master weights and states before each sub-group's step and a
+// write after it. Stage 3 parameter offload copies a unit's host shard to
+// the device before every gather. CPU activation checkpointing copies each
+// layer's inputs out in forward and back before its recompute.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlanInternal.h"
+
+using namespace llvm;
+
+namespace dsc {
+
+namespace {
+
+class OffloadPlanner {
+public:
+  explicit OffloadPlanner(plan::Plan &P) : P(P), S(P.Settings) {}
+
+  void run() {
+    P.Transfers.clear();
+    if (S.OptimizerOffload != plan::OffloadDevice::None) {
+      gradientsOut();
+      optimizerStep();
+    }
+    if (S.ParamOffload != plan::OffloadDevice::None)
+      parameterFetches();
+    if (S.CheckpointLayers && S.CpuCheckpointing)
+      checkpoints();
+  }
+
+private:
+  void add(plan::TransferKind Kind, plan::Category What,
+           plan::TransferPoint Point, uint32_t Owner, uint64_t Bytes,
+           bool Pinned) {
+    const plan::Hardware &H = S.Machine;
+    uint64_t Rate;
+    switch (Kind) {
+    case plan::TransferKind::NVMeRead:
+      Rate = H.NVMeReadBytesPerSec;
+      break;
+    case plan::TransferKind::NVMeWrite:
+      Rate = H.NVMeWriteBytesPerSec;
+      break;
+    default:
+      Rate = Pinned ? H.PinnedCopyBytesPerSec : H.PageableCopyBytesPerSec;
+    }
+    P.Transfers.push_back(
+        {Kind, What, Point, Owner, Bytes, Pinned, transferNanos(Bytes, Rate)});
+  }
+
+  void gradientsOut() {
+    for (uint32_t B = 0; B < P.Buckets.size(); ++B) {
+      uint64_t Share = 0;
+      for (const plan::Segment &Seg : P.Buckets[B].Segments)
+        Share += S.ZeroStage == 3 ? P.Tensors[Seg.Tensor].ShardElems
+                                  : divideRoundingUp(Seg.End - Seg.Begin,
+                                                     S.WorldSize);
+      add(plan::TransferKind::DeviceToHost, plan::Category::Grads,
+          plan::TransferPoint::AfterReduce, B,
+          bytesOf(Share, S.ZeroStage == 3 ? S.GradAccumDType : S.ParamDType),
+          S.OptimizerOffloadPinned);
+    }
+  }
+
+  void optimizerStep() {
+    bool NVMe = S.OptimizerOffload == plan::OffloadDevice::NVMe;
+    for (uint32_t G = 0; G < P.Layout.SubGroups.size(); ++G) {
+      uint64_t Elems = P.Layout.SubGroups[G].Elems;
+      uint64_t StateBytes = bytesOf(Elems, S.MasterDType) +
+                            S.OptimizerStates *
+                                bytesOf(Elems, S.OptimizerStateDType);
+      if (NVMe)
+        add(plan::TransferKind::NVMeRead, plan::Category::OptimizerStates,
+            plan::TransferPoint::BeforeStep, G, StateBytes, true);
+      if (NVMe)
+        add(plan::TransferKind::NVMeWrite, plan::Category::OptimizerStates,
+            plan::TransferPoint::AfterStep, G, StateBytes, true);
+      if (S.ParamOffload == plan::OffloadDevice::None)
+        add(plan::TransferKind::HostToDevice, plan::Category::Params16,
+            plan::TransferPoint::AfterStep, G, bytesOf(Elems, S.ParamDType),
+            S.OptimizerOffloadPinned);
+      else if (S.ParamOffload == plan::OffloadDevice::NVMe)
+        add(plan::TransferKind::NVMeWrite, plan::Category::Params16,
+            plan::TransferPoint::AfterStep, G, bytesOf(Elems, S.ParamDType),
+            true);
+    }
+  }
+
+  void parameterFetches() {
+    for (uint32_t U = 0; U < P.FetchUnits.size(); ++U) {
+      uint64_t Shard = 0;
+      for (uint32_t T : P.FetchUnits[U].Tensors)
+        Shard += P.Tensors[T].ShardElems;
+      uint64_t Bytes = bytesOf(Shard, S.ParamDType);
+      if (S.ParamOffload == plan::OffloadDevice::NVMe)
+        add(plan::TransferKind::NVMeRead, plan::Category::Params16,
+            plan::TransferPoint::BeforeGather, U, Bytes, true);
+      add(plan::TransferKind::HostToDevice, plan::Category::Params16,
+          plan::TransferPoint::BeforeGather, U, Bytes, S.ParamOffloadPinned);
+    }
+  }
+
+  void checkpoints() {
+    for (uint32_t O = 0; O < P.Ops.size(); ++O) {
+      uint64_t Bytes = P.Ops[O].CheckpointBytes;
+      if (!Bytes)
+        continue;
+      add(plan::TransferKind::DeviceToHost, plan::Category::Activations,
+          plan::TransferPoint::CheckpointOut, O, Bytes, true);
+      add(plan::TransferKind::HostToDevice, plan::Category::Activations,
+          plan::TransferPoint::CheckpointIn, O, Bytes, true);
+    }
+  }
+
+  plan::Plan &P;
+  const plan::Info &S;
+};
+
+} // namespace
+
+Error runOffloadPass(plan::Plan &P) {
+  OffloadPlanner(P).run();
+  return Error::success();
+}
+
+} // namespace dsc

@@ -1,0 +1,52 @@
+//===- PlanInternal.h - Helpers the planner passes share ---------*- C++ -*-===//
+
+#ifndef DSC_LIB_PLAN_PLANINTERNAL_H
+#define DSC_LIB_PLAN_PLANINTERNAL_H
+
+#include "dsc/Plan/Planner.h"
+
+#include "llvm/ADT/Twine.h"
+
+namespace dsc {
+
+/// Fills the settings part of the plan from the config and the options.
+llvm::Error readPlanSettings(plan::Info &I, const ConfigView &C,
+                             const PlanOptions &Options);
+
+inline llvm::Error planError(const llvm::Twine &Message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), Message);
+}
+
+inline uint64_t divideRoundingUp(uint64_t A, uint64_t B) {
+  return B ? (A + B - 1) / B : 0;
+}
+inline uint64_t roundUp(uint64_t A, uint64_t B) {
+  return divideRoundingUp(A, B) * B;
+}
+
+/// Nanoseconds to move Bytes at BytesPerSec (0 when the rate is unknown).
+inline uint64_t transferNanos(uint64_t Bytes, uint64_t BytesPerSec) {
+  return BytesPerSec ? uint64_t(double(Bytes) * 1e9 / double(BytesPerSec))
+                     : 0;
+}
+
+/// A collective over World ranks carrying Bytes per rank, at the bus
+/// bandwidth in H (nccl-tests' convention: all-reduce moves 2(n-1)/n of
+/// the buffer, reduce-scatter and all-gather (n-1)/n of the whole).
+uint64_t collectiveNanos(plan::Collective Kind, uint64_t Bytes,
+                         uint32_t World, const plan::Hardware &H);
+
+/// Bytes of a buffer of Elems in T.
+inline uint64_t bytesOf(uint64_t Elems, plan::DType T) {
+  return Elems * plan::dtypeBytes(T);
+}
+
+/// The fetch unit of each module (NoIndex where there is none).
+std::vector<uint32_t> fetchUnitOfModule(const plan::Plan &P);
+
+/// Trainable tensors in forward first-use order (the flat order).
+std::vector<uint32_t> trainableInUseOrder(const plan::Plan &P);
+
+} // namespace dsc
+
+#endif

@@ -1,0 +1,46 @@
+//===- Planner.cpp - The pass pipeline ------------------------------------===//
+
+#include "PlanInternal.h"
+
+using namespace llvm;
+
+namespace dsc {
+
+ArrayRef<PlanPass> planPasses() {
+  static const PlanPass Passes[] = {
+      {"partition", "flat layout, shards, sub-groups, rank classes",
+       runPartitionPass},
+      {"buckets", "gradient reduction buckets in backward order",
+       runBucketPass},
+      {"prefetch", "stage-3 fetch units", runPrefetchPass},
+      {"offload", "host and NVMe transfers", runOffloadPass},
+      {"schedule", "the instruction stream of one step", runSchedulePass},
+      {"memory", "buffers, lifetimes and arena offsets", runMemoryPass},
+      {"estimate", "per-rank peaks, DeepSpeed's figures, step time",
+       runEstimatePass},
+  };
+  return Passes;
+}
+
+Expected<plan::Plan>
+buildPlan(const PlanInputs &In, const PlanOptions &Options,
+          const std::function<void(StringRef, const plan::Plan &)> &After) {
+  Expected<plan::Plan> P = lowerToPlan(In, Options);
+  if (!P)
+    return P.takeError();
+  if (After)
+    After("lower", *P);
+  for (const PlanPass &Pass : planPasses()) {
+    if (Error E = Pass.Run(*P))
+      return createStringError(inconvertibleErrorCode(), "%s: %s", Pass.Name,
+                               toString(std::move(E)).c_str());
+    if (After)
+      After(Pass.Name, *P);
+  }
+  std::string Problem = plan::checkPlan(*P);
+  if (!Problem.empty())
+    return planError("internal error: the plan is inconsistent: " + Problem);
+  return P;
+}
+
+} // namespace dsc

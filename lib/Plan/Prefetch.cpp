@@ -1,0 +1,44 @@
+//===- Prefetch.cpp - Stage 3 fetch units ---------------------------------===//
+//
+// DeepSpeed gathers a module's own parameters together before the module
+// runs (its pre-forward and pre-backward hooks), so the fetch unit is the
+// module: all its parameters that are not persistent. When each unit is
+// gathered, prefetched and released is decided while the program is
+// scheduled (Schedule.cpp), because it depends on what is live then.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlanInternal.h"
+
+using namespace llvm;
+
+namespace dsc {
+
+Error runPrefetchPass(plan::Plan &P) {
+  P.FetchUnits.clear();
+  if (P.Settings.ZeroStage != 3)
+    return Error::success();
+  for (uint32_t M = 0; M < P.Modules.size(); ++M) {
+    plan::FetchUnit U;
+    U.Module = M;
+    for (uint32_t T : P.Modules[M].Tensors)
+      if (!P.Tensors[T].Persistent) {
+        U.Tensors.push_back(T);
+        U.Elems += P.Tensors[T].Elems;
+      }
+    if (!U.Tensors.empty())
+      P.FetchUnits.push_back(std::move(U));
+  }
+  return Error::success();
+}
+
+/// The fetch unit of each module, or NoIndex (all persistent, or not
+/// stage 3).
+std::vector<uint32_t> fetchUnitOfModule(const plan::Plan &P) {
+  std::vector<uint32_t> Of(P.Modules.size(), plan::NoIndex);
+  for (uint32_t U = 0; U < P.FetchUnits.size(); ++U)
+    Of[P.FetchUnits[U].Module] = U;
+  return Of;
+}
+
+} // namespace dsc

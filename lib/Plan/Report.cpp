@@ -1,0 +1,253 @@
+//===- Report.cpp - The estimate for people and for scripts ---------------===//
+
+#include "dsc/Plan/Report.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace llvm;
+
+namespace dsc {
+
+std::string formatBytes(uint64_t Bytes) {
+  const char *Units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double V = double(Bytes);
+  unsigned U = 0;
+  while (V >= 1024 && U < 4) {
+    V /= 1024;
+    ++U;
+  }
+  if (U == 0)
+    return formatv("{0} B", Bytes).str();
+  return formatv("{0:f2} {1}", V, Units[U]).str();
+}
+
+namespace {
+
+std::string ranksText(const plan::RankClass &C) {
+  std::string S;
+  for (const plan::RankRange &R : C.Ranks) {
+    if (!S.empty())
+      S += ",";
+    S += R.Count == 1 ? std::to_string(R.First)
+                      : formatv("{0}-{1}", R.First, R.First + R.Count - 1)
+                            .str();
+  }
+  return S;
+}
+
+uint32_t rankCount(const plan::RankClass &C) {
+  uint32_t N = 0;
+  for (const plan::RankRange &R : C.Ranks)
+    N += R.Count;
+  return N;
+}
+
+/// Device bytes by category at the peak, then the fixed costs, then what
+/// the arena wastes above the live bound: these add up to the peak.
+std::vector<std::pair<std::string, uint64_t>>
+deviceBreakdown(const plan::Plan &P, const plan::RankEstimate &R) {
+  std::vector<std::pair<std::string, uint64_t>> Rows;
+  for (const plan::CategoryBytes &C : R.AtPeak)
+    Rows.push_back({plan::enumName(C.What), C.Bytes});
+  for (const plan::FixedCost &F : P.Estimates.Fixed)
+    Rows.push_back({F.Name, F.Bytes});
+  Rows.push_back({"arena_fragmentation",
+                  R.DeviceArenaBytes - R.DeviceLiveBoundBytes});
+  return Rows;
+}
+
+uint64_t largestDevicePeak(const plan::Plan &P, size_t *Which = nullptr) {
+  uint64_t Max = 0;
+  for (size_t I = 0; I < P.Estimates.Ranks.size(); ++I)
+    if (P.Estimates.Ranks[I].DevicePeakBytes >= Max) {
+      Max = P.Estimates.Ranks[I].DevicePeakBytes;
+      if (Which)
+        *Which = I;
+    }
+  return Max;
+}
+
+std::string millis(uint64_t Nanos) {
+  return formatv("{0:f1} ms", double(Nanos) / 1e6).str();
+}
+
+} // namespace
+
+bool planFits(const plan::Plan &P) {
+  uint64_t Limit = P.Settings.Machine.GpuMemoryBytes;
+  return !Limit || largestDevicePeak(P) <= Limit;
+}
+
+void printEstimateText(raw_ostream &OS, const plan::Plan &P) {
+  const plan::Info &S = P.Settings;
+  uint64_t Trainable = 0, Frozen = 0;
+  for (const plan::Tensor &T : P.Tensors)
+    (T.Role == plan::TensorRole::Trainable ? Trainable : Frozen) += T.Elems;
+  OS << formatv("plan: {0} rank{1} ({2} node{3} x {4} GPU{5}), ZeRO stage "
+                "{6}, {7}, micro batch {8} x accumulation {9}, {10} ({11} "
+                "state{12} per parameter)\n",
+                S.WorldSize, S.WorldSize == 1 ? "" : "s", S.Nodes,
+                S.Nodes == 1 ? "" : "s", S.GpusPerNode,
+                S.GpusPerNode == 1 ? "" : "s", S.ZeroStage,
+                plan::enumName(S.ParamDType), S.MicroBatch, S.GradAccum,
+                S.Optimizer, S.OptimizerStates,
+                S.OptimizerStates == 1 ? "" : "s");
+  std::string Dims;
+  for (const plan::DimBinding &D : S.Dims)
+    Dims += (Dims.empty() ? "" : ", ") + D.Name + "=" + std::to_string(D.Value);
+  OS << formatv("model: {0} trainable + {1} frozen parameters in {2} modules, "
+                "{3} compute ops{4}\n",
+                Trainable, Frozen, P.Modules.size(), P.Ops.size(),
+                Dims.empty() ? "" : " (" + Dims + ")");
+  const plan::Partition &L = P.Layout;
+  if (S.ZeroStage == 3)
+    OS << formatv("partition: every parameter split over {0} ranks: {1} "
+                  "elements per rank in {2} sub-group{3}\n",
+                  S.WorldSize, L.PartitionElems, L.SubGroups.size(),
+                  L.SubGroups.size() == 1 ? "" : "s");
+  else if (S.ZeroStage > 0)
+    OS << formatv("partition: {0} elements padded to {1} (alignment {2}): "
+                  "{3} per rank\n",
+                  L.FlatElems, L.PaddedElems, L.AlignmentElems,
+                  L.PartitionElems);
+  uint64_t Largest = 0;
+  for (const plan::Bucket &B : P.Buckets)
+    Largest = std::max(Largest, B.Elems);
+  if (!P.Buckets.empty())
+    OS << formatv("buckets: {0} {1} bucket{2} (largest {3} elements, {4}); "
+                  "overlap_comm {5}\n",
+                  P.Buckets.size(), plan::enumName(P.Buckets[0].Kind),
+                  P.Buckets.size() == 1 ? "" : "s", Largest,
+                  plan::enumName(P.Buckets[0].Type),
+                  S.OverlapComm ? "on" : "off");
+  if (!P.FetchUnits.empty())
+    OS << formatv("fetch: {0} units gathered before use; prefetch {1} "
+                  "elements, max live {2}, reuse distance {3}\n",
+                  P.FetchUnits.size(), S.PrefetchBucketElems, S.MaxLiveParams,
+                  S.MaxReuseDistance);
+  if (!P.Transfers.empty())
+    OS << formatv("offload: {0} transfers per step\n", P.Transfers.size());
+  OS << formatv("program: {0} instructions; step ~{1} on {2} (exposed "
+                "communication {3}, offload {4})\n",
+                P.Program.size(), millis(P.Estimates.StepNanos),
+                S.Machine.GpuName, millis(P.Estimates.ExposedCommNanos),
+                millis(P.Estimates.ExposedOffloadNanos));
+  if (S.UnknownActivations)
+    WithColor::warning(OS)
+        << S.UnknownActivations
+        << " activation tensors have no known size and are not counted\n";
+
+  for (size_t C = 0; C < P.Estimates.Ranks.size(); ++C) {
+    const plan::RankEstimate &R = P.Estimates.Ranks[C];
+    const plan::RankClass &RC = L.RankClasses[C];
+    OS << formatv("\nranks {0} ({1} alike{2}): device peak {3}, host {4}{5}\n",
+                  ranksText(RC), rankCount(RC),
+                  RC.UpperBound ? ", largest of them" : "",
+                  formatBytes(R.DevicePeakBytes), formatBytes(R.HostPeakBytes),
+                  R.NVMeBytes ? ", NVMe " + formatBytes(R.NVMeBytes) : "");
+    for (auto &[Name, Bytes] : deviceBreakdown(P, R))
+      if (Bytes)
+        OS << formatv("  {0,-22} {1,12}\n", Name, formatBytes(Bytes));
+    if (R.DeviceLiveBoundBytes)
+      OS << formatv("  arena {0} is {1:f1}% above the live bound {2}\n",
+                    formatBytes(R.DeviceArenaBytes),
+                    100.0 * (double(R.DeviceArenaBytes) /
+                                 double(R.DeviceLiveBoundBytes) -
+                             1),
+                    formatBytes(R.DeviceLiveBoundBytes));
+  }
+  const plan::DeepSpeedEstimate &D = P.Estimates.DeepSpeed;
+  OS << formatv("\nDeepSpeed's own estimate: {0} per GPU, {1} host per node "
+                "({2})\n",
+                formatBytes(D.DeviceBytes), formatBytes(D.HostBytes), D.Basis);
+
+  uint64_t Limit = S.Machine.GpuMemoryBytes;
+  if (!Limit)
+    return;
+  size_t Worst = 0;
+  uint64_t Peak = largestDevicePeak(P, &Worst);
+  if (Peak <= Limit) {
+    WithColor(OS, raw_ostream::GREEN, /*Bold=*/true)
+        << formatv("fits {0} ({1}): {2} to spare on the fullest rank\n",
+                   S.Machine.GpuName, formatBytes(Limit),
+                   formatBytes(Limit - Peak));
+    return;
+  }
+  auto Rows = deviceBreakdown(P, P.Estimates.Ranks[Worst]);
+  llvm::sort(Rows, [](auto &A, auto &B) { return A.second > B.second; });
+  std::string Top;
+  for (size_t I = 0; I < Rows.size() && I < 3; ++I)
+    Top += (I ? ", " : "") + Rows[I].first + " " + formatBytes(Rows[I].second);
+  WithColor(OS, raw_ostream::RED, /*Bold=*/true)
+      << formatv("does not fit {0} ({1}): needs {2}, {3} too much; largest: "
+                 "{4}\n",
+                 S.Machine.GpuName, formatBytes(Limit), formatBytes(Peak),
+                 formatBytes(Peak - Limit), Top);
+}
+
+json::Value estimateJSON(const plan::Plan &P) {
+  const plan::Info &S = P.Settings;
+  json::Array Ranks;
+  for (size_t C = 0; C < P.Estimates.Ranks.size(); ++C) {
+    const plan::RankEstimate &R = P.Estimates.Ranks[C];
+    const plan::RankClass &RC = P.Layout.RankClasses[C];
+    json::Object ByCategory, HostByCategory;
+    for (auto &[Name, Bytes] : deviceBreakdown(P, R))
+      ByCategory[Name] = int64_t(Bytes);
+    for (const plan::Buffer &B : P.Buffers)
+      if (B.Space == plan::MemorySpace::Host && B.Bytes[C]) {
+        json::Value *V = HostByCategory.get(plan::enumName(B.What));
+        int64_t Sum = (V ? *V->getAsInteger() : 0) + int64_t(B.Bytes[C]);
+        HostByCategory[plan::enumName(B.What)] = Sum;
+      }
+    json::Array Members;
+    for (const plan::RankRange &RR : RC.Ranks)
+      Members.push_back(json::Array{int64_t(RR.First),
+                                    int64_t(RR.First + RR.Count - 1)});
+    Ranks.push_back(json::Object{
+        {"ranks", std::move(Members)},
+        {"ranks_alike", int64_t(rankCount(RC))},
+        {"upper_bound", RC.UpperBound},
+        {"device_peak_bytes", int64_t(R.DevicePeakBytes)},
+        {"device_arena_bytes", int64_t(R.DeviceArenaBytes)},
+        {"device_live_bound_bytes", int64_t(R.DeviceLiveBoundBytes)},
+        {"device_fixed_bytes", int64_t(R.DeviceFixedBytes)},
+        {"host_peak_bytes", int64_t(R.HostPeakBytes)},
+        {"host_pinned_bytes", int64_t(R.HostPinnedBytes)},
+        {"nvme_bytes", int64_t(R.NVMeBytes)},
+        {"by_category", std::move(ByCategory)},
+        {"host_by_category", std::move(HostByCategory)},
+    });
+  }
+  uint64_t Limit = S.Machine.GpuMemoryBytes;
+  json::Object Fit{{"gpu", S.Machine.GpuName},
+                   {"gpu_memory_bytes", Limit ? json::Value(int64_t(Limit))
+                                              : json::Value(nullptr)},
+                   {"fits", Limit ? json::Value(planFits(P))
+                                  : json::Value(nullptr)}};
+  if (Limit)
+    Fit["margin_bytes"] = int64_t(Limit) - int64_t(largestDevicePeak(P));
+  return json::Object{
+      {"world_size", int64_t(S.WorldSize)},
+      {"nodes", int64_t(S.Nodes)},
+      {"gpus_per_node", int64_t(S.GpusPerNode)},
+      {"zero_stage", int64_t(S.ZeroStage)},
+      {"micro_batch", int64_t(S.MicroBatch)},
+      {"gradient_accumulation", int64_t(S.GradAccum)},
+      {"param_dtype", plan::enumName(S.ParamDType)},
+      {"unknown_activations", int64_t(S.UnknownActivations)},
+      {"ranks", std::move(Ranks)},
+      {"deepspeed_estimate",
+       json::Object{{"device_bytes", int64_t(P.Estimates.DeepSpeed.DeviceBytes)},
+                    {"host_bytes", int64_t(P.Estimates.DeepSpeed.HostBytes)},
+                    {"basis", P.Estimates.DeepSpeed.Basis}}},
+      {"step_time_ns", int64_t(P.Estimates.StepNanos)},
+      {"exposed_comm_ns", int64_t(P.Estimates.ExposedCommNanos)},
+      {"exposed_offload_ns", int64_t(P.Estimates.ExposedOffloadNanos)},
+      {"fit", std::move(Fit)},
+  };
+}
+
+} // namespace dsc

@@ -1,0 +1,419 @@
+//===- Schedule.cpp - One training step as an instruction stream ----------===//
+//
+// The program a rank runs for one optimizer step:
+//
+//   for each micro step:
+//     forward, op by op      stage 3: gather what each op needs, prefetch
+//                            ahead, release what is not reused soon
+//     backward, op by op     (recomputing a checkpointed layer first);
+//                            each completed gradient goes to its bucket,
+//                            a full bucket is reduced (stage 2/3 every
+//                            micro step, stage 0/1 only the last)
+//   optimizer step per sub-group (on the host when offloaded)
+//   stage 1/2: all-gather the updated parameters
+//
+// Instructions on one stream run in program order. A cross-stream
+// dependency is an explicit wait; waits also keep a buffer from being
+// written before the memory it reuses is free: the memory plan reuses
+// memory in program order, so an instruction that starts a buffer's life
+// on another stream waits for the compute instruction before it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlanInternal.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <set>
+
+using namespace llvm;
+
+namespace dsc {
+
+uint64_t collectiveNanos(plan::Collective Kind, uint64_t Bytes,
+                         uint32_t World, const plan::Hardware &H) {
+  if (World <= 1 || !H.CollectiveBytesPerSec)
+    return 0;
+  double Factor = Kind == plan::Collective::AllReduce
+                      ? 2.0 * (World - 1) / World
+                      : double(World - 1) / World;
+  return H.CollectiveLatencyNanos +
+         transferNanos(uint64_t(double(Bytes) * Factor),
+                       H.CollectiveBytesPerSec);
+}
+
+namespace {
+
+using plan::InstrKind;
+using plan::Stream;
+
+/// An op's turn in a micro step: its forward, its recomputation, or its
+/// backward.
+struct Turn {
+  InstrKind Kind;
+  uint32_t Op;
+  bool Recompute;
+};
+
+class Scheduler {
+public:
+  explicit Scheduler(plan::Plan &P)
+      : P(P), S(P.Settings), H(P.Settings.Machine) {}
+
+  Error run();
+
+private:
+  uint32_t emit(InstrKind Kind, Stream On, uint32_t Micro, uint32_t Arg,
+                std::vector<uint32_t> Waits, uint64_t Nanos);
+  std::vector<Turn> turnsOfMicroStep() const;
+  std::vector<uint32_t> unitsOf(uint32_t Op) const;
+  uint64_t computeNanos(const plan::Op &Op) const;
+  void computeTurn(const Turn &T, uint32_t Micro, bool Reduces,
+                   const std::vector<std::vector<uint32_t>> &UnitsAt,
+                   size_t Position);
+  void gather(uint32_t Unit, uint32_t Micro);
+  void prefetch(size_t Position, uint32_t Micro,
+                const std::vector<std::vector<uint32_t>> &UnitsAt);
+  void release(uint32_t Unit, uint32_t Micro);
+  void gradientsReady(uint32_t Op, uint32_t BackwardInstr, uint32_t Micro,
+                      bool Reduces);
+  void optimizerStep();
+  void transfersAt(plan::TransferPoint Point, uint32_t Owner,
+                   std::vector<uint32_t> Waits, uint32_t Micro,
+                   std::vector<uint32_t> *Emitted = nullptr);
+  uint32_t lastComputeInstruction() const { return LastOn[0]; }
+
+  plan::Plan &P;
+  const plan::Info &S;
+  const plan::Hardware &H;
+  std::vector<uint32_t> UnitOfModule;
+  /// Last instruction emitted on each stream (NoIndex: none yet).
+  uint32_t LastOn[5] = {plan::NoIndex, plan::NoIndex, plan::NoIndex,
+                        plan::NoIndex, plan::NoIndex};
+  /// Stage 3: the Gather instruction of each live unit.
+  DenseMap<uint32_t, uint32_t> Live;
+  uint64_t LiveElems = 0;
+  /// Buckets: gradients still missing, and the reduce instructions.
+  std::vector<uint32_t> Missing;
+  std::vector<uint32_t> BucketOfTensor;
+  std::vector<uint32_t> ReduceInstr;
+  std::vector<uint32_t> IpgSlot; ///< Which IPG buffer a bucket uses.
+  uint32_t IpgBuffers = 1;
+  std::vector<uint32_t> LastUseOfSlot;
+  std::vector<uint32_t> AllReduces, AllGradTransfers;
+  /// Turn positions at which each unit is used, for reuse distances.
+  std::vector<uint64_t> ElemsBefore;
+  std::vector<std::vector<size_t>> UsesOfUnit;
+  DenseMap<uint32_t, std::vector<uint32_t>> TransfersOf[6];
+};
+
+uint32_t Scheduler::emit(InstrKind Kind, Stream On, uint32_t Micro,
+                         uint32_t Arg, std::vector<uint32_t> Waits,
+                         uint64_t Nanos) {
+  uint32_t Index = P.Program.size();
+  // Same-stream order is implicit; a wait on the same stream is noise.
+  std::set<uint32_t> Unique;
+  for (uint32_t W : Waits)
+    if (W != plan::NoIndex && P.Program[W].On != On)
+      Unique.insert(W);
+  P.Program.push_back(
+      {Kind, On, Micro, Arg, std::vector<uint32_t>(Unique.begin(), Unique.end()),
+       Nanos});
+  LastOn[unsigned(On)] = Index;
+  return Index;
+}
+
+std::vector<Turn> Scheduler::turnsOfMicroStep() const {
+  std::vector<Turn> Turns;
+  uint32_t N = P.Ops.size();
+  for (uint32_t O = 0; O < N; ++O)
+    Turns.push_back({InstrKind::Forward, O, false});
+  for (uint32_t O = N; O-- > 0;) {
+    uint32_t Layer = P.Ops[O].Layer;
+    bool LastOfLayer = S.CheckpointLayers && Layer != plan::NoIndex &&
+                       (O + 1 == N || P.Ops[O + 1].Layer != Layer);
+    if (LastOfLayer) {
+      uint32_t First = O;
+      while (First > 0 && P.Ops[First - 1].Layer == Layer)
+        --First;
+      for (uint32_t R = First; R <= O; ++R)
+        Turns.push_back({InstrKind::Forward, R, true});
+    }
+    Turns.push_back({InstrKind::Backward, O, false});
+  }
+  return Turns;
+}
+
+std::vector<uint32_t> Scheduler::unitsOf(uint32_t Op) const {
+  std::vector<uint32_t> Units;
+  for (uint32_t T : P.Ops[Op].Params) {
+    uint32_t M = P.Tensors[T].Module;
+    uint32_t U = M == plan::NoIndex ? plan::NoIndex : UnitOfModule[M];
+    if (U != plan::NoIndex && !is_contained(Units, U))
+      Units.push_back(U);
+  }
+  return Units;
+}
+
+uint64_t Scheduler::computeNanos(const plan::Op &Op) const {
+  uint64_t Flops = Op.ForwardFlops ? transferNanos(Op.ForwardFlops,
+                                                   H.DenseFlopsPerSec)
+                                   : 0;
+  uint64_t Memory = transferNanos(Op.TransientBytes, H.MemoryBytesPerSec);
+  return std::max(Flops, Memory);
+}
+
+void Scheduler::transfersAt(plan::TransferPoint Point, uint32_t Owner,
+                            std::vector<uint32_t> Waits, uint32_t Micro,
+                            std::vector<uint32_t> *Emitted) {
+  auto It = TransfersOf[unsigned(Point)].find(Owner);
+  if (It == TransfersOf[unsigned(Point)].end())
+    return;
+  for (uint32_t T : It->second) {
+    const plan::Transfer &X = P.Transfers[T];
+    Stream On = X.Kind == plan::TransferKind::HostToDevice ? Stream::CopyIn
+                : X.Kind == plan::TransferKind::DeviceToHost
+                    ? Stream::CopyOut
+                    : Stream::Host;
+    uint32_t I = emit(InstrKind::Transfer, On, Micro, T, Waits, X.Nanos);
+    Waits = {I}; // Transfers for one owner run in the order listed.
+    if (Emitted)
+      Emitted->push_back(I);
+  }
+}
+
+void Scheduler::gather(uint32_t Unit, uint32_t Micro) {
+  // The gathered buffer may reuse memory freed by compute so far.
+  std::vector<uint32_t> Waits = {lastComputeInstruction()};
+  std::vector<uint32_t> Copies;
+  transfersAt(plan::TransferPoint::BeforeGather, Unit, Waits, Micro, &Copies);
+  if (!Copies.empty())
+    Waits.push_back(Copies.back());
+  uint64_t Bytes = bytesOf(P.FetchUnits[Unit].Elems, S.ParamDType);
+  Live[Unit] = emit(InstrKind::Gather, Stream::Comm, Micro, Unit, Waits,
+                    collectiveNanos(plan::Collective::AllGather, Bytes,
+                                    S.WorldSize, H));
+  LiveElems += P.FetchUnits[Unit].Elems;
+}
+
+void Scheduler::release(uint32_t Unit, uint32_t Micro) {
+  emit(InstrKind::Release, Stream::Compute, Micro, Unit, {}, 0);
+  Live.erase(Unit);
+  LiveElems -= P.FetchUnits[Unit].Elems;
+}
+
+void Scheduler::prefetch(size_t Position, uint32_t Micro,
+                         const std::vector<std::vector<uint32_t>> &UnitsAt) {
+  // DeepSpeed: prefetch the next units in trace order while the elements
+  // in flight stay under min(max_live - live, prefetch_bucket_size).
+  uint64_t Budget = S.MaxLiveParams > LiveElems ? S.MaxLiveParams - LiveElems
+                                                : 0;
+  Budget = std::min(Budget, S.PrefetchBucketElems);
+  uint64_t Fetching = 0;
+  // Look no further than the budget could reach: bounded work per turn.
+  for (size_t Q = Position + 1; Q < UnitsAt.size() && Fetching < Budget &&
+                                Q < Position + 256;
+       ++Q)
+    for (uint32_t U : UnitsAt[Q]) {
+      if (Live.count(U) || Fetching >= Budget)
+        continue;
+      gather(U, Micro);
+      Fetching += P.FetchUnits[U].Elems;
+    }
+}
+
+void Scheduler::gradientsReady(uint32_t Op, uint32_t BackwardInstr,
+                               uint32_t Micro, bool Reduces) {
+  if (!Reduces)
+    return;
+  for (uint32_t T : P.Ops[Op].Params) {
+    if (P.Tensors[T].FirstUse != Op ||
+        P.Tensors[T].Role != plan::TensorRole::Trainable)
+      continue;
+    uint32_t B = BucketOfTensor[T];
+    if (B == plan::NoIndex || --Missing[B] != 0)
+      continue;
+    const plan::Bucket &Bucket = P.Buckets[B];
+    Stream On = S.OverlapComm ? Stream::Comm : Stream::Compute;
+    uint64_t Bytes = bytesOf(Bucket.Elems, Bucket.Type);
+    ReduceInstr[B] = emit(InstrKind::Reduce, On, Micro, B, {BackwardInstr},
+                          collectiveNanos(Bucket.Kind, Bytes, S.WorldSize, H));
+    AllReduces.push_back(ReduceInstr[B]);
+    if (IpgSlot[B] != plan::NoIndex)
+      LastUseOfSlot[IpgSlot[B]] = ReduceInstr[B];
+    std::vector<uint32_t> Copies;
+    transfersAt(plan::TransferPoint::AfterReduce, B, {ReduceInstr[B]}, Micro,
+                &Copies);
+    AllGradTransfers.insert(AllGradTransfers.end(), Copies.begin(),
+                            Copies.end());
+  }
+}
+
+void Scheduler::computeTurn(const Turn &T, uint32_t Micro, bool Reduces,
+                            const std::vector<std::vector<uint32_t>> &UnitsAt,
+                            size_t Position) {
+  const plan::Op &Op = P.Ops[T.Op];
+  std::vector<uint32_t> Waits;
+  for (uint32_t U : UnitsAt[Position]) {
+    if (!Live.count(U))
+      gather(U, Micro);
+    Waits.push_back(Live[U]);
+  }
+  if (S.ZeroStage == 3)
+    prefetch(Position, Micro, UnitsAt);
+
+  if (T.Kind == InstrKind::Forward && T.Recompute && Op.CheckpointBytes)
+    transfersAt(plan::TransferPoint::CheckpointIn, T.Op,
+                {lastComputeInstruction()}, Micro, &Waits);
+  if (T.Kind == InstrKind::Backward && Reduces) {
+    // A gradient copied into an IPG buffer waits until the reduction that
+    // last used that buffer has read it.
+    for (uint32_t Param : Op.Params) {
+      if (P.Tensors[Param].FirstUse != T.Op ||
+          BucketOfTensor[Param] == plan::NoIndex)
+        continue;
+      uint32_t Slot = IpgSlot[BucketOfTensor[Param]];
+      if (Slot != plan::NoIndex)
+        Waits.push_back(LastUseOfSlot[Slot]);
+    }
+  }
+  uint64_t Nanos = computeNanos(Op) * (T.Kind == InstrKind::Backward ? 2 : 1);
+  uint32_t I = emit(T.Kind, Stream::Compute, Micro, T.Op, Waits, Nanos);
+
+  if (T.Kind == InstrKind::Forward && !T.Recompute && Op.CheckpointBytes)
+    transfersAt(plan::TransferPoint::CheckpointOut, T.Op, {I}, Micro);
+  if (T.Kind == InstrKind::Backward)
+    gradientsReady(T.Op, I, Micro, Reduces);
+
+  // Release a unit unless its next use comes within max_reuse_distance
+  // elements of fetched parameters.
+  for (uint32_t U : UnitsAt[Position]) {
+    const std::vector<size_t> &Uses = UsesOfUnit[U];
+    auto Next = std::upper_bound(Uses.begin(), Uses.end(), Position);
+    bool Reused = Next != Uses.end() &&
+                  ElemsBefore[*Next] - ElemsBefore[Position + 1] <=
+                      S.MaxReuseDistance;
+    if (!Reused)
+      release(U, Micro);
+  }
+}
+
+void Scheduler::optimizerStep() {
+  uint32_t Micro = S.GradAccum - 1;
+  bool Host = S.OptimizerOffload != plan::OffloadDevice::None;
+  // Everything reduced, and on the host if the step runs there.
+  std::vector<uint32_t> Ready = {lastComputeInstruction()};
+  if (!AllReduces.empty())
+    Ready.push_back(AllReduces.back());
+  if (!AllGradTransfers.empty())
+    Ready.push_back(AllGradTransfers.back());
+  std::vector<uint32_t> ParamCopies;
+  for (uint32_t G = 0; G < P.Layout.SubGroups.size(); ++G) {
+    uint64_t Elems = P.Layout.SubGroups[G].Elems;
+    transfersAt(plan::TransferPoint::BeforeStep, G, Ready, Micro);
+    uint64_t Nanos;
+    if (Host) {
+      Nanos = transferNanos(Elems, H.HostAdamElemsPerSec);
+    } else {
+      // Memory-bound: read and write master, states and gradient.
+      uint64_t Bytes = 2 * (bytesOf(Elems, S.MasterDType) +
+                            S.OptimizerStates *
+                                bytesOf(Elems, S.OptimizerStateDType) +
+                            bytesOf(Elems, plan::DType::F32));
+      Nanos = transferNanos(Bytes, H.MemoryBytesPerSec);
+    }
+    uint32_t Step = emit(InstrKind::OptimizerStep,
+                         Host ? Stream::Host : Stream::Compute, Micro, G,
+                         Ready, Nanos);
+    transfersAt(plan::TransferPoint::AfterStep, G, {Step}, Micro,
+                &ParamCopies);
+  }
+  if (S.ZeroStage == 1 || S.ZeroStage == 2) {
+    std::vector<uint32_t> Waits = {lastComputeInstruction()};
+    if (!ParamCopies.empty())
+      Waits.push_back(ParamCopies.back());
+    if (LastOn[unsigned(Stream::Host)] != plan::NoIndex)
+      Waits.push_back(LastOn[unsigned(Stream::Host)]);
+    uint64_t Bytes = bytesOf(P.Layout.PaddedElems, S.ParamDType);
+    emit(InstrKind::GatherParams, Stream::Comm, Micro, plan::NoIndex, Waits,
+         collectiveNanos(plan::Collective::AllGather, Bytes, S.WorldSize, H));
+  }
+}
+
+Error Scheduler::run() {
+  P.Program.clear();
+  UnitOfModule = fetchUnitOfModule(P);
+  for (uint32_t T = 0; T < P.Transfers.size(); ++T)
+    TransfersOf[unsigned(P.Transfers[T].Point)][P.Transfers[T].Owner]
+        .push_back(T);
+
+  BucketOfTensor.assign(P.Tensors.size(), plan::NoIndex);
+  for (uint32_t B = 0; B < P.Buckets.size(); ++B)
+    for (const plan::Segment &Seg : P.Buckets[B].Segments)
+      BucketOfTensor[Seg.Tensor] = B;
+  // DeepSpeed double-buffers the stage 1/2 IPG bucket under overlap_comm;
+  // stage 3 has one. In-place buckets use none.
+  IpgBuffers = S.ZeroStage < 3 && S.OverlapComm ? 2 : 1;
+  IpgSlot.assign(P.Buckets.size(), plan::NoIndex);
+  uint32_t Next = 0;
+  for (uint32_t B = 0; B < P.Buckets.size(); ++B)
+    if (!P.Buckets[B].InPlace && S.ContiguousGradients)
+      IpgSlot[B] = Next++ % IpgBuffers;
+
+  std::vector<Turn> Turns = turnsOfMicroStep();
+  std::vector<std::vector<uint32_t>> UnitsAt(Turns.size());
+  UsesOfUnit.assign(P.FetchUnits.size(), {});
+  ElemsBefore.assign(Turns.size() + 1, 0);
+  for (size_t I = 0; I < Turns.size(); ++I) {
+    UnitsAt[I] = unitsOf(Turns[I].Op);
+    ElemsBefore[I + 1] = ElemsBefore[I];
+    for (uint32_t U : UnitsAt[I]) {
+      UsesOfUnit[U].push_back(I);
+      ElemsBefore[I + 1] += P.FetchUnits[U].Elems;
+    }
+  }
+
+  for (uint32_t Micro = 0; Micro < S.GradAccum; ++Micro) {
+    // Stage 0/1 reduce only at the accumulation boundary.
+    bool Reduces = S.ZeroStage >= 2 || Micro + 1 == S.GradAccum;
+    Missing.assign(P.Buckets.size(), 0);
+    for (uint32_t B = 0; B < P.Buckets.size(); ++B)
+      Missing[B] = P.Buckets[B].Segments.size();
+    ReduceInstr.assign(P.Buckets.size(), plan::NoIndex);
+    LastUseOfSlot.assign(IpgBuffers, plan::NoIndex);
+    for (size_t I = 0; I < Turns.size(); ++I)
+      computeTurn(Turns[I], Micro, Reduces, UnitsAt, I);
+    // DeepSpeed releases every gathered parameter at the end of backward.
+    std::vector<uint32_t> Left;
+    for (auto &[U, Instr] : Live)
+      Left.push_back(U);
+    llvm::sort(Left);
+    for (uint32_t U : Left)
+      release(U, Micro);
+    // Trainable parameters no op uses never get a gradient; their
+    // buckets still reduce (zeros), as DeepSpeed does at the boundary.
+    if (Reduces)
+      for (uint32_t B = 0; B < P.Buckets.size(); ++B)
+        if (ReduceInstr[B] == plan::NoIndex) {
+          Stream On = S.OverlapComm ? Stream::Comm : Stream::Compute;
+          ReduceInstr[B] = emit(
+              InstrKind::Reduce, On, Micro, B, {lastComputeInstruction()},
+              collectiveNanos(P.Buckets[B].Kind,
+                              bytesOf(P.Buckets[B].Elems, P.Buckets[B].Type),
+                              S.WorldSize, H));
+          AllReduces.push_back(ReduceInstr[B]);
+        }
+  }
+  optimizerStep();
+  return Error::success();
+}
+
+} // namespace
+
+Error runSchedulePass(plan::Plan &P) {
+  if (P.Ops.empty())
+    return planError("the model has no compute ops to schedule");
+  return Scheduler(P).run();
+}
+
+} // namespace dsc

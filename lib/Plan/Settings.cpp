@@ -1,0 +1,189 @@
+//===- Settings.cpp - The config values a plan depends on -----------------===//
+//
+// Reads the resolved config through ConfigView (so aliases, legacy
+// spellings and DeepSpeed's defaults apply) into plan::Info, and refuses
+// what the planner does not model, saying so.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlanInternal.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace llvm;
+
+namespace dsc {
+
+namespace {
+
+Error settingError(const Twine &Message) {
+  return createStringError(inconvertibleErrorCode(), Message);
+}
+
+std::optional<plan::DType> dtypeNamed(StringRef Name) {
+  std::string N = Name.lower();
+  if (N == "fp32" || N == "float32" || N == "float" || N == "torch.float32")
+    return plan::DType::F32;
+  if (N == "fp16" || N == "float16" || N == "half" || N == "torch.float16")
+    return plan::DType::F16;
+  if (N == "bf16" || N == "bfloat16" || N == "torch.bfloat16")
+    return plan::DType::BF16;
+  return std::nullopt;
+}
+
+/// Optimizer state tensors per parameter, by the class DeepSpeed builds.
+std::optional<uint32_t> optimizerStates(StringRef Class) {
+  std::string C = Class.lower();
+  for (StringRef TwoMoments :
+       {"adam", "adamw", "fusedadam", "deepspeedcpuadam", "onebitadam",
+        "zerooneadam", "onebitlamb", "lamb", "fusedlamb", "lion",
+        "deepspeedcpulion", "fusedlion", "torch.optim.adam",
+        "torch.optim.adamw"})
+    if (C == TwoMoments)
+      return C.find("lion") != std::string::npos ? 1u : 2u;
+  if (C == "adagrad" || C == "deepspeedcpuadagrad")
+    return 1u;
+  if (C == "sgd" || C == "torch.optim.sgd")
+    return 1u; // Momentum buffer (DeepSpeed's SGD examples all use it).
+  return std::nullopt;
+}
+
+} // namespace
+
+Error readPlanSettings(plan::Info &I, const ConfigView &C,
+                       const PlanOptions &Options) {
+  I.Producer = "dsc 0.1";
+  I.WorldSize = Options.WorldSize;
+  I.Nodes = Options.Nodes;
+  I.GpusPerNode =
+      Options.GpusPerNode ? Options.GpusPerNode : Options.WorldSize;
+  if (uint64_t(I.Nodes) * I.GpusPerNode != I.WorldSize)
+    return settingError(formatv("{0} nodes x {1} GPUs per node is not the "
+                                "world size {2}",
+                                I.Nodes, I.GpusPerNode, I.WorldSize));
+
+  std::optional<int64_t> Stage = C.zeroStage();
+  if (!Stage)
+    return settingError("zero_optimization.stage cannot be read; run dsc "
+                        "lint on the config");
+  I.ZeroStage = uint32_t(*Stage);
+
+  // The batch triple, as DeepSpeed completes it from any two of three.
+  std::optional<int64_t> Train = C.getInt("train_batch_size");
+  std::optional<int64_t> Micro = C.getInt("train_micro_batch_size_per_gpu");
+  std::optional<int64_t> Accum =
+      C.has("gradient_accumulation_steps")
+          ? C.getInt("gradient_accumulation_steps")
+          : std::nullopt;
+  int64_t W = I.WorldSize;
+  if (Micro && !Accum)
+    Accum = Train ? *Train / (*Micro * W) : 1;
+  if (!Micro && Train)
+    Micro = *Train / (Accum.value_or(1) * W);
+  if (!Micro || !Accum || *Micro <= 0 || *Accum <= 0)
+    return settingError("the config gives no usable micro batch: set "
+                        "train_micro_batch_size_per_gpu (or train_batch_size "
+                        "divisible by the world size); dsc lint "
+                        "--world-size N says what is wrong");
+  if (Train && *Train != *Micro * *Accum * W)
+    return settingError(formatv("train_batch_size {0} is not micro batch {1} "
+                                "x accumulation {2} x world size {3}; "
+                                "DeepSpeed refuses this config",
+                                *Train, *Micro, *Accum, W));
+  I.MicroBatch = uint32_t(*Micro);
+  I.GradAccum = uint32_t(*Accum);
+
+  I.ParamDType = C.bf16Enabled()   ? plan::DType::BF16
+                 : C.fp16Enabled() ? plan::DType::F16
+                                   : plan::DType::F32;
+  I.CommDType = I.ParamDType;
+  if (std::optional<std::string> Comm = C.getString("communication_data_type"))
+    if (std::optional<plan::DType> T = dtypeNamed(*Comm))
+      I.CommDType = *T;
+  I.GradAccumDType = I.ParamDType;
+  if (std::optional<std::string> G = C.getString("data_types.grad_accum_dtype"))
+    if (std::optional<plan::DType> T = dtypeNamed(*G))
+      I.GradAccumDType = *T;
+  I.MasterDType = plan::DType::F32;
+  I.OptimizerStateDType = plan::DType::F32;
+
+  std::string Class = C.optimizerClass();
+  if (Class.empty() && !C.has("optimizer")) {
+    // No optimizer section: the HF Trainer brings its own AdamW.
+    Class = "AdamW";
+  } else if (Class.empty()) {
+    Class = C.getString("optimizer.type").value_or("");
+  }
+  std::optional<uint32_t> States = optimizerStates(Class);
+  if (!States)
+    return settingError("optimizer '" + Class +
+                        "': dsc does not know how many state tensors it "
+                        "keeps per parameter; plan with Adam, AdamW, Lamb, "
+                        "Lion, Adagrad or SGD");
+  I.Optimizer = Class;
+  I.OptimizerStates = *States;
+
+  I.OverlapComm = C.overlapComm().value_or(I.ZeroStage == 3);
+  I.ContiguousGradients =
+      C.getBool("zero_optimization.contiguous_gradients").value_or(true);
+  auto Elems = [&](StringRef Path) {
+    return uint64_t(std::max<int64_t>(0, C.getInt(Path).value_or(0)));
+  };
+  I.ReduceBucketElems = Elems("zero_optimization.reduce_bucket_size");
+  I.AllgatherBucketElems = Elems("zero_optimization.allgather_bucket_size");
+  I.PrefetchBucketElems = Elems("zero_optimization.prefetch_bucket_size");
+  I.MaxLiveParams = Elems("zero_optimization.max_live_parameters");
+  I.MaxReuseDistance = Elems("zero_optimization.max_reuse_distance");
+  I.ParamPersistenceThreshold =
+      Elems("zero_optimization.param_persistence_threshold");
+  I.ModelPersistenceThreshold =
+      Elems("zero_optimization.model_persistence_threshold");
+  I.SubGroupElems = Elems("zero_optimization.sub_group_size");
+  if (I.ReduceBucketElems == 0)
+    return settingError("zero_optimization.reduce_bucket_size is 0: no "
+                        "gradient could be reduced; give it a size");
+
+  auto Device = [](const std::string &D) {
+    return D == "cpu"    ? plan::OffloadDevice::CPU
+           : D == "nvme" ? plan::OffloadDevice::NVMe
+                         : plan::OffloadDevice::None;
+  };
+  if (I.ZeroStage > 0)
+    I.OptimizerOffload = Device(C.offloadOptimizerDevice());
+  if (I.ZeroStage == 3)
+    I.ParamOffload = Device(C.offloadParamDevice());
+  I.OptimizerOffloadPinned =
+      C.getBool("zero_optimization.offload_optimizer.pin_memory")
+          .value_or(true);
+  I.ParamOffloadPinned =
+      C.getBool("zero_optimization.offload_param.pin_memory").value_or(true);
+  if (I.ParamOffload != plan::OffloadDevice::None &&
+      I.OptimizerOffload == plan::OffloadDevice::None)
+    return settingError("offload_param without offload_optimizer: dsc does "
+                        "not plan a GPU optimizer step over host-resident "
+                        "parameters; offload the optimizer too");
+  if (I.OptimizerOffload == plan::OffloadDevice::NVMe) {
+    I.AioBufferCount = uint32_t(
+        C.getInt("zero_optimization.offload_optimizer.buffer_count")
+            .value_or(4));
+  }
+  if (I.ParamOffload == plan::OffloadDevice::NVMe) {
+    I.AioBufferCount = std::max<uint32_t>(
+        I.AioBufferCount,
+        uint32_t(C.getInt("zero_optimization.offload_param.buffer_count")
+                     .value_or(5)));
+    I.AioBufferBytes =
+        Elems("zero_optimization.offload_param.buffer_size") *
+        plan::dtypeBytes(I.ParamDType);
+  }
+
+  I.CheckpointLayers = Options.CheckpointLayers;
+  I.CpuCheckpointing =
+      Options.CheckpointLayers &&
+      C.getBool("activation_checkpointing.cpu_checkpointing").value_or(false);
+  I.Machine = Options.Machine.Figures;
+  return Error::success();
+}
+
+} // namespace dsc

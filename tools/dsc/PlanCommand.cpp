@@ -1,0 +1,299 @@
+//===- PlanCommand.cpp - dsc plan, dsc estimate, dsc show -----------------===//
+
+#include "Commands.h"
+
+#include "dsc/Config/Lint.h"
+#include "dsc/Plan/Hardware.h"
+#include "dsc/Plan/PlanYAML.h"
+#include "dsc/Plan/Planner.h"
+#include "dsc/Plan/Report.h"
+#include "dsc/Support/DiagnosticEmitter.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace llvm;
+
+namespace dsc::tool {
+
+cl::SubCommand PlanCommand("plan", "Lower a config and a model to a plan "
+                                   "(plan.bin) and print its estimate");
+cl::SubCommand EstimateCommand("estimate",
+                               "The memory and time estimate of a plan, "
+                               "without writing it");
+cl::SubCommand ShowCommand("show", "Print a plan (plan.bin or YAML) as YAML, "
+                                   "or convert it");
+
+static cl::OptionCategory PlanOptionsCategory("Planning options");
+#define PLAN_SUBS cl::sub(PlanCommand), cl::sub(EstimateCommand)
+
+static cl::opt<std::string> ConfigPath(cl::Positional, cl::desc("<ds_config>"),
+                                       cl::Required, PLAN_SUBS);
+static cl::opt<std::string> ModelPath(cl::Positional, cl::desc("<model.onnx>"),
+                                      cl::Required, PLAN_SUBS);
+static cl::opt<uint32_t> WorldSize("world-size",
+                                   cl::desc("Data-parallel ranks (default: "
+                                            "nodes x GPUs per node, or 1)"),
+                                   cl::init(0), PLAN_SUBS,
+                                   cl::cat(PlanOptionsCategory));
+static cl::opt<uint32_t> Nodes("nodes", cl::desc("Nodes"), cl::init(0),
+                               PLAN_SUBS, cl::cat(PlanOptionsCategory));
+static cl::opt<uint32_t> GpusPerNode("gpus-per-node",
+                                     cl::desc("GPUs (ranks) per node"),
+                                     cl::init(0), PLAN_SUBS,
+                                     cl::cat(PlanOptionsCategory));
+static cl::opt<int64_t> SeqLen("seq-len",
+                               cl::desc("Bind the sequence-length symbols"),
+                               cl::init(0), PLAN_SUBS,
+                               cl::cat(PlanOptionsCategory));
+static cl::list<std::string> Dims("dim",
+                                  cl::desc("Bind a symbolic dimension: "
+                                           "--dim sequence=2048"),
+                                  cl::value_desc("NAME=VALUE"), PLAN_SUBS,
+                                  cl::cat(PlanOptionsCategory));
+static cl::opt<std::string> Freeze("freeze",
+                                   cl::desc("Freeze parameters whose name "
+                                            "matches"),
+                                   cl::value_desc("regex"), PLAN_SUBS,
+                                   cl::cat(PlanOptionsCategory));
+static cl::opt<bool> CheckpointLayers(
+    "checkpoint-layers",
+    cl::desc("The model checkpoints activations per layer (HF "
+             "gradient_checkpointing)"),
+    PLAN_SUBS, cl::cat(PlanOptionsCategory));
+static cl::opt<std::string> Gpu("gpu",
+                                cl::desc("GPU figures and memory: H100, H200, "
+                                         "A100-40GB, A100-80GB, L40S, ..."),
+                                PLAN_SUBS, cl::cat(PlanOptionsCategory));
+static cl::opt<std::string> GpuMemory("gpu-memory",
+                                      cl::desc("Device memory to fit in "
+                                               "(80GiB, 81920MiB, ...)"),
+                                      PLAN_SUBS, cl::cat(PlanOptionsCategory));
+static cl::opt<std::string> Calibration(
+    "calibration",
+    cl::desc("YAML file of measured hardware figures and fixed costs"),
+    cl::value_desc("file"), PLAN_SUBS, cl::cat(PlanOptionsCategory));
+enum class ReportFormat { Text, JSON };
+static cl::opt<ReportFormat> Format(
+    "format", cl::desc("Report format"),
+    cl::values(clEnumValN(ReportFormat::Text, "text", "a table"),
+               clEnumValN(ReportFormat::JSON, "json", "one JSON document")),
+    cl::init(ReportFormat::Text), PLAN_SUBS, cl::cat(PlanOptionsCategory));
+static cl::opt<std::string> PlanOutput("o", cl::desc("Write plan.bin here"),
+                                       cl::value_desc("plan.bin"),
+                                       cl::sub(PlanCommand));
+static cl::list<std::string> PrintAfter(
+    "print-after", cl::desc("Print the plan (YAML) after this pass"),
+    cl::value_desc("pass"), cl::CommaSeparated, PLAN_SUBS);
+static cl::opt<bool> PrintAfterAll("print-after-all",
+                                   cl::desc("Print the plan after every pass"),
+                                   PLAN_SUBS);
+
+static cl::opt<std::string> ShowInput(cl::Positional,
+                                      cl::desc("<plan.bin|plan.yaml>"),
+                                      cl::Required, cl::sub(ShowCommand));
+static cl::opt<std::string> ShowOutput("o",
+                                       cl::desc("Write the plan here instead: "
+                                                "binary unless the name ends "
+                                                "in .yaml"),
+                                       cl::value_desc("file"),
+                                       cl::sub(ShowCommand));
+
+bool parseDimBindings(ArrayRef<std::string> Args, DimBindings &Out,
+                      StringRef Tool);
+
+/// Exit code for a plan that does not fit (so CI can gate on it).
+constexpr int ExitDoesNotFit = 3;
+
+static int usage(StringRef Tool, const Twine &Message) {
+  WithColor::error(errs(), Tool) << Message << "\n";
+  return ExitUsage;
+}
+
+static Expected<PlanOptions> planOptions(StringRef Tool) {
+  PlanOptions O;
+  // Any two of world size, nodes and GPUs per node give the third.
+  uint32_t W = WorldSize, N = Nodes, G = GpusPerNode;
+  if (!W)
+    W = (N ? N : 1) * (G ? G : 1);
+  if (!N && G) {
+    if (W % G)
+      return createStringError(inconvertibleErrorCode(),
+                               "--world-size %u is not a multiple of "
+                               "--gpus-per-node %u",
+                               W, G);
+    N = W / G;
+  }
+  if (!N)
+    N = 1;
+  if (!G) {
+    if (W % N)
+      return createStringError(inconvertibleErrorCode(),
+                               "--world-size %u is not a multiple of --nodes "
+                               "%u",
+                               W, N);
+    G = W / N;
+  }
+  O.WorldSize = W;
+  O.Nodes = N;
+  O.GpusPerNode = G;
+  if (!parseDimBindings(Dims, O.Dims, Tool))
+    return createStringError(inconvertibleErrorCode(), "bad --dim");
+  if (SeqLen.getNumOccurrences()) {
+    if (SeqLen <= 0)
+      return createStringError(inconvertibleErrorCode(),
+                               "--seq-len must be a positive integer");
+    O.SeqLen = SeqLen;
+  }
+  O.CheckpointLayers = CheckpointLayers;
+  if (!Gpu.empty()) {
+    std::optional<HardwareProfile> H = hardwarePreset(Gpu);
+    if (!H)
+      return createStringError(inconvertibleErrorCode(),
+                               "--gpu %s: unknown GPU; known: %s",
+                               Gpu.c_str(),
+                               join(hardwarePresetNames(), ", ").c_str());
+    O.Machine = *H;
+  }
+  if (!GpuMemory.empty()) {
+    Expected<uint64_t> Bytes = parseByteSize(GpuMemory);
+    if (!Bytes)
+      return Bytes.takeError();
+    O.Machine.Figures.GpuMemoryBytes = *Bytes;
+    if (Gpu.empty())
+      O.Machine.Figures.GpuName = GpuMemory;
+  }
+  if (!Calibration.empty()) {
+    ErrorOr<std::unique_ptr<MemoryBuffer>> B =
+        MemoryBuffer::getFile(Calibration);
+    if (!B)
+      return createStringError(B.getError(), "%s: %s", Calibration.c_str(),
+                               B.getError().message().c_str());
+    if (Error E = applyCalibration(O.Machine, (*B)->getBuffer(), Calibration))
+      return std::move(E);
+  }
+  return O;
+}
+
+static int runPlanOrEstimate(StringRef Tool, bool WritePlan) {
+  Expected<PlanOptions> Options = planOptions(Tool);
+  if (!Options)
+    return usage(Tool, toString(Options.takeError()));
+
+  // The config: lint it as DeepSpeed reads it; any error stops here.
+  DiagnosticEngine Engine;
+  ErrorOr<std::unique_ptr<MemoryBuffer>> Config =
+      MemoryBuffer::getFileOrSTDIN(ConfigPath, /*IsText=*/false,
+                                   /*RequiresNullTerminator=*/false);
+  if (!Config)
+    return usage(Tool, ConfigPath + ": " + Config.getError().message());
+  StringRef ConfigText = (*Config)->getBuffer();
+  unsigned ID = Engine.addFile(std::move(*Config));
+  JsonParseResult Parsed = parseJson(ConfigText);
+  if (Parsed.Root && Parsed.Root->Kind == JsonKind::Object &&
+      hasAutoPlaceholder(*Parsed.Root))
+    return usage(Tool, ConfigPath +
+                           " still holds \"auto\" values: fill them first "
+                           "with dsc resolve " +
+                           ConfigPath + " " + ModelPath +
+                           " --world-size N ... -o resolved.json");
+  LintOptions L;
+  L.Target = LintTarget::DeepSpeed;
+  L.WorldSize = Options->WorldSize;
+  lintConfig(Engine, ID, L);
+  if (Engine.count(Severity::Error)) {
+    Engine.discard("json-extension");
+    emitText(Engine, errs(), sys::Process::StandardErrHasColors());
+    errs() << Tool << ": the config has errors; nothing planned\n";
+    return ExitFindings;
+  }
+  if (!Parsed.Root)
+    return usage(Tool, ConfigPath + ": not a JSON object");
+  ConfigView View(*Parsed.Root);
+
+  // The model.
+  if (!sys::fs::exists(ModelPath))
+    return usage(Tool, ModelPath + ": no such file");
+  Expected<Model> M = importOnnx(ModelPath);
+  if (!M) {
+    WithColor::error(errs(), Tool) << toString(M.takeError()) << "\n";
+    return ExitFindings;
+  }
+  AnalysisOptions Analysis;
+  Analysis.FreezeRegex = Freeze;
+  Expected<ModelFacts> Facts = analyzeModel(*M, Analysis);
+  if (!Facts)
+    return usage(Tool, toString(Facts.takeError()));
+  ShapeInfo Shapes = inferShapes(*M);
+  uint64_t ModelHash = 0;
+  if (ErrorOr<std::unique_ptr<MemoryBuffer>> B =
+          MemoryBuffer::getFile(ModelPath, false, false)) {
+    StringRef Bytes = (*B)->getBuffer();
+    ModelHash = plan::fnv1a(reinterpret_cast<const uint8_t *>(Bytes.data()),
+                            Bytes.size());
+  }
+
+  PlanInputs In{View, ConfigText, *M, *Facts, Shapes, ModelHash};
+  auto After = [&](StringRef Pass, const plan::Plan &P) {
+    if (PrintAfterAll || is_contained(PrintAfter, Pass.str())) {
+      errs() << "# *** plan after " << Pass << " ***\n";
+      writePlanYAML(errs(), P);
+    }
+  };
+  for (const std::string &Pass : PrintAfter)
+    if (Pass != "lower" &&
+        none_of(planPasses(),
+                [&](const PlanPass &P) { return Pass == P.Name; })) {
+      std::string Names = "lower";
+      for (const PlanPass &P : planPasses())
+        Names += std::string(", ") + P.Name;
+      return usage(Tool, "--print-after=" + Pass + ": no such pass; the "
+                         "passes are " + Names);
+    }
+  Expected<plan::Plan> P = buildPlan(In, *Options, After);
+  if (!P) {
+    WithColor::error(errs(), Tool) << toString(P.takeError()) << "\n";
+    return ExitFindings;
+  }
+  if (WritePlan && !PlanOutput.empty())
+    if (Error E = writePlanFile(PlanOutput, *P))
+      return usage(Tool, toString(std::move(E)));
+  if (Format == ReportFormat::JSON)
+    outs() << formatv("{0:2}", estimateJSON(*P)) << "\n";
+  else
+    printEstimateText(outs(), *P);
+  return planFits(*P) ? ExitClean : ExitDoesNotFit;
+}
+
+int runPlan() { return runPlanOrEstimate("dsc plan", true); }
+int runEstimate() { return runPlanOrEstimate("dsc estimate", false); }
+
+int runShow() {
+  Expected<plan::Plan> P = readPlanFile(ShowInput);
+  if (!P) {
+    WithColor::error(errs(), "dsc show") << toString(P.takeError()) << "\n";
+    return ExitFindings;
+  }
+  if (ShowOutput.empty()) {
+    writePlanYAML(outs(), *P);
+    return ExitClean;
+  }
+  if (StringRef(ShowOutput).endswith(".yaml") ||
+      StringRef(ShowOutput).endswith(".yml")) {
+    std::error_code EC;
+    raw_fd_ostream OS(ShowOutput, EC, sys::fs::OF_None);
+    if (EC)
+      return usage("dsc show", ShowOutput + ": " + EC.message());
+    writePlanYAML(OS, *P);
+    return ExitClean;
+  }
+  if (Error E = writePlanFile(ShowOutput, *P))
+    return usage("dsc show", toString(std::move(E)));
+  return ExitClean;
+}
+
+} // namespace dsc::tool
