@@ -14,7 +14,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/Regex.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include "onnx/onnx_pb.h"
 
@@ -185,6 +185,7 @@ private:
 
   /// Bytes of a saved activation tensor in the training dtype.
   std::optional<uint64_t> activationBytes(StringRef Name);
+  std::optional<uint64_t> computeActivationBytes(StringRef Name);
   /// The tensor a view-like chain starts from (looking through metadata
   /// ops), or Name itself.
   std::string baseOf(StringRef Name) const;
@@ -197,6 +198,7 @@ private:
   std::vector<uint32_t> OpOfNode;
   StringMap<unsigned> Producer;
   std::vector<std::string> MissingSymbols;
+  StringMap<std::optional<uint64_t>> BytesOf;
 };
 
 void Lowering::lowerTensorsAndModules() {
@@ -311,17 +313,20 @@ void Lowering::assignLayers() {
   StringRef Prefix = In.Facts.LayerPrefix; // "model.layers"
   if (Prefix.empty())
     return;
-  Regex Layer("^" + Regex::escape(Prefix) + "\\.([0-9]+)(\\.|$)");
   auto LayerOf = [&](StringRef Name) -> std::optional<uint32_t> {
-    SmallVector<StringRef, 3> Match;
-    uint32_t L;
-    // Node scopes use '/' (TorchScript) or '.' (dynamo) separators.
+    // Node scopes use '/' (TorchScript) or '.' (dynamo) separators:
+    // "/model/layers.3/mlp" and "model.layers.3.mlp" both name layer 3.
     std::string Dotted = Name.str();
     std::replace(Dotted.begin(), Dotted.end(), '/', '.');
     StringRef D = StringRef(Dotted).ltrim('.');
-    if (Layer.match(D, &Match) && !Match[1].getAsInteger(10, L))
-      return L;
-    return std::nullopt;
+    if (!D.consume_front(Prefix) || !D.consume_front("."))
+      return std::nullopt;
+    StringRef Digits = D.take_while([](char C) { return isDigit(C); });
+    uint32_t L;
+    if (Digits.empty() || Digits.getAsInteger(10, L) ||
+        !(D.size() == Digits.size() || D[Digits.size()] == '.'))
+      return std::nullopt;
+    return L;
   };
   uint32_t Previous = plan::NoIndex;
   for (unsigned I = 0; I < M.Nodes.size(); ++I) {
@@ -357,6 +362,15 @@ std::string Lowering::baseOf(StringRef Name) const {
 }
 
 std::optional<uint64_t> Lowering::activationBytes(StringRef Name) {
+  auto Cached = BytesOf.find(Name);
+  if (Cached != BytesOf.end())
+    return Cached->second;
+  std::optional<uint64_t> Bytes = computeActivationBytes(Name);
+  BytesOf[Name] = Bytes;
+  return Bytes;
+}
+
+std::optional<uint64_t> Lowering::computeActivationBytes(StringRef Name) {
   const TensorType *T = In.Shapes.find(Name);
   if (!T)
     return std::nullopt;

@@ -21,6 +21,16 @@ namespace plan = dsc::plan;
       });                                                                      \
     }                                                                          \
   };
+// Small records print on one line: { first: 0, count: 8 }.
+#define DSC_PLAN_YAML_FLOW_MAPPING(T)                                          \
+  template <> struct MappingTraits<plan::T> {                                  \
+    static void mapping(IO &IO, plan::T &V) {                                  \
+      V.visit([&](const char *Name, auto &Field) {                             \
+        IO.mapRequired(Name, Field);                                           \
+      });                                                                      \
+    }                                                                          \
+    static const bool flow = true;                                             \
+  };
 #define DSC_PLAN_YAML_ENUM(E)                                                  \
   template <> struct ScalarEnumerationTraits<plan::E> {                        \
     static void enumeration(IO &IO, plan::E &V) {                              \
@@ -29,22 +39,22 @@ namespace plan = dsc::plan;
     }                                                                          \
   };
 
-LLVM_YAML_IS_SEQUENCE_VECTOR(plan::DimBinding)
+LLVM_YAML_IS_FLOW_SEQUENCE_VECTOR(plan::DimBinding)
 LLVM_YAML_IS_SEQUENCE_VECTOR(plan::Tensor)
 LLVM_YAML_IS_SEQUENCE_VECTOR(plan::Module)
-LLVM_YAML_IS_SEQUENCE_VECTOR(plan::Gemm)
+LLVM_YAML_IS_FLOW_SEQUENCE_VECTOR(plan::Gemm)
 LLVM_YAML_IS_SEQUENCE_VECTOR(plan::Op)
 LLVM_YAML_IS_FLOW_SEQUENCE_VECTOR(plan::RankRange)
 LLVM_YAML_IS_SEQUENCE_VECTOR(plan::RankClass)
 LLVM_YAML_IS_SEQUENCE_VECTOR(plan::SubGroup)
-LLVM_YAML_IS_SEQUENCE_VECTOR(plan::Segment)
+LLVM_YAML_IS_FLOW_SEQUENCE_VECTOR(plan::Segment)
 LLVM_YAML_IS_SEQUENCE_VECTOR(plan::Bucket)
 LLVM_YAML_IS_SEQUENCE_VECTOR(plan::FetchUnit)
 LLVM_YAML_IS_SEQUENCE_VECTOR(plan::Transfer)
 LLVM_YAML_IS_SEQUENCE_VECTOR(plan::Instruction)
 LLVM_YAML_IS_FLOW_SEQUENCE_VECTOR(plan::Interval)
 LLVM_YAML_IS_SEQUENCE_VECTOR(plan::Buffer)
-LLVM_YAML_IS_SEQUENCE_VECTOR(plan::CategoryBytes)
+LLVM_YAML_IS_FLOW_SEQUENCE_VECTOR(plan::CategoryBytes)
 LLVM_YAML_IS_SEQUENCE_VECTOR(plan::FixedCost)
 LLVM_YAML_IS_SEQUENCE_VECTOR(plan::RankEstimate)
 
@@ -59,25 +69,25 @@ DSC_PLAN_YAML_ENUM(MemorySpace)
 DSC_PLAN_YAML_ENUM(Category)
 DSC_PLAN_YAML_ENUM(TransferKind)
 DSC_PLAN_YAML_ENUM(TransferPoint)
-DSC_PLAN_YAML_MAPPING(DimBinding)
+DSC_PLAN_YAML_FLOW_MAPPING(DimBinding)
 DSC_PLAN_YAML_MAPPING(Hardware)
 DSC_PLAN_YAML_MAPPING(Info)
 DSC_PLAN_YAML_MAPPING(Tensor)
 DSC_PLAN_YAML_MAPPING(Module)
-DSC_PLAN_YAML_MAPPING(Gemm)
+DSC_PLAN_YAML_FLOW_MAPPING(Gemm)
 DSC_PLAN_YAML_MAPPING(Op)
-DSC_PLAN_YAML_MAPPING(RankRange)
+DSC_PLAN_YAML_FLOW_MAPPING(RankRange)
 DSC_PLAN_YAML_MAPPING(RankClass)
 DSC_PLAN_YAML_MAPPING(SubGroup)
 DSC_PLAN_YAML_MAPPING(Partition)
-DSC_PLAN_YAML_MAPPING(Segment)
+DSC_PLAN_YAML_FLOW_MAPPING(Segment)
 DSC_PLAN_YAML_MAPPING(Bucket)
 DSC_PLAN_YAML_MAPPING(FetchUnit)
 DSC_PLAN_YAML_MAPPING(Transfer)
 DSC_PLAN_YAML_MAPPING(Instruction)
-DSC_PLAN_YAML_MAPPING(Interval)
+DSC_PLAN_YAML_FLOW_MAPPING(Interval)
 DSC_PLAN_YAML_MAPPING(Buffer)
-DSC_PLAN_YAML_MAPPING(CategoryBytes)
+DSC_PLAN_YAML_FLOW_MAPPING(CategoryBytes)
 DSC_PLAN_YAML_MAPPING(FixedCost)
 DSC_PLAN_YAML_MAPPING(RankEstimate)
 DSC_PLAN_YAML_MAPPING(DeepSpeedEstimate)
@@ -94,6 +104,7 @@ template <> struct MappingTraits<plan::Plan> {
 } // namespace llvm::yaml
 
 #undef DSC_PLAN_YAML_MAPPING
+#undef DSC_PLAN_YAML_FLOW_MAPPING
 #undef DSC_PLAN_YAML_ENUM
 
 namespace dsc {
@@ -144,6 +155,12 @@ Expected<plan::Plan> readPlanFile(StringRef Path) {
     if (!P)
       return createStringError(inconvertibleErrorCode(), "%s: %s",
                                Path.str().c_str(), Error.c_str());
+  } else if (Bytes.contains('\0') || !Bytes.contains("format_version:")) {
+    return createStringError(inconvertibleErrorCode(),
+                             "%s: not a dsc plan: neither plan.bin (no "
+                             "DSCPLAN header) nor a YAML plan (no "
+                             "format_version); make one with dsc plan",
+                             Path.str().c_str());
   } else {
     Expected<plan::Plan> Y = readPlanYAML(Bytes, Path);
     if (!Y)

@@ -139,25 +139,42 @@ void printEstimateText(raw_ostream &OS, const plan::Plan &P) {
         << S.UnknownActivations
         << " activation tensors have no known size and are not counted\n";
 
-  for (size_t C = 0; C < P.Estimates.Ranks.size(); ++C) {
-    const plan::RankEstimate &R = P.Estimates.Ranks[C];
-    const plan::RankClass &RC = L.RankClasses[C];
-    OS << formatv("\nranks {0} ({1} alike{2}): device peak {3}, host {4}{5}\n",
-                  ranksText(RC), rankCount(RC),
-                  RC.UpperBound ? ", largest of them" : "",
-                  formatBytes(R.DevicePeakBytes), formatBytes(R.HostPeakBytes),
-                  R.NVMeBytes ? ", NVMe " + formatBytes(R.NVMeBytes) : "");
-    for (auto &[Name, Bytes] : deviceBreakdown(P, R))
-      if (Bytes)
-        OS << formatv("  {0,-22} {1,12}\n", Name, formatBytes(Bytes));
-    if (R.DeviceLiveBoundBytes)
-      OS << formatv("  arena {0} is {1:f1}% above the live bound {2}\n",
-                    formatBytes(R.DeviceArenaBytes),
-                    100.0 * (double(R.DeviceArenaBytes) /
-                                 double(R.DeviceLiveBoundBytes) -
-                             1),
-                    formatBytes(R.DeviceLiveBoundBytes));
+  // One line per rank layout, then the fullest rank in detail.
+  size_t Worst = 0;
+  largestDevicePeak(P, &Worst);
+  if (P.Estimates.Ranks.size() > 1) {
+    OS << formatv("\n{0} rank layouts (ranks differ in the gradients their "
+                  "partition touches, or in padding):\n",
+                  P.Estimates.Ranks.size());
+    for (size_t C = 0; C < P.Estimates.Ranks.size(); ++C) {
+      const plan::RankEstimate &R = P.Estimates.Ranks[C];
+      OS << formatv("  ranks {0,-14} device {1,12}  host {2,12}{3}\n",
+                    ranksText(L.RankClasses[C]),
+                    formatBytes(R.DevicePeakBytes),
+                    formatBytes(R.HostPeakBytes),
+                    L.RankClasses[C].UpperBound ? "  (largest of them)" : "");
+    }
   }
+  const plan::RankEstimate &R = P.Estimates.Ranks[Worst];
+  const plan::RankClass &RC = L.RankClasses[Worst];
+  OS << formatv("\nranks {0} ({1} alike{2}): device peak {3}, host {4}{5}\n",
+                ranksText(RC), rankCount(RC),
+                RC.UpperBound ? ", largest of them" : "",
+                formatBytes(R.DevicePeakBytes), formatBytes(R.HostPeakBytes),
+                R.NVMeBytes ? ", NVMe " + formatBytes(R.NVMeBytes) : "");
+  for (auto &[Name, Bytes] : deviceBreakdown(P, R))
+    if (Bytes)
+      OS << formatv("  {0,-22} {1,12}\n", Name, formatBytes(Bytes));
+  if (R.DeviceLiveBoundBytes)
+    OS << formatv("  arena {0} is {1:f1}% above the live bound {2}\n",
+                  formatBytes(R.DeviceArenaBytes),
+                  100.0 * (double(R.DeviceArenaBytes) /
+                               double(R.DeviceLiveBoundBytes) -
+                           1),
+                  formatBytes(R.DeviceLiveBoundBytes));
+  if (R.HostPeakBytes)
+    OS << formatv("  host: {0} ({1} pinned)\n", formatBytes(R.HostPeakBytes),
+                  formatBytes(R.HostPinnedBytes));
   const plan::DeepSpeedEstimate &D = P.Estimates.DeepSpeed;
   OS << formatv("\nDeepSpeed's own estimate: {0} per GPU, {1} host per node "
                 "({2})\n",
@@ -166,8 +183,7 @@ void printEstimateText(raw_ostream &OS, const plan::Plan &P) {
   uint64_t Limit = S.Machine.GpuMemoryBytes;
   if (!Limit)
     return;
-  size_t Worst = 0;
-  uint64_t Peak = largestDevicePeak(P, &Worst);
+  uint64_t Peak = R.DevicePeakBytes;
   if (Peak <= Limit) {
     WithColor(OS, raw_ostream::GREEN, /*Bold=*/true)
         << formatv("fits {0} ({1}): {2} to spare on the fullest rank\n",

@@ -165,7 +165,8 @@ static Expected<PlanOptions> planOptions(StringRef Tool) {
       return Bytes.takeError();
     O.Machine.Figures.GpuMemoryBytes = *Bytes;
     if (Gpu.empty())
-      O.Machine.Figures.GpuName = GpuMemory;
+      O.Machine.Figures.GpuName =
+          "a " + GpuMemory + " GPU (H100-80GB speeds)";
   }
   if (!Calibration.empty()) {
     ErrorOr<std::unique_ptr<MemoryBuffer>> B =

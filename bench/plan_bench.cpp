@@ -1,0 +1,114 @@
+//===- plan_bench.cpp - Planning time against model and world size --------===//
+//
+// Plans Llama-70B-shaped graphs (hidden 8192, GQA) generated in memory:
+// first 10 to 160 layers at 1024 ranks (ZeRO-3, per-layer activation
+// checkpointing, sequence 4096), then the 80-layer (70B) graph at 8 to
+// 16384 ranks for stage 2 and stage 3. Each row is the best of --repeat
+// runs of import + analysis + shapes + every planner pass + encoding
+// plan.bin, and the plan's size.
+//
+//   dsc-bench-plan [--repeat N]
+//
+//===----------------------------------------------------------------------===//
+
+#include "dsc/Config/Json.h"
+#include "dsc/Graph/ModelGen.h"
+#include "dsc/Plan/Planner.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <string>
+
+using namespace dsc;
+
+namespace {
+
+struct Result {
+  double Ms = 1e9;
+  size_t PlanBytes = 0, Nodes = 0, Instructions = 0;
+  uint64_t Params = 0;
+};
+
+Result planOnce(const std::string &Graph, const std::string &Config,
+                uint32_t World, unsigned Repeat) {
+  Result R;
+  JsonParseResult J = parseJson(Config);
+  ConfigView View(*J.Root);
+  for (unsigned I = 0; I < Repeat; ++I) {
+    auto Start = std::chrono::steady_clock::now();
+    llvm::Expected<Model> M = importOnnxBuffer(Graph, "bench.onnx");
+    if (!M) {
+      llvm::errs() << llvm::toString(M.takeError()) << "\n";
+      exit(1);
+    }
+    llvm::Expected<ModelFacts> F = analyzeModel(*M, {});
+    ShapeInfo Shapes = inferShapes(*M);
+    PlanInputs In{View, Config, *M, *F, Shapes, 0};
+    PlanOptions O;
+    O.WorldSize = World;
+    O.GpusPerNode = 8;
+    O.Nodes = World / 8;
+    O.SeqLen = 4096;
+    O.CheckpointLayers = true;
+    llvm::Expected<plan::Plan> P = buildPlan(In, O);
+    if (!P) {
+      llvm::errs() << llvm::toString(P.takeError()) << "\n";
+      exit(1);
+    }
+    std::vector<uint8_t> Bytes = plan::writePlan(*P);
+    double Ms = std::chrono::duration<double, std::milli>(
+                    std::chrono::steady_clock::now() - Start)
+                    .count();
+    R.Ms = std::min(R.Ms, Ms);
+    R.PlanBytes = Bytes.size();
+    R.Nodes = M->Nodes.size();
+    R.Instructions = P->Program.size();
+    R.Params = F->TotalParams;
+  }
+  return R;
+}
+
+std::string config(int Stage) {
+  return "{\"train_micro_batch_size_per_gpu\": 1, \"bf16\": {\"enabled\": "
+         "true}, \"zero_optimization\": {\"stage\": " +
+         std::to_string(Stage) +
+         ", \"overlap_comm\": true, \"reduce_bucket_size\": 5e8, "
+         "\"stage3_prefetch_bucket_size\": 5e7, "
+         "\"stage3_param_persistence_threshold\": 81920}}";
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  unsigned Repeat = 3;
+  for (int I = 1; I + 1 < argc; ++I)
+    if (std::string(argv[I]) == "--repeat")
+      Repeat = std::stoul(argv[++I]);
+
+  llvm::outs() << "ZeRO-3 at 1024 ranks, by model size\n"
+               << "layers   nodes  params(B)  instructions  plan(KiB)  "
+                  "plan(ms)  us/node\n";
+  for (int64_t Layers : {10, 20, 40, 80, 160}) {
+    TransformerSpec S = *transformerPreset("llama-70b");
+    S.Layers = Layers;
+    Result R = planOnce(*generateTransformer(S), config(3), 1024, Repeat);
+    llvm::outs() << llvm::format("%6lld %7zu %10.2f %13zu %10zu %9.1f %8.2f\n",
+                                 (long long)Layers, R.Nodes, R.Params / 1e9,
+                                 R.Instructions, R.PlanBytes / 1024, R.Ms,
+                                 R.Ms * 1000 / R.Nodes);
+  }
+
+  TransformerSpec S = *transformerPreset("llama-70b");
+  std::string Graph = *generateTransformer(S);
+  llvm::outs() << "\n70B (80 layers), by world size\n"
+               << "stage   ranks  plan(KiB)  plan(ms)\n";
+  for (int Stage : {2, 3})
+    for (uint32_t World : {8u, 64u, 512u, 1024u, 4096u, 16384u}) {
+      Result R = planOnce(Graph, config(Stage), World, Repeat);
+      llvm::outs() << llvm::format("%5d %7u %10zu %9.1f\n", Stage, World,
+                                   R.PlanBytes / 1024, R.Ms);
+    }
+  return 0;
+}

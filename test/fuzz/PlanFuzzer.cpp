@@ -1,0 +1,56 @@
+//===- PlanFuzzer.cpp - libFuzzer target: the plan.bin and YAML readers ---===//
+//
+// Arbitrary bytes through the plan readers: an error or a plan, never a
+// crash. Mutated files almost never keep a valid checksum, so each input
+// is also read with its size and checksum fields repaired: that is what
+// reaches the section decoders. A plan that reads and passes checkPlan
+// must then print (YAML, estimate JSON and text) without crashing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dsc/Plan/PlanYAML.h"
+#include "dsc/Plan/Report.h"
+
+#include <cstdint>
+#include <vector>
+
+using namespace dsc;
+
+static void use(const plan::Plan &P) {
+  if (!plan::checkPlan(P).empty())
+    return;
+  std::string Out;
+  llvm::raw_string_ostream OS(Out);
+  writePlanYAML(OS, P);
+  OS << estimateJSON(P);
+  printEstimateText(OS, P);
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
+  std::string Error;
+  if (auto P = plan::readPlan(Data, Size, Error))
+    use(*P);
+  if (Size >= 32) {
+    std::vector<uint8_t> Fixed(Data, Data + Size);
+    std::memcpy(Fixed.data(), plan::FileMagic, 8);
+    Fixed[8] = plan::FormatVersion;
+    Fixed[9] = Fixed[10] = Fixed[11] = 0;
+    uint64_t N = Size;
+    uint64_t Sum = plan::fnv1a(Fixed.data() + 32, Size - 32);
+    for (int I = 0; I < 8; ++I) {
+      Fixed[16 + I] = uint8_t(N >> (8 * I));
+      Fixed[24 + I] = uint8_t(Sum >> (8 * I));
+    }
+    if (auto P = plan::readPlan(Fixed.data(), Fixed.size(), Error))
+      use(*P);
+  }
+  llvm::StringRef Text(reinterpret_cast<const char *>(Data), Size);
+  if (!Text.contains('\0')) {
+    llvm::Expected<plan::Plan> Y = readPlanYAML(Text, "fuzz.yaml");
+    if (Y)
+      use(*Y);
+    else
+      llvm::consumeError(Y.takeError());
+  }
+  return 0;
+}
