@@ -22,6 +22,7 @@
 #ifndef DSC_PLANFORMAT_H
 #define DSC_PLANFORMAT_H
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -378,6 +379,7 @@ struct RankClass {
   /// The class merges ranks that differ; its sizes are the largest of
   /// them (plans keep at most MaxRankClasses classes).
   bool UpperBound = false;
+  const std::vector<RankRange> &Ranges() const { return Ranks; }
   template <class V> void visit(V &&F) {
     F("ranks", Ranks);
     F("owned_elems", OwnedElems);
@@ -674,6 +676,28 @@ template <typename T>
 struct HasVisit<T, std::void_t<decltype(std::declval<T &>().visit(
                        std::declval<AnyField>()))>> : std::true_type {};
 
+/// The fewest bytes an encoded T takes: a count in a damaged file larger
+/// than the bytes left divided by this is refused before allocating.
+template <typename T> size_t minEncodedBytes() {
+  if constexpr (std::is_same_v<T, bool> || std::is_enum_v<T>)
+    return 1;
+  else if constexpr (std::is_integral_v<T>)
+    return sizeof(T);
+  else if constexpr (HasVisit<T>::value) {
+    static const size_t Bytes = [] {
+      T V;
+      size_t Sum = 0;
+      V.visit([&](const char *, auto &Field) {
+        Sum += minEncodedBytes<std::decay_t<decltype(Field)>>();
+      });
+      return Sum;
+    }();
+    return Bytes;
+  } else {
+    return 4; // A string or a list: its count.
+  }
+}
+
 class Writer {
 public:
   std::vector<uint8_t> Out;
@@ -752,9 +776,10 @@ public:
       V.visit([&](const char *, auto &Field) { this->value(Field); });
     } else {
       uint32_t N = integer<uint32_t>();
-      // Every element takes at least one byte: a count beyond what is
-      // left is damage, refused before allocating for it.
-      if (N > size_t(End - P)) {
+      // A count beyond what the bytes left can hold is damage, refused
+      // before allocating for it.
+      using E = typename T::value_type;
+      if (N > size_t(End - P) / std::max<size_t>(1, minEncodedBytes<E>())) {
         Failed = true;
         return;
       }
@@ -891,11 +916,17 @@ inline std::string checkPlan(const Plan &P) {
   auto Bad = [](const std::string &What, size_t I) {
     return What + " " + std::to_string(I) + " is out of range";
   };
+  const Info &S = P.Settings;
   size_t NT = P.Tensors.size(), NM = P.Modules.size(), NO = P.Ops.size(),
-         NI = P.Program.size(),
-         NC = P.Layout.RankClasses.size();
-  if (P.Settings.WorldSize == 0 || P.Settings.ZeroStage > 3)
-    return "world size 0 or ZeRO stage above 3";
+         NI = P.Program.size(), NC = P.Layout.RankClasses.size(),
+         NB = P.Buckets.size(), NU = P.FetchUnits.size(),
+         NG = P.Layout.SubGroups.size(), NX = P.Transfers.size();
+  if (S.WorldSize == 0 || S.ZeroStage > 3 || S.MicroBatch == 0 ||
+      S.GradAccum == 0 || uint64_t(S.Nodes) * S.GpusPerNode != S.WorldSize)
+    return "settings: world size 0, ZeRO stage above 3, micro batch or "
+           "accumulation 0, or nodes x GPUs per node is not the world size";
+  const uint64_t W = S.WorldSize;
+
   for (size_t I = 0; I < NT; ++I) {
     const Tensor &T = P.Tensors[I];
     if (T.Module != NoIndex && T.Module >= NM)
@@ -903,6 +934,18 @@ inline std::string checkPlan(const Plan &P) {
     if ((T.FirstUse != NoIndex && T.FirstUse >= NO) ||
         (T.LastUse != NoIndex && T.LastUse >= NO))
       return Bad("the first or last use of tensor", I);
+    uint64_t Product = 1;
+    for (int64_t D : T.Shape) {
+      if (D < 0 || (D && Product > UINT64_MAX / uint64_t(D)))
+        return Bad("a dimension of tensor", I);
+      Product *= uint64_t(D);
+    }
+    if (Product != T.Elems)
+      return "tensor " + std::to_string(I) + ": its shape does not have " +
+             std::to_string(T.Elems) + " elements";
+    if (S.ZeroStage == 3 && T.ShardElems != (T.Elems + W - 1) / W)
+      return "tensor " + std::to_string(I) + ": its shard is not its "
+             "elements divided over the ranks";
   }
   for (size_t I = 0; I < NM; ++I)
     for (uint32_t T : P.Modules[I].Tensors)
@@ -918,77 +961,170 @@ inline std::string checkPlan(const Plan &P) {
       if (T >= NT)
         return Bad("a parameter of op", I);
   }
-  for (uint32_t T : P.Layout.Order)
-    if (T >= NT)
-      return "the partition order names a missing tensor";
-  for (const SubGroup &G : P.Layout.SubGroups)
-    if (G.FirstTensor > G.EndTensor || G.EndTensor > P.Layout.Order.size())
+
+  const Partition &L = P.Layout;
+  std::vector<bool> InOrder(NT, false);
+  for (uint32_t T : L.Order) {
+    if (T >= NT || InOrder[T] || P.Tensors[T].Role != TensorRole::Trainable)
+      return "the partition order names a missing, repeated or frozen "
+             "tensor";
+    InOrder[T] = true;
+    if (S.ZeroStage == 1 || S.ZeroStage == 2) {
+      const Tensor &X = P.Tensors[T];
+      if (X.FlatOffset > L.FlatElems || X.Elems > L.FlatElems - X.FlatOffset)
+        return Bad("the flat range of tensor", T);
+    }
+  }
+  if (S.ZeroStage > 0 && (L.PartitionElems > UINT64_MAX / W ||
+                          L.PartitionElems * W != L.PaddedElems ||
+                          L.PaddedElems < L.FlatElems))
+    return "partition: the padded size is not the partition times the "
+           "world size, or is below the flat size";
+  for (const SubGroup &G : L.SubGroups)
+    if (G.FirstTensor > G.EndTensor || G.EndTensor > L.Order.size())
       return "a sub-group lies outside the partition order";
   if (NC == 0)
     return "no rank classes";
-  uint64_t Ranks = 0;
-  for (const RankClass &C : P.Layout.RankClasses)
-    for (const RankRange &R : C.Ranks) {
-      if (uint64_t(R.First) + R.Count > P.Settings.WorldSize)
-        return "a rank class names ranks beyond the world size";
-      Ranks += R.Count;
-    }
-  if (Ranks != P.Settings.WorldSize)
+  std::vector<RankRange> Ranges;
+  for (const RankClass &C : L.RankClasses)
+    for (const RankRange &R : C.Ranges())
+      Ranges.push_back(R);
+  std::sort(Ranges.begin(), Ranges.end(),
+            [](const RankRange &A, const RankRange &B) {
+              return A.First < B.First;
+            });
+  uint64_t Next = 0;
+  for (const RankRange &R : Ranges) {
+    if (R.Count == 0 || R.First != Next)
+      return "rank classes do not cover every rank exactly once";
+    Next = uint64_t(R.First) + R.Count;
+  }
+  if (Next != W)
     return "rank classes do not cover every rank exactly once";
-  for (size_t I = 0; I < P.Buckets.size(); ++I)
-    for (const Segment &S : P.Buckets[I].Segments)
-      if (S.Tensor >= NT || S.Begin > S.End || S.End > P.Tensors[S.Tensor].Elems)
+
+  for (size_t I = 0; I < NB; ++I)
+    for (const Segment &Seg : P.Buckets[I].Segments)
+      if (Seg.Tensor >= NT || Seg.Begin > Seg.End ||
+          Seg.End > P.Tensors[Seg.Tensor].Elems)
         return Bad("a segment of bucket", I);
-  for (size_t I = 0; I < P.FetchUnits.size(); ++I) {
-    if (P.FetchUnits[I].Module != NoIndex && P.FetchUnits[I].Module >= NM)
+  for (size_t I = 0; I < NU; ++I) {
+    if (P.FetchUnits[I].Module >= NM)
       return Bad("module of fetch unit", I);
     for (uint32_t T : P.FetchUnits[I].Tensors)
       if (T >= NT)
         return Bad("a tensor of fetch unit", I);
   }
+  for (size_t I = 0; I < NX; ++I) {
+    const Transfer &X = P.Transfers[I];
+    size_t Limit = 0;
+    switch (X.Point) {
+    case TransferPoint::AfterReduce:
+      Limit = NB;
+      break;
+    case TransferPoint::BeforeStep:
+    case TransferPoint::AfterStep:
+      Limit = NG;
+      break;
+    case TransferPoint::BeforeGather:
+      Limit = NU;
+      break;
+    case TransferPoint::CheckpointOut:
+    case TransferPoint::CheckpointIn:
+      Limit = NO;
+      break;
+    }
+    if (X.Owner >= Limit)
+      return Bad("the owner of transfer", I);
+  }
+
+  std::vector<bool> Gathered(NU, false);
   for (size_t I = 0; I < NI; ++I) {
     const Instruction &In = P.Program[I];
     size_t Limit = 0;
+    bool StreamOK = false;
     switch (In.Kind) {
     case InstrKind::Forward:
     case InstrKind::Backward:
       Limit = NO;
+      StreamOK = In.On == Stream::Compute;
       break;
     case InstrKind::Gather:
     case InstrKind::Release:
-      Limit = P.FetchUnits.size();
+      Limit = NU;
+      StreamOK = In.On == (In.Kind == InstrKind::Gather ? Stream::Comm
+                                                        : Stream::Compute);
       break;
     case InstrKind::Reduce:
-      Limit = P.Buckets.size();
+      Limit = NB;
+      StreamOK = In.On == Stream::Comm || In.On == Stream::Compute;
       break;
     case InstrKind::OptimizerStep:
-      Limit = P.Layout.SubGroups.size();
+      Limit = NG;
+      StreamOK = In.On == Stream::Compute || In.On == Stream::Host;
       break;
     case InstrKind::Transfer:
-      Limit = P.Transfers.size();
+      Limit = NX;
+      if (In.Arg < NX) {
+        TransferKind K = P.Transfers[In.Arg].Kind;
+        StreamOK = In.On == (K == TransferKind::HostToDevice   ? Stream::CopyIn
+                             : K == TransferKind::DeviceToHost ? Stream::CopyOut
+                                                               : Stream::Host);
+      }
       break;
     case InstrKind::GatherParams:
       Limit = NoIndex;
+      StreamOK = In.On == Stream::Comm;
       break;
     }
     if (In.Kind != InstrKind::GatherParams && In.Arg >= Limit)
       return Bad("the argument of instruction", I);
-    for (uint32_t W : In.Waits)
-      if (W >= I)
+    if (!StreamOK)
+      return "instruction " + std::to_string(I) + " runs on a stream its "
+             "kind cannot use";
+    for (uint32_t Wt : In.Waits)
+      if (Wt >= I)
         return Bad("a wait of instruction", I);
-    if (In.Micro >= P.Settings.GradAccum)
+    if (In.Micro >= S.GradAccum)
       return Bad("the micro step of instruction", I);
+    if (In.Kind == InstrKind::Gather || In.Kind == InstrKind::Release) {
+      bool Gather = In.Kind == InstrKind::Gather;
+      if (Gathered[In.Arg] == Gather)
+        return "instruction " + std::to_string(I) +
+               (Gather ? " gathers a unit already gathered"
+                       : " releases a unit that is not gathered");
+      Gathered[In.Arg] = Gather;
+    }
   }
+  for (bool G : Gathered)
+    if (G)
+      return "a fetch unit is still gathered at the end of the step";
+
+  if (P.Estimates.Ranks.size() != NC)
+    return "the estimate does not have one entry per rank class";
   for (size_t I = 0; I < P.Buffers.size(); ++I) {
     const Buffer &B = P.Buffers[I];
     if (B.Bytes.size() != NC || B.Offsets.size() != NC)
       return Bad("sizes or offsets (one per rank class) of buffer", I);
-    for (const Interval &L : B.Live)
-      if (L.Begin >= L.End || L.End > NI)
-        return Bad("a lifetime of buffer", I);
+    uint32_t After = 0;
+    for (const Interval &Lv : B.Live) {
+      if (Lv.Begin >= Lv.End || Lv.End > NI || Lv.Begin < After)
+        return Bad("a lifetime (ordered, disjoint, inside the program) of "
+                   "buffer",
+                   I);
+      After = Lv.End;
+    }
+    for (size_t C = 0; C < NC; ++C) {
+      const RankEstimate &R = P.Estimates.Ranks[C];
+      uint64_t Arena = B.Space == MemorySpace::Device ? R.DeviceArenaBytes
+                                                      : R.HostArenaBytes;
+      if (!B.Live.empty() &&
+          (B.Offsets[C] > Arena || B.Bytes[C] > Arena - B.Offsets[C]))
+        return "buffer " + std::to_string(I) + " lies outside its arena";
+    }
   }
-  if (P.Estimates.Ranks.size() != NC)
-    return "the estimate does not have one entry per rank class";
+  for (const RankEstimate &R : P.Estimates.Ranks)
+    if (NI && R.PeakInstruction >= NI)
+      return "the peak instruction is out of range";
   return "";
 }
 

@@ -11,6 +11,7 @@
 #include "PlanInternal.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -144,11 +145,19 @@ std::optional<std::vector<int64_t>> concreteShape(const TensorType *T,
   return Shape;
 }
 
+/// Beyond 2^56 elements a tensor is a mistake (a huge --seq-len), and
+/// byte counts of it would overflow.
+constexpr uint64_t MaxElements = uint64_t(1) << 56;
+
 uint64_t product(ArrayRef<int64_t> Shape, size_t From = 0,
                  size_t To = SIZE_MAX) {
   uint64_t P = 1;
-  for (size_t I = From; I < Shape.size() && I < To; ++I)
-    P *= uint64_t(Shape[I]);
+  for (size_t I = From; I < Shape.size() && I < To; ++I) {
+    uint64_t D = uint64_t(Shape[I]);
+    if (D && P > MaxElements / D)
+      return MaxElements;
+    P *= D;
+  }
   return P;
 }
 
@@ -179,6 +188,9 @@ private:
   void lowerTensorsAndModules();
   void lowerOps();
   void assignUses();
+  /// The compute ops that consume what Nodes produce, looking through
+  /// metadata nodes (a class token reaches attention through a Concat).
+  std::vector<uint32_t> computeUsers(ArrayRef<unsigned> Nodes) const;
   void assignLayers();
   Error lowerActivations();
   void gemmsOf(const Node &N, plan::Op &Op);
@@ -197,8 +209,10 @@ private:
   DenseMap<unsigned, uint32_t> TensorOfInitializer;
   std::vector<uint32_t> OpOfNode;
   StringMap<unsigned> Producer;
+  StringMap<std::vector<unsigned>> Consumers;
   std::vector<std::string> MissingSymbols;
   StringMap<std::optional<uint64_t>> BytesOf;
+  bool TooLarge = false;
 };
 
 void Lowering::lowerTensorsAndModules() {
@@ -234,6 +248,9 @@ void Lowering::lowerOps() {
     const Node &N = M.Nodes[I];
     for (const std::string &Out : N.Outputs)
       Producer[Out] = I;
+    for (const std::string &In : N.Inputs)
+      if (!In.empty())
+        Consumers[In].push_back(I);
     OpBehaviour B = behaviourOf(N.OpType);
     if (!B.Compute || N.Outputs.empty())
       continue;
@@ -285,14 +302,35 @@ void Lowering::gemmsOf(const Node &N, plan::Op &Op) {
   Op.ForwardFlops = 2 * G.Batch * G.M * G.N * G.K;
 }
 
+std::vector<uint32_t> Lowering::computeUsers(ArrayRef<unsigned> Nodes) const {
+  std::vector<uint32_t> Ops;
+  std::vector<unsigned> Work(Nodes.begin(), Nodes.end());
+  DenseSet<unsigned> Seen;
+  while (!Work.empty() && Seen.size() < 64) {
+    unsigned N = Work.back();
+    Work.pop_back();
+    if (!Seen.insert(N).second)
+      continue;
+    if (OpOfNode[N] != plan::NoIndex) {
+      Ops.push_back(OpOfNode[N]);
+      continue;
+    }
+    for (const std::string &Out : M.Nodes[N].Outputs) {
+      auto It = Consumers.find(Out);
+      if (It != Consumers.end())
+        Work.insert(Work.end(), It->second.begin(), It->second.end());
+    }
+  }
+  llvm::sort(Ops);
+  Ops.erase(std::unique(Ops.begin(), Ops.end()), Ops.end());
+  return Ops;
+}
+
 void Lowering::assignUses() {
   const ModelFacts &F = In.Facts;
   for (const auto &[Init, TI] : TensorOfInitializer) {
     plan::Tensor &T = P.Tensors[TI];
-    for (unsigned NodeIndex : F.Tensors[Init].UseNodes) {
-      uint32_t OpIndex = OpOfNode[NodeIndex];
-      if (OpIndex == plan::NoIndex)
-        continue;
+    for (uint32_t OpIndex : computeUsers(F.Tensors[Init].UseNodes)) {
       plan::Op &Op = P.Ops[OpIndex];
       if (!is_contained(Op.Params, TI))
         Op.Params.push_back(TI);
@@ -328,7 +366,6 @@ void Lowering::assignLayers() {
       return std::nullopt;
     return L;
   };
-  uint32_t Previous = plan::NoIndex;
   for (unsigned I = 0; I < M.Nodes.size(); ++I) {
     uint32_t OpIndex = OpOfNode[I];
     if (OpIndex == plan::NoIndex)
@@ -337,13 +374,24 @@ void Lowering::assignLayers() {
     std::optional<uint32_t> L = LayerOf(M.Nodes[I].Scope);
     if (!L && Op.Module != plan::NoIndex)
       L = LayerOf(P.Modules[Op.Module].Name);
-    // Ops the exporter left without a scope (residual adds) belong with
-    // the op before them.
-    Op.Layer = L ? *L : Previous;
-    Previous = Op.Layer;
+    if (L)
+      Op.Layer = *L;
   }
-  // A trailing op that inherited the last layer but follows its end
-  // (the final norm has a scope of its own) keeps it: harmless.
+  // Ops the exporter left without a scope (residual adds) belong to the
+  // layer around them: fill gaps between two ops of the same layer only,
+  // so the final norm and head stay outside the last layer.
+  uint32_t Before = plan::NoIndex;
+  size_t GapStart = 0;
+  for (size_t O = 0; O < P.Ops.size(); ++O) {
+    uint32_t Layer = P.Ops[O].Layer;
+    if (Layer == plan::NoIndex)
+      continue;
+    if (Layer == Before)
+      for (size_t G = GapStart; G < O; ++G)
+        P.Ops[G].Layer = Layer;
+    Before = Layer;
+    GapStart = O + 1;
+  }
 }
 
 std::string Lowering::baseOf(StringRef Name) const {
@@ -381,6 +429,10 @@ std::optional<uint64_t> Lowering::computeActivationBytes(StringRef Name) {
       MissingSymbols.push_back(std::move(S));
   if (!Elems)
     return std::nullopt;
+  if (*Elems >= MaxElements) {
+    TooLarge = true;
+    return std::nullopt;
+  }
   // Training runs the graph in the model dtype; integer and boolean
   // tensors keep their own width.
   unsigned Bytes = isFloating(T->Type) || T->Type == DType::Undefined
@@ -402,9 +454,11 @@ Error Lowering::lowerActivations() {
     if (M.initializer(Base))
       return; // Parameters and constants are stored anyway.
     auto It = Producer.find(Base);
+    // A mask is a tensor of its own beside the output it masks.
+    std::string Key = Mask ? Base + "#mask" : Base;
     if (It == Producer.end() || OpOfNode[It->second] == plan::NoIndex)
       return; // Graph inputs and metadata: the caller keeps them.
-    auto Found = SavedByBase.find(Base);
+    auto Found = SavedByBase.find(Key);
     if (Found != SavedByBase.end()) {
       Found->second.EarliestSaver =
           std::min(Found->second.EarliestSaver, Saver);
@@ -417,7 +471,7 @@ Error Lowering::lowerActivations() {
     }
     if (Mask) // One byte per element, whatever the activation dtype.
       *Bytes /= plan::dtypeBytes(P.Settings.ParamDType);
-    SavedByBase[Base] = {*Bytes, OpOfNode[It->second], Saver};
+    SavedByBase[Key] = {*Bytes, OpOfNode[It->second], Saver};
   };
 
   for (unsigned I = 0; I < M.Nodes.size(); ++I) {
@@ -444,6 +498,9 @@ Error Lowering::lowerActivations() {
         if (std::optional<uint64_t> Bytes = activationBytes(Input))
           Op.TransientBytes += *Bytes;
   }
+  if (TooLarge)
+    return planError("an activation has more than 2^56 elements at these "
+                     "dims; check --seq-len and --dim");
   if (!MissingSymbols.empty()) {
     std::string List = join(MissingSymbols, ", ");
     return planError("activation sizes depend on " + List +

@@ -50,7 +50,14 @@ struct ProgramIndex {
   std::vector<std::vector<uint32_t>> TransferInstrs; ///< Per transfer.
   std::vector<std::vector<plan::Interval>> Gathered;  ///< Per fetch unit.
   std::vector<uint32_t> StepInstr;                    ///< Per sub-group.
+  std::vector<uint32_t> Reduces;
+  /// Per micro step: the last instruction reading a gradient where
+  /// autograd left it (an in-place reduction and its copies).
+  std::vector<uint32_t> LastInPlaceRead;
   uint32_t FirstReduce = plan::NoIndex, LastReduce = 0;
+  /// The last instruction reading a bucket buffer (a reduction or a copy
+  /// out of it).
+  uint32_t LastBucketRead = 0;
   uint32_t FirstStep = plan::NoIndex;
   uint32_t End = 0;
 
@@ -65,7 +72,10 @@ struct ProgramIndex {
     TransferInstrs.resize(P.Transfers.size());
     Gathered.resize(P.FetchUnits.size());
     StepInstr.assign(P.Layout.SubGroups.size(), plan::NoIndex);
+    LastInPlaceRead.assign(Micros, 0);
     std::vector<uint32_t> GatherOpen(P.FetchUnits.size(), plan::NoIndex);
+    // A host shard copied in before its gather already writes the buffer.
+    std::vector<uint32_t> CopiedIn(P.FetchUnits.size(), plan::NoIndex);
     End = P.Program.size();
     for (uint32_t I = 0; I < End; ++I) {
       const plan::Instruction &In = P.Program[I];
@@ -84,22 +94,39 @@ struct ProgramIndex {
         Backward[M][In.Arg] = I;
         break;
       case plan::InstrKind::Gather:
-        GatherOpen[In.Arg] = I;
+        GatherOpen[In.Arg] = std::min(I, CopiedIn[In.Arg]);
+        CopiedIn[In.Arg] = plan::NoIndex;
         break;
       case plan::InstrKind::Release:
         Gathered[In.Arg].push_back({GatherOpen[In.Arg], I + 1});
         break;
-      case plan::InstrKind::Reduce:
+      case plan::InstrKind::Reduce: {
         FirstReduce = std::min(FirstReduce, I);
         LastReduce = std::max(LastReduce, I);
+        LastBucketRead = std::max(LastBucketRead, I);
+        Reduces.push_back(I);
+        const plan::Bucket &B = P.Buckets[In.Arg];
+        if (B.InPlace || !P.Settings.ContiguousGradients)
+          LastInPlaceRead[M] = std::max(LastInPlaceRead[M], I);
         break;
+      }
       case plan::InstrKind::OptimizerStep:
         StepInstr[In.Arg] = I;
         FirstStep = std::min(FirstStep, I);
         break;
-      case plan::InstrKind::Transfer:
+      case plan::InstrKind::Transfer: {
         TransferInstrs[In.Arg].push_back(I);
+        const plan::Transfer &T = P.Transfers[In.Arg];
+        if (T.Point == plan::TransferPoint::BeforeGather)
+          CopiedIn[T.Owner] = std::min(CopiedIn[T.Owner], I);
+        if (T.Point == plan::TransferPoint::AfterReduce) {
+          LastBucketRead = std::max(LastBucketRead, I);
+          const plan::Bucket &B = P.Buckets[T.Owner];
+          if (B.InPlace || !P.Settings.ContiguousGradients)
+            LastInPlaceRead[M] = std::max(LastInPlaceRead[M], I);
+        }
         break;
+      }
       case plan::InstrKind::GatherParams:
         break;
       }
@@ -159,6 +186,7 @@ private:
   void activations();
   void offloadStaging();
   void place(MemorySpace Space, size_t Class);
+  void synchronizeAsyncFrees();
 
   plan::Plan &P;
   const plan::Info &S;
@@ -216,7 +244,9 @@ void MemoryPlanner::gradients() {
   std::vector<plan::Interval> Backwards;
   for (uint32_t M = 0; M < X.Micros; ++M)
     if (X.FirstBackward[M] != plan::NoIndex)
-      Backwards.push_back({X.FirstBackward[M], X.LastBackward[M] + 1});
+      Backwards.push_back(
+          {X.FirstBackward[M],
+           std::max(X.LastBackward[M], X.LastInPlaceRead[M]) + 1});
 
   switch (S.ZeroStage) {
   case 0:
@@ -226,6 +256,10 @@ void MemoryPlanner::gradients() {
         from(FirstBackward));
     break;
   case 2: {
+    // With the optimizer offloaded, gradients go straight to the host's
+    // fp32 buffer (stage_1_and_2.py copy_grads_in_partition returns early).
+    if (S.OptimizerOffload != plan::OffloadDevice::None)
+      break;
     std::vector<uint64_t> Bytes;
     for (const plan::RankClass &C : P.Layout.RankClasses)
       Bytes.push_back(C.GradPartitionElems * PB);
@@ -251,11 +285,21 @@ void MemoryPlanner::gradients() {
 
   // fp32 gradients for the step.
   if (S.ZeroStage == 0) {
-    // BF16_Optimizer / FP16_Optimizer keep fp32 gradients of everything.
-    if (S.ParamDType != plan::DType::F32)
+    // BF16_Optimizer keeps fp32 gradients of everything for the whole run;
+    // FP16_Optimizer makes them for the step and frees them after.
+    if (S.ParamDType == plan::DType::BF16)
       add("grads_fp32", Category::GradsFP32, MemorySpace::Device,
           bytesOf(Trainable, plan::DType::F32), whole());
+    else if (S.ParamDType == plan::DType::F16)
+      add("grads_fp32", Category::GradsFP32, MemorySpace::Device,
+          bytesOf(Trainable, plan::DType::F32), from(X.FirstStep));
   } else if (S.ZeroStage < 3) {
+    // bf16 with fp32 gradient accumulation at stage 1 runs DeepSpeed's
+    // BF16_Optimizer, which accumulates into full-size fp32 gradients.
+    if (S.ZeroStage == 1 && S.ParamDType == plan::DType::BF16 &&
+        S.GradAccumDType == plan::DType::F32)
+      add("grads_fp32_accumulation", Category::GradsFP32, MemorySpace::Device,
+          bytesOf(Trainable, plan::DType::F32), whole());
     if (S.OptimizerOffload != plan::OffloadDevice::None)
       add("grads_fp32", Category::GradsFP32, MemorySpace::Host,
           bytesOf(P.Layout.PartitionElems, plan::DType::F32), whole(),
@@ -279,25 +323,43 @@ void MemoryPlanner::gradients() {
 }
 
 void MemoryPlanner::buckets() {
-  if (!S.ContiguousGradients || X.FirstReduce == plan::NoIndex)
+  if (X.FirstReduce == plan::NoIndex)
+    return;
+  if (S.ZeroStage == 0) {
+    // Stage 0 flattens each bucket's gradients for its all-reduce and
+    // frees the copy after (engine.py buffered_allreduce_fallback).
+    uint64_t Largest = 0;
+    for (const plan::Bucket &B : P.Buckets)
+      Largest = std::max(Largest, B.Elems);
+    std::vector<plan::Interval> During;
+    for (uint32_t I : X.Reduces)
+      During.push_back({I, I + 1});
+    add("reduce_flat", Category::ReduceBuckets, MemorySpace::Device,
+        bytesOf(Largest, S.CommDType), During);
+    return;
+  }
+  if (!S.ContiguousGradients)
     return;
   bool AnyBuffered = false;
   for (const plan::Bucket &B : P.Buckets)
     AnyBuffered |= !B.InPlace;
   if (!AnyBuffered)
     return;
-  uint64_t Bytes = bytesOf(S.ReduceBucketElems, S.CommDType);
+  // Stage 1/2 size the bucket in the parameter dtype (setup_buckets),
+  // stage 3 in the communication dtype.
+  uint64_t Bytes = bytesOf(S.ReduceBucketElems,
+                           S.ZeroStage < 3 ? S.ParamDType : S.CommDType);
   unsigned Buffers = S.ZeroStage < 3 && S.OverlapComm ? 2 : 1;
-  // Stage 3 allocates its bucket at start-up; stage 1/2 when the backward
-  // that reduces begins.
-  uint32_t Begin = 0;
+  // Stage 3 allocates its bucket at start-up and keeps it; stage 1/2 when
+  // the backward that reduces begins, until the last read of it.
+  std::vector<plan::Interval> Live = whole();
   if (S.ZeroStage < 3) {
     uint32_t FirstReducingMicro = S.ZeroStage == 2 ? 0 : X.Micros - 1;
-    Begin = X.FirstBackward[FirstReducingMicro];
+    Live = {{X.FirstBackward[FirstReducingMicro], X.LastBucketRead + 1}};
   }
   for (unsigned I = 0; I < Buffers; ++I)
     add(formatv("ipg.{0}", I).str(), Category::ReduceBuckets,
-        MemorySpace::Device, Bytes, {{Begin, X.LastReduce + 1}});
+        MemorySpace::Device, Bytes, Live);
 }
 
 void MemoryPlanner::gatheredUnits() {
@@ -450,6 +512,40 @@ void MemoryPlanner::place(MemorySpace Space, size_t Class) {
   }
 }
 
+/// The arena reuses a buffer's memory once its lifetime ends in program
+/// order. When the last instruction using it runs on a stream other than
+/// compute, it may still be running then: every other stream waits for it
+/// before going past it, so whatever is placed there next is written only
+/// after the last read.
+void MemoryPlanner::synchronizeAsyncFrees() {
+  size_t N = P.Program.size();
+  std::vector<std::vector<uint32_t>> NextOn(5, std::vector<uint32_t>(N + 1));
+  for (unsigned S = 0; S < 5; ++S) {
+    NextOn[S][N] = plan::NoIndex;
+    for (size_t I = N; I-- > 0;)
+      NextOn[S][I] = unsigned(P.Program[I].On) == S ? uint32_t(I)
+                                                    : NextOn[S][I + 1];
+  }
+  for (const plan::Buffer &B : P.Buffers)
+    for (const plan::Interval &L : B.Live) {
+      uint32_t Last = L.End - 1;
+      plan::Stream On = P.Program[Last].On;
+      if (On == plan::Stream::Compute || L.End >= N)
+        continue;
+      for (unsigned S = 0; S < 5; ++S) {
+        if (S == unsigned(On))
+          continue;
+        uint32_t Next = NextOn[S][L.End];
+        if (Next == plan::NoIndex)
+          continue;
+        std::vector<uint32_t> &Waits = P.Program[Next].Waits;
+        if (!is_contained(Waits, Last)) {
+          Waits.insert(llvm::upper_bound(Waits, Last), Last);
+        }
+      }
+    }
+}
+
 Error MemoryPlanner::run() {
   P.Buffers.clear();
   if (P.Program.empty())
@@ -464,6 +560,7 @@ Error MemoryPlanner::run() {
     place(MemorySpace::Device, C);
     place(MemorySpace::Host, C);
   }
+  synchronizeAsyncFrees();
   return Error::success();
 }
 

@@ -37,7 +37,8 @@ Error runPrefetchPass(plan::Plan &P) {
 std::vector<uint32_t> fetchUnitOfModule(const plan::Plan &P) {
   std::vector<uint32_t> Of(P.Modules.size(), plan::NoIndex);
   for (uint32_t U = 0; U < P.FetchUnits.size(); ++U)
-    Of[P.FetchUnits[U].Module] = U;
+    if (P.FetchUnits[U].Module < Of.size())
+      Of[P.FetchUnits[U].Module] = U;
   return Of;
 }
 

@@ -77,6 +77,7 @@ private:
   void release(uint32_t Unit, uint32_t Micro);
   void gradientsReady(uint32_t Op, uint32_t BackwardInstr, uint32_t Micro,
                       bool Reduces);
+  void reduce(uint32_t Bucket, uint32_t After, uint32_t Micro);
   void optimizerStep();
   void transfersAt(plan::TransferPoint Point, uint32_t Owner,
                    std::vector<uint32_t> Waits, uint32_t Micro,
@@ -100,6 +101,7 @@ private:
   std::vector<uint32_t> IpgSlot; ///< Which IPG buffer a bucket uses.
   uint32_t IpgBuffers = 1;
   std::vector<uint32_t> LastUseOfSlot;
+  uint32_t PendingInPlace = plan::NoIndex;
   std::vector<uint32_t> AllReduces, AllGradTransfers;
   /// Turn positions at which each unit is used, for reuse distances.
   std::vector<uint64_t> ElemsBefore;
@@ -233,20 +235,31 @@ void Scheduler::gradientsReady(uint32_t Op, uint32_t BackwardInstr,
     uint32_t B = BucketOfTensor[T];
     if (B == plan::NoIndex || --Missing[B] != 0)
       continue;
-    const plan::Bucket &Bucket = P.Buckets[B];
-    Stream On = S.OverlapComm ? Stream::Comm : Stream::Compute;
-    uint64_t Bytes = bytesOf(Bucket.Elems, Bucket.Type);
-    ReduceInstr[B] = emit(InstrKind::Reduce, On, Micro, B, {BackwardInstr},
-                          collectiveNanos(Bucket.Kind, Bytes, S.WorldSize, H));
-    AllReduces.push_back(ReduceInstr[B]);
-    if (IpgSlot[B] != plan::NoIndex)
-      LastUseOfSlot[IpgSlot[B]] = ReduceInstr[B];
-    std::vector<uint32_t> Copies;
-    transfersAt(plan::TransferPoint::AfterReduce, B, {ReduceInstr[B]}, Micro,
-                &Copies);
-    AllGradTransfers.insert(AllGradTransfers.end(), Copies.begin(),
-                            Copies.end());
+    reduce(B, BackwardInstr, Micro);
   }
+}
+
+void Scheduler::reduce(uint32_t B, uint32_t After, uint32_t Micro) {
+  const plan::Bucket &Bucket = P.Buckets[B];
+  Stream On = S.OverlapComm ? Stream::Comm : Stream::Compute;
+  uint64_t Bytes = bytesOf(Bucket.Elems, Bucket.Type);
+  ReduceInstr[B] = emit(InstrKind::Reduce, On, Micro, B, {After},
+                        collectiveNanos(Bucket.Kind, Bytes, S.WorldSize, H));
+  AllReduces.push_back(ReduceInstr[B]);
+  std::vector<uint32_t> Copies;
+  transfersAt(plan::TransferPoint::AfterReduce, B, {ReduceInstr[B]}, Micro,
+              &Copies);
+  AllGradTransfers.insert(AllGradTransfers.end(), Copies.begin(),
+                          Copies.end());
+  // The bucket's buffer is free again once the reduction and the copies
+  // out of it have read it.
+  uint32_t LastReader = Copies.empty() ? ReduceInstr[B] : Copies.back();
+  if (IpgSlot[B] != plan::NoIndex)
+    LastUseOfSlot[IpgSlot[B]] = LastReader;
+  // An in-place reduction reads the gradient where autograd left it: the
+  // next gradient must not be written there before it is done.
+  if (Bucket.InPlace || !S.ContiguousGradients)
+    PendingInPlace = LastReader;
 }
 
 void Scheduler::computeTurn(const Turn &T, uint32_t Micro, bool Reduces,
@@ -276,6 +289,10 @@ void Scheduler::computeTurn(const Turn &T, uint32_t Micro, bool Reduces,
       if (Slot != plan::NoIndex)
         Waits.push_back(LastUseOfSlot[Slot]);
     }
+  }
+  if (T.Kind == InstrKind::Backward && PendingInPlace != plan::NoIndex) {
+    Waits.push_back(PendingInPlace);
+    PendingInPlace = plan::NoIndex;
   }
   uint64_t Nanos = computeNanos(Op) * (T.Kind == InstrKind::Backward ? 2 : 1);
   uint32_t I = emit(T.Kind, Stream::Compute, Micro, T.Op, Waits, Nanos);
@@ -355,6 +372,8 @@ Error Scheduler::run() {
   // stage 3 has one. In-place buckets use none.
   IpgBuffers = S.ZeroStage < 3 && S.OverlapComm ? 2 : 1;
   IpgSlot.assign(P.Buckets.size(), plan::NoIndex);
+  // Bucket buffers carry over from one micro step to the next.
+  LastUseOfSlot.assign(IpgBuffers, plan::NoIndex);
   uint32_t Next = 0;
   for (uint32_t B = 0; B < P.Buckets.size(); ++B)
     if (!P.Buckets[B].InPlace && S.ContiguousGradients)
@@ -380,7 +399,6 @@ Error Scheduler::run() {
     for (uint32_t B = 0; B < P.Buckets.size(); ++B)
       Missing[B] = P.Buckets[B].Segments.size();
     ReduceInstr.assign(P.Buckets.size(), plan::NoIndex);
-    LastUseOfSlot.assign(IpgBuffers, plan::NoIndex);
     for (size_t I = 0; I < Turns.size(); ++I)
       computeTurn(Turns[I], Micro, Reduces, UnitsAt, I);
     // DeepSpeed releases every gathered parameter at the end of backward.
@@ -394,15 +412,8 @@ Error Scheduler::run() {
     // buckets still reduce (zeros), as DeepSpeed does at the boundary.
     if (Reduces)
       for (uint32_t B = 0; B < P.Buckets.size(); ++B)
-        if (ReduceInstr[B] == plan::NoIndex) {
-          Stream On = S.OverlapComm ? Stream::Comm : Stream::Compute;
-          ReduceInstr[B] = emit(
-              InstrKind::Reduce, On, Micro, B, {lastComputeInstruction()},
-              collectiveNanos(P.Buckets[B].Kind,
-                              bytesOf(P.Buckets[B].Elems, P.Buckets[B].Type),
-                              S.WorldSize, H));
-          AllReduces.push_back(ReduceInstr[B]);
-        }
+        if (ReduceInstr[B] == plan::NoIndex)
+          reduce(B, lastComputeInstruction(), Micro);
   }
   optimizerStep();
   return Error::success();

@@ -54,6 +54,10 @@ std::optional<uint32_t> optimizerStates(StringRef Class) {
 Error readPlanSettings(plan::Info &I, const ConfigView &C,
                        const PlanOptions &Options) {
   I.Producer = "dsc 0.1";
+  constexpr uint32_t MaxWorldSize = 1 << 20;
+  if (Options.WorldSize == 0 || Options.WorldSize > MaxWorldSize)
+    return settingError(formatv("world size {0}: dsc plans 1 to {1} ranks",
+                                Options.WorldSize, MaxWorldSize));
   I.WorldSize = Options.WorldSize;
   I.Nodes = Options.Nodes;
   I.GpusPerNode =
@@ -86,6 +90,13 @@ Error readPlanSettings(plan::Info &I, const ConfigView &C,
                         "train_micro_batch_size_per_gpu (or train_batch_size "
                         "divisible by the world size); dsc lint "
                         "--world-size N says what is wrong");
+  // Beyond these no real run goes, and the plan's counters stay exact.
+  constexpr int64_t MaxMicroBatch = 1 << 20, MaxAccumulation = 1 << 16;
+  if (*Micro > MaxMicroBatch || *Accum > MaxAccumulation)
+    return settingError(formatv("micro batch {0} or gradient accumulation "
+                                "{1} is beyond what dsc plans ({2}, {3})",
+                                *Micro, *Accum, MaxMicroBatch,
+                                MaxAccumulation));
   if (Train && *Train != *Micro * *Accum * W)
     return settingError(formatv("train_batch_size {0} is not micro batch {1} "
                                 "x accumulation {2} x world size {3}; "
@@ -151,6 +162,9 @@ Error readPlanSettings(plan::Info &I, const ConfigView &C,
   };
   if (I.ZeroStage > 0)
     I.OptimizerOffload = Device(C.offloadOptimizerDevice());
+  // Stage 1/2 treat any offload device as the CPU (stage_1_and_2.py).
+  if (I.ZeroStage < 3 && I.OptimizerOffload == plan::OffloadDevice::NVMe)
+    I.OptimizerOffload = plan::OffloadDevice::CPU;
   if (I.ZeroStage == 3)
     I.ParamOffload = Device(C.offloadParamDevice());
   I.OptimizerOffloadPinned =

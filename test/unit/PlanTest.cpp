@@ -224,25 +224,27 @@ TEST(PlanMemory, Stage0ArenaByHand) {
         return B.Offsets[0];
     return -1;
   };
-  // Largest first (sizes rounded to 256): ipg 2000 B at 0, states 688 at
-  // 2048, master 344 at 2816, fp32 grads 344 at 3328; then the 256-byte
-  // ones by first use: params16 3840, act.0 4096, workspace 4352, act.1-6
-  // 4608..5888, grads16 (from the first backward) 6144.
-  EXPECT_EQ(Offset("ipg.0"), 0);
-  EXPECT_EQ(Offset("optimizer_states"), 2048);
-  EXPECT_EQ(Offset("master_params"), 2816);
-  EXPECT_EQ(Offset("grads_fp32"), 3328);
-  EXPECT_EQ(Offset("params16"), 3840);
-  EXPECT_EQ(Offset("act.0"), 4096);
-  EXPECT_EQ(Offset("workspace"), 4352);
-  EXPECT_EQ(Offset("act.6"), 5888);
-  EXPECT_EQ(Offset("grads16"), 6144);
+  // Largest first (sizes rounded to 256): states 688 B at 0, master 344 at
+  // 768, fp32 gradients 344 at 1280 (BF16_Optimizer keeps them all step);
+  // then the 256-byte ones by first use: params16 1792, act.0 2048,
+  // workspace 2304, act.1-6 2560..3840, grads16 (from the first backward)
+  // 4096, and the flattened bucket of the stage-0 all-reduce, live only
+  // during it (instruction 16), in the gap at 2048 that act.0 left.
+  EXPECT_EQ(Offset("optimizer_states"), 0);
+  EXPECT_EQ(Offset("master_params"), 768);
+  EXPECT_EQ(Offset("grads_fp32"), 1280);
+  EXPECT_EQ(Offset("params16"), 1792);
+  EXPECT_EQ(Offset("act.0"), 2048);
+  EXPECT_EQ(Offset("workspace"), 2304);
+  EXPECT_EQ(Offset("act.6"), 3840);
+  EXPECT_EQ(Offset("grads16"), 4096);
+  EXPECT_EQ(Offset("reduce_flat"), 2048);
   const plan::RankEstimate &R = P.Estimates.Ranks[0];
-  EXPECT_EQ(R.DeviceArenaBytes, 6400u);
+  EXPECT_EQ(R.DeviceArenaBytes, 4352u);
   // At the first backward everything is live: 172 + 344 + 688 + 344
-  // (params, master, states, fp32 grads) + 2000 (bucket) + 172 (grads)
-  // + 50 (workspace) + 7 x 100 (activations).
-  EXPECT_EQ(R.DeviceLiveBoundBytes, 4470u);
+  // (params, master, states, fp32 grads) + 172 (grads) + 50 (workspace)
+  // + 7 x 100 (activations).
+  EXPECT_EQ(R.DeviceLiveBoundBytes, 2470u);
   EXPECT_EQ(R.PeakInstruction, 8u);
 }
 
@@ -480,6 +482,65 @@ TEST(PlanFormat, ChecksIndicesOfAHandEditedPlan) {
   P = smallPlan();
   P.Buckets[0].Segments[0].End = 1000;
   EXPECT_NE(plan::checkPlan(P).find("bucket 0"), std::string::npos);
+  // Two classes claiming the same ranks leave another rank without one.
+  P = smallPlan();
+  P.Layout.RankClasses.push_back(P.Layout.RankClasses[0]);
+  P.Layout.RankClasses[1].Ranks = {{0, 1}};
+  P.Layout.RankClasses[0].Ranks = {{0, 3}};
+  P.Estimates.Ranks.push_back(P.Estimates.Ranks[0]);
+  for (plan::Buffer &B : P.Buffers) {
+    B.Bytes.push_back(B.Bytes[0]);
+    B.Offsets.push_back(B.Offsets[0]);
+  }
+  EXPECT_NE(plan::checkPlan(P).find("exactly once"), std::string::npos);
+  // A release with no gather before it.
+  P = smallPlan();
+  for (plan::Instruction &In : P.Program)
+    if (In.Kind == plan::InstrKind::Gather) {
+      In.Kind = plan::InstrKind::Release;
+      In.On = plan::Stream::Compute;
+      break;
+    }
+  EXPECT_NE(plan::checkPlan(P).find("not gathered"), std::string::npos);
+  // A reduction on a copy stream.
+  P = smallPlan();
+  for (plan::Instruction &In : P.Program)
+    if (In.Kind == plan::InstrKind::Reduce)
+      In.On = plan::Stream::CopyIn;
+  EXPECT_NE(plan::checkPlan(P).find("stream"), std::string::npos);
+  // A buffer beyond its arena, and a transfer owned by nothing.
+  P = smallPlan();
+  P.Buffers[0].Offsets[0] = P.Estimates.Ranks[0].DeviceArenaBytes;
+  EXPECT_NE(plan::checkPlan(P).find("outside its arena"), std::string::npos);
+  P = smallPlan();
+  P.Transfers.push_back({});
+  P.Transfers.back().Owner = 99;
+  EXPECT_NE(plan::checkPlan(P).find("owner of transfer"), std::string::npos);
+  // A shape that does not multiply to the element count.
+  P = smallPlan();
+  P.Tensors[0].Shape = {5, 5};
+  EXPECT_NE(plan::checkPlan(P).find("shape"), std::string::npos);
+}
+
+TEST(PlanFormat, RefusesCountsTheBytesCannotHold) {
+  // A damaged count with a repaired checksum must fail, not allocate.
+  std::vector<uint8_t> Bytes = plan::writePlan(smallPlan());
+  // The tensors section (id 3) starts with its count.
+  uint64_t Offset = 0;
+  for (size_t E = 0; E < 12; ++E) {
+    size_t At = 32 + 24 * E;
+    if (Bytes[At] == 3)
+      for (int K = 0; K < 8; ++K)
+        Offset |= uint64_t(Bytes[At + 8 + K]) << (8 * K);
+  }
+  ASSERT_NE(Offset, 0u);
+  Bytes[Offset + 3] = 0x7f; // ~2 billion tensors.
+  uint64_t Sum = plan::fnv1a(Bytes.data() + 32, Bytes.size() - 32);
+  for (int K = 0; K < 8; ++K)
+    Bytes[24 + K] = uint8_t(Sum >> (8 * K));
+  std::string Error;
+  EXPECT_FALSE(plan::readPlan(Bytes.data(), Bytes.size(), Error));
+  EXPECT_NE(Error.find("tensors"), std::string::npos) << Error;
 }
 
 //===----------------------------------------------------------------------===//
