@@ -18,6 +18,7 @@ extern llvm::cl::SubCommand ResolveCommand;
 extern llvm::cl::SubCommand PlanCommand;
 extern llvm::cl::SubCommand EstimateCommand;
 extern llvm::cl::SubCommand ShowCommand;
+extern llvm::cl::SubCommand DotCommand;
 
 int runLint();
 int runExplain();
@@ -27,6 +28,7 @@ int runResolve();
 int runPlan();
 int runEstimate();
 int runShow();
+int runDot();
 
 } // namespace dsc::tool
 

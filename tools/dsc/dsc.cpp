@@ -27,7 +27,8 @@ int main(int argc, char **argv) {
           "  dsc resolve ds_config.json [model.onnx]  fill every \"auto\"\n"
           "  dsc plan ds_config.json model.onnx -o plan.bin  lower to a plan\n"
           "  dsc estimate ds_config.json model.onnx  memory per rank\n"
-          "  dsc show plan.bin            print a plan as YAML\n",
+          "  dsc show plan.bin            print a plan as YAML\n"
+          "  dsc dot plan.bin -o plan.svg draw a plan\n",
           &errs()))
     return ExitUsage;
   if (LintCommand)
@@ -46,6 +47,8 @@ int main(int argc, char **argv) {
     return runEstimate();
   if (ShowCommand)
     return runShow();
+  if (DotCommand)
+    return runDot();
   errs() << "dsc: no command given; try 'dsc --help'\n";
   return ExitUsage;
 }

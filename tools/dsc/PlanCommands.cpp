@@ -1,4 +1,4 @@
-//===- PlanCommand.cpp - dsc plan, dsc estimate, dsc show -----------------===//
+//===- PlanCommands.cpp - dsc plan, estimate, show and dot ----------------===//
 
 #include "Commands.h"
 
@@ -8,6 +8,7 @@
 #include "dsc/Plan/Planner.h"
 #include "dsc/Plan/Report.h"
 #include "dsc/Support/DiagnosticEmitter.h"
+#include "dsc/Viz/Draw.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -27,6 +28,41 @@ cl::SubCommand EstimateCommand("estimate",
                                "without writing it");
 cl::SubCommand ShowCommand("show", "Print a plan (plan.bin or YAML) as YAML, "
                                    "or convert it");
+
+// The four plan subcommands share options, and an option registers with
+// its subcommands during static initialization, which is ordered only
+// within one file: so they live together here.
+cl::SubCommand DotCommand("dot", "Draw a plan with Graphviz: partitions, "
+                                 "schedule, memory or model");
+
+static cl::opt<std::string> PlanPath(cl::Positional,
+                                     cl::desc("<plan.bin|plan.yaml>"),
+                                     cl::Required, cl::sub(DotCommand));
+static cl::opt<PlanView> View(
+    "view", cl::desc("What to draw"),
+    cl::values(clEnumValN(PlanView::Partitions, "partitions",
+                          "which rank owns which elements"),
+               clEnumValN(PlanView::Schedule, "schedule",
+                          "the step, one lane per stream"),
+               clEnumValN(PlanView::Memory, "memory",
+                          "device bytes over the step by category"),
+               clEnumValN(PlanView::Model, "model",
+                          "modules and stage-3 fetch units")),
+    cl::init(PlanView::Schedule), cl::sub(DotCommand), cl::sub(PlanCommand));
+static cl::opt<int64_t> Rank("rank",
+                             cl::desc("Draw this rank (partitions, memory)"),
+                             cl::init(-1), cl::sub(DotCommand));
+static cl::opt<bool> Expand("expand",
+                            cl::desc("Draw every layer instead of folding "
+                                     "the repeated ones"),
+                            cl::sub(DotCommand), cl::sub(PlanCommand));
+static cl::opt<std::string> DotOutputFile("o",
+                                   cl::desc("Output file; the extension says "
+                                            "the format (.svg .png .pdf .dot); "
+                                            "DOT on stdout without it"),
+                                   cl::value_desc("file"),
+                                   cl::sub(DotCommand));
+
 
 static cl::OptionCategory PlanOptionsCategory("Planning options");
 #define PLAN_SUBS cl::sub(PlanCommand), cl::sub(EstimateCommand)
@@ -86,6 +122,9 @@ static cl::opt<ReportFormat> Format(
 static cl::opt<std::string> PlanOutput("o", cl::desc("Write plan.bin here"),
                                        cl::value_desc("plan.bin"),
                                        cl::sub(PlanCommand));
+static cl::opt<std::string> DotOutput(
+    "dot", cl::desc("Also draw the plan (--view) to this file"),
+    cl::value_desc("file.svg"), cl::sub(PlanCommand));
 static cl::list<std::string> PrintAfter(
     "print-after", cl::desc("Print the plan (YAML) after this pass"),
     cl::value_desc("pass"), cl::CommaSeparated, PLAN_SUBS);
@@ -105,6 +144,14 @@ static cl::opt<std::string> ShowOutput("o",
 
 bool parseDimBindings(ArrayRef<std::string> Args, DimBindings &Out,
                       StringRef Tool);
+DrawOptions drawOptions();
+
+DrawOptions drawOptions() {
+  DrawOptions O;
+  O.View = View;
+  O.Expand = Expand;
+  return O;
+}
 
 /// Exit code for a plan that does not fit (so CI can gate on it).
 constexpr int ExitDoesNotFit = 3;
@@ -263,6 +310,9 @@ static int runPlanOrEstimate(StringRef Tool, bool WritePlan) {
   if (WritePlan && !PlanOutput.empty())
     if (Error E = writePlanFile(PlanOutput, *P))
       return usage(Tool, toString(std::move(E)));
+  if (WritePlan && !DotOutput.empty())
+    if (Error E = renderPlan(*P, drawOptions(), DotOutput))
+      return usage(Tool, toString(std::move(E)));
   if (Format == ReportFormat::JSON)
     outs() << formatv("{0:2}", estimateJSON(*P)) << "\n";
   else
@@ -294,6 +344,38 @@ int runShow() {
   }
   if (Error E = writePlanFile(ShowOutput, *P))
     return usage("dsc show", toString(std::move(E)));
+  return ExitClean;
+}
+
+int runDot() {
+  Expected<plan::Plan> P = readPlanFile(PlanPath);
+  if (!P) {
+    WithColor::error(errs(), "dsc dot") << toString(P.takeError()) << "\n";
+    return ExitFindings;
+  }
+  DrawOptions O = drawOptions();
+  if (Rank.getNumOccurrences()) {
+    if (Rank < 0 || Rank >= int64_t(P->Settings.WorldSize)) {
+      WithColor::error(errs(), "dsc dot")
+          << "--rank " << Rank << ": the plan has ranks 0-"
+          << P->Settings.WorldSize - 1 << "\n";
+      return ExitUsage;
+    }
+    O.Rank = uint32_t(Rank);
+  }
+  if (DotOutputFile.empty()) {
+    Expected<std::string> Dot = planToDot(*P, O);
+    if (!Dot) {
+      WithColor::error(errs(), "dsc dot") << toString(Dot.takeError()) << "\n";
+      return ExitUsage;
+    }
+    outs() << *Dot;
+    return ExitClean;
+  }
+  if (Error E = renderPlan(*P, O, DotOutputFile)) {
+    WithColor::error(errs(), "dsc dot") << toString(std::move(E)) << "\n";
+    return ExitUsage;
+  }
   return ExitClean;
 }
 
