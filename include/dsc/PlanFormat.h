@@ -211,6 +211,10 @@ struct Info {
   DType OptimizerStateDType = DType::F32;
   std::string Optimizer;          ///< DeepSpeed's optimizer type.
   uint32_t OptimizerStates = 0;   ///< State tensors per parameter (Adam: 2).
+  /// Adam-family hyperparameters as decimal text (exact in both the binary
+  /// and the YAML form; the runtime parses them).
+  std::string LearningRate = "0.001", Beta1 = "0.9", Beta2 = "0.999",
+              Epsilon = "1e-08", WeightDecay = "0";
   bool OverlapComm = false;
   bool ContiguousGradients = true;
   uint64_t ReduceBucketElems = 0;
@@ -252,6 +256,11 @@ struct Info {
     F("optimizer_state_dtype", OptimizerStateDType);
     F("optimizer", Optimizer);
     F("optimizer_states", OptimizerStates);
+    F("lr", LearningRate);
+    F("beta1", Beta1);
+    F("beta2", Beta2);
+    F("eps", Epsilon);
+    F("weight_decay", WeightDecay);
     F("overlap_comm", OverlapComm);
     F("contiguous_gradients", ContiguousGradients);
     F("reduce_bucket_elems", ReduceBucketElems);
@@ -442,12 +451,16 @@ struct Bucket {
   /// storage rather than through the bucket buffer (DeepSpeed's
   /// extra_large_param_to_reduce).
   bool InPlace = false;
+  /// The bucket buffer it goes through (ipg.<BufferIndex>); NoIndex when
+  /// it reduces in place or gradients are not contiguous.
+  uint32_t BufferIndex = NoIndex;
   template <class V> void visit(V &&F) {
     F("kind", Kind);
     F("dtype", Type);
     F("segments", Segments);
     F("elems", Elems);
     F("in_place", InPlace);
+    F("buffer", BufferIndex);
   }
 };
 
@@ -1002,6 +1015,10 @@ inline std::string checkPlan(const Plan &P) {
   if (Next != W)
     return "rank classes do not cover every rank exactly once";
 
+  for (size_t I = 0; I < NB; ++I) {
+    if (P.Buckets[I].BufferIndex != NoIndex && P.Buckets[I].BufferIndex > 1)
+      return Bad("the buffer of bucket", I);
+  }
   for (size_t I = 0; I < NB; ++I)
     for (const Segment &Seg : P.Buckets[I].Segments)
       if (Seg.Tensor >= NT || Seg.Begin > Seg.End ||

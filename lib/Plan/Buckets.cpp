@@ -58,6 +58,14 @@ Error runBucketPass(plan::Plan &P) {
     }
   }
   Close();
+  // DeepSpeed double-buffers the stage 1/2 bucket under overlap_comm;
+  // stage 3 has one. Stage 0 flattens each bucket into a temporary.
+  uint32_t Buffers = S.ZeroStage < 3 && S.OverlapComm ? 2 : 1;
+  uint32_t Next = 0;
+  if (S.ZeroStage > 0 && S.ContiguousGradients)
+    for (plan::Bucket &B : P.Buckets)
+      if (!B.InPlace)
+        B.BufferIndex = Next++ % Buffers;
   return Error::success();
 }
 

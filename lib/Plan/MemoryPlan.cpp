@@ -196,18 +196,24 @@ private:
 
 void MemoryPlanner::modelStates() {
   uint64_t PB = plan::dtypeBytes(S.ParamDType);
-  uint64_t All = 0, Trainable = 0, Shards = 0, Persistent = 0;
+  uint64_t All = 0, Trainable = 0, Frozen = 0, Shards = 0, Persistent = 0;
   for (const plan::Tensor &T : P.Tensors) {
     All += T.Elems;
     if (T.Role == plan::TensorRole::Trainable)
       Trainable += T.Elems;
+    else
+      Frozen += T.Elems;
+    // Stage 3 keeps persistent parameters padded like the others, so the
+    // updated shards can be all-gathered in place after the step.
     if (T.Persistent)
-      Persistent += T.Elems;
+      Persistent += T.ShardElems * S.WorldSize;
     else
       Shards += T.ShardElems;
   }
   if (S.ZeroStage < 3) {
-    add("params16", Category::Params16, MemorySpace::Device, All * PB,
+    // Stage 1/2 all-gather the padded flat buffer in place after the step.
+    uint64_t Held = S.ZeroStage == 0 ? All : P.Layout.PaddedElems + Frozen;
+    add("params16", Category::Params16, MemorySpace::Device, Held * PB,
         whole());
   } else {
     if (S.ParamOffload == plan::OffloadDevice::CPU)
@@ -238,8 +244,11 @@ void MemoryPlanner::modelStates() {
 void MemoryPlanner::gradients() {
   uint64_t PB = plan::dtypeBytes(S.ParamDType);
   uint64_t Trainable = P.Layout.FlatElems, Largest = 0;
+  // Stage 3 reduce-scatters a gradient padded to the world size.
   for (uint32_t T : P.Layout.Order)
-    Largest = std::max(Largest, P.Tensors[T].Elems);
+    Largest = std::max(Largest, S.ZeroStage == 3
+                                    ? P.Tensors[T].ShardElems * S.WorldSize
+                                    : P.Tensors[T].Elems);
   uint32_t FirstBackward = X.FirstBackward[0];
   std::vector<plan::Interval> Backwards;
   for (uint32_t M = 0; M < X.Micros; ++M)
@@ -346,9 +355,19 @@ void MemoryPlanner::buckets() {
   if (!AnyBuffered)
     return;
   // Stage 1/2 size the bucket in the parameter dtype (setup_buckets),
-  // stage 3 in the communication dtype.
-  uint64_t Bytes = bytesOf(S.ReduceBucketElems,
-                           S.ZeroStage < 3 ? S.ParamDType : S.CommDType);
+  // stage 3 in the communication dtype; stage 3 reduce-scatters whole
+  // padded gradients, which may need a little more than the bucket size.
+  uint64_t Elems = S.ReduceBucketElems;
+  if (S.ZeroStage == 3)
+    for (const plan::Bucket &B : P.Buckets) {
+      uint64_t Padded = 0;
+      for (const plan::Segment &Seg : B.Segments)
+        Padded += P.Tensors[Seg.Tensor].ShardElems * S.WorldSize;
+      if (!B.InPlace)
+        Elems = std::max(Elems, Padded);
+    }
+  uint64_t Bytes = bytesOf(Elems, S.ZeroStage < 3 ? S.ParamDType
+                                                  : S.CommDType);
   unsigned Buffers = S.ZeroStage < 3 && S.OverlapComm ? 2 : 1;
   // Stage 3 allocates its bucket at start-up and keeps it; stage 1/2 when
   // the backward that reduces begins, until the last read of it.
@@ -363,11 +382,16 @@ void MemoryPlanner::buckets() {
 }
 
 void MemoryPlanner::gatheredUnits() {
-  for (uint32_t U = 0; U < P.FetchUnits.size(); ++U)
-    if (!X.Gathered[U].empty())
-      add(formatv("unit.{0}", U).str(), Category::GatheredParams,
-          MemorySpace::Device,
-          bytesOf(P.FetchUnits[U].Elems, S.ParamDType), X.Gathered[U]);
+  for (uint32_t U = 0; U < P.FetchUnits.size(); ++U) {
+    if (X.Gathered[U].empty())
+      continue;
+    // Each tensor is all-gathered whole, padding included.
+    uint64_t Elems = 0;
+    for (uint32_t T : P.FetchUnits[U].Tensors)
+      Elems += P.Tensors[T].ShardElems * S.WorldSize;
+    add(formatv("unit.{0}", U).str(), Category::GatheredParams,
+        MemorySpace::Device, bytesOf(Elems, S.ParamDType), X.Gathered[U]);
+  }
 }
 
 void MemoryPlanner::activations() {

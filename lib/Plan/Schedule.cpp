@@ -98,7 +98,6 @@ private:
   std::vector<uint32_t> Missing;
   std::vector<uint32_t> BucketOfTensor;
   std::vector<uint32_t> ReduceInstr;
-  std::vector<uint32_t> IpgSlot; ///< Which IPG buffer a bucket uses.
   uint32_t IpgBuffers = 1;
   std::vector<uint32_t> LastUseOfSlot;
   uint32_t PendingInPlace = plan::NoIndex;
@@ -254,8 +253,8 @@ void Scheduler::reduce(uint32_t B, uint32_t After, uint32_t Micro) {
   // The bucket's buffer is free again once the reduction and the copies
   // out of it have read it.
   uint32_t LastReader = Copies.empty() ? ReduceInstr[B] : Copies.back();
-  if (IpgSlot[B] != plan::NoIndex)
-    LastUseOfSlot[IpgSlot[B]] = LastReader;
+  if (P.Buckets[B].BufferIndex != plan::NoIndex)
+    LastUseOfSlot[P.Buckets[B].BufferIndex] = LastReader;
   // An in-place reduction reads the gradient where autograd left it: the
   // next gradient must not be written there before it is done.
   if (Bucket.InPlace || !S.ContiguousGradients)
@@ -285,7 +284,7 @@ void Scheduler::computeTurn(const Turn &T, uint32_t Micro, bool Reduces,
       if (P.Tensors[Param].FirstUse != T.Op ||
           BucketOfTensor[Param] == plan::NoIndex)
         continue;
-      uint32_t Slot = IpgSlot[BucketOfTensor[Param]];
+      uint32_t Slot = P.Buckets[BucketOfTensor[Param]].BufferIndex;
       if (Slot != plan::NoIndex)
         Waits.push_back(LastUseOfSlot[Slot]);
     }
@@ -345,13 +344,22 @@ void Scheduler::optimizerStep() {
     transfersAt(plan::TransferPoint::AfterStep, G, {Step}, Micro,
                 &ParamCopies);
   }
-  if (S.ZeroStage == 1 || S.ZeroStage == 2) {
+  // Stage 1/2 all-gather the updated partitions; stage 3 the updated
+  // shards of the persistent parameters every rank keeps whole.
+  uint64_t GatherElems = 0;
+  if (S.ZeroStage == 1 || S.ZeroStage == 2)
+    GatherElems = P.Layout.PaddedElems;
+  else if (S.ZeroStage == 3)
+    for (uint32_t T : P.Layout.Order)
+      if (P.Tensors[T].Persistent)
+        GatherElems += P.Tensors[T].ShardElems * S.WorldSize;
+  if (GatherElems) {
     std::vector<uint32_t> Waits = {lastComputeInstruction()};
     if (!ParamCopies.empty())
       Waits.push_back(ParamCopies.back());
     if (LastOn[unsigned(Stream::Host)] != plan::NoIndex)
       Waits.push_back(LastOn[unsigned(Stream::Host)]);
-    uint64_t Bytes = bytesOf(P.Layout.PaddedElems, S.ParamDType);
+    uint64_t Bytes = bytesOf(GatherElems, S.ParamDType);
     emit(InstrKind::GatherParams, Stream::Comm, Micro, plan::NoIndex, Waits,
          collectiveNanos(plan::Collective::AllGather, Bytes, S.WorldSize, H));
   }
@@ -368,16 +376,10 @@ Error Scheduler::run() {
   for (uint32_t B = 0; B < P.Buckets.size(); ++B)
     for (const plan::Segment &Seg : P.Buckets[B].Segments)
       BucketOfTensor[Seg.Tensor] = B;
-  // DeepSpeed double-buffers the stage 1/2 IPG bucket under overlap_comm;
-  // stage 3 has one. In-place buckets use none.
+  // Bucket buffers (chosen by the bucket pass) carry over from one micro
+  // step to the next.
   IpgBuffers = S.ZeroStage < 3 && S.OverlapComm ? 2 : 1;
-  IpgSlot.assign(P.Buckets.size(), plan::NoIndex);
-  // Bucket buffers carry over from one micro step to the next.
   LastUseOfSlot.assign(IpgBuffers, plan::NoIndex);
-  uint32_t Next = 0;
-  for (uint32_t B = 0; B < P.Buckets.size(); ++B)
-    if (!P.Buckets[B].InPlace && S.ContiguousGradients)
-      IpgSlot[B] = Next++ % IpgBuffers;
 
   std::vector<Turn> Turns = turnsOfMicroStep();
   std::vector<std::vector<uint32_t>> UnitsAt(Turns.size());

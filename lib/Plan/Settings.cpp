@@ -134,6 +134,19 @@ Error readPlanSettings(plan::Info &I, const ConfigView &C,
                         "Lion, Adagrad or SGD");
   I.Optimizer = Class;
   I.OptimizerStates = *States;
+  auto Decimal = [](double V) { return formatv("{0}", V).str(); };
+  if (std::optional<double> V = C.getNumber("optimizer.params.lr"))
+    I.LearningRate = Decimal(*V);
+  if (std::optional<double> V = C.getNumber("optimizer.params.eps"))
+    I.Epsilon = Decimal(*V);
+  if (std::optional<double> V = C.getNumber("optimizer.params.weight_decay"))
+    I.WeightDecay = Decimal(*V);
+  if (const JsonValue *Betas = C.find("optimizer.params.betas"))
+    if (Betas->Kind == JsonKind::Array && Betas->Elements.size() == 2 &&
+        Betas->Elements[0].isNumber() && Betas->Elements[1].isNumber()) {
+      I.Beta1 = Decimal(Betas->Elements[0].number());
+      I.Beta2 = Decimal(Betas->Elements[1].number());
+    }
 
   I.OverlapComm = C.overlapComm().value_or(I.ZeroStage == 3);
   I.ContiguousGradients =
