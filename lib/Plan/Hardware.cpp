@@ -163,6 +163,7 @@ template <> struct MappingTraits<dsc::Calibration> {
     IO.mapOptional("cublas_workspace_bytes", C.H.CublasWorkspaceBytes);
     IO.mapOptional("nccl_channels", C.H.NcclChannels);
     IO.mapOptional("nccl_buffer_bytes", C.H.NcclBufferBytes);
+    IO.mapOptional("nccl_bytes", C.H.NcclBytes);
   }
 };
 } // namespace llvm::yaml
@@ -196,7 +197,9 @@ std::vector<plan::FixedCost> fixedCosts(const HardwareProfile &H,
       {"cublas_workspace", H.CublasWorkspaceBytes}};
   // A ring needs a send and a receive buffer per channel for each of its
   // two neighbours; one rank alone needs no communicator buffers.
-  if (WorldSize > 1)
+  if (H.NcclBytes)
+    Costs.push_back({"nccl_buffers", H.NcclBytes});
+  else if (WorldSize > 1)
     Costs.push_back({"nccl_buffers", H.NcclChannels * H.NcclBufferBytes * 2 *
                                          (WorldSize > 2 ? 2 : 1)});
   return Costs;

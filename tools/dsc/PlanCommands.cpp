@@ -222,7 +222,7 @@ static Expected<PlanOptions> planOptions(StringRef Tool) {
       return createStringError(B.getError(), "%s: %s", Calibration.c_str(),
                                B.getError().message().c_str());
     if (Error E = applyCalibration(O.Machine, (*B)->getBuffer(), Calibration))
-      return std::move(E);
+      return E;
   }
   return O;
 }

@@ -27,6 +27,9 @@ struct HardwareProfile {
   uint64_t CublasWorkspaceBytes = 0;
   uint64_t NcclChannels = 0;
   uint64_t NcclBufferBytes = 0; ///< NCCL_BUFFSIZE.
+  /// Measured NCCL memory per rank (dsrun --calibration-out); replaces the
+  /// channels x buffers formula when set.
+  uint64_t NcclBytes = 0;
 };
 
 /// The preset for a GPU name (case-insensitive: h100, h100-80gb, h200,
@@ -43,7 +46,7 @@ llvm::Expected<uint64_t> parseByteSize(llvm::StringRef Text);
 /// Applies a calibration file: a YAML mapping whose keys are the plan's
 /// hardware field names (dense_flops_per_sec, pinned_copy_bytes_per_sec,
 /// ...) and cuda_context_bytes, cublas_workspace_bytes, nccl_channels,
-/// nccl_buffer_bytes.
+/// nccl_buffer_bytes, nccl_bytes (what dsrun --calibration-out writes).
 llvm::Error applyCalibration(HardwareProfile &H, llvm::StringRef Text,
                              llvm::StringRef Path);
 

@@ -1,0 +1,144 @@
+//===- dsrun_bench.cu - Raw NCCL and copy-engine figures to compare with --===//
+//
+// Prints, in one run on the same machine dsrun ran on:
+//   the bus bandwidth raw NCCL reaches for all-reduce, reduce-scatter and
+//   all-gather from 1 MiB to 1 GiB (nccl-tests' convention), and
+//   pinned and pageable host<->device copy bandwidth.
+// dsrun's per-step report gives the same figures for the plan's own
+// collectives and copies; docs/runtime.md sets them side by side.
+//
+//   dsrun-bench -n 2
+//
+//===----------------------------------------------------------------------===//
+
+#include "Launch.h"
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace dsrun;
+
+#define CHECK(Call)                                                            \
+  do {                                                                         \
+    if (auto E_ = (Call); E_ != 0) {                                           \
+      fprintf(stderr, "dsrun-bench: %s failed (%d)\n", #Call, int(E_));        \
+      exit(1);                                                                 \
+    }                                                                          \
+  } while (0)
+
+static double copyBandwidth(void *Host, void *Device, size_t Bytes,
+                            cudaMemcpyKind Kind) {
+  cudaEvent_t A, B;
+  cudaEventCreate(&A);
+  cudaEventCreate(&B);
+  for (int Warm = 0; Warm < 2; ++Warm)
+    cudaMemcpy(Kind == cudaMemcpyHostToDevice ? Device : Host,
+               Kind == cudaMemcpyHostToDevice ? Host : Device, Bytes, Kind);
+  const int Reps = 5;
+  cudaEventRecord(A);
+  for (int R = 0; R < Reps; ++R)
+    cudaMemcpyAsync(Kind == cudaMemcpyHostToDevice ? Device : Host,
+                    Kind == cudaMemcpyHostToDevice ? Host : Device, Bytes, Kind);
+  cudaEventRecord(B);
+  cudaEventSynchronize(B);
+  float Ms = 0;
+  cudaEventElapsedTime(&Ms, A, B);
+  return double(Bytes) * Reps / (Ms / 1e3) / 1e9;
+}
+
+int main(int argc, char **argv) {
+  if (argc >= 3 && std::string(argv[1]) == "-n" && !getenv("DSRUN_CHILD")) {
+    std::vector<std::string> Args = {argv[0]};
+    return launchLocal(atoi(argv[2]), Args, 29600, 10);
+  }
+  std::string Error;
+  std::optional<ProcessInfo> Me = processFromEnvironment(Error);
+  if (!Me) {
+    fprintf(stderr, "dsrun-bench: %s\n", Error.c_str());
+    return 2;
+  }
+  int Devices = 0;
+  CHECK(cudaGetDeviceCount(&Devices));
+  CHECK(cudaSetDevice(Me->LocalRank % Devices));
+  ncclUniqueId Id;
+  std::string Blob;
+  if (Me->Rank == 0) {
+    CHECK(ncclGetUniqueId(&Id));
+    Blob.assign(reinterpret_cast<char *>(&Id), sizeof(Id));
+  }
+  if (!exchangeBlob(*Me, Blob, 60, Error)) {
+    fprintf(stderr, "dsrun-bench: %s\n", Error.c_str());
+    return 1;
+  }
+  memcpy(&Id, Blob.data(), sizeof(Id));
+  ncclComm_t Comm;
+  CHECK(ncclCommInitRank(&Comm, Me->WorldSize, Id, Me->Rank));
+  cudaStream_t S;
+  CHECK(cudaStreamCreate(&S));
+  const size_t MaxBytes = size_t(1) << 30;
+  void *Buffer = nullptr;
+  CHECK(cudaMalloc(&Buffer, MaxBytes));
+  cudaEvent_t A, B;
+  cudaEventCreate(&A);
+  cudaEventCreate(&B);
+  int N = Me->WorldSize;
+  if (Me->Rank == 0)
+    printf("raw NCCL, %d ranks, bf16 (bus bandwidth, nccl-tests convention)\n"
+           "%12s %14s %14s %14s\n",
+           N, "bytes", "all-reduce", "reduce-scatter", "all-gather");
+  for (size_t Bytes = 1 << 20; Bytes <= MaxBytes; Bytes *= 4) {
+    size_t Count = Bytes / 2;
+    double Bus[3];
+    for (int Kind = 0; Kind < 3; ++Kind) {
+      auto Run = [&] {
+        if (Kind == 0)
+          ncclAllReduce(Buffer, Buffer, Count, ncclBfloat16, ncclSum, Comm, S);
+        else if (Kind == 1)
+          ncclReduceScatter(Buffer,
+                            static_cast<char *>(Buffer) + Me->Rank * (Bytes / N),
+                            Count / N, ncclBfloat16, ncclSum, Comm, S);
+        else
+          ncclAllGather(static_cast<char *>(Buffer) + Me->Rank * (Bytes / N),
+                        Buffer, Count / N, ncclBfloat16, Comm, S);
+      };
+      for (int W = 0; W < 3; ++W)
+        Run();
+      const int Reps = Bytes >= (256u << 20) ? 5 : 20;
+      cudaEventRecord(A, S);
+      for (int R = 0; R < Reps; ++R)
+        Run();
+      cudaEventRecord(B, S);
+      cudaEventSynchronize(B);
+      float Ms = 0;
+      cudaEventElapsedTime(&Ms, A, B);
+      double Seconds = Ms / 1e3 / Reps;
+      double Factor = N == 1 ? 1 : Kind == 0 ? 2.0 * (N - 1) / N
+                                             : double(N - 1) / N;
+      Bus[Kind] = double(Bytes) * Factor / Seconds / 1e9;
+    }
+    if (Me->Rank == 0)
+      printf("%12zu %11.1f GB/s %11.1f GB/s %11.1f GB/s\n", Bytes, Bus[0],
+             Bus[1], Bus[2]);
+  }
+  if (Me->Rank == 0) {
+    size_t Bytes = size_t(256) << 20;
+    void *Pinned = nullptr;
+    CHECK(cudaHostAlloc(&Pinned, Bytes, cudaHostAllocDefault));
+    void *Pageable = malloc(Bytes);
+    memset(Pageable, 1, Bytes);
+    printf("host copies of 256 MiB: pinned H2D %.1f GB/s, D2H %.1f GB/s; "
+           "pageable H2D %.1f GB/s, D2H %.1f GB/s\n",
+           copyBandwidth(Pinned, Buffer, Bytes, cudaMemcpyHostToDevice),
+           copyBandwidth(Pinned, Buffer, Bytes, cudaMemcpyDeviceToHost),
+           copyBandwidth(Pageable, Buffer, Bytes, cudaMemcpyHostToDevice),
+           copyBandwidth(Pageable, Buffer, Bytes, cudaMemcpyDeviceToHost));
+  }
+  ncclCommDestroy(Comm);
+  return 0;
+}

@@ -1,0 +1,523 @@
+//===- Executor.cpp - Set up, then run the program step by step -----------===//
+
+#include "Executor.h"
+
+#include "HostMath.h"
+#include "Kernels.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+namespace plan = dsc::plan;
+
+namespace dsrun {
+
+namespace {
+
+Executor *Current = nullptr;
+
+} // namespace
+
+void fatalError(const std::string &Message) {
+  fprintf(stderr, "dsrun: %s\n", Message.c_str());
+  fflush(stderr);
+  std::_Exit(1);
+}
+#define fatal fatalError
+
+#define CUDA_CHECK(Call)                                                       \
+  do {                                                                         \
+    cudaError_t E_ = (Call);                                                   \
+    if (E_ != cudaSuccess)                                                     \
+      fatal(std::string(#Call) + " failed: " + cudaGetErrorString(E_) +        \
+            (Current ? " (" + Current->where() + ")" : std::string()));        \
+  } while (0)
+#define NCCL_CHECK(Call)                                                       \
+  do {                                                                         \
+    ncclResult_t E_ = (Call);                                                  \
+    if (E_ != ncclSuccess)                                                     \
+      fatal(std::string(#Call) + " failed: " + ncclGetErrorString(E_) +        \
+            (Current ? " (" + Current->where() + ")" : std::string()));        \
+  } while (0)
+#define CUBLAS_CHECK(Call)                                                     \
+  do {                                                                         \
+    cublasStatus_t E_ = (Call);                                                \
+    if (E_ != CUBLAS_STATUS_SUCCESS)                                           \
+      fatal(std::string(#Call) + " failed with status " +                      \
+            std::to_string(int(E_)) +                                          \
+            (Current ? " (" + Current->where() + ")" : std::string()));        \
+  } while (0)
+
+namespace {
+
+/// Work a stream runs as a host callback: one slot per instruction (two
+/// for transfers), reused every step.
+struct HostTask {
+  std::function<void()> Work;
+};
+
+void CUDART_CB runHostTask(void *Data) {
+  static_cast<HostTask *>(Data)->Work();
+}
+
+std::vector<HostTask> Tasks;
+
+uint64_t usedDeviceMemory(uint64_t *Total = nullptr) {
+  size_t Free = 0, All = 0;
+  CUDA_CHECK(cudaMemGetInfo(&Free, &All));
+  if (Total)
+    *Total = All;
+  return All - Free;
+}
+
+} // namespace
+
+Executor::Executor(const plan::Plan &P, const ProcessInfo &Process,
+                   const RunOptions &Options)
+    : P(P), Process(Process), Options(Options), L(P, Process.Rank) {
+  Current = this;
+  BucketOfTensor.assign(P.Tensors.size(), plan::NoIndex);
+  SegmentOfTensor.assign(P.Tensors.size(), 0);
+  for (uint32_t B = 0; B < P.Buckets.size(); ++B)
+    for (uint32_t K = 0; K < P.Buckets[B].Segments.size(); ++K) {
+      BucketOfTensor[P.Buckets[B].Segments[K].Tensor] = B;
+      SegmentOfTensor[P.Buckets[B].Segments[K].Tensor] = K;
+    }
+}
+
+Executor::~Executor() {
+  if (Comm)
+    ncclCommDestroy(Comm);
+  Current = nullptr;
+}
+
+std::string Executor::where() const {
+  std::string S = "rank " + std::to_string(Process.Rank);
+  if (CurrentInstruction < P.Program.size()) {
+    const plan::Instruction &In = P.Program[CurrentInstruction];
+    S += ", instruction " + std::to_string(CurrentInstruction) + " (" +
+         plan::enumName(In.Kind) + " " + std::to_string(In.Arg) + ", micro " +
+         std::to_string(In.Micro) + ")";
+  }
+  return S;
+}
+
+char *Executor::at(const BufferView &V, uint64_t ByteOffset) const {
+  if (!V)
+    return nullptr;
+  char *Base = V.B->Space == plan::MemorySpace::Device ? DeviceArena : HostArena;
+  return Base + V.Offset + ByteOffset;
+}
+char *Executor::device(const std::string &Name) const {
+  BufferView V = L.buffer(Name);
+  return V && V.B->Space == plan::MemorySpace::Device ? at(V) : nullptr;
+}
+char *Executor::host(const std::string &Name) const {
+  BufferView V = L.buffer(Name);
+  return V && V.B->Space == plan::MemorySpace::Host ? at(V) : nullptr;
+}
+
+void Executor::onHost(cudaStream_t S, uint32_t Slot, std::function<void()> W) {
+  Tasks[Slot].Work = std::move(W);
+  CUDA_CHECK(cudaLaunchHostFunc(S, runHostTask, &Tasks[Slot]));
+}
+
+ncclDataType_t Executor::ncclType(ElementType T) const {
+  return T == ElementType::F32   ? ncclFloat32
+         : T == ElementType::F16 ? ncclFloat16
+                                 : ncclBfloat16;
+}
+
+//===----------------------------------------------------------------------===//
+// Set-up and checks.
+//===----------------------------------------------------------------------===//
+
+bool Executor::checkBeforeRunning() {
+  const plan::Info &S = P.Settings;
+  if (uint32_t(Process.WorldSize) != S.WorldSize) {
+    fprintf(stderr,
+            "dsrun: the plan is for %u ranks but this job has %d; plan again "
+            "with --world-size %d or launch %u processes\n",
+            S.WorldSize, Process.WorldSize, Process.WorldSize, S.WorldSize);
+    return false;
+  }
+  if (S.OptimizerStates != 2) {
+    fprintf(stderr,
+            "dsrun: the plan's optimizer %s keeps %u state(s) per parameter; "
+            "dsrun runs AdamW (2) only\n",
+            S.Optimizer.c_str(), S.OptimizerStates);
+    return false;
+  }
+  if (S.OptimizerOffload == plan::OffloadDevice::NVMe ||
+      S.ParamOffload == plan::OffloadDevice::NVMe) {
+    fprintf(stderr, "dsrun: NVMe offload is planned but dsrun does not run "
+                    "it yet; plan with offload device cpu\n");
+    return false;
+  }
+  if (S.ZeroStage < 3 && S.CommDType != S.ParamDType) {
+    fprintf(stderr, "dsrun: communication_data_type differs from the "
+                    "parameters' at stage %u; dsrun reduces stage 0-2 "
+                    "gradients in the parameter dtype only\n",
+            S.ZeroStage);
+    return false;
+  }
+  std::string Hazard = checkMemoryOrdering(P, L.Class);
+  if (!Hazard.empty()) {
+    fprintf(stderr, "dsrun: the plan is unsafe to run: %s\n", Hazard.c_str());
+    return false;
+  }
+  return true;
+}
+
+bool Executor::setUp() {
+  int Devices = 0;
+  CUDA_CHECK(cudaGetDeviceCount(&Devices));
+  if (Devices == 0) {
+    fprintf(stderr, "dsrun: no CUDA device\n");
+    return false;
+  }
+  CUDA_CHECK(cudaSetDevice(Process.LocalRank % Devices));
+  Memory.BeforeContext = usedDeviceMemory(&Memory.Total);
+  CUDA_CHECK(cudaFree(nullptr)); // Creates the context.
+  Memory.Context = usedDeviceMemory();
+
+  const plan::RankEstimate &R = P.Estimates.Ranks[L.Class];
+  size_t Free = 0, All = 0;
+  CUDA_CHECK(cudaMemGetInfo(&Free, &All));
+  uint64_t Needed = R.DeviceArenaBytes + R.DeviceFixedBytes;
+  uint64_t Have = Free + (Memory.Context - Memory.BeforeContext);
+  if (Have < Needed) {
+    std::string Top;
+    for (const plan::CategoryBytes &C : R.AtPeak)
+      Top += std::string(" ") + plan::enumName(C.What) + "=" +
+             std::to_string(C.Bytes >> 20) + "MiB";
+    fprintf(stderr,
+            "dsrun: rank %d: the plan needs %llu MiB of device memory, the "
+            "GPU has %llu MiB free; largest:%s\n",
+            Process.Rank, (unsigned long long)(Needed >> 20),
+            (unsigned long long)(Have >> 20), Top.c_str());
+    return false;
+  }
+
+  for (cudaStream_t &S : Streams)
+    CUDA_CHECK(cudaStreamCreateWithFlags(&S, cudaStreamNonBlocking));
+
+  CUBLAS_CHECK(cublasCreate(&Cublas));
+  CUBLAS_CHECK(cublasSetStream(Cublas, stream(plan::Stream::Compute)));
+  {
+    // The first GEMM allocates cuBLAS's workspace.
+    void *Scratch = nullptr;
+    CUDA_CHECK(cudaMalloc(&Scratch, 3 * 64 * 64 * 4));
+    float One = 1, Zero = 0;
+    float *A = static_cast<float *>(Scratch);
+    CUBLAS_CHECK(cublasSgemm(Cublas, CUBLAS_OP_N, CUBLAS_OP_N, 64, 64, 64, &One,
+                             A, 64, A + 4096, 64, &Zero, A + 8192, 64));
+    CUDA_CHECK(cudaStreamSynchronize(stream(plan::Stream::Compute)));
+    CUDA_CHECK(cudaFree(Scratch));
+  }
+  Memory.Cublas = usedDeviceMemory();
+
+  int Version = 0;
+  NCCL_CHECK(ncclGetVersion(&Version));
+  ncclUniqueId Id;
+  std::string Blob;
+  if (Process.Rank == 0) {
+    NCCL_CHECK(ncclGetUniqueId(&Id));
+    Blob.assign(reinterpret_cast<const char *>(&Id), sizeof(Id));
+  }
+  std::string Error;
+  if (!exchangeBlob(Process, Blob, Options.TimeoutSeconds, Error) ||
+      Blob.size() != sizeof(Id)) {
+    fprintf(stderr, "dsrun: %s\n",
+            Error.empty() ? "bad NCCL id from rank 0" : Error.c_str());
+    return false;
+  }
+  memcpy(&Id, Blob.data(), sizeof(Id));
+  NCCL_CHECK(ncclCommInitRank(&Comm, Process.WorldSize, Id, Process.Rank));
+  {
+    // NCCL sets up its buffers on the first collective.
+    void *One = nullptr;
+    CUDA_CHECK(cudaMalloc(&One, 4096));
+    NCCL_CHECK(ncclAllReduce(One, One, 1024, ncclFloat32, ncclSum, Comm,
+                             stream(plan::Stream::Comm)));
+    CUDA_CHECK(cudaStreamSynchronize(stream(plan::Stream::Comm)));
+    CUDA_CHECK(cudaFree(One));
+  }
+  Memory.Nccl = usedDeviceMemory();
+  if (Process.Rank == 0)
+    fprintf(stderr, "dsrun: NCCL %d.%d.%d, %d rank(s), plan for ZeRO stage %u\n",
+            Version / 10000, (Version / 100) % 100, Version % 100,
+            Process.WorldSize, P.Settings.ZeroStage);
+
+  // The arenas: everything the plan places, allocated once.
+  ArenaBytes = R.DeviceArenaBytes;
+  CUDA_CHECK(cudaMalloc(reinterpret_cast<void **>(&DeviceArena),
+                        std::max<uint64_t>(ArenaBytes, 256)));
+  CUDA_CHECK(cudaMemset(DeviceArena, 0, ArenaBytes));
+  if (R.HostArenaBytes) {
+    CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void **>(&HostArena),
+                             R.HostArenaBytes, cudaHostAllocDefault));
+    memset(HostArena, 0, R.HostArenaBytes);
+  }
+  // Staging for offloaded gradients and parameters (host, pinned): the
+  // largest share of a bucket and the largest sub-group.
+  if (P.Settings.OptimizerOffload != plan::OffloadDevice::None) {
+    uint64_t Share = 0;
+    for (const plan::Bucket &B : P.Buckets)
+      Share = std::max(Share, B.Elems);
+    GradStagingBytes = Share * 4 + 256;
+    uint64_t Group = 0;
+    for (auto [Lo, Hi] : L.SubGroupRange)
+      Group = std::max(Group, Hi - Lo);
+    ParamStagingBytes = Group * 4 + 256;
+    CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void **>(&GradStaging),
+                             GradStagingBytes, cudaHostAllocDefault));
+    CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void **>(&ParamStaging),
+                             ParamStagingBytes, cudaHostAllocDefault));
+  }
+  Memory.Arena = usedDeviceMemory();
+
+  // Events: one per instruction another stream waits for, and timing.
+  std::vector<bool> WaitedOn(P.Program.size(), false);
+  for (const plan::Instruction &In : P.Program)
+    for (uint32_t W : In.Waits)
+      WaitedOn[W] = true;
+  Done.assign(P.Program.size(), nullptr);
+  Start.assign(P.Program.size(), nullptr);
+  Finish.assign(P.Program.size(), nullptr);
+  for (size_t I = 0; I < P.Program.size(); ++I) {
+    if (WaitedOn[I])
+      CUDA_CHECK(cudaEventCreateWithFlags(&Done[I], cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreate(&Start[I]));
+    CUDA_CHECK(cudaEventCreate(&Finish[I]));
+  }
+  for (cudaEvent_t &E : Joins)
+    CUDA_CHECK(cudaEventCreateWithFlags(&E, cudaEventDisableTiming));
+  CUDA_CHECK(cudaEventCreate(&StepBegin));
+  CUDA_CHECK(cudaEventCreate(&StepEnd));
+  Tasks.resize(P.Program.size() * 2);
+  return true;
+}
+
+void Executor::initializeWeights() {
+  cudaStream_t S = stream(plan::Stream::Compute);
+  ElementType T = L.Param;
+  unsigned PB = elementBytes(T);
+  const plan::Info &Set = P.Settings;
+  bool Offloaded = Set.OptimizerOffload != plan::OffloadDevice::None;
+  for (uint32_t Ti = 0; Ti < P.Tensors.size(); ++Ti) {
+    const plan::Tensor &X = P.Tensors[Ti];
+    if (L.Stage < 3) {
+      launchInitWeights(device("params16") + L.paramOffset(Ti) * PB, T,
+                        nullptr, Ti, 0, X.Elems, X.Elems, S);
+      continue;
+    }
+    uint64_t Base = uint64_t(Process.Rank) * X.ShardElems;
+    if (X.Persistent) {
+      launchInitWeights(device("persistent_params") +
+                            L.persistentOffset(Ti) * PB,
+                        T, nullptr, Ti, 0, X.ShardElems * L.World, X.Elems, S);
+    } else if (Set.ParamOffload == plan::OffloadDevice::None) {
+      launchInitWeights(device("params16") + L.shardOffset(Ti) * PB, T,
+                        nullptr, Ti, Base, X.ShardElems, X.Elems, S);
+    } else {
+      char *Dst = host("params16") + L.shardOffset(Ti) * PB;
+      for (uint64_t I = 0; I < X.ShardElems; ++I)
+        storeAs(Dst, I, T,
+                Base + I < X.Elems ? initialWeight(Ti, Base + I) : 0.0f);
+    }
+  }
+  // The fp32 master copy of what this rank owns starts as the stored
+  // 16-bit weight; moments start at zero (the arenas are zeroed).
+  if (!L.buffer("master_params"))
+    return;
+  for (const OwnedRange &O : L.Owned) {
+    uint64_t N = O.End - O.Begin;
+    if (Offloaded) {
+      float *Master =
+          reinterpret_cast<float *>(host("master_params")) + O.PartitionOffset;
+      for (uint64_t I = 0; I < N; ++I)
+        Master[I] = storedValue(initialWeight(O.Tensor, O.Begin + I), T);
+    } else {
+      // Written through params16-typed scratch: the workspace is free now.
+      char *Scratch = device("workspace");
+      float *Master = reinterpret_cast<float *>(device("master_params")) +
+                      O.PartitionOffset;
+      for (uint64_t Done = 0; Done < N;) {
+        uint64_t Chunk = std::min<uint64_t>(
+            N - Done, std::max<uint64_t>(1, L.buffer("workspace").Bytes / PB));
+        launchInitWeights(Scratch, T, Master + Done, O.Tensor,
+                          O.Begin + Done, Chunk, P.Tensors[O.Tensor].Elems, S);
+        Done += Chunk;
+      }
+    }
+  }
+  CUDA_CHECK(cudaStreamSynchronize(S));
+}
+
+//===----------------------------------------------------------------------===//
+// The step.
+//===----------------------------------------------------------------------===//
+
+void Executor::issue(uint32_t Index, uint32_t Step) {
+  CurrentInstruction = Index;
+  const plan::Instruction &In = P.Program[Index];
+  cudaStream_t S = stream(In.On);
+  for (uint32_t W : In.Waits)
+    CUDA_CHECK(cudaStreamWaitEvent(S, Done[W], 0));
+  CUDA_CHECK(cudaEventRecord(Start[Index], S));
+  switch (In.Kind) {
+  case plan::InstrKind::Forward:
+    compute(In, false, Step);
+    break;
+  case plan::InstrKind::Backward:
+    compute(In, true, Step);
+    gradients(In.Arg, In.Micro, Step, S);
+    break;
+  case plan::InstrKind::Gather:
+    gather(In.Arg, S);
+    break;
+  case plan::InstrKind::Release:
+    break; // The memory plan already reuses the bytes after this point.
+  case plan::InstrKind::Reduce:
+    reduce(In.Arg, In.Micro, Step, S);
+    break;
+  case plan::InstrKind::OptimizerStep:
+    optimizerStep(In.Arg, Step, S, In.On == plan::Stream::Host);
+    break;
+  case plan::InstrKind::GatherParams:
+    gatherParams(S);
+    break;
+  case plan::InstrKind::Transfer:
+    transfer(In.Arg, In.Micro, S);
+    break;
+  }
+  CUDA_CHECK(cudaEventRecord(Finish[Index], S));
+  if (Done[Index])
+    CUDA_CHECK(cudaEventRecord(Done[Index], S));
+}
+
+void Executor::step(uint32_t Step) {
+  cudaStream_t Compute = stream(plan::Stream::Compute);
+  CUDA_CHECK(cudaEventRecord(StepBegin, Compute));
+  for (cudaStream_t S : Streams)
+    if (S != Compute)
+      CUDA_CHECK(cudaStreamWaitEvent(S, StepBegin, 0));
+  for (uint32_t I = 0; I < P.Program.size(); ++I)
+    issue(I, Step);
+  CurrentInstruction = plan::NoIndex;
+  // Join every stream into the compute stream.
+  for (unsigned K = 0; K < 5; ++K)
+    if (Streams[K] != Compute) {
+      CUDA_CHECK(cudaEventRecord(Joins[K], Streams[K]));
+      CUDA_CHECK(cudaStreamWaitEvent(Compute, Joins[K], 0));
+    }
+  CUDA_CHECK(cudaEventRecord(StepEnd, Compute));
+}
+
+bool Executor::waitForStep() {
+  // Poll, so that a peer that died (an NCCL error) or a hang ends the
+  // process within the timeout instead of blocking forever.
+  auto Deadline = std::chrono::steady_clock::now() +
+                  std::chrono::seconds(Options.TimeoutSeconds);
+  while (true) {
+    cudaError_t E = cudaEventQuery(StepEnd);
+    if (E == cudaSuccess)
+      return true;
+    if (E != cudaErrorNotReady)
+      fatal(std::string("step failed: ") + cudaGetErrorString(E) + " (rank " +
+            std::to_string(Process.Rank) + ")");
+    ncclResult_t Async = ncclSuccess;
+    ncclCommGetAsyncError(Comm, &Async);
+    if (Async != ncclSuccess && Async != ncclInProgress) {
+      ncclCommAbort(Comm);
+      Comm = nullptr;
+      fatal("rank " + std::to_string(Process.Rank) +
+            ": NCCL reports an error (a peer may have died): " +
+            ncclGetErrorString(Async));
+    }
+    if (std::chrono::steady_clock::now() > Deadline) {
+      ncclCommAbort(Comm);
+      Comm = nullptr;
+      fatal("rank " + std::to_string(Process.Rank) + ": a step took more "
+            "than " + std::to_string(Options.TimeoutSeconds) +
+            " s; aborting (a peer is stuck or gone)");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+int Executor::run() {
+  if (!checkBeforeRunning() || !setUp())
+    return 1;
+  if (Options.DryRun) {
+    fprintf(stderr, "dsrun: rank %d ready (dry run)\n", Process.Rank);
+    return 0;
+  }
+  initializeWeights();
+  for (uint32_t Step = 1; Step <= Options.Steps; ++Step) {
+    step(Step);
+    waitForStep();
+    Memory.Peak = std::max(Memory.Peak, usedDeviceMemory());
+    StepTiming T;
+    float Ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&Ms, StepBegin, StepEnd));
+    T.StepMs = Ms;
+    for (uint32_t I = 0; I < P.Program.size(); ++I) {
+      const plan::Instruction &In = P.Program[I];
+      CUDA_CHECK(cudaEventElapsedTime(&Ms, Start[I], Finish[I]));
+      switch (In.On) {
+      case plan::Stream::Compute:
+        if (In.Kind == plan::InstrKind::Forward ||
+            In.Kind == plan::InstrKind::Backward ||
+            In.Kind == plan::InstrKind::OptimizerStep)
+          T.ComputeMs += Ms;
+        break;
+      case plan::Stream::Host:
+        T.HostMs += Ms;
+        break;
+      default:
+        break;
+      }
+      unsigned W = P.Settings.WorldSize;
+      unsigned PB = elementBytes(L.Param);
+      if (In.Kind == plan::InstrKind::Reduce) {
+        const plan::Bucket &B = P.Buckets[In.Arg];
+        uint64_t Bytes = B.Elems * elementBytes(ElementType(B.Type));
+        auto &C = T.Collectives[plan::enumName(B.Kind)];
+        C.first += Bytes;
+        C.second += Ms;
+      } else if (In.Kind == plan::InstrKind::Gather) {
+        auto &C = T.Collectives["all-gather"];
+        C.first += L.unitElems(In.Arg) * PB;
+        C.second += Ms;
+      } else if (In.Kind == plan::InstrKind::GatherParams) {
+        auto &C = T.Collectives["all-gather"];
+        C.first += (L.Stage < 3 ? P.Layout.PaddedElems : 0) * PB;
+        C.second += Ms;
+      } else if (In.Kind == plan::InstrKind::Transfer) {
+        const plan::Transfer &X = P.Transfers[In.Arg];
+        if (X.Kind == plan::TransferKind::HostToDevice) {
+          T.CopyInBytes += X.Bytes;
+          T.CopyInMs += Ms;
+        } else if (X.Kind == plan::TransferKind::DeviceToHost) {
+          T.CopyOutBytes += X.Bytes;
+          T.CopyOutMs += Ms;
+        }
+      }
+      (void)W;
+    }
+    Timings.push_back(T);
+    report(Step, T);
+  }
+  reportSummary();
+  if (Options.Verify && !verify(Options.Steps))
+    return 1;
+  return 0;
+}
+
+} // namespace dsrun

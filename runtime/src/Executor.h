@@ -1,0 +1,139 @@
+//===- Executor.h - Run one rank's program ----------------------*- C++ -*-===//
+//
+// One device arena and one pinned host arena of the planned sizes hold
+// every buffer at its planned offset; five CUDA streams (compute,
+// communication, copy in, copy out, and a host stream whose work runs as
+// host callbacks) execute the instructions in program order per stream,
+// ordered across streams by an event per instruction someone waits for.
+// Nothing is allocated inside the step loop.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSRUN_EXECUTOR_H
+#define DSRUN_EXECUTOR_H
+
+#include "Launch.h"
+#include "Layout.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace dsrun {
+
+/// Prints "dsrun: Message" and ends the process: a rank that fails must
+/// not leave its peers waiting on a collective it will never join.
+[[noreturn]] void fatalError(const std::string &Message);
+
+struct RunOptions {
+  uint32_t Steps = 3;
+  bool Verify = false;
+  std::string JsonLog;
+  std::string CalibrationOut;
+  unsigned HostThreads = 8;
+  int TimeoutSeconds = 300;
+  /// Stop after setting up (checks, arenas, NCCL), before any step.
+  bool DryRun = false;
+};
+
+/// Measured device memory, from the driver (cudaMemGetInfo): what the
+/// process holds after each stage of setup and at its peak.
+struct MemoryReadings {
+  uint64_t Total = 0;
+  uint64_t BeforeContext = 0, Context = 0, Cublas = 0, Nccl = 0, Arena = 0,
+           Peak = 0;
+};
+
+struct StepTiming {
+  double StepMs = 0, ComputeMs = 0;
+  /// Per collective kind ("all-reduce", ...): bytes and milliseconds.
+  std::map<std::string, std::pair<double, double>> Collectives;
+  double CopyInBytes = 0, CopyInMs = 0, CopyOutBytes = 0, CopyOutMs = 0;
+  double HostMs = 0;
+};
+
+class Executor {
+public:
+  Executor(const dsc::plan::Plan &P, const ProcessInfo &Process,
+           const RunOptions &Options);
+  ~Executor();
+
+  /// Sets up and runs; the exit status of the process.
+  int run();
+
+  /// Where the current instruction stands, for error messages.
+  std::string where() const;
+
+private:
+  bool setUp();
+  bool checkBeforeRunning();
+  void initializeWeights();
+  void step(uint32_t Step);
+  bool waitForStep();
+  void issue(uint32_t Index, uint32_t Step);
+
+  // One function per instruction kind.
+  void compute(const dsc::plan::Instruction &In, bool Backward, uint32_t Step);
+  void gradients(uint32_t Op, uint32_t Micro, uint32_t Step, cudaStream_t S);
+  void gradientOf(uint32_t Tensor, uint32_t Micro, uint32_t Step,
+                  cudaStream_t S);
+  void gather(uint32_t Unit, cudaStream_t S);
+  void reduce(uint32_t Bucket, uint32_t Micro, uint32_t Step, cudaStream_t S);
+  void optimizerStep(uint32_t SubGroup, uint32_t Step, cudaStream_t S,
+                     bool OnHost);
+  void gatherParams(cudaStream_t S);
+  void transfer(uint32_t Index, uint32_t Micro, cudaStream_t S);
+
+  // Verification (Verify.cpp).
+  bool verify(uint32_t Steps);
+
+  // Reporting (Report.cpp).
+  void report(uint32_t Step, const StepTiming &T);
+  void reportSummary();
+
+  /// Device or host address of Bytes at Offset inside a buffer.
+  char *at(const BufferView &V, uint64_t ByteOffset = 0) const;
+  char *device(const std::string &Name) const;
+  char *host(const std::string &Name) const;
+  cudaStream_t stream(dsc::plan::Stream S) const {
+    return Streams[unsigned(S)];
+  }
+  ncclDataType_t ncclType(ElementType T) const;
+  /// Runs Work on stream S as a host callback, after what S has queued.
+  void onHost(cudaStream_t S, uint32_t Slot, std::function<void()> Work);
+  void gemms(const dsc::plan::Op &Op, bool Backward);
+
+  const dsc::plan::Plan &P;
+  ProcessInfo Process;
+  RunOptions Options;
+  Layout L;
+  uint32_t CurrentInstruction = dsc::plan::NoIndex;
+
+  cudaStream_t Streams[5] = {};
+  std::vector<cudaEvent_t> Done;         ///< Per instruction waited on.
+  std::vector<cudaEvent_t> Start, Finish; ///< Timing, per instruction.
+  cudaEvent_t StepBegin = nullptr, StepEnd = nullptr;
+  cudaEvent_t Joins[5] = {};
+  cublasHandle_t Cublas = nullptr;
+  ncclComm_t Comm = nullptr;
+  char *DeviceArena = nullptr, *HostArena = nullptr;
+  char *GradStaging = nullptr, *ParamStaging = nullptr;
+  uint64_t GradStagingBytes = 0, ParamStagingBytes = 0;
+  /// A scratch region of the device arena GEMMs may read (never written).
+  uint64_t ArenaBytes = 0;
+  /// The bucket and segment carrying each tensor's gradient.
+  std::vector<uint32_t> BucketOfTensor, SegmentOfTensor;
+  MemoryReadings Memory;
+  std::vector<StepTiming> Timings;
+  bool Failed = false;
+  std::string FailureMessage;
+};
+
+} // namespace dsrun
+
+#endif

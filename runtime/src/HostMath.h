@@ -1,0 +1,47 @@
+//===- HostMath.h - The optimizer on the host, and the reference -*- C++ -*-===//
+
+#ifndef DSRUN_HOSTMATH_H
+#define DSRUN_HOSTMATH_H
+
+#include "Synthetic.h"
+
+#include "dsc/PlanFormat.h"
+
+#include <string>
+
+namespace dsrun {
+
+/// The AdamW factors of a step (1-based), from the plan's hyperparameters.
+/// Error is set when they do not parse.
+AdamW adamwFor(const dsc::plan::Info &Settings, uint32_t Step,
+               std::string &Error);
+
+/// DeepSpeedCPUAdam's job: one AdamW step over N elements on the host,
+/// gradients read in GradType, on Threads threads.
+void hostAdamW(const AdamW &A, const void *Grad, ElementType GradType,
+               float *Master, float *M, float *V, uint64_t N,
+               unsigned Threads);
+
+/// What the optimizer state of element E of tensor T must be after Steps
+/// synthetic steps of a plan: the reference dsrun --verify compares with.
+struct ElementState {
+  float Master = 0, M = 0, V = 0;
+};
+ElementState expectedState(const dsc::plan::Plan &P, uint32_t Tensor,
+                           uint64_t Elem, uint32_t Steps);
+
+/// The 16-bit (or fp32) value of a parameter's element as stored.
+inline float storedValue(float Master, ElementType T) {
+  switch (T) {
+  case ElementType::F32:
+    return Master;
+  case ElementType::F16:
+    return fromFP16(toFP16(Master));
+  default:
+    return fromBF16(toBF16(Master));
+  }
+}
+
+} // namespace dsrun
+
+#endif

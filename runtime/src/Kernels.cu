@@ -1,0 +1,139 @@
+//===- Kernels.cu ---------------------------------------------------------===//
+//
+// Compiled with --fmad=false: adamwUpdate must round as the host
+// reference (HostMath.cpp, -ffp-contract=off) does.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernels.h"
+
+namespace dsrun {
+
+namespace {
+
+constexpr unsigned Threads = 256;
+
+unsigned blocksFor(uint64_t N) {
+  uint64_t B = (N + Threads - 1) / Threads;
+  return unsigned(B < 65535ull * 32 ? (B ? B : 1) : 65535ull * 32);
+}
+
+__global__ void fillGrad(void *Dst, ElementType T, uint64_t N, uint64_t RealN,
+                         uint32_t Rank, uint32_t Step, uint32_t Micro,
+                         uint32_t Tensor, uint64_t ElemBase, bool Accumulate) {
+  for (uint64_t I = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; I < N;
+       I += uint64_t(gridDim.x) * blockDim.x) {
+    float G = I < RealN
+                  ? syntheticGrad(Rank, Step, Micro, Tensor, ElemBase + I)
+                  : 0.0f;
+    if (Accumulate)
+      G += loadAs(Dst, I, T);
+    storeAs(Dst, I, T, G);
+  }
+}
+
+__global__ void copyConvert(void *Dst, ElementType DstT, const void *Src,
+                            ElementType SrcT, uint64_t N, bool Accumulate) {
+  for (uint64_t I = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; I < N;
+       I += uint64_t(gridDim.x) * blockDim.x) {
+    float V = loadAs(Src, I, SrcT);
+    if (Accumulate)
+      V += loadAs(Dst, I, DstT);
+    storeAs(Dst, I, DstT, V);
+  }
+}
+
+__global__ void scatterToChunks(void *Bucket, ElementType BucketT,
+                                const void *Grad, ElementType GradT,
+                                uint64_t RealN, uint64_t Shard, uint32_t World,
+                                uint64_t ChunkElems, uint64_t ChunkOffset) {
+  uint64_t Total = Shard * World;
+  for (uint64_t I = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x;
+       I < Total; I += uint64_t(gridDim.x) * blockDim.x) {
+    float V = I < RealN ? loadAs(Grad, I, GradT) : 0.0f;
+    storeAs(Bucket, (I / Shard) * ChunkElems + ChunkOffset + I % Shard,
+            BucketT, V);
+  }
+}
+
+__global__ void adamw(float *Master, float *M, float *V, const float *Grad,
+                      uint64_t N, AdamW A) {
+  for (uint64_t I = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; I < N;
+       I += uint64_t(gridDim.x) * blockDim.x)
+    adamwUpdate(A, Grad[I], Master[I], M[I], V[I]);
+}
+
+__global__ void initWeights(void *Params, ElementType T, float *Master,
+                            uint32_t Tensor, uint64_t ElemBase, uint64_t N,
+                            uint64_t RealN) {
+  for (uint64_t I = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; I < N;
+       I += uint64_t(gridDim.x) * blockDim.x) {
+    uint64_t E = ElemBase + I;
+    float W = E < RealN ? initialWeight(Tensor, E) : 0.0f;
+    storeAs(Params, I, T, W);
+    if (Master)
+      Master[I] = loadAs(Params, I, T);
+  }
+}
+
+__global__ void touch(uint4 *Buffer, uint64_t Words) {
+  for (uint64_t I = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x;
+       I < Words; I += uint64_t(gridDim.x) * blockDim.x) {
+    uint4 V = Buffer[I];
+    V.x ^= 1u;
+    Buffer[I] = V;
+  }
+}
+
+} // namespace
+
+void launchFillGrad(void *Dst, ElementType T, uint64_t N, uint64_t RealN,
+                    uint32_t Rank, uint32_t Step, uint32_t Micro,
+                    uint32_t Tensor, uint64_t ElemBase, bool Accumulate,
+                    cudaStream_t S) {
+  if (N)
+    fillGrad<<<blocksFor(N), Threads, 0, S>>>(Dst, T, N, RealN, Rank, Step,
+                                              Micro, Tensor, ElemBase,
+                                              Accumulate);
+}
+
+void launchCopyConvert(void *Dst, ElementType DstT, const void *Src,
+                       ElementType SrcT, uint64_t N, bool Accumulate,
+                       cudaStream_t S) {
+  if (N)
+    copyConvert<<<blocksFor(N), Threads, 0, S>>>(Dst, DstT, Src, SrcT, N,
+                                                 Accumulate);
+}
+
+void launchScatterToChunks(void *Bucket, ElementType BucketT, const void *Grad,
+                           ElementType GradT, uint64_t RealN, uint64_t Shard,
+                           uint32_t World, uint64_t ChunkElems,
+                           uint64_t ChunkOffset, cudaStream_t S) {
+  if (Shard)
+    scatterToChunks<<<blocksFor(Shard * World), Threads, 0, S>>>(
+        Bucket, BucketT, Grad, GradT, RealN, Shard, World, ChunkElems,
+        ChunkOffset);
+}
+
+void launchAdamW(float *Master, float *M, float *V, const float *Grad,
+                 uint64_t N, const AdamW &A, cudaStream_t S) {
+  if (N)
+    adamw<<<blocksFor(N), Threads, 0, S>>>(Master, M, V, Grad, N, A);
+}
+
+void launchInitWeights(void *Params, ElementType T, float *Master,
+                       uint32_t Tensor, uint64_t ElemBase, uint64_t N,
+                       uint64_t RealN, cudaStream_t S) {
+  if (N)
+    initWeights<<<blocksFor(N), Threads, 0, S>>>(Params, T, Master, Tensor,
+                                                 ElemBase, N, RealN);
+}
+
+void launchTouch(void *Buffer, uint64_t Bytes, cudaStream_t S) {
+  uint64_t Words = Bytes / sizeof(uint4);
+  if (Words)
+    touch<<<blocksFor(Words), Threads, 0, S>>>(static_cast<uint4 *>(Buffer),
+                                               Words);
+}
+
+} // namespace dsrun

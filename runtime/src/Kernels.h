@@ -1,0 +1,48 @@
+//===- Kernels.h - The device work dsrun launches ---------------*- C++ -*-===//
+
+#ifndef DSRUN_KERNELS_H
+#define DSRUN_KERNELS_H
+
+#include "Synthetic.h"
+
+#include <cuda_runtime.h>
+
+namespace dsrun {
+
+/// Dst[i] (+)= the synthetic gradient of element ElemBase + i of Tensor,
+/// for i < N; zero from RealN on (padding).
+void launchFillGrad(void *Dst, ElementType T, uint64_t N, uint64_t RealN,
+                    uint32_t Rank, uint32_t Step, uint32_t Micro,
+                    uint32_t Tensor, uint64_t ElemBase, bool Accumulate,
+                    cudaStream_t S);
+
+/// Dst[i] (+)= Src[i], converting between element types.
+void launchCopyConvert(void *Dst, ElementType DstT, const void *Src,
+                       ElementType SrcT, uint64_t N, bool Accumulate,
+                       cudaStream_t S);
+
+/// Copies a gradient of RealN elements, padded to Shard x World, into the
+/// rank-major chunks of a stage-3 bucket: element i goes to chunk i/Shard
+/// at ChunkOffset + i%Shard.
+void launchScatterToChunks(void *Bucket, ElementType BucketT, const void *Grad,
+                           ElementType GradT, uint64_t RealN, uint64_t Shard,
+                           uint32_t World, uint64_t ChunkElems,
+                           uint64_t ChunkOffset, cudaStream_t S);
+
+/// One AdamW step over N elements of fp32 master, moments and gradient.
+void launchAdamW(float *Master, float *M, float *V, const float *Grad,
+                 uint64_t N, const AdamW &A, cudaStream_t S);
+
+/// The initial weights of elements [ElemBase, ElemBase + N) of Tensor:
+/// Params in type T and, when Master is given, the fp32 master copy.
+void launchInitWeights(void *Params, ElementType T, float *Master,
+                       uint32_t Tensor, uint64_t ElemBase, uint64_t N,
+                       uint64_t RealN, cudaStream_t S);
+
+/// Reads and writes Bytes of Buffer: the memory traffic of an op that
+/// computes no matrix product.
+void launchTouch(void *Buffer, uint64_t Bytes, cudaStream_t S);
+
+} // namespace dsrun
+
+#endif

@@ -1,0 +1,263 @@
+//===- Launch.cpp ---------------------------------------------------------===//
+
+#include "Launch.h"
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace dsrun {
+
+namespace {
+
+const char *env(const char *Name) {
+  const char *V = getenv(Name);
+  return V && *V ? V : nullptr;
+}
+
+bool toInt(const char *Text, int &Out) {
+  if (!Text)
+    return false;
+  char *End = nullptr;
+  long V = strtol(Text, &End, 10);
+  if (*End || V < 0 || V > (1 << 24))
+    return false;
+  Out = int(V);
+  return true;
+}
+
+bool sendAll(int Fd, const void *Data, size_t Size) {
+  const char *P = static_cast<const char *>(Data);
+  while (Size) {
+    ssize_t N = send(Fd, P, Size, MSG_NOSIGNAL);
+    if (N <= 0)
+      return false;
+    P += N;
+    Size -= size_t(N);
+  }
+  return true;
+}
+
+bool receiveAll(int Fd, void *Data, size_t Size, int TimeoutMs) {
+  char *P = static_cast<char *>(Data);
+  while (Size) {
+    pollfd Poll{Fd, POLLIN, 0};
+    if (poll(&Poll, 1, TimeoutMs) <= 0)
+      return false;
+    ssize_t N = recv(Fd, P, Size, 0);
+    if (N <= 0)
+      return false;
+    P += N;
+    Size -= size_t(N);
+  }
+  return true;
+}
+
+} // namespace
+
+std::optional<ProcessInfo> processFromEnvironment(std::string &Error) {
+  ProcessInfo I;
+  const char *Rank = nullptr, *Size = nullptr, *Local = nullptr;
+  if (env("RANK") && env("WORLD_SIZE")) {
+    Rank = env("RANK");
+    Size = env("WORLD_SIZE");
+    Local = env("LOCAL_RANK");
+    I.Launcher = env("DSRUN_CHILD") ? "dsrun" : "torchrun";
+  } else if (env("OMPI_COMM_WORLD_RANK")) {
+    Rank = env("OMPI_COMM_WORLD_RANK");
+    Size = env("OMPI_COMM_WORLD_SIZE");
+    Local = env("OMPI_COMM_WORLD_LOCAL_RANK");
+    I.Launcher = "mpi";
+  } else if (env("SLURM_PROCID") && env("SLURM_NTASKS")) {
+    Rank = env("SLURM_PROCID");
+    Size = env("SLURM_NTASKS");
+    Local = env("SLURM_LOCALID");
+    I.Launcher = "slurm";
+  } else {
+    I.Launcher = "single";
+    return I;
+  }
+  if (!toInt(Rank, I.Rank) || !toInt(Size, I.WorldSize) ||
+      I.WorldSize == 0 || I.Rank >= I.WorldSize) {
+    Error = "the " + I.Launcher + " environment gives no valid rank and "
+            "world size";
+    return std::nullopt;
+  }
+  if (Local && !toInt(Local, I.LocalRank)) {
+    Error = "the " + I.Launcher + " environment's local rank is not a number";
+    return std::nullopt;
+  }
+  if (!Local)
+    I.LocalRank = I.Rank;
+  if (I.WorldSize > 1) {
+    if (!env("MASTER_ADDR") || !env("MASTER_PORT")) {
+      Error = "a job of " + std::to_string(I.WorldSize) +
+              " ranks started by " + I.Launcher +
+              " needs MASTER_ADDR and MASTER_PORT for the NCCL rendezvous";
+      return std::nullopt;
+    }
+    I.MasterAddr = env("MASTER_ADDR");
+    if (!toInt(env("MASTER_PORT"), I.MasterPort) || I.MasterPort > 65535) {
+      Error = "MASTER_PORT is not a port number";
+      return std::nullopt;
+    }
+  }
+  return I;
+}
+
+int launchLocal(int N, const std::vector<std::string> &Argv, int Port,
+                int GraceSeconds) {
+  std::vector<pid_t> Children;
+  for (int R = 0; R < N; ++R) {
+    pid_t Pid = fork();
+    if (Pid < 0) {
+      perror("dsrun: fork");
+      return 1;
+    }
+    if (Pid == 0) {
+      setenv("RANK", std::to_string(R).c_str(), 1);
+      setenv("LOCAL_RANK", std::to_string(R).c_str(), 1);
+      setenv("WORLD_SIZE", std::to_string(N).c_str(), 1);
+      setenv("MASTER_ADDR", "127.0.0.1", 1);
+      setenv("MASTER_PORT", std::to_string(Port).c_str(), 1);
+      setenv("DSRUN_CHILD", "1", 1);
+      std::vector<char *> Args;
+      for (const std::string &A : Argv)
+        Args.push_back(const_cast<char *>(A.c_str()));
+      Args.push_back(nullptr);
+      execv("/proc/self/exe", Args.data());
+      perror("dsrun: exec");
+      _exit(127);
+    }
+    Children.push_back(Pid);
+  }
+  int Status = 0;
+  size_t Running = Children.size();
+  auto Deadline = std::chrono::steady_clock::time_point::max();
+  while (Running) {
+    int S = 0;
+    pid_t Pid = waitpid(-1, &S, Deadline ==
+                                        std::chrono::steady_clock::time_point::max()
+                                    ? 0
+                                    : WNOHANG);
+    if (Pid > 0) {
+      --Running;
+      int Code = WIFEXITED(S) ? WEXITSTATUS(S) : 128 + WTERMSIG(S);
+      for (size_t R = 0; R < Children.size(); ++R)
+        if (Children[R] == Pid) {
+          Children[R] = 0;
+          if (Code && !Status) {
+            Status = Code;
+            fprintf(stderr,
+                    "dsrun: rank %zu exited with status %d; stopping the "
+                    "other ranks\n",
+                    R, Code);
+            for (pid_t Other : Children)
+              if (Other > 0)
+                kill(Other, SIGTERM);
+            Deadline = std::chrono::steady_clock::now() +
+                       std::chrono::seconds(GraceSeconds);
+          }
+        }
+      continue;
+    }
+    if (std::chrono::steady_clock::now() > Deadline) {
+      for (pid_t Other : Children)
+        if (Other > 0)
+          kill(Other, SIGKILL);
+      Deadline = std::chrono::steady_clock::time_point::max();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return Status;
+}
+
+bool exchangeBlob(const ProcessInfo &Info, std::string &Blob,
+                  int TimeoutSeconds, std::string &Error) {
+  if (Info.WorldSize == 1)
+    return true;
+  auto Deadline = std::chrono::steady_clock::now() +
+                  std::chrono::seconds(TimeoutSeconds);
+  addrinfo Hints{}, *Address = nullptr;
+  Hints.ai_family = AF_INET;
+  Hints.ai_socktype = SOCK_STREAM;
+  if (getaddrinfo(Info.MasterAddr.c_str(),
+                  std::to_string(Info.MasterPort).c_str(), &Hints,
+                  &Address) != 0) {
+    Error = "cannot resolve MASTER_ADDR " + Info.MasterAddr;
+    return false;
+  }
+  bool OK = false;
+  if (Info.Rank == 0) {
+    int Listen = socket(AF_INET, SOCK_STREAM, 0);
+    int One = 1;
+    setsockopt(Listen, SOL_SOCKET, SO_REUSEADDR, &One, sizeof(One));
+    sockaddr_in Any{};
+    Any.sin_family = AF_INET;
+    Any.sin_port = htons(uint16_t(Info.MasterPort));
+    Any.sin_addr.s_addr = htonl(INADDR_ANY);
+    if (bind(Listen, reinterpret_cast<sockaddr *>(&Any), sizeof(Any)) != 0 ||
+        listen(Listen, 128) != 0) {
+      Error = "rank 0 cannot listen on port " +
+              std::to_string(Info.MasterPort) + ": " + strerror(errno);
+    } else {
+      int Served = 0;
+      while (Served < Info.WorldSize - 1) {
+        int Left = int(std::chrono::duration_cast<std::chrono::milliseconds>(
+                           Deadline - std::chrono::steady_clock::now())
+                           .count());
+        pollfd Poll{Listen, POLLIN, 0};
+        if (Left <= 0 || poll(&Poll, 1, Left) <= 0)
+          break;
+        int Peer = accept(Listen, nullptr, nullptr);
+        if (Peer < 0)
+          continue;
+        uint32_t Size = htonl(uint32_t(Blob.size()));
+        if (sendAll(Peer, &Size, 4) && sendAll(Peer, Blob.data(), Blob.size()))
+          ++Served;
+        close(Peer);
+      }
+      OK = Served == Info.WorldSize - 1;
+      if (!OK)
+        Error = "rank 0 heard from " + std::to_string(Served) + " of " +
+                std::to_string(Info.WorldSize - 1) + " ranks within " +
+                std::to_string(TimeoutSeconds) + " s";
+    }
+    close(Listen);
+  } else {
+    while (!OK && std::chrono::steady_clock::now() < Deadline) {
+      int Fd = socket(AF_INET, SOCK_STREAM, 0);
+      if (connect(Fd, Address->ai_addr, Address->ai_addrlen) == 0) {
+        uint32_t Size = 0;
+        int Left = int(std::chrono::duration_cast<std::chrono::milliseconds>(
+                           Deadline - std::chrono::steady_clock::now())
+                           .count());
+        if (receiveAll(Fd, &Size, 4, Left)) {
+          Blob.resize(ntohl(Size));
+          OK = receiveAll(Fd, Blob.data(), Blob.size(), Left);
+        }
+      }
+      close(Fd);
+      if (!OK)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (!OK)
+      Error = "rank " + std::to_string(Info.Rank) + " could not reach rank 0 "
+              "at " + Info.MasterAddr + ":" + std::to_string(Info.MasterPort) +
+              " within " + std::to_string(TimeoutSeconds) + " s";
+  }
+  freeaddrinfo(Address);
+  return OK;
+}
+
+} // namespace dsrun

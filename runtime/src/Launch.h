@@ -1,0 +1,48 @@
+//===- Launch.h - Processes, ranks and the NCCL rendezvous -------*- C++ -*-===//
+//
+// dsrun runs one process per GPU. Started with -n N it forks N children on
+// this node itself; started by another launcher it joins that job:
+//   torchrun-style  RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT
+//   Slurm (srun)    SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID
+//   Open MPI        OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE,
+//                   OMPI_COMM_WORLD_LOCAL_RANK
+// Slurm and MPI jobs still need MASTER_ADDR and MASTER_PORT for the
+// rendezvous: rank 0 listens there and hands the NCCL unique id to every
+// other rank over TCP.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSRUN_LAUNCH_H
+#define DSRUN_LAUNCH_H
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dsrun {
+
+struct ProcessInfo {
+  int Rank = 0, WorldSize = 1, LocalRank = 0;
+  std::string MasterAddr = "127.0.0.1";
+  int MasterPort = 29500;
+  std::string Launcher; ///< "dsrun", "torchrun", "slurm", "mpi", "single".
+};
+
+/// The rank of this process from the launcher's environment; a single
+/// process when there is none. Error says what is missing.
+std::optional<ProcessInfo> processFromEnvironment(std::string &Error);
+
+/// Starts N copies of this program (argv, without -n) on this node with
+/// the environment of a torchrun-style job, waits for them, and when one
+/// fails stops the others within GraceSeconds. Returns the exit status.
+int launchLocal(int N, const std::vector<std::string> &Argv, int Port,
+                int GraceSeconds);
+
+/// Rank 0 sends Blob to every other rank; the others receive it.
+/// Gives up after TimeoutSeconds with Error set.
+bool exchangeBlob(const ProcessInfo &Info, std::string &Blob,
+                  int TimeoutSeconds, std::string &Error);
+
+} // namespace dsrun
+
+#endif

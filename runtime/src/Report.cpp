@@ -1,0 +1,127 @@
+//===- Report.cpp - What a step measured, beside what the plan said -------===//
+
+#include "Executor.h"
+
+#include <cstdio>
+#include <string>
+
+namespace plan = dsc::plan;
+
+namespace dsrun {
+
+namespace {
+
+double mib(uint64_t Bytes) { return double(Bytes) / (1 << 20); }
+
+/// nccl-tests' bus bandwidth factor for a collective over N ranks.
+double busFactor(const std::string &Kind, unsigned N) {
+  if (N <= 1)
+    return 1;
+  return Kind == "all-reduce" ? 2.0 * (N - 1) / N : double(N - 1) / N;
+}
+
+FILE *openLog(const std::string &Path, int Rank) {
+  if (Path.empty())
+    return nullptr;
+  std::string Name = Path;
+  size_t At = Name.find("%r");
+  if (At != std::string::npos)
+    Name.replace(At, 2, std::to_string(Rank));
+  else if (Rank != 0)
+    return nullptr;
+  return fopen(Name.c_str(), "a");
+}
+
+} // namespace
+
+void Executor::report(uint32_t Step, const StepTiming &T) {
+  unsigned N = P.Settings.WorldSize;
+  std::string Collectives, Json;
+  for (auto &[Kind, Measure] : T.Collectives) {
+    double Seconds = Measure.second / 1e3;
+    double Bus = Seconds > 0 ? Measure.first * busFactor(Kind, N) / Seconds
+                             : 0;
+    char Line[160];
+    snprintf(Line, sizeof(Line), ", %s %.1f MiB in %.2f ms (bus %.1f GB/s)",
+             Kind.c_str(), mib(uint64_t(Measure.first)), Measure.second,
+             Bus / 1e9);
+    Collectives += Line;
+    snprintf(Line, sizeof(Line),
+             ",\"%s\":{\"bytes\":%.0f,\"ms\":%.3f,\"bus_gbps\":%.2f}",
+             Kind.c_str(), Measure.first, Measure.second, Bus / 1e9);
+    Json += Line;
+  }
+  double Exposed = T.StepMs > T.ComputeMs ? T.StepMs - T.ComputeMs : 0;
+  if (Process.Rank == 0)
+    fprintf(stderr,
+            "dsrun: step %u: %.2f ms (compute %.2f ms, waiting %.2f ms)%s%s\n",
+            Step, T.StepMs, T.ComputeMs, Exposed, Collectives.c_str(),
+            T.CopyInBytes + T.CopyOutBytes > 0
+                ? (", copies in " + std::to_string(int(T.CopyInBytes / 1e6)) +
+                   " MB, out " + std::to_string(int(T.CopyOutBytes / 1e6)) +
+                   " MB, host " + std::to_string(int(T.HostMs)) + " ms")
+                      .c_str()
+                : "");
+  if (FILE *Log = openLog(Options.JsonLog, Process.Rank)) {
+    fprintf(Log,
+            "{\"rank\":%d,\"step\":%u,\"step_ms\":%.3f,\"compute_ms\":%.3f,"
+            "\"exposed_ms\":%.3f,\"copy_in_bytes\":%.0f,\"copy_in_ms\":%.3f,"
+            "\"copy_out_bytes\":%.0f,\"copy_out_ms\":%.3f,\"host_ms\":%.3f,"
+            "\"collectives\":{%s}}\n",
+            Process.Rank, Step, T.StepMs, T.ComputeMs, Exposed, T.CopyInBytes,
+            T.CopyInMs, T.CopyOutBytes, T.CopyOutMs, T.HostMs,
+            Json.empty() ? "" : Json.c_str() + 1);
+    fclose(Log);
+  }
+}
+
+void Executor::reportSummary() {
+  const plan::RankEstimate &R = P.Estimates.Ranks[L.Class];
+  uint64_t Context = Memory.Context - Memory.BeforeContext;
+  uint64_t Cublas = Memory.Cublas - Memory.Context;
+  uint64_t Nccl = Memory.Nccl - Memory.Cublas;
+  uint64_t Arena = Memory.Arena - Memory.Nccl;
+  uint64_t Measured = Memory.Peak - Memory.BeforeContext;
+  double Error = R.DevicePeakBytes
+                     ? 100.0 * (double(Measured) - double(R.DevicePeakBytes)) /
+                           double(R.DevicePeakBytes)
+                     : 0;
+  uint64_t Planned[3] = {0, 0, 0};
+  for (const plan::FixedCost &F : P.Estimates.Fixed)
+    Planned[F.Name == "cuda_context" ? 0 : F.Name == "cublas_workspace" ? 1
+                                                                      : 2] +=
+        F.Bytes;
+  fprintf(stderr,
+          "dsrun: rank %d device memory: measured %.1f MiB, planned %.1f MiB "
+          "(%+.2f%%): context %.1f (planned %.1f), cuBLAS %.1f (%.1f), NCCL "
+          "%.1f (%.1f), arena %.1f (%.1f)\n",
+          Process.Rank, mib(Measured), mib(R.DevicePeakBytes), Error,
+          mib(Context), mib(Planned[0]), mib(Cublas), mib(Planned[1]),
+          mib(Nccl), mib(Planned[2]), mib(Arena), mib(R.DeviceArenaBytes));
+  if (FILE *Log = openLog(Options.JsonLog, Process.Rank)) {
+    fprintf(Log,
+            "{\"rank\":%d,\"memory\":{\"measured_bytes\":%llu,"
+            "\"planned_bytes\":%llu,\"error_percent\":%.3f,\"context\":%llu,"
+            "\"cublas\":%llu,\"nccl\":%llu,\"arena\":%llu,"
+            "\"planned_arena\":%llu}}\n",
+            Process.Rank, (unsigned long long)Measured,
+            (unsigned long long)R.DevicePeakBytes, Error,
+            (unsigned long long)Context, (unsigned long long)Cublas,
+            (unsigned long long)Nccl, (unsigned long long)Arena,
+            (unsigned long long)R.DeviceArenaBytes);
+    fclose(Log);
+  }
+  if (!Options.CalibrationOut.empty() && Process.Rank == 0) {
+    if (FILE *F = fopen(Options.CalibrationOut.c_str(), "w")) {
+      fprintf(F,
+              "# Measured by dsrun on %d rank(s): device memory outside the "
+              "plan's arena.\ncuda_context_bytes: %llu\n"
+              "cublas_workspace_bytes: %llu\nnccl_bytes: %llu\n",
+              Process.WorldSize, (unsigned long long)Context,
+              (unsigned long long)Cublas, (unsigned long long)Nccl);
+      fclose(F);
+    }
+  }
+}
+
+} // namespace dsrun

@@ -1,0 +1,505 @@
+//===- Steps.cpp - What each instruction does -----------------------------===//
+//
+// The conventions of where tensors sit are Layout.h's. With synthetic
+// compute, forward and backward run GEMMs of the op's real shapes on
+// scratch (timing), and backward writes each completed gradient as the
+// known function Synthetic.h defines, where DeepSpeed would put it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Executor.h"
+
+#include "HostMath.h"
+#include "Kernels.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace plan = dsc::plan;
+
+namespace dsrun {
+
+[[noreturn]] void fatalError(const std::string &Message);
+
+#define CHECK_CUDA(Call)                                                       \
+  do {                                                                         \
+    cudaError_t E_ = (Call);                                                   \
+    if (E_ != cudaSuccess)                                                     \
+      fatalError(std::string(#Call) + " failed: " + cudaGetErrorString(E_) +   \
+                 " (" + where() + ")");                                        \
+  } while (0)
+#define CHECK_NCCL(Call)                                                       \
+  do {                                                                         \
+    ncclResult_t E_ = (Call);                                                  \
+    if (E_ != ncclSuccess)                                                     \
+      fatalError(std::string(#Call) + " failed: " + ncclGetErrorString(E_) +   \
+                 " (" + where() + ")");                                        \
+  } while (0)
+
+namespace {
+
+cudaDataType_t cudaType(ElementType T) {
+  return T == ElementType::F32   ? CUDA_R_32F
+         : T == ElementType::F16 ? CUDA_R_16F
+                                 : CUDA_R_16BF;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Compute.
+//===----------------------------------------------------------------------===//
+
+void Executor::gemms(const plan::Op &Op, bool Backward) {
+  BufferView Work = L.buffer("workspace");
+  if (!Work || Op.Gemms.empty())
+    return;
+  unsigned PB = elementBytes(L.Param);
+  uint64_t Capacity = Work.Bytes / PB, Readable = ArenaBytes / PB;
+  float One = 1, Zero = 0;
+  auto Run = [&](uint64_t Batch, uint64_t M, uint64_t N, uint64_t K) {
+    // Inputs are read from the arena's start, the output goes to the
+    // workspace; shapes that do not fit are cut down (timing only).
+    while (Batch > 1 && Batch * M * N > Capacity)
+      Batch = (Batch + 1) / 2;
+    while (M > 1 && (M * N > Capacity || M * K > Readable))
+      M = (M + 1) / 2;
+    while (N > 1 && (M * N > Capacity || K * N > Readable))
+      N = (N + 1) / 2;
+    while (K > 1 && (M * K > Readable || K * N > Readable))
+      K = (K + 1) / 2;
+    if (!M || !N || !K || M * N > Capacity)
+      return;
+    cudaDataType_t T = cudaType(L.Param);
+    cublasStatus_t S = cublasGemmStridedBatchedEx(
+        Cublas, CUBLAS_OP_N, CUBLAS_OP_N, int(M), int(N), int(K), &One,
+        DeviceArena, T, int(M), 0, DeviceArena, T, int(K), 0, &Zero,
+        at(Work), T, int(M), int64_t(M * N), int(Batch), CUBLAS_COMPUTE_32F,
+        CUBLAS_GEMM_DEFAULT);
+    if (S != CUBLAS_STATUS_SUCCESS)
+      fatalError("cublasGemmStridedBatchedEx failed with status " +
+                 std::to_string(int(S)) + " (" + where() + ")");
+  };
+  for (const plan::Gemm &G : Op.Gemms) {
+    if (!Backward) {
+      Run(G.Batch, G.M, G.N, G.K);
+    } else {
+      Run(G.Batch, G.M, G.K, G.N); // Input gradient.
+      Run(G.Batch, G.K, G.N, G.M); // Weight gradient.
+    }
+  }
+}
+
+void Executor::compute(const plan::Instruction &In, bool Backward,
+                       uint32_t Step) {
+  const plan::Op &Op = P.Ops[In.Arg];
+  cudaStream_t S = stream(plan::Stream::Compute);
+  gemms(Op, Backward);
+  BufferView Work = L.buffer("workspace");
+  if (Op.Gemms.empty() && Work)
+    launchTouch(at(Work), std::min(Work.Bytes, Op.TransientBytes), S);
+  if (!Backward) {
+    BufferView Saved = L.buffer("act." + std::to_string(In.Arg));
+    if (Saved)
+      CHECK_CUDA(cudaMemsetAsync(at(Saved), 0, Saved.Bytes, S));
+  }
+  (void)Step;
+}
+
+//===----------------------------------------------------------------------===//
+// Gradients and their reduction.
+//===----------------------------------------------------------------------===//
+
+void Executor::gradients(uint32_t Op, uint32_t Micro, uint32_t Step,
+                         cudaStream_t S) {
+  for (uint32_t T : P.Ops[Op].Params)
+    if (P.Tensors[T].FirstUse == Op &&
+        P.Tensors[T].Role == plan::TensorRole::Trainable)
+      gradientOf(T, Micro, Step, S);
+}
+
+void Executor::gradientOf(uint32_t T, uint32_t Micro, uint32_t Step,
+                          cudaStream_t S) {
+  const plan::Tensor &X = P.Tensors[T];
+  unsigned PB = elementBytes(L.Param);
+  uint32_t Rank = Process.Rank;
+  if (L.Stage < 2) {
+    launchFillGrad(device("grads16") + X.FlatOffset * PB, L.Param, X.Elems,
+                   X.Elems, Rank, Step, Micro, T, 0, Micro > 0, S);
+    return;
+  }
+  // Stage 2/3: autograd's gradient, then the hook copies it to the bucket.
+  uint32_t B = BucketOfTensor[T], Seg = SegmentOfTensor[T];
+  const plan::Bucket &Bucket = P.Buckets[B];
+  char *Transient = device("grad_transient");
+  uint64_t Padded = L.Stage == 3 ? X.ShardElems * L.World : X.Elems;
+  launchFillGrad(Transient, L.Param, Padded, X.Elems, Rank, Step, Micro, T, 0,
+                 false, S);
+  if (Bucket.BufferIndex == plan::NoIndex)
+    return; // Reduced in place, from where autograd left it.
+  char *Ipg = device("ipg." + std::to_string(Bucket.BufferIndex));
+  const BucketLayout &BL = L.Buckets[B];
+  if (L.Stage == 2)
+    launchCopyConvert(Ipg + (X.FlatOffset - BL.FlatBegin) * PB, L.Param,
+                      Transient, L.Param, X.Elems, false, S);
+  else
+    launchScatterToChunks(Ipg, L.Comm, Transient, L.Param, X.Elems,
+                          X.ShardElems, L.World, BL.ChunkElems,
+                          BL.ChunkOffset[Seg], S);
+}
+
+void Executor::reduce(uint32_t B, uint32_t Micro, uint32_t Step,
+                      cudaStream_t S) {
+  const plan::Bucket &Bucket = P.Buckets[B];
+  const BucketLayout &BL = L.Buckets[B];
+  unsigned PB = elementBytes(L.Param);
+  bool Offloaded = P.Settings.OptimizerOffload != plan::OffloadDevice::None;
+  // Parameters no op uses get their gradient only now.
+  for (const plan::Segment &Seg : Bucket.Segments)
+    if (P.Tensors[Seg.Tensor].FirstUse == plan::NoIndex)
+      gradientOf(Seg.Tensor, Micro, Step, S);
+
+  if (L.Stage < 2) {
+    char *Flat = device("grads16") + BL.FlatBegin * PB;
+    CHECK_NCCL(ncclAllReduce(Flat, Flat, BL.FlatEnd - BL.FlatBegin,
+                             ncclType(L.Param), ncclSum, Comm, S));
+    return;
+  }
+  char *Source = Bucket.BufferIndex == plan::NoIndex
+                     ? device("grad_transient")
+                     : device("ipg." + std::to_string(Bucket.BufferIndex));
+  if (L.Stage == 2) {
+    // DeepSpeed's average_tensor: each partition's piece reduced to its
+    // owner; in place, since the root may receive where it sends from.
+    uint64_t Origin = Bucket.BufferIndex == plan::NoIndex
+                          ? P.Tensors[Bucket.Segments[0].Tensor].FlatOffset
+                          : BL.FlatBegin;
+    uint64_t Part = P.Layout.PartitionElems;
+    CHECK_NCCL(ncclGroupStart());
+    for (uint32_t Q = 0; Q < L.World; ++Q) {
+      uint64_t Lo = std::max(BL.FlatBegin, Q * Part);
+      uint64_t Hi = std::min(BL.FlatEnd, (Q + 1) * Part);
+      if (Lo >= Hi)
+        continue;
+      char *Piece = Source + (Lo - Origin) * PB;
+      CHECK_NCCL(ncclReduce(Piece, Piece, Hi - Lo, ncclType(L.Param), ncclSum,
+                            int(Q), Comm, S));
+    }
+    CHECK_NCCL(ncclGroupEnd());
+    if (Offloaded)
+      return; // The copy to the host follows as a transfer.
+    uint64_t Lo = std::max(BL.FlatBegin, L.PartitionBegin);
+    uint64_t Hi = std::min(BL.FlatEnd, L.PartitionEnd);
+    for (const plan::Segment &Seg : Bucket.Segments) {
+      const plan::Tensor &X = P.Tensors[Seg.Tensor];
+      uint64_t A = std::max(Lo, X.FlatOffset);
+      uint64_t Z = std::min(Hi, X.FlatOffset + X.Elems);
+      if (A >= Z)
+        continue;
+      launchCopyConvert(device("grads16_partition") +
+                            (L.gradPartitionOffset(Seg.Tensor) + A -
+                             X.FlatOffset) *
+                                PB,
+                        L.Param, Source + (A - Origin) * PB, L.Param, Z - A,
+                        Micro > 0, S);
+    }
+    return;
+  }
+  // Stage 3: reduce-scatter the rank-major chunks in place.
+  bool InPlace = Bucket.BufferIndex == plan::NoIndex;
+  uint64_t Chunk =
+      InPlace ? P.Tensors[Bucket.Segments[0].Tensor].ShardElems : BL.ChunkElems;
+  unsigned CB = elementBytes(L.Comm), GB = elementBytes(L.GradAccum);
+  ElementType SourceType = InPlace ? L.Param : L.Comm;
+  CHECK_NCCL(ncclReduceScatter(Source,
+                               Source + uint64_t(Process.Rank) * Chunk *
+                                            elementBytes(SourceType),
+                               Chunk, ncclType(SourceType), ncclSum, Comm, S));
+  if (Offloaded)
+    return;
+  char *Mine = Source + uint64_t(Process.Rank) * Chunk * elementBytes(SourceType);
+  for (size_t K = 0; K < Bucket.Segments.size(); ++K) {
+    uint32_t T = Bucket.Segments[K].Tensor;
+    uint64_t Offset = InPlace ? 0 : BL.ChunkOffset[K];
+    launchCopyConvert(device("grads_partition") + L.orderOffset(T) * GB,
+                      L.GradAccum, Mine + Offset * elementBytes(SourceType),
+                      SourceType, P.Tensors[T].ShardElems, Micro > 0, S);
+  }
+  (void)CB;
+}
+
+//===----------------------------------------------------------------------===//
+// Parameters.
+//===----------------------------------------------------------------------===//
+
+void Executor::gather(uint32_t U, cudaStream_t S) {
+  unsigned PB = elementBytes(L.Param);
+  char *Unit = device("unit." + std::to_string(U));
+  bool FromHost = P.Settings.ParamOffload != plan::OffloadDevice::None;
+  CHECK_NCCL(ncclGroupStart());
+  for (uint32_t T : P.FetchUnits[U].Tensors) {
+    uint64_t Shard = P.Tensors[T].ShardElems;
+    char *Whole = Unit + L.unitOffset(U, T) * PB;
+    // With parameters on the host, the shard was copied into this rank's
+    // slot of the unit just before.
+    char *Mine = FromHost ? Whole + uint64_t(Process.Rank) * Shard * PB
+                          : device("params16") + L.shardOffset(T) * PB;
+    CHECK_NCCL(ncclAllGather(Mine, Whole, Shard, ncclType(L.Param), Comm, S));
+  }
+  CHECK_NCCL(ncclGroupEnd());
+}
+
+void Executor::gatherParams(cudaStream_t S) {
+  unsigned PB = elementBytes(L.Param);
+  if (L.Stage < 3) {
+    uint64_t Part = P.Layout.PartitionElems;
+    char *Params = device("params16");
+    CHECK_NCCL(ncclAllGather(Params + uint64_t(Process.Rank) * Part * PB,
+                             Params, Part, ncclType(L.Param), Comm, S));
+    return;
+  }
+  CHECK_NCCL(ncclGroupStart());
+  for (uint32_t T : P.Layout.Order) {
+    const plan::Tensor &X = P.Tensors[T];
+    if (!X.Persistent)
+      continue;
+    char *Whole = device("persistent_params") + L.persistentOffset(T) * PB;
+    CHECK_NCCL(ncclAllGather(Whole + uint64_t(Process.Rank) * X.ShardElems * PB,
+                             Whole, X.ShardElems, ncclType(L.Param), Comm, S));
+  }
+  CHECK_NCCL(ncclGroupEnd());
+}
+
+void Executor::optimizerStep(uint32_t G, uint32_t Step, cudaStream_t S,
+                             bool OnHost) {
+  std::string Error;
+  AdamW A = adamwFor(P.Settings, Step, Error);
+  if (!Error.empty())
+    fatalError(Error);
+  auto [Lo, Hi] = L.SubGroupRange[G];
+  uint64_t N = Hi - Lo;
+  unsigned PB = elementBytes(L.Param), GB = elementBytes(L.GradAccum);
+  uint64_t Owned = L.Stage == 0 ? P.Layout.FlatElems : P.Layout.PartitionElems;
+  uint32_t Rank = Process.Rank;
+
+  if (OnHost) {
+    onHost(S, CurrentInstruction, [=] {
+      float *Master = reinterpret_cast<float *>(host("master_params"));
+      float *States = reinterpret_cast<float *>(host("optimizer_states"));
+      const char *Grads;
+      ElementType GradType;
+      if (L.Stage < 3) {
+        Grads = host("grads_fp32") + Lo * 4;
+        GradType = ElementType::F32;
+      } else {
+        Grads = host("grads_partition") + Lo * GB;
+        GradType = L.GradAccum;
+      }
+      hostAdamW(A, Grads, GradType, Master + Lo, States + Lo,
+                States + Owned + Lo, N, Options.HostThreads);
+      if (P.Settings.ParamOffload == plan::OffloadDevice::None)
+        return;
+      // Parameters live on the host: the update lands there directly.
+      for (const OwnedRange &O : L.Owned) {
+        if (O.PartitionOffset < Lo || O.PartitionOffset >= Hi)
+          continue;
+        char *Dst = host("params16") + L.shardOffset(O.Tensor) * PB;
+        for (uint64_t I = 0; I < O.End - O.Begin; ++I)
+          storeAs(Dst, I, L.Param, Master[O.PartitionOffset + I]);
+      }
+    });
+    (void)Rank;
+    return;
+  }
+
+  // On the device: gather this sub-group's gradients as fp32, update.
+  float *Grad = nullptr;
+  char *Params = device("params16");
+  if (L.Stage == 0) {
+    Grad = reinterpret_cast<float *>(device("grads_fp32"));
+    if (!Grad) // fp32 training: the gradients are fp32 already.
+      Grad = reinterpret_cast<float *>(device("grads16"));
+    else
+      launchCopyConvert(Grad, ElementType::F32, device("grads16"), L.Param,
+                        N, false, S);
+  } else if (L.Stage == 1) {
+    Grad = reinterpret_cast<float *>(device("grads_fp32"));
+    CHECK_CUDA(cudaMemsetAsync(Grad, 0, N * 4, S));
+    uint64_t Real = std::min(L.PartitionEnd, P.Layout.FlatElems);
+    if (Real > L.PartitionBegin)
+      launchCopyConvert(Grad, ElementType::F32,
+                        device("grads16") + L.PartitionBegin * PB, L.Param,
+                        Real - L.PartitionBegin, false, S);
+  } else if (L.Stage == 2) {
+    Grad = reinterpret_cast<float *>(device("grads_fp32"));
+    CHECK_CUDA(cudaMemsetAsync(Grad, 0, N * 4, S));
+    for (const OwnedRange &O : L.Owned)
+      launchCopyConvert(Grad + O.PartitionOffset, ElementType::F32,
+                        device("grads16_partition") +
+                            (L.gradPartitionOffset(O.Tensor) + O.Begin) * PB,
+                        L.Param, O.End - O.Begin, false, S);
+  } else {
+    Grad = reinterpret_cast<float *>(device("grads_fp32." + std::to_string(G)));
+    launchCopyConvert(Grad, ElementType::F32,
+                      device("grads_partition") + Lo * GB, L.GradAccum, N,
+                      false, S);
+  }
+  float *Master = reinterpret_cast<float *>(device("master_params"));
+  bool MasterIsParams = !Master;
+  if (MasterIsParams)
+    Master = reinterpret_cast<float *>(Params);
+  float *States = reinterpret_cast<float *>(device("optimizer_states"));
+  launchAdamW(Master + Lo, States + Lo, States + Owned + Lo, Grad, N, A, S);
+  if (MasterIsParams)
+    return;
+  if (L.Stage < 3) {
+    launchCopyConvert(Params + (L.PartitionBegin + Lo) * PB, L.Param,
+                      Master + Lo, ElementType::F32, N, false, S);
+    return;
+  }
+  for (const OwnedRange &O : L.Owned) {
+    if (O.PartitionOffset < Lo || O.PartitionOffset >= Hi)
+      continue;
+    const plan::Tensor &X = P.Tensors[O.Tensor];
+    char *Dst = X.Persistent
+                    ? device("persistent_params") +
+                          (L.persistentOffset(O.Tensor) +
+                           uint64_t(Rank) * X.ShardElems) *
+                              PB
+                    : Params + L.shardOffset(O.Tensor) * PB;
+    launchCopyConvert(Dst, L.Param, Master + O.PartitionOffset,
+                      ElementType::F32, O.End - O.Begin, false, S);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Transfers.
+//===----------------------------------------------------------------------===//
+
+void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
+  const plan::Transfer &X = P.Transfers[Index];
+  unsigned PB = elementBytes(L.Param), GB = elementBytes(L.GradAccum);
+  uint32_t Rank = Process.Rank;
+  uint32_t Slot = uint32_t(P.Program.size()) + CurrentInstruction;
+  switch (X.Point) {
+  case plan::TransferPoint::AfterReduce: {
+    const plan::Bucket &Bucket = P.Buckets[X.Owner];
+    const BucketLayout &BL = L.Buckets[X.Owner];
+    bool InPlace = Bucket.BufferIndex == plan::NoIndex;
+    char *Source = L.Stage < 2 ? device("grads16")
+                   : InPlace   ? device("grad_transient")
+                               : device("ipg." +
+                                        std::to_string(Bucket.BufferIndex));
+    if (L.Stage < 3) {
+      uint64_t Origin = L.Stage < 2 ? 0
+                        : InPlace   ? P.Tensors[Bucket.Segments[0].Tensor]
+                                        .FlatOffset
+                                    : BL.FlatBegin;
+      uint64_t Lo = std::max(BL.FlatBegin, L.PartitionBegin);
+      uint64_t Hi = std::min(BL.FlatEnd, L.PartitionEnd);
+      if (Lo >= Hi)
+        return;
+      CHECK_CUDA(cudaMemcpyAsync(GradStaging, Source + (Lo - Origin) * PB,
+                                 (Hi - Lo) * PB, cudaMemcpyDeviceToHost, S));
+      // Stage 1 reduces once, the sum of every micro step; stage 2 every
+      // micro step, accumulated here.
+      bool Accumulate = L.Stage == 2 && Micro > 0;
+      uint64_t Begin = L.PartitionBegin;
+      onHost(S, Slot, [=] {
+        char *Grads = host("grads_fp32") + (Lo - Begin) * 4;
+        for (uint64_t I = 0; I < Hi - Lo; ++I) {
+          float V = loadAs(GradStaging, I, L.Param);
+          if (Accumulate)
+            V += loadAs(Grads, I, ElementType::F32);
+          storeAs(Grads, I, ElementType::F32, V);
+        }
+      });
+      return;
+    }
+    uint64_t Chunk =
+        InPlace ? P.Tensors[Bucket.Segments[0].Tensor].ShardElems
+                : BL.ChunkElems;
+    ElementType SourceType = InPlace ? L.Param : L.Comm;
+    unsigned SB = elementBytes(SourceType);
+    CHECK_CUDA(cudaMemcpyAsync(GradStaging, Source + uint64_t(Rank) * Chunk * SB,
+                               Chunk * SB, cudaMemcpyDeviceToHost, S));
+    onHost(S, Slot, [=, &Bucket, &BL] {
+      for (size_t K = 0; K < Bucket.Segments.size(); ++K) {
+        uint32_t T = Bucket.Segments[K].Tensor;
+        uint64_t From = InPlace ? 0 : BL.ChunkOffset[K];
+        char *Grads = host("grads_partition") + L.orderOffset(T) * GB;
+        for (uint64_t I = 0; I < P.Tensors[T].ShardElems; ++I) {
+          float V = loadAs(GradStaging, From + I, SourceType);
+          if (Micro > 0)
+            V += loadAs(Grads, I, L.GradAccum);
+          storeAs(Grads, I, L.GradAccum, V);
+        }
+      }
+    });
+    return;
+  }
+  case plan::TransferPoint::AfterStep: {
+    if (X.Kind != plan::TransferKind::HostToDevice)
+      return;
+    auto [Lo, Hi] = L.SubGroupRange[X.Owner];
+    onHost(S, Slot, [=] {
+      const float *Master =
+          reinterpret_cast<const float *>(host("master_params"));
+      for (uint64_t I = Lo; I < Hi; ++I)
+        storeAs(ParamStaging, I - Lo, L.Param, Master[I]);
+    });
+    char *Params = device("params16");
+    if (L.Stage < 3) {
+      CHECK_CUDA(cudaMemcpyAsync(Params + (L.PartitionBegin + Lo) * PB,
+                                 ParamStaging, (Hi - Lo) * PB,
+                                 cudaMemcpyHostToDevice, S));
+      return;
+    }
+    for (const OwnedRange &O : L.Owned) {
+      if (O.PartitionOffset < Lo || O.PartitionOffset >= Hi)
+        continue;
+      const plan::Tensor &T = P.Tensors[O.Tensor];
+      char *Dst = T.Persistent
+                      ? device("persistent_params") +
+                            (L.persistentOffset(O.Tensor) +
+                             uint64_t(Rank) * T.ShardElems) *
+                                PB
+                      : Params + L.shardOffset(O.Tensor) * PB;
+      CHECK_CUDA(cudaMemcpyAsync(Dst,
+                                 ParamStaging + (O.PartitionOffset - Lo) * PB,
+                                 (O.End - O.Begin) * PB,
+                                 cudaMemcpyHostToDevice, S));
+    }
+    return;
+  }
+  case plan::TransferPoint::BeforeGather: {
+    char *Unit = device("unit." + std::to_string(X.Owner));
+    for (uint32_t T : P.FetchUnits[X.Owner].Tensors) {
+      uint64_t Shard = P.Tensors[T].ShardElems;
+      CHECK_CUDA(cudaMemcpyAsync(
+          Unit + (L.unitOffset(X.Owner, T) + uint64_t(Rank) * Shard) * PB,
+          host("params16") + L.shardOffset(T) * PB, Shard * PB,
+          cudaMemcpyHostToDevice, S));
+    }
+    return;
+  }
+  case plan::TransferPoint::CheckpointOut:
+  case plan::TransferPoint::CheckpointIn: {
+    BufferView Dev = L.buffer("ckpt." + std::to_string(X.Owner));
+    BufferView Host = L.buffer("ckpt_host." + std::to_string(X.Owner));
+    if (!Dev || !Host)
+      return;
+    bool Out = X.Point == plan::TransferPoint::CheckpointOut;
+    CHECK_CUDA(cudaMemcpyAsync(Out ? at(Host) : at(Dev), Out ? at(Dev) : at(Host),
+                               std::min(Dev.Bytes, Host.Bytes),
+                               Out ? cudaMemcpyDeviceToHost
+                                   : cudaMemcpyHostToDevice,
+                               S));
+    return;
+  }
+  case plan::TransferPoint::BeforeStep:
+    return; // NVMe reads: refused before running.
+  }
+}
+
+} // namespace dsrun

@@ -1,0 +1,174 @@
+//===- Synthetic.h - Values both the GPU and the host reference compute ---===//
+//
+// With --compute synthetic, every gradient is a known function of (rank,
+// step, micro step, tensor, element) and every weight starts as a known
+// function of (tensor, element), so that reductions, gathers and optimizer
+// updates can be checked exactly against a host reference. The functions
+// are compiled into both the kernels and the host code from this one
+// header; the update is written out operation by operation and compiled
+// without fused multiply-add on either side, so both round alike.
+//
+// Gradients are k/16 with |k| <= 4: their sums over ranks and micro steps
+// stay exact in bf16, fp16 and fp32.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSRUN_SYNTHETIC_H
+#define DSRUN_SYNTHETIC_H
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#ifdef __CUDACC__
+#define DSRUN_HD __host__ __device__ __forceinline__
+#else
+#define DSRUN_HD inline
+#endif
+
+namespace dsrun {
+
+DSRUN_HD uint64_t mix(uint64_t X) {
+  X += 0x9e3779b97f4a7c15ull;
+  X = (X ^ (X >> 30)) * 0xbf58476d1ce4e5b9ull;
+  X = (X ^ (X >> 27)) * 0x94d049bb133111ebull;
+  return X ^ (X >> 31);
+}
+
+DSRUN_HD float syntheticGrad(uint32_t Rank, uint32_t Step, uint32_t Micro,
+                             uint32_t Tensor, uint64_t Elem) {
+  uint64_t H = mix(mix((uint64_t(Rank) << 32) | Step) ^
+                   ((uint64_t(Micro) << 40) | Tensor));
+  H = mix(H ^ Elem);
+  return float(int(H % 9) - 4) * 0.0625f;
+}
+
+DSRUN_HD float initialWeight(uint32_t Tensor, uint64_t Elem) {
+  uint64_t H = mix((uint64_t(Tensor) << 40) ^ Elem ^ 0x5eedull);
+  return float(int(H % 1001) - 500) / 512.0f;
+}
+
+/// One AdamW step (DeepSpeed's FusedAdam in adam_w_mode): decoupled weight
+/// decay, bias correction as factors computed once per step.
+struct AdamW {
+  float Lr, Beta1, Beta2, Eps, WeightDecay;
+  float BiasCorrection1, BiasCorrection2; ///< 1 - beta^step.
+  float GradScale;                        ///< 1 / world size.
+};
+
+DSRUN_HD void adamwUpdate(const AdamW &A, float Grad, float &Param, float &M,
+                          float &V) {
+  float G = Grad * A.GradScale;
+  float OneMinusB1 = 1.0f - A.Beta1, OneMinusB2 = 1.0f - A.Beta2;
+  float GG = G * G;
+  float M1 = A.Beta1 * M;
+  float M2 = OneMinusB1 * G;
+  M = M1 + M2;
+  float V1 = A.Beta2 * V;
+  float V2 = OneMinusB2 * GG;
+  V = V1 + V2;
+  float MHat = M / A.BiasCorrection1;
+  float VHat = V / A.BiasCorrection2;
+  float Denominator = sqrtf(VHat) + A.Eps;
+  float Step = MHat / Denominator;
+  float Decay = A.WeightDecay * Param;
+  float Update = Step + Decay;
+  float Delta = A.Lr * Update;
+  Param = Param - Delta;
+}
+
+DSRUN_HD uint32_t floatBits(float F) {
+  uint32_t U;
+  memcpy(&U, &F, 4);
+  return U;
+}
+DSRUN_HD float bitsFloat(uint32_t U) {
+  float F;
+  memcpy(&F, &U, 4);
+  return F;
+}
+
+/// bf16, round to nearest even.
+DSRUN_HD uint16_t toBF16(float F) {
+  uint32_t U = floatBits(F);
+  if ((U & 0x7fffffffu) > 0x7f800000u)
+    return uint16_t((U >> 16) | 0x40); // Quiet NaN.
+  uint32_t Rounding = 0x7fffu + ((U >> 16) & 1u);
+  return uint16_t((U + Rounding) >> 16);
+}
+DSRUN_HD float fromBF16(uint16_t H) { return bitsFloat(uint32_t(H) << 16); }
+
+/// IEEE half, round to nearest even.
+DSRUN_HD uint16_t toFP16(float F) {
+  uint32_t U = floatBits(F);
+  uint32_t Sign = (U >> 16) & 0x8000u;
+  uint32_t Abs = U & 0x7fffffffu;
+  if (Abs > 0x7f800000u)
+    return uint16_t(Sign | 0x7e00u);
+  if (Abs >= 0x477ff000u) // Rounds to at least 65520: infinity.
+    return uint16_t(Sign | 0x7c00u);
+  if (Abs < 0x38800000u) { // Below the smallest normal half: subnormal.
+    if (Abs < 0x33000000u)
+      return uint16_t(Sign);
+    uint32_t Mantissa = (Abs & 0x7fffffu) | 0x800000u;
+    int Shift = 126 - int(Abs >> 23);
+    uint32_t Half = Mantissa >> Shift;
+    uint32_t Rest = Mantissa & ((1u << Shift) - 1);
+    uint32_t Midpoint = 1u << (Shift - 1);
+    if (Rest > Midpoint || (Rest == Midpoint && (Half & 1u)))
+      ++Half;
+    return uint16_t(Sign | Half);
+  }
+  uint32_t Biased = Abs - 0x38000000u; // Rebias the exponent 127 -> 15.
+  uint32_t Half = Biased >> 13;
+  uint32_t Rest = Biased & 0x1fffu;
+  if (Rest > 0x1000u || (Rest == 0x1000u && (Half & 1u)))
+    ++Half;
+  return uint16_t(Sign | Half);
+}
+DSRUN_HD float fromFP16(uint16_t H) {
+  uint32_t Sign = uint32_t(H & 0x8000u) << 16;
+  uint32_t Exponent = (H >> 10) & 0x1fu, Mantissa = H & 0x3ffu;
+  if (Exponent == 0) {
+    if (Mantissa == 0)
+      return bitsFloat(Sign);
+    float V = float(Mantissa) * (1.0f / 16777216.0f); // 2^-24
+    return Sign ? -V : V;
+  }
+  if (Exponent == 31)
+    return bitsFloat(Sign | 0x7f800000u | (Mantissa << 13));
+  return bitsFloat(Sign | ((Exponent + 112) << 23) | (Mantissa << 13));
+}
+
+/// Element types as the plan names them (plan::DType order).
+enum class ElementType : uint8_t { F32 = 0, F16 = 1, BF16 = 2 };
+
+DSRUN_HD float loadAs(const void *Base, uint64_t I, ElementType T) {
+  switch (T) {
+  case ElementType::F32:
+    return static_cast<const float *>(Base)[I];
+  case ElementType::F16:
+    return fromFP16(static_cast<const uint16_t *>(Base)[I]);
+  default:
+    return fromBF16(static_cast<const uint16_t *>(Base)[I]);
+  }
+}
+DSRUN_HD void storeAs(void *Base, uint64_t I, ElementType T, float V) {
+  switch (T) {
+  case ElementType::F32:
+    static_cast<float *>(Base)[I] = V;
+    break;
+  case ElementType::F16:
+    static_cast<uint16_t *>(Base)[I] = toFP16(V);
+    break;
+  default:
+    static_cast<uint16_t *>(Base)[I] = toBF16(V);
+  }
+}
+DSRUN_HD unsigned elementBytes(ElementType T) {
+  return T == ElementType::F32 ? 4 : 2;
+}
+
+} // namespace dsrun
+
+#endif

@@ -1,0 +1,198 @@
+//===- Verify.cpp - dsrun --verify: every element against the reference ---===//
+//
+// After the steps, this rank's fp32 master weights and moments, its 16-bit
+// parameters (all of them at stage 0-2, which checks the all-gather after
+// the step; its shards and the persistent parameters at stage 3) and every
+// stage-3 unit gathered once more must equal, bit for bit, what
+// expectedState computes on the host. The first difference fails the run
+// and names the tensor, the element and both values.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Executor.h"
+
+#include "HostMath.h"
+
+#include <cstring>
+#include <thread>
+#include <vector>
+
+namespace plan = dsc::plan;
+
+namespace dsrun {
+
+namespace {
+
+struct Mismatch {
+  bool Found = false;
+  std::string What;
+  uint32_t Tensor = 0;
+  uint64_t Elem = 0;
+  float Expected = 0, Got = 0;
+};
+
+/// Runs Check(I) for I in [0, N) on Threads threads; the first mismatch by
+/// index wins.
+template <typename F>
+Mismatch parallelCheck(uint64_t N, unsigned Threads, F Check) {
+  Threads = std::max(1u, std::min<unsigned>(Threads, unsigned(N / 4096) + 1));
+  std::vector<Mismatch> Found(Threads);
+  std::vector<std::thread> Pool;
+  for (unsigned T = 0; T < Threads; ++T)
+    Pool.emplace_back([&, T] {
+      for (uint64_t I = N * T / Threads; I < N * (T + 1) / Threads; ++I)
+        if (Check(I, Found[T]))
+          return;
+    });
+  for (std::thread &T : Pool)
+    T.join();
+  for (Mismatch &M : Found)
+    if (M.Found)
+      return M;
+  return {};
+}
+
+bool sameBits(float A, float B) { return floatBits(A) == floatBits(B); }
+
+std::vector<char> download(const char *Source, uint64_t Bytes, bool OnDevice) {
+  std::vector<char> Out(Bytes);
+  if (OnDevice)
+    cudaMemcpy(Out.data(), Source, Bytes, cudaMemcpyDeviceToHost);
+  else
+    memcpy(Out.data(), Source, Bytes);
+  return Out;
+}
+
+} // namespace
+
+bool Executor::verify(uint32_t Steps) {
+  cudaDeviceSynchronize();
+  const plan::Info &S = P.Settings;
+  unsigned Threads = std::max(1u, Options.HostThreads);
+  unsigned PB = elementBytes(L.Param);
+  auto Fail = [&](const Mismatch &M) {
+    fprintf(stderr,
+            "dsrun --verify: rank %d: %s of %s element %llu: expected %.9g "
+            "(0x%08x), found %.9g (0x%08x)\n",
+            Process.Rank, M.What.c_str(), P.Tensors[M.Tensor].Name.c_str(),
+            (unsigned long long)M.Elem, M.Expected, floatBits(M.Expected),
+            M.Got, floatBits(M.Got));
+    return false;
+  };
+
+  // The optimizer state this rank owns.
+  BufferView Master = L.buffer("master_params");
+  BufferView States = L.buffer("optimizer_states");
+  uint64_t Owned = L.Stage == 0 ? P.Layout.FlatElems : P.Layout.PartitionElems;
+  bool MasterOnDevice = Master && Master.B->Space == plan::MemorySpace::Device;
+  std::vector<char> MasterBytes =
+      Master ? download(at(Master), Owned * 4, MasterOnDevice)
+             : download(device("params16"), Owned * 4, true);
+  std::vector<char> StateBytes = download(
+      at(States), 2 * Owned * 4, States.B->Space == plan::MemorySpace::Device);
+  const float *MasterValues = reinterpret_cast<const float *>(MasterBytes.data());
+  const float *M = reinterpret_cast<const float *>(StateBytes.data());
+  const float *V = M + Owned;
+  for (const OwnedRange &O : L.Owned) {
+    Mismatch Bad = parallelCheck(
+        O.End - O.Begin, Threads, [&](uint64_t I, Mismatch &Out) {
+          ElementState E = expectedState(P, O.Tensor, O.Begin + I, Steps);
+          uint64_t At = O.PartitionOffset + I;
+          const char *What = nullptr;
+          float Want = 0, Have = 0;
+          if (!sameBits(E.Master, MasterValues[At]))
+            What = "fp32 master weight", Want = E.Master, Have = MasterValues[At];
+          else if (!sameBits(E.M, M[At]))
+            What = "first moment", Want = E.M, Have = M[At];
+          else if (!sameBits(E.V, V[At]))
+            What = "second moment", Want = E.V, Have = V[At];
+          if (!What)
+            return false;
+          Out = {true, What, O.Tensor, O.Begin + I, Want, Have};
+          return true;
+        });
+    if (Bad.Found)
+      return Fail(Bad);
+  }
+
+  // The parameters as the next forward would read them.
+  auto CheckStored = [&](const char *Stored, uint32_t T, uint64_t From,
+                         uint64_t Count, const char *What) {
+    const plan::Tensor &X = P.Tensors[T];
+    bool Frozen = X.Role == plan::TensorRole::Frozen;
+    return parallelCheck(Count, Threads, [&](uint64_t I, Mismatch &Out) {
+      uint64_t E = From + I;
+      float Want = E >= X.Elems ? 0.0f
+                   : Frozen     ? storedValue(initialWeight(T, E), L.Param)
+                                : storedValue(expectedState(P, T, E, Steps)
+                                                  .Master,
+                                              L.Param);
+      float Have = loadAs(Stored, I, L.Param);
+      if (sameBits(Want, Have))
+        return false;
+      Out = {true, What, T, E, Want, Have};
+      return true;
+    });
+  };
+  if (L.Stage < 3) {
+    std::vector<char> Params =
+        download(device("params16"), L.buffer("params16").Bytes, true);
+    for (uint32_t T = 0; T < P.Tensors.size(); ++T) {
+      Mismatch Bad = CheckStored(Params.data() + L.paramOffset(T) * PB, T, 0,
+                                 P.Tensors[T].Elems, "16-bit parameter");
+      if (Bad.Found)
+        return Fail(Bad);
+    }
+  } else {
+    bool HostParams = S.ParamOffload != plan::OffloadDevice::None;
+    std::vector<char> Shards =
+        L.buffer("params16")
+            ? download(at(L.buffer("params16")), L.buffer("params16").Bytes,
+                       !HostParams)
+            : std::vector<char>();
+    std::vector<char> Persistent =
+        L.buffer("persistent_params")
+            ? download(device("persistent_params"),
+                       L.buffer("persistent_params").Bytes, true)
+            : std::vector<char>();
+    for (uint32_t T = 0; T < P.Tensors.size(); ++T) {
+      const plan::Tensor &X = P.Tensors[T];
+      Mismatch Bad =
+          X.Persistent
+              ? CheckStored(Persistent.data() + L.persistentOffset(T) * PB, T,
+                            0, X.Elems, "persistent parameter")
+              : CheckStored(Shards.data() + L.shardOffset(T) * PB, T,
+                            uint64_t(Process.Rank) * X.ShardElems,
+                            X.ShardElems, "parameter shard");
+      if (Bad.Found)
+        return Fail(Bad);
+    }
+    // Gather every unit once more and check the whole tensors.
+    cudaStream_t Comm = stream(plan::Stream::Comm);
+    for (uint32_t U = 0; U < P.FetchUnits.size(); ++U) {
+      if (HostParams)
+        for (uint32_t I = 0; I < P.Transfers.size(); ++I)
+          if (P.Transfers[I].Point == plan::TransferPoint::BeforeGather &&
+              P.Transfers[I].Owner == U &&
+              P.Transfers[I].Kind == plan::TransferKind::HostToDevice)
+            transfer(I, 0, Comm);
+      gather(U, Comm);
+      cudaStreamSynchronize(Comm);
+      BufferView Unit = L.buffer("unit." + std::to_string(U));
+      std::vector<char> Whole = download(at(Unit), Unit.Bytes, true);
+      for (uint32_t T : P.FetchUnits[U].Tensors) {
+        Mismatch Bad = CheckStored(Whole.data() + L.unitOffset(U, T) * PB, T,
+                                   0, P.Tensors[T].Elems, "gathered parameter");
+        if (Bad.Found)
+          return Fail(Bad);
+      }
+    }
+  }
+  fprintf(stderr,
+          "dsrun --verify: rank %d: %llu owned elements and every parameter "
+          "this rank holds match the reference after %u step(s)\n",
+          Process.Rank, (unsigned long long)Owned, Steps);
+  return true;
+}
+
+} // namespace dsrun

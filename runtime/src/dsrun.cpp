@@ -1,0 +1,131 @@
+//===- dsrun.cpp - Execute a plan on GPUs ---------------------------------===//
+//
+//   dsrun -n 2 plan.bin [--steps N] [--verify]     one process per local GPU
+//   torchrun/srun/mpirun ... dsrun plan.bin        join that launcher's job
+//
+//===----------------------------------------------------------------------===//
+
+#include "Executor.h"
+#include "Launch.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace dsrun;
+namespace plan = dsc::plan;
+
+static int usage(const char *Message) {
+  fprintf(stderr,
+          "dsrun: %s\n"
+          "usage: dsrun [-n PROCESSES] plan.bin [--steps N] [--verify] "
+          "[--compute synthetic] [--json FILE] [--calibration-out FILE] "
+          "[--timeout SECONDS] [--host-threads N] [--dry-run]\n",
+          Message);
+  return 2;
+}
+
+static bool number(const char *Text, long Min, long Max, long &Out) {
+  char *End = nullptr;
+  Out = strtol(Text, &End, 10);
+  return Text && *Text && !*End && Out >= Min && Out <= Max;
+}
+
+int main(int argc, char **argv) {
+  RunOptions Options;
+  std::string PlanPath;
+  long Processes = 0;
+  // The children get the same arguments without -n.
+  std::vector<std::string> ChildArgs = {argv[0]};
+  for (int I = 1; I < argc; ++I) {
+    if (std::string(argv[I]) == "-n") {
+      if (I + 1 >= argc || !number(argv[I + 1], 1, 64, Processes))
+        return usage("-n needs a process count from 1 to 64");
+      ++I;
+      continue;
+    }
+    ChildArgs.push_back(argv[I]);
+  }
+  for (size_t I = 1; I < ChildArgs.size(); ++I) {
+    const std::string &A = ChildArgs[I];
+    long V = 0;
+    auto Value = [&](long Min, long Max) {
+      if (I + 1 >= ChildArgs.size() ||
+          !number(ChildArgs[I + 1].c_str(), Min, Max, V))
+        return false;
+      ++I;
+      return true;
+    };
+    if (A == "--steps") {
+      if (!Value(1, 100000))
+        return usage("--steps needs a positive count");
+      Options.Steps = uint32_t(V);
+    } else if (A == "--timeout") {
+      if (!Value(1, 86400))
+        return usage("--timeout needs seconds");
+      Options.TimeoutSeconds = int(V);
+    } else if (A == "--host-threads") {
+      if (!Value(1, 1024))
+        return usage("--host-threads needs a count");
+      Options.HostThreads = unsigned(V);
+    } else if (A == "--verify") {
+      Options.Verify = true;
+    } else if (A == "--dry-run") {
+      Options.DryRun = true;
+    } else if (A == "--compute") {
+      if (I + 1 >= ChildArgs.size())
+        return usage("--compute needs a mode");
+      if (ChildArgs[++I] != "synthetic")
+        return usage("--compute: only 'synthetic' exists: dsrun has no "
+                     "kernels for the model's ops yet, so it runs GEMMs of "
+                     "their shapes and known gradients");
+    } else if (A == "--json" || A == "--calibration-out") {
+      if (I + 1 >= ChildArgs.size())
+        return usage((A + " needs a file").c_str());
+      (A == "--json" ? Options.JsonLog : Options.CalibrationOut) =
+          ChildArgs[++I];
+    } else if (!A.empty() && A[0] == '-') {
+      return usage(("unknown option " + A).c_str());
+    } else if (PlanPath.empty()) {
+      PlanPath = A;
+    } else {
+      return usage("one plan file only");
+    }
+  }
+  if (PlanPath.empty())
+    return usage("no plan file");
+
+  if (Processes && !getenv("DSRUN_CHILD")) {
+    int Port = 29500 + int(std::random_device()() % 2000);
+    if (const char *P = getenv("MASTER_PORT"))
+      Port = atoi(P);
+    return launchLocal(int(Processes), ChildArgs, Port, 10);
+  }
+
+  std::ifstream In(PlanPath, std::ios::binary);
+  if (!In) {
+    fprintf(stderr, "dsrun: %s: cannot open\n", PlanPath.c_str());
+    return 2;
+  }
+  std::vector<uint8_t> Bytes((std::istreambuf_iterator<char>(In)),
+                             std::istreambuf_iterator<char>());
+  std::string Error;
+  std::optional<plan::Plan> P = plan::readPlan(Bytes.data(), Bytes.size(), Error);
+  if (P)
+    Error = plan::checkPlan(*P);
+  if (!P || !Error.empty()) {
+    fprintf(stderr, "dsrun: %s: %s\n", PlanPath.c_str(), Error.c_str());
+    return 1;
+  }
+  std::optional<ProcessInfo> Process = processFromEnvironment(Error);
+  if (!Process) {
+    fprintf(stderr, "dsrun: %s\n", Error.c_str());
+    return 2;
+  }
+  Executor E(*P, *Process, Options);
+  return E.run();
+}

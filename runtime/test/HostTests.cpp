@@ -1,0 +1,230 @@
+//===- HostTests.cpp - What dsrun does without a GPU ----------------------===//
+//
+// Runs in CI (no GPU) and on the GPU machines (no GoogleTest there, so
+// plain checks):
+//   - 16-bit conversions against known values and a full round trip;
+//   - the host AdamW against a double-precision reference, and threading
+//     that does not change a bit;
+//   - the launcher environments and the TCP rendezvous between processes;
+//   - for every plan given as an argument: each trainable element owned by
+//     exactly one rank, the buffers dsrun looks up present, and memory the
+//     arena reuses never written before its last reader is done.
+//
+//   dsrunHostTests [plan.bin...]
+//
+//===----------------------------------------------------------------------===//
+
+#include "HostMath.h"
+#include "Launch.h"
+#include "Layout.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+using namespace dsrun;
+namespace plan = dsc::plan;
+
+static int Failures = 0;
+#define EXPECT(Cond)                                                           \
+  do {                                                                         \
+    if (!(Cond)) {                                                             \
+      fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #Cond);      \
+      ++Failures;                                                              \
+    }                                                                          \
+  } while (0)
+
+static void conversions() {
+  EXPECT(toBF16(1.0f) == 0x3f80);
+  EXPECT(toBF16(1.00390625f) == 0x3f80); // Halfway: to even.
+  EXPECT(toBF16(1.01171875f) == 0x3f82); // Halfway above an odd: up.
+  EXPECT(toFP16(1.0f) == 0x3c00);
+  EXPECT(toFP16(65504.0f) == 0x7bff);
+  EXPECT(toFP16(65520.0f) == 0x7c00);
+  EXPECT(toFP16(-2.0f) == 0xc000);
+  EXPECT(toFP16(std::ldexp(1.0f, -24)) == 0x0001);
+  EXPECT(toFP16(std::ldexp(1.0f, -25)) == 0x0000); // Halfway: to even 0.
+  EXPECT(toFP16(std::ldexp(3.0f, -25)) == 0x0002); // 1.5 ulp: to even 2.
+  EXPECT(toFP16(std::nanf("")) == 0x7e00);
+  for (uint32_t H = 0; H < 0x10000; ++H) {
+    uint16_t X = uint16_t(H);
+    bool HalfNaN = (X & 0x7c00) == 0x7c00 && (X & 0x3ff);
+    if (!HalfNaN && toFP16(fromFP16(X)) != X) {
+      fprintf(stderr, "fp16 0x%04x does not round-trip\n", H);
+      ++Failures;
+      break;
+    }
+    bool BrainNaN = (X & 0x7f80) == 0x7f80 && (X & 0x7f);
+    if (!BrainNaN && toBF16(fromBF16(X)) != X) {
+      fprintf(stderr, "bf16 0x%04x does not round-trip\n", H);
+      ++Failures;
+      break;
+    }
+  }
+  // Synthetic gradients are k/16, |k| <= 4: exact in every dtype.
+  for (uint64_t E = 0; E < 1000; ++E) {
+    float G = syntheticGrad(1, 2, 0, 3, E);
+    EXPECT(G * 16 == std::round(G * 16) && std::fabs(G) <= 0.25f);
+    EXPECT(fromBF16(toBF16(G)) == G && fromFP16(toFP16(G)) == G);
+    EXPECT(G == syntheticGrad(1, 2, 0, 3, E));
+  }
+}
+
+static void adam() {
+  plan::Info S;
+  S.WorldSize = 2;
+  S.LearningRate = "0.001";
+  S.WeightDecay = "0.01";
+  std::string Error;
+  AdamW A = adamwFor(S, 1, Error);
+  EXPECT(Error.empty());
+  EXPECT(A.GradScale == 0.5f);
+  const uint64_t N = 200000;
+  std::vector<float> G(N), P1(N), M1(N, 0), V1(N, 0);
+  for (uint64_t I = 0; I < N; ++I) {
+    G[I] = syntheticGrad(0, 1, 0, 7, I) + syntheticGrad(1, 1, 0, 7, I);
+    P1[I] = initialWeight(7, I);
+  }
+  std::vector<float> P4 = P1, M4 = M1, V4 = V1;
+  hostAdamW(A, G.data(), ElementType::F32, P1.data(), M1.data(), V1.data(), N,
+            1);
+  hostAdamW(A, G.data(), ElementType::F32, P4.data(), M4.data(), V4.data(), N,
+            4);
+  EXPECT(P1 == P4 && M1 == M4 && V1 == V4);
+  for (uint64_t I = 0; I < N; I += 997) {
+    double Gd = double(G[I]) * 0.5, Md = 0.1 * Gd, Vd = 0.001 * Gd * Gd;
+    double Pd = initialWeight(7, I);
+    double Ref = Pd - 0.001 * ((Md / 0.1) / (std::sqrt(Vd / 0.001) + 1e-8) +
+                               0.01 * Pd);
+    EXPECT(std::fabs(Ref - P1[I]) < 1e-6);
+  }
+  // Gradients read as bf16 give the same update as the same values in fp32.
+  std::vector<uint16_t> G16(N);
+  for (uint64_t I = 0; I < N; ++I)
+    G16[I] = toBF16(G[I]);
+  std::vector<float> P2(N), M2(N, 0), V2(N, 0);
+  for (uint64_t I = 0; I < N; ++I)
+    P2[I] = initialWeight(7, I);
+  hostAdamW(A, G16.data(), ElementType::BF16, P2.data(), M2.data(), V2.data(),
+            N, 2);
+  EXPECT(P2 == P1);
+}
+
+static void launchers() {
+  std::string Error;
+  for (const char *V : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR",
+                        "MASTER_PORT", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID",
+                        "SLURM_NTASKS", "DSRUN_CHILD"})
+    unsetenv(V);
+  EXPECT(processFromEnvironment(Error)->Launcher == "single");
+  setenv("SLURM_PROCID", "3", 1);
+  setenv("SLURM_NTASKS", "4", 1);
+  EXPECT(!processFromEnvironment(Error));
+  EXPECT(Error.find("MASTER_ADDR") != std::string::npos);
+  setenv("MASTER_ADDR", "127.0.0.1", 1);
+  setenv("MASTER_PORT", "29777", 1);
+  std::optional<ProcessInfo> I = processFromEnvironment(Error);
+  EXPECT(I && I->Rank == 3 && I->WorldSize == 4 && I->Launcher == "slurm");
+  setenv("SLURM_PROCID", "4", 1);
+  EXPECT(!processFromEnvironment(Error));
+  unsetenv("SLURM_PROCID");
+  unsetenv("SLURM_NTASKS");
+
+  // Rank 0 hands a blob to three other processes over TCP.
+  int Port = 20000 + int(getpid() % 20000);
+  std::vector<pid_t> Children;
+  for (int R = 1; R < 4; ++R) {
+    pid_t Pid = fork();
+    if (Pid == 0) {
+      ProcessInfo Me{R, 4, R, "127.0.0.1", Port, "test"};
+      std::string Blob, E;
+      bool OK = exchangeBlob(Me, Blob, 20, E) && Blob == "nccl-id-123";
+      _exit(OK ? 0 : 1);
+    }
+    Children.push_back(Pid);
+  }
+  ProcessInfo Root{0, 4, 0, "127.0.0.1", Port, "test"};
+  std::string Blob = "nccl-id-123";
+  EXPECT(exchangeBlob(Root, Blob, 20, Error));
+  for (pid_t Pid : Children) {
+    int Status = 0;
+    waitpid(Pid, &Status, 0);
+    EXPECT(WIFEXITED(Status) && WEXITSTATUS(Status) == 0);
+  }
+  // Nobody listening: a bounded wait and a message, not a hang.
+  ProcessInfo Lonely{1, 2, 1, "127.0.0.1", Port + 1, "test"};
+  std::string Nothing;
+  EXPECT(!exchangeBlob(Lonely, Nothing, 1, Error));
+  EXPECT(Error.find("could not reach rank 0") != std::string::npos);
+}
+
+static void planChecks(const char *Path) {
+  std::ifstream In(Path, std::ios::binary);
+  std::vector<uint8_t> Bytes((std::istreambuf_iterator<char>(In)),
+                             std::istreambuf_iterator<char>());
+  std::string Error;
+  std::optional<plan::Plan> P = plan::readPlan(Bytes.data(), Bytes.size(), Error);
+  if (!P) {
+    fprintf(stderr, "%s: %s\n", Path, Error.c_str());
+    ++Failures;
+    return;
+  }
+  EXPECT(plan::checkPlan(*P).empty());
+  const plan::Info &S = P->Settings;
+  // Every trainable element is updated by exactly one rank (by every rank
+  // at stage 0, where each holds a full replica).
+  unsigned Want = S.ZeroStage == 0 ? S.WorldSize : 1;
+  std::vector<std::vector<uint8_t>> Owners(P->Tensors.size());
+  for (uint32_t T = 0; T < P->Tensors.size(); ++T)
+    Owners[T].assign(P->Tensors[T].Elems, 0);
+  for (uint32_t R = 0; R < S.WorldSize; ++R) {
+    Layout L(*P, R);
+    for (const OwnedRange &O : L.Owned) {
+      EXPECT(O.End <= P->Tensors[O.Tensor].Elems);
+      for (uint64_t E = O.Begin; E < O.End; ++E)
+        ++Owners[O.Tensor][E];
+    }
+    // What dsrun looks up is there.
+    EXPECT(L.buffer("params16") || L.buffer("persistent_params"));
+    EXPECT(L.buffer("optimizer_states"));
+    for (const plan::Bucket &B : P->Buckets)
+      if (B.BufferIndex != plan::NoIndex)
+        EXPECT(L.buffer("ipg." + std::to_string(B.BufferIndex)));
+    for (uint32_t U = 0; U < P->FetchUnits.size(); ++U)
+      EXPECT(L.buffer("unit." + std::to_string(U)).Bytes >=
+             L.unitElems(U) * plan::dtypeBytes(S.ParamDType));
+  }
+  for (uint32_t T = 0; T < P->Tensors.size(); ++T)
+    if (P->Tensors[T].Role == plan::TensorRole::Trainable)
+      for (uint64_t E = 0; E < P->Tensors[T].Elems; ++E)
+        if (Owners[T][E] != Want) {
+          fprintf(stderr, "%s: element %llu of %s has %u owners\n", Path,
+                  (unsigned long long)E, P->Tensors[T].Name.c_str(),
+                  Owners[T][E]);
+          ++Failures;
+          break;
+        }
+  for (size_t C = 0; C < P->Layout.RankClasses.size(); ++C) {
+    std::string Hazard = checkMemoryOrdering(*P, C);
+    if (!Hazard.empty()) {
+      fprintf(stderr, "%s: %s\n", Path, Hazard.c_str());
+      ++Failures;
+    }
+  }
+}
+
+int main(int argc, char **argv) {
+  conversions();
+  adam();
+  launchers();
+  for (int I = 1; I < argc; ++I)
+    planChecks(argv[I]);
+  printf("%s: %d failure(s), %d plan(s) checked\n",
+         Failures ? "FAILED" : "passed", Failures, argc - 1);
+  return Failures ? 1 : 0;
+}

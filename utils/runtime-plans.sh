@@ -1,0 +1,44 @@
+#!/bin/sh
+# Writes plans that exercise every path of dsrun: ZeRO stages 0-3, with
+# and without overlap_comm, gradient accumulation, CPU optimizer offload,
+# stage-3 CPU parameter offload and per-layer checkpointing.
+#
+#   utils/runtime-plans.sh DSC MODEL.onnx WORLD_SIZE SEQ_LEN OUTDIR [BUCKET]
+#
+# Plans are named s<stage>-ov<overlap>-ga<accumulation>-<optimizer
+# offload>-<param offload>[-ckpt].bin.
+set -eu
+dsc=$1 model=$2 world=$3 seq=$4 out=$5 bucket=${6:-30000}
+mkdir -p "$out"
+i=0
+for stage in 0 1 2 3; do
+  for overlap in true false; do
+    for ga in 1 2; do
+      for opt in none cpu; do
+        [ "$stage" = 0 ] && [ "$opt" = cpu ] && continue
+        for par in none cpu; do
+          if [ "$par" = cpu ] && { [ "$stage" != 3 ] || [ "$opt" != cpu ]; }; then
+            continue
+          fi
+          cat > "$out/config.json" <<JSON
+{"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": $ga,
+ "bf16": {"enabled": true},
+ "zero_optimization": {"stage": $stage, "overlap_comm": $overlap,
+   "reduce_bucket_size": $bucket, "stage3_param_persistence_threshold": 500,
+   "stage3_prefetch_bucket_size": $bucket, "stage3_max_reuse_distance": $bucket,
+   "sub_group_size": $((bucket * 2)),
+   "offload_optimizer": {"device": "$opt"}, "offload_param": {"device": "$par"}},
+ "optimizer": {"type": "AdamW", "params": {"lr": 0.001, "weight_decay": 0.01}}}
+JSON
+          name="s$stage-ov$overlap-ga$ga-$opt-$par"
+          extra=""
+          if [ $((i % 3)) = 0 ]; then extra="--checkpoint-layers"; name="$name-ckpt"; fi
+          "$dsc" plan "$out/config.json" "$model" --world-size "$world" \
+            --seq-len "$seq" $extra -o "$out/$name.bin" > /dev/null
+          i=$((i + 1))
+        done
+      done
+    done
+  done
+done
+rm "$out/config.json"
