@@ -3,12 +3,13 @@
 # and without overlap_comm, gradient accumulation, CPU optimizer offload,
 # stage-3 CPU parameter offload and per-layer checkpointing.
 #
-#   utils/runtime-plans.sh DSC MODEL.onnx WORLD_SIZE SEQ_LEN OUTDIR [BUCKET]
+#   utils/runtime-plans.sh DSC MODEL.onnx WORLD_SIZE SEQ_LEN OUTDIR [BUCKET [DSC OPTIONS...]]
 #
 # Plans are named s<stage>-ov<overlap>-ga<accumulation>-<optimizer
 # offload>-<param offload>[-ckpt].bin.
 set -eu
 dsc=$1 model=$2 world=$3 seq=$4 out=$5 bucket=${6:-30000}
+shift 5; [ $# -gt 0 ] && shift
 mkdir -p "$out"
 i=0
 for stage in 0 1 2 3; do
@@ -34,7 +35,7 @@ JSON
           extra=""
           if [ $((i % 3)) = 0 ]; then extra="--checkpoint-layers"; name="$name-ckpt"; fi
           "$dsc" plan "$out/config.json" "$model" --world-size "$world" \
-            --seq-len "$seq" $extra -o "$out/$name.bin" > /dev/null
+            --seq-len "$seq" $extra "$@" -o "$out/$name.bin" > /dev/null
           i=$((i + 1))
         done
       done

@@ -82,11 +82,24 @@ private:
       if (NVMe)
         add(plan::TransferKind::NVMeWrite, plan::Category::OptimizerStates,
             plan::TransferPoint::AfterStep, G, StateBytes, true);
-      if (S.ParamOffload == plan::OffloadDevice::None)
+      if (S.ParamOffload == plan::OffloadDevice::None) {
         add(plan::TransferKind::HostToDevice, plan::Category::Params16,
             plan::TransferPoint::AfterStep, G, bytesOf(Elems, S.ParamDType),
             S.OptimizerOffloadPinned);
-      else if (S.ParamOffload == plan::OffloadDevice::NVMe)
+        continue;
+      }
+      // Parameters live on the host, except the persistent ones every
+      // rank keeps whole on the device: their updated shards go back.
+      uint64_t Persistent = 0;
+      const plan::SubGroup &Group = P.Layout.SubGroups[G];
+      for (uint32_t I = Group.FirstTensor; I < Group.EndTensor; ++I)
+        if (P.Tensors[P.Layout.Order[I]].Persistent)
+          Persistent += P.Tensors[P.Layout.Order[I]].ShardElems;
+      if (Persistent)
+        add(plan::TransferKind::HostToDevice, plan::Category::Params16,
+            plan::TransferPoint::AfterStep, G,
+            bytesOf(Persistent, S.ParamDType), S.OptimizerOffloadPinned);
+      if (S.ParamOffload == plan::OffloadDevice::NVMe)
         add(plan::TransferKind::NVMeWrite, plan::Category::Params16,
             plan::TransferPoint::AfterStep, G, bytesOf(Elems, S.ParamDType),
             true);

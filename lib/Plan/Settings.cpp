@@ -11,6 +11,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cstdio>
+
 using namespace llvm;
 
 namespace dsc {
@@ -134,7 +136,12 @@ Error readPlanSettings(plan::Info &I, const ConfigView &C,
                         "Lion, Adagrad or SGD");
   I.Optimizer = Class;
   I.OptimizerStates = *States;
-  auto Decimal = [](double V) { return formatv("{0}", V).str(); };
+  // Nine significant digits reproduce any float exactly.
+  auto Decimal = [](double V) {
+    char Text[32];
+    snprintf(Text, sizeof(Text), "%.9g", V);
+    return std::string(Text);
+  };
   if (std::optional<double> V = C.getNumber("optimizer.params.lr"))
     I.LearningRate = Decimal(*V);
   if (std::optional<double> V = C.getNumber("optimizer.params.eps"))

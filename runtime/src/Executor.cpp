@@ -181,15 +181,16 @@ bool Executor::setUp() {
     return false;
   }
   CUDA_CHECK(cudaSetDevice(Process.LocalRank % Devices));
-  Memory.BeforeContext = usedDeviceMemory(&Memory.Total);
-  CUDA_CHECK(cudaFree(nullptr)); // Creates the context.
-  Memory.Context = usedDeviceMemory();
+  // Reading the free memory creates the context: what is used then is the
+  // context (and whatever else holds the GPU, nothing on a GPU of our own).
+  CUDA_CHECK(cudaFree(nullptr));
+  Memory.Context = usedDeviceMemory(&Memory.Total);
 
   const plan::RankEstimate &R = P.Estimates.Ranks[L.Class];
   size_t Free = 0, All = 0;
   CUDA_CHECK(cudaMemGetInfo(&Free, &All));
   uint64_t Needed = R.DeviceArenaBytes + R.DeviceFixedBytes;
-  uint64_t Have = Free + (Memory.Context - Memory.BeforeContext);
+  uint64_t Have = Free + Memory.Context;
   if (Have < Needed) {
     std::string Top;
     for (const plan::CategoryBytes &C : R.AtPeak)

@@ -50,20 +50,27 @@ void hostAdamW(const AdamW &A, const void *Grad, ElementType GradType,
     T.join();
 }
 
+std::vector<AdamW> adamwSchedule(const plan::Info &S, uint32_t Steps,
+                                 std::string &Error) {
+  std::vector<AdamW> Schedule;
+  for (uint32_t Step = 1; Step <= Steps; ++Step)
+    Schedule.push_back(adamwFor(S, Step, Error));
+  return Schedule;
+}
+
 ElementState expectedState(const plan::Plan &P, uint32_t Tensor, uint64_t Elem,
-                           uint32_t Steps) {
+                           const std::vector<AdamW> &Schedule) {
   const plan::Info &S = P.Settings;
   ElementType Param = ElementType(S.ParamDType);
   ElementState E;
   // The fp32 master starts as the stored 16-bit weight.
   E.Master = storedValue(initialWeight(Tensor, Elem), Param);
-  std::string Error;
-  for (uint32_t Step = 1; Step <= Steps; ++Step) {
+  for (uint32_t Step = 1; Step <= Schedule.size(); ++Step) {
     float Grad = 0;
     for (uint32_t Micro = 0; Micro < S.GradAccum; ++Micro)
       for (uint32_t Rank = 0; Rank < S.WorldSize; ++Rank)
         Grad += syntheticGrad(Rank, Step, Micro, Tensor, Elem);
-    adamwUpdate(adamwFor(S, Step, Error), Grad, E.Master, E.M, E.V);
+    adamwUpdate(Schedule[Step - 1], Grad, E.Master, E.M, E.V);
   }
   return E;
 }

@@ -8,6 +8,7 @@
 #include "dsc/PlanFormat.h"
 
 #include <string>
+#include <vector>
 
 namespace dsrun {
 
@@ -27,8 +28,12 @@ void hostAdamW(const AdamW &A, const void *Grad, ElementType GradType,
 struct ElementState {
   float Master = 0, M = 0, V = 0;
 };
+/// Schedule holds adamwFor(step) for steps 1..N (computed once: parsing
+/// per element would dominate the check).
 ElementState expectedState(const dsc::plan::Plan &P, uint32_t Tensor,
-                           uint64_t Elem, uint32_t Steps);
+                           uint64_t Elem, const std::vector<AdamW> &Schedule);
+std::vector<AdamW> adamwSchedule(const dsc::plan::Info &Settings,
+                                 uint32_t Steps, std::string &Error);
 
 /// The 16-bit (or fp32) value of a parameter's element as stored.
 inline float storedValue(float Master, ElementType T) {

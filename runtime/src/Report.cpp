@@ -77,11 +77,11 @@ void Executor::report(uint32_t Step, const StepTiming &T) {
 
 void Executor::reportSummary() {
   const plan::RankEstimate &R = P.Estimates.Ranks[L.Class];
-  uint64_t Context = Memory.Context - Memory.BeforeContext;
+  uint64_t Context = Memory.Context;
   uint64_t Cublas = Memory.Cublas - Memory.Context;
   uint64_t Nccl = Memory.Nccl - Memory.Cublas;
   uint64_t Arena = Memory.Arena - Memory.Nccl;
-  uint64_t Measured = Memory.Peak - Memory.BeforeContext;
+  uint64_t Measured = Memory.Peak;
   double Error = R.DevicePeakBytes
                      ? 100.0 * (double(Measured) - double(R.DevicePeakBytes)) /
                            double(R.DevicePeakBytes)

@@ -299,9 +299,11 @@ void Executor::optimizerStep(uint32_t G, uint32_t Step, cudaStream_t S,
                 States + Owned + Lo, N, Options.HostThreads);
       if (P.Settings.ParamOffload == plan::OffloadDevice::None)
         return;
-      // Parameters live on the host: the update lands there directly.
+      // Parameters live on the host: the update lands there directly
+      // (persistent ones go back to the device as a transfer).
       for (const OwnedRange &O : L.Owned) {
-        if (O.PartitionOffset < Lo || O.PartitionOffset >= Hi)
+        if (O.PartitionOffset < Lo || O.PartitionOffset >= Hi ||
+            P.Tensors[O.Tensor].Persistent)
           continue;
         char *Dst = host("params16") + L.shardOffset(O.Tensor) * PB;
         for (uint64_t I = 0; I < O.End - O.Begin; ++I)
@@ -455,10 +457,13 @@ void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
                                  cudaMemcpyHostToDevice, S));
       return;
     }
+    bool HostParams = P.Settings.ParamOffload != plan::OffloadDevice::None;
     for (const OwnedRange &O : L.Owned) {
       if (O.PartitionOffset < Lo || O.PartitionOffset >= Hi)
         continue;
       const plan::Tensor &T = P.Tensors[O.Tensor];
+      if (HostParams && !T.Persistent)
+        continue; // Updated in place on the host.
       char *Dst = T.Persistent
                       ? device("persistent_params") +
                             (L.persistentOffset(O.Tensor) +

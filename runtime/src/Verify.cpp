@@ -68,7 +68,13 @@ std::vector<char> download(const char *Source, uint64_t Bytes, bool OnDevice) {
 bool Executor::verify(uint32_t Steps) {
   cudaDeviceSynchronize();
   const plan::Info &S = P.Settings;
-  unsigned Threads = std::max(1u, Options.HostThreads);
+  // Every core this rank can have: the check is the slow part.
+  unsigned Threads = std::max(
+      Options.HostThreads,
+      std::max(1u, std::thread::hardware_concurrency() /
+                       unsigned(std::max(1, Process.WorldSize))));
+  std::string ScheduleError;
+  std::vector<AdamW> Schedule = adamwSchedule(S, Steps, ScheduleError);
   unsigned PB = elementBytes(L.Param);
   auto Fail = [&](const Mismatch &M) {
     fprintf(stderr,
@@ -96,7 +102,7 @@ bool Executor::verify(uint32_t Steps) {
   for (const OwnedRange &O : L.Owned) {
     Mismatch Bad = parallelCheck(
         O.End - O.Begin, Threads, [&](uint64_t I, Mismatch &Out) {
-          ElementState E = expectedState(P, O.Tensor, O.Begin + I, Steps);
+          ElementState E = expectedState(P, O.Tensor, O.Begin + I, Schedule);
           uint64_t At = O.PartitionOffset + I;
           const char *What = nullptr;
           float Want = 0, Have = 0;
@@ -124,9 +130,9 @@ bool Executor::verify(uint32_t Steps) {
       uint64_t E = From + I;
       float Want = E >= X.Elems ? 0.0f
                    : Frozen     ? storedValue(initialWeight(T, E), L.Param)
-                                : storedValue(expectedState(P, T, E, Steps)
-                                                  .Master,
-                                              L.Param);
+                                : storedValue(
+                                      expectedState(P, T, E, Schedule).Master,
+                                      L.Param);
       float Have = loadAs(Stored, I, L.Param);
       if (sameBits(Want, Have))
         return false;
