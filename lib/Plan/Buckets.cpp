@@ -44,18 +44,36 @@ Error runBucketPass(plan::Plan &P) {
     P.Buckets.push_back(std::move(Open));
     Open = plan::Bucket();
   };
-  for (uint32_t T : gradientReadyOrder(P)) {
-    uint64_t N = P.Tensors[T].Elems;
-    if (Open.Elems > 0 && Open.Elems + N > S.ReduceBucketElems)
+  // Gradients one op completes together (a linear layer's weight and
+  // bias) go to the same bucket: the op writes them in one instruction,
+  // so a bucket boundary between them would overwrite a shared bucket
+  // buffer before its reduction has read it. A bucket may then exceed
+  // the size by the rest of one op's gradients.
+  std::vector<uint32_t> Ready = gradientReadyOrder(P);
+  for (size_t I = 0; I < Ready.size();) {
+    size_t End = I + 1;
+    while (End < Ready.size() &&
+           P.Tensors[Ready[End]].FirstUse == P.Tensors[Ready[I]].FirstUse &&
+           P.Tensors[Ready[I]].FirstUse != plan::NoIndex)
+      ++End;
+    uint64_t Group = 0;
+    for (size_t K = I; K < End; ++K)
+      Group += P.Tensors[Ready[K]].Elems;
+    if (Open.Elems > 0 && Open.Elems + Group > S.ReduceBucketElems)
       Close();
-    Open.Kind = Kind;
-    Open.Type = S.CommDType;
-    Open.Segments.push_back({T, 0, N});
-    Open.Elems += N;
-    if (N > S.ReduceBucketElems) {
-      Open.InPlace = true;
-      Close();
+    for (size_t K = I; K < End; ++K) {
+      uint32_t T = Ready[K];
+      Open.Kind = Kind;
+      Open.Type = S.CommDType;
+      Open.Segments.push_back({T, 0, P.Tensors[T].Elems});
+      Open.Elems += P.Tensors[T].Elems;
     }
+    // One gradient larger than the bucket reduces alone, in place.
+    if (End - I == 1 && Group > S.ReduceBucketElems)
+      Open.InPlace = true;
+    if (Open.Elems >= S.ReduceBucketElems)
+      Close();
+    I = End;
   }
   Close();
   // DeepSpeed double-buffers the stage 1/2 bucket under overlap_comm;

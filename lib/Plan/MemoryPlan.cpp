@@ -357,15 +357,16 @@ void MemoryPlanner::buckets() {
   // Stage 1/2 size the bucket in the parameter dtype (setup_buckets),
   // stage 3 in the communication dtype; stage 3 reduce-scatters whole
   // padded gradients, which may need a little more than the bucket size.
+  // A bucket holding one op's gradients whole may exceed the size.
   uint64_t Elems = S.ReduceBucketElems;
-  if (S.ZeroStage == 3)
-    for (const plan::Bucket &B : P.Buckets) {
-      uint64_t Padded = 0;
-      for (const plan::Segment &Seg : B.Segments)
-        Padded += P.Tensors[Seg.Tensor].ShardElems * S.WorldSize;
-      if (!B.InPlace)
-        Elems = std::max(Elems, Padded);
-    }
+  for (const plan::Bucket &B : P.Buckets) {
+    uint64_t Held = 0;
+    for (const plan::Segment &Seg : B.Segments)
+      Held += S.ZeroStage == 3 ? P.Tensors[Seg.Tensor].ShardElems * S.WorldSize
+                               : Seg.End - Seg.Begin;
+    if (B.BufferIndex != plan::NoIndex)
+      Elems = std::max(Elems, Held);
+  }
   uint64_t Bytes = bytesOf(Elems, S.ZeroStage < 3 ? S.ParamDType
                                                   : S.CommDType);
   unsigned Buffers = S.ZeroStage < 3 && S.OverlapComm ? 2 : 1;
