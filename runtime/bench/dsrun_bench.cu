@@ -7,10 +7,15 @@
 // dsrun's per-step report gives the same figures for the plan's own
 // collectives and copies; docs/runtime.md sets them side by side.
 //
-//   dsrun-bench -n 2
+// With --plan, it also issues every collective of that plan's step, the
+// very calls dsrun makes (Collectives.h), one group at a time with nothing
+// else running: raw NCCL at exactly the plan's message sizes.
+//
+//   dsrun-bench -n 2 [--plan plan.bin]
 //
 //===----------------------------------------------------------------------===//
 
+#include "Collectives.h"
 #include "Launch.h"
 
 #include <cuda_runtime.h>
@@ -19,6 +24,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -52,10 +60,107 @@ static double copyBandwidth(void *Host, void *Device, size_t Bytes,
   return double(Bytes) * Reps / (Ms / 1e3) / 1e9;
 }
 
+/// Times every collective group of a plan's step alone and prints the
+/// totals per kind, as dsrun's step report does.
+static void planCollectives(const dsc::plan::Plan &P, const ProcessInfo &Me,
+                            ncclComm_t Comm, cudaStream_t S) {
+  namespace plan = dsc::plan;
+  Layout L(P, uint32_t(Me.Rank));
+  char *Arena = nullptr;
+  uint64_t Bytes = P.Estimates.Ranks[L.Class].DeviceArenaBytes;
+  CHECK(cudaMalloc(reinterpret_cast<void **>(&Arena), Bytes));
+  CHECK(cudaMemset(Arena, 0, Bytes));
+  auto Type = [](ElementType T) {
+    return T == ElementType::F32   ? ncclFloat32
+           : T == ElementType::F16 ? ncclFloat16
+                                   : ncclBfloat16;
+  };
+  auto Issue = [&](const std::vector<CollectiveCall> &Group) {
+    CHECK(ncclGroupStart());
+    for (const CollectiveCall &C : Group) {
+      char *Send = Arena + C.Send, *Recv = Arena + C.Recv;
+      switch (C.Kind) {
+      case CollectiveKind::AllReduce:
+        CHECK(ncclAllReduce(Send, Recv, C.Count, Type(C.Type), ncclSum, Comm, S));
+        break;
+      case CollectiveKind::Reduce:
+        CHECK(ncclReduce(Send, Recv, C.Count, Type(C.Type), ncclSum, C.Root,
+                         Comm, S));
+        break;
+      case CollectiveKind::ReduceScatter:
+        CHECK(ncclReduceScatter(Send, Recv, C.Count, Type(C.Type), ncclSum,
+                                Comm, S));
+        break;
+      case CollectiveKind::AllGather:
+        CHECK(ncclAllGather(Send, Recv, C.Count, Type(C.Type), Comm, S));
+        break;
+      }
+    }
+    CHECK(ncclGroupEnd());
+  };
+  struct Totals {
+    double Bytes = 0, BusBytes = 0, Ms = 0;
+    unsigned Groups = 0;
+  };
+  std::map<std::string, Totals> ByKind;
+  cudaEvent_t A, B;
+  cudaEventCreate(&A);
+  cudaEventCreate(&B);
+  const int Reps = 5;
+  for (uint32_t I = 0; I < P.Program.size(); ++I) {
+    std::vector<CollectiveCall> Group = collectiveCalls(L, I);
+    if (Group.empty())
+      continue;
+    Issue(Group); // Warm-up.
+    cudaEventRecord(A, S);
+    for (int R = 0; R < Reps; ++R)
+      Issue(Group);
+    cudaEventRecord(B, S);
+    CHECK(cudaEventSynchronize(B));
+    float Ms = 0;
+    cudaEventElapsedTime(&Ms, A, B);
+    Totals &T = ByKind[collectiveName(Group[0].Kind)];
+    for (const CollectiveCall &C : Group)
+      T.Bytes += double(C.messageBytes(L.World));
+    T.BusBytes += busBytes(Group, L.World);
+    T.Ms += Ms / Reps;
+    ++T.Groups;
+  }
+  if (Me.Rank == 0) {
+    printf("the plan's collectives alone (one step, the calls dsrun makes):\n");
+    for (auto &[Kind, T] : ByKind)
+      printf("  %-15s %4u groups %10.1f MiB in %8.2f ms (bus %.1f GB/s)\n",
+             Kind.c_str(), T.Groups, T.Bytes / (1 << 20), T.Ms,
+             T.Ms > 0 ? T.BusBytes / T.Ms / 1e6 : 0);
+  }
+  CHECK(cudaFree(Arena));
+}
+
 int main(int argc, char **argv) {
+  std::string PlanPath;
+  for (int I = 1; I + 1 < argc; ++I)
+    if (std::string(argv[I]) == "--plan")
+      PlanPath = argv[I + 1];
   if (argc >= 3 && std::string(argv[1]) == "-n" && !getenv("DSRUN_CHILD")) {
     std::vector<std::string> Args = {argv[0]};
+    if (!PlanPath.empty())
+      Args.insert(Args.end(), {"--plan", PlanPath});
     return launchLocal(atoi(argv[2]), Args, 29600, 10);
+  }
+  std::optional<dsc::plan::Plan> Plan;
+  if (!PlanPath.empty()) {
+    std::ifstream In(PlanPath, std::ios::binary);
+    std::vector<uint8_t> Bytes((std::istreambuf_iterator<char>(In)),
+                               std::istreambuf_iterator<char>());
+    std::string Error;
+    Plan = dsc::plan::readPlan(Bytes.data(), Bytes.size(), Error);
+    if (Plan)
+      Error = dsc::plan::checkPlan(*Plan);
+    if (!Plan || !Error.empty()) {
+      fprintf(stderr, "dsrun-bench: %s: %s\n", PlanPath.c_str(),
+              Error.empty() ? "cannot read" : Error.c_str());
+      return 1;
+    }
   }
   std::string Error;
   std::optional<ProcessInfo> Me = processFromEnvironment(Error);
@@ -81,6 +186,16 @@ int main(int argc, char **argv) {
   CHECK(ncclCommInitRank(&Comm, Me->WorldSize, Id, Me->Rank));
   cudaStream_t S;
   CHECK(cudaStreamCreate(&S));
+  if (Plan) {
+    if (uint32_t(Me->WorldSize) != Plan->Settings.WorldSize) {
+      fprintf(stderr, "dsrun-bench: the plan is for %u ranks, not %d\n",
+              Plan->Settings.WorldSize, Me->WorldSize);
+      return 1;
+    }
+    planCollectives(*Plan, *Me, Comm, S);
+    ncclCommDestroy(Comm);
+    return 0;
+  }
   const size_t MaxBytes = size_t(1) << 30;
   void *Buffer = nullptr;
   CHECK(cudaMalloc(&Buffer, MaxBytes));

@@ -121,6 +121,13 @@ char *Executor::host(const std::string &Name) const {
   return V && V.B->Space == plan::MemorySpace::Host ? at(V) : nullptr;
 }
 
+void Executor::copiesBegin(cudaStream_t S) {
+  CUDA_CHECK(cudaEventRecord(CopyStart[CurrentInstruction], S));
+}
+void Executor::copiesEnd(cudaStream_t S) {
+  CUDA_CHECK(cudaEventRecord(CopyFinish[CurrentInstruction], S));
+}
+
 void Executor::onHost(cudaStream_t S, uint32_t Slot, std::function<void()> W) {
   Tasks[Slot].Work = std::move(W);
   CUDA_CHECK(cudaLaunchHostFunc(S, runHostTask, &Tasks[Slot]));
@@ -204,8 +211,16 @@ bool Executor::setUp() {
     return false;
   }
 
-  for (cudaStream_t &S : Streams)
-    CUDA_CHECK(cudaStreamCreateWithFlags(&S, cudaStreamNonBlocking));
+  // NCCL's kernels run on SMs: at the highest priority the block
+  // scheduler hands them SMs as the GEMMs' blocks retire, instead of
+  // queueing them behind every block of the GEMMs issued before.
+  int Least = 0, Greatest = 0;
+  CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&Least, &Greatest));
+  for (unsigned K = 0; K < 5; ++K)
+    CUDA_CHECK(cudaStreamCreateWithPriority(
+        &Streams[K], cudaStreamNonBlocking,
+        K == unsigned(plan::Stream::Comm) && Options.CommPriority ? Greatest
+                                                                  : Least));
 
   CUBLAS_CHECK(cublasCreate(&Cublas));
   CUBLAS_CHECK(cublasSetStream(Cublas, stream(plan::Stream::Compute)));
@@ -287,14 +302,24 @@ bool Executor::setUp() {
   for (const plan::Instruction &In : P.Program)
     for (uint32_t W : In.Waits)
       WaitedOn[W] = true;
-  Done.assign(P.Program.size(), nullptr);
-  Start.assign(P.Program.size(), nullptr);
-  Finish.assign(P.Program.size(), nullptr);
-  for (size_t I = 0; I < P.Program.size(); ++I) {
+  size_t N = P.Program.size();
+  Done.assign(N, nullptr);
+  Start.assign(N, nullptr);
+  Finish.assign(N, nullptr);
+  CopyStart.assign(N, nullptr);
+  CopyFinish.assign(N, nullptr);
+  CopiesIssued.assign(N, 0);
+  Calls.resize(N);
+  for (uint32_t I = 0; I < N; ++I) {
     if (WaitedOn[I])
       CUDA_CHECK(cudaEventCreateWithFlags(&Done[I], cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreate(&Start[I]));
     CUDA_CHECK(cudaEventCreate(&Finish[I]));
+    if (P.Program[I].Kind == plan::InstrKind::Transfer) {
+      CUDA_CHECK(cudaEventCreate(&CopyStart[I]));
+      CUDA_CHECK(cudaEventCreate(&CopyFinish[I]));
+    }
+    Calls[I] = collectiveCalls(L, I);
   }
   for (cudaEvent_t &E : Joins)
     CUDA_CHECK(cudaEventCreateWithFlags(&E, cudaEventDisableTiming));
@@ -380,7 +405,8 @@ void Executor::issue(uint32_t Index, uint32_t Step) {
     gradients(In.Arg, In.Micro, Step, S);
     break;
   case plan::InstrKind::Gather:
-    gather(In.Arg, S);
+  case plan::InstrKind::GatherParams:
+    collectives(S);
     break;
   case plan::InstrKind::Release:
     break; // The memory plan already reuses the bytes after this point.
@@ -389,9 +415,6 @@ void Executor::issue(uint32_t Index, uint32_t Step) {
     break;
   case plan::InstrKind::OptimizerStep:
     optimizerStep(In.Arg, Step, S, In.On == plan::Stream::Host);
-    break;
-  case plan::InstrKind::GatherParams:
-    gatherParams(S);
     break;
   case plan::InstrKind::Transfer:
     transfer(In.Arg, In.Micro, S);
@@ -404,6 +427,7 @@ void Executor::issue(uint32_t Index, uint32_t Step) {
 
 void Executor::step(uint32_t Step) {
   cudaStream_t Compute = stream(plan::Stream::Compute);
+  std::fill(CopiesIssued.begin(), CopiesIssued.end(), 0);
   CUDA_CHECK(cudaEventRecord(StepBegin, Compute));
   for (cudaStream_t S : Streams)
     if (S != Compute)
@@ -484,33 +508,24 @@ int Executor::run() {
       default:
         break;
       }
-      unsigned W = P.Settings.WorldSize;
-      unsigned PB = elementBytes(L.Param);
-      if (In.Kind == plan::InstrKind::Reduce) {
-        const plan::Bucket &B = P.Buckets[In.Arg];
-        uint64_t Bytes = B.Elems * elementBytes(ElementType(B.Type));
-        auto &C = T.Collectives[plan::enumName(B.Kind)];
-        C.first += Bytes;
-        C.second += Ms;
-      } else if (In.Kind == plan::InstrKind::Gather) {
-        auto &C = T.Collectives["all-gather"];
-        C.first += L.unitElems(In.Arg) * PB;
-        C.second += Ms;
-      } else if (In.Kind == plan::InstrKind::GatherParams) {
-        auto &C = T.Collectives["all-gather"];
-        C.first += (L.Stage < 3 ? P.Layout.PaddedElems : 0) * PB;
-        C.second += Ms;
-      } else if (In.Kind == plan::InstrKind::Transfer) {
+      if (!Calls[I].empty()) {
+        CollectiveTotals &C = T.Collectives[collectiveName(Calls[I][0].Kind)];
+        for (const CollectiveCall &Call : Calls[I])
+          C.Bytes += double(Call.messageBytes(L.World));
+        C.BusBytes += busBytes(Calls[I], L.World);
+        C.Ms += Ms;
+        ++C.Calls;
+      } else if (In.Kind == plan::InstrKind::Transfer && CopiesIssued[I]) {
         const plan::Transfer &X = P.Transfers[In.Arg];
+        CUDA_CHECK(cudaEventElapsedTime(&Ms, CopyStart[I], CopyFinish[I]));
         if (X.Kind == plan::TransferKind::HostToDevice) {
-          T.CopyInBytes += X.Bytes;
+          T.CopyInBytes += CopiesIssued[I];
           T.CopyInMs += Ms;
         } else if (X.Kind == plan::TransferKind::DeviceToHost) {
-          T.CopyOutBytes += X.Bytes;
+          T.CopyOutBytes += CopiesIssued[I];
           T.CopyOutMs += Ms;
         }
       }
-      (void)W;
     }
     Timings.push_back(T);
     report(Step, T);

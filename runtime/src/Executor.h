@@ -12,6 +12,7 @@
 #ifndef DSRUN_EXECUTOR_H
 #define DSRUN_EXECUTOR_H
 
+#include "Collectives.h"
 #include "Launch.h"
 #include "Layout.h"
 
@@ -39,6 +40,8 @@ struct RunOptions {
   int TimeoutSeconds = 300;
   /// Stop after setting up (checks, arenas, NCCL), before any step.
   bool DryRun = false;
+  /// Run the communication stream at the highest priority.
+  bool CommPriority = true;
 };
 
 /// Measured device memory, from the driver (cudaMemGetInfo): what the
@@ -49,10 +52,19 @@ struct MemoryReadings {
            Peak = 0;
 };
 
+/// What the collectives of one kind did in a step.
+struct CollectiveTotals {
+  double Bytes = 0;    ///< Message bytes (nccl-tests' "size").
+  double BusBytes = 0; ///< Bytes times the bus factor.
+  double Ms = 0;
+  unsigned Calls = 0;
+};
+
 struct StepTiming {
   double StepMs = 0, ComputeMs = 0;
-  /// Per collective kind ("all-reduce", ...): bytes and milliseconds.
-  std::map<std::string, std::pair<double, double>> Collectives;
+  /// Per collective kind ("all-reduce", ...).
+  std::map<std::string, CollectiveTotals> Collectives;
+  /// Copies alone (the host work around them is in HostMs).
   double CopyInBytes = 0, CopyInMs = 0, CopyOutBytes = 0, CopyOutMs = 0;
   double HostMs = 0;
 };
@@ -82,11 +94,11 @@ private:
   void gradients(uint32_t Op, uint32_t Micro, uint32_t Step, cudaStream_t S);
   void gradientOf(uint32_t Tensor, uint32_t Micro, uint32_t Step,
                   cudaStream_t S);
-  void gather(uint32_t Unit, cudaStream_t S);
+  /// Issues the current instruction's NCCL calls as one group.
+  void collectives(cudaStream_t S);
   void reduce(uint32_t Bucket, uint32_t Micro, uint32_t Step, cudaStream_t S);
   void optimizerStep(uint32_t SubGroup, uint32_t Step, cudaStream_t S,
                      bool OnHost);
-  void gatherParams(cudaStream_t S);
   void transfer(uint32_t Index, uint32_t Micro, cudaStream_t S);
 
   // Verification (Verify.cpp).
@@ -104,6 +116,12 @@ private:
     return Streams[unsigned(S)];
   }
   ncclDataType_t ncclType(ElementType T) const;
+  /// An asynchronous copy of a transfer, counted in its bytes.
+  void copy(void *Dst, const void *Src, uint64_t Bytes, cudaMemcpyKind Kind,
+            cudaStream_t S);
+  /// Brackets a transfer's copies with its timing events.
+  void copiesBegin(cudaStream_t S);
+  void copiesEnd(cudaStream_t S);
   /// Runs Work on stream S as a host callback, after what S has queued.
   void onHost(cudaStream_t S, uint32_t Slot, std::function<void()> Work);
   void gemms(const dsc::plan::Op &Op, bool Backward);
@@ -117,6 +135,12 @@ private:
   cudaStream_t Streams[5] = {};
   std::vector<cudaEvent_t> Done;         ///< Per instruction waited on.
   std::vector<cudaEvent_t> Start, Finish; ///< Timing, per instruction.
+  /// Around the copies of a transfer alone, without its host work.
+  std::vector<cudaEvent_t> CopyStart, CopyFinish;
+  /// Bytes each transfer copied this step.
+  std::vector<uint64_t> CopiesIssued;
+  /// Each instruction's NCCL calls (Collectives.h).
+  std::vector<std::vector<CollectiveCall>> Calls;
   cudaEvent_t StepBegin = nullptr, StepEnd = nullptr;
   cudaEvent_t Joins[5] = {};
   cublasHandle_t Cublas = nullptr;

@@ -13,12 +13,7 @@ namespace {
 
 double mib(uint64_t Bytes) { return double(Bytes) / (1 << 20); }
 
-/// nccl-tests' bus bandwidth factor for a collective over N ranks.
-double busFactor(const std::string &Kind, unsigned N) {
-  if (N <= 1)
-    return 1;
-  return Kind == "all-reduce" ? 2.0 * (N - 1) / N : double(N - 1) / N;
-}
+double gbps(double Bytes, double Ms) { return Ms > 0 ? Bytes / Ms / 1e6 : 0; }
 
 FILE *openLog(const std::string &Path, int Rank) {
   if (Path.empty())
@@ -35,33 +30,36 @@ FILE *openLog(const std::string &Path, int Rank) {
 } // namespace
 
 void Executor::report(uint32_t Step, const StepTiming &T) {
-  unsigned N = P.Settings.WorldSize;
   std::string Collectives, Json;
-  for (auto &[Kind, Measure] : T.Collectives) {
-    double Seconds = Measure.second / 1e3;
-    double Bus = Seconds > 0 ? Measure.first * busFactor(Kind, N) / Seconds
-                             : 0;
-    char Line[160];
+  for (auto &[Kind, C] : T.Collectives) {
+    char Line[200];
     snprintf(Line, sizeof(Line), ", %s %.1f MiB in %.2f ms (bus %.1f GB/s)",
-             Kind.c_str(), mib(uint64_t(Measure.first)), Measure.second,
-             Bus / 1e9);
+             Kind.c_str(), mib(uint64_t(C.Bytes)), C.Ms,
+             gbps(C.BusBytes, C.Ms));
     Collectives += Line;
     snprintf(Line, sizeof(Line),
-             ",\"%s\":{\"bytes\":%.0f,\"ms\":%.3f,\"bus_gbps\":%.2f}",
-             Kind.c_str(), Measure.first, Measure.second, Bus / 1e9);
+             ",\"%s\":{\"bytes\":%.0f,\"calls\":%u,\"ms\":%.3f,"
+             "\"bus_gbps\":%.2f}",
+             Kind.c_str(), C.Bytes, C.Calls, C.Ms, gbps(C.BusBytes, C.Ms));
     Json += Line;
+  }
+  std::string Copies;
+  if (T.CopyInBytes + T.CopyOutBytes > 0) {
+    char Line[200];
+    snprintf(Line, sizeof(Line),
+             ", copies in %.1f MiB at %.1f GB/s, out %.1f MiB at %.1f GB/s, "
+             "host stream %.2f ms",
+             mib(uint64_t(T.CopyInBytes)), gbps(T.CopyInBytes, T.CopyInMs),
+             mib(uint64_t(T.CopyOutBytes)), gbps(T.CopyOutBytes, T.CopyOutMs),
+             T.HostMs);
+    Copies = Line;
   }
   double Exposed = T.StepMs > T.ComputeMs ? T.StepMs - T.ComputeMs : 0;
   if (Process.Rank == 0)
     fprintf(stderr,
             "dsrun: step %u: %.2f ms (compute %.2f ms, waiting %.2f ms)%s%s\n",
             Step, T.StepMs, T.ComputeMs, Exposed, Collectives.c_str(),
-            T.CopyInBytes + T.CopyOutBytes > 0
-                ? (", copies in " + std::to_string(int(T.CopyInBytes / 1e6)) +
-                   " MB, out " + std::to_string(int(T.CopyOutBytes / 1e6)) +
-                   " MB, host " + std::to_string(int(T.HostMs)) + " ms")
-                      .c_str()
-                : "");
+            Copies.c_str());
   if (FILE *Log = openLog(Options.JsonLog, Process.Rank)) {
     fprintf(Log,
             "{\"rank\":%d,\"step\":%u,\"step_ms\":%.3f,\"compute_ms\":%.3f,"

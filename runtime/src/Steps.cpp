@@ -159,35 +159,17 @@ void Executor::reduce(uint32_t B, uint32_t Micro, uint32_t Step,
     if (P.Tensors[Seg.Tensor].FirstUse == plan::NoIndex)
       gradientOf(Seg.Tensor, Micro, Step, S);
 
-  if (L.Stage < 2) {
-    char *Flat = device("grads16") + BL.FlatBegin * PB;
-    CHECK_NCCL(ncclAllReduce(Flat, Flat, BL.FlatEnd - BL.FlatBegin,
-                             ncclType(L.Param), ncclSum, Comm, S));
-    return;
-  }
+  collectives(S);
+  if (L.Stage < 2 || Offloaded)
+    return; // Offloaded gradients go to the host as a transfer next.
   char *Source = Bucket.BufferIndex == plan::NoIndex
                      ? device("grad_transient")
                      : device("ipg." + std::to_string(Bucket.BufferIndex));
   if (L.Stage == 2) {
-    // DeepSpeed's average_tensor: each partition's piece reduced to its
-    // owner; in place, since the root may receive where it sends from.
+    // This rank's piece, reduced to it, into its gradient partition.
     uint64_t Origin = Bucket.BufferIndex == plan::NoIndex
                           ? P.Tensors[Bucket.Segments[0].Tensor].FlatOffset
                           : BL.FlatBegin;
-    uint64_t Part = P.Layout.PartitionElems;
-    CHECK_NCCL(ncclGroupStart());
-    for (uint32_t Q = 0; Q < L.World; ++Q) {
-      uint64_t Lo = std::max(BL.FlatBegin, Q * Part);
-      uint64_t Hi = std::min(BL.FlatEnd, (Q + 1) * Part);
-      if (Lo >= Hi)
-        continue;
-      char *Piece = Source + (Lo - Origin) * PB;
-      CHECK_NCCL(ncclReduce(Piece, Piece, Hi - Lo, ncclType(L.Param), ncclSum,
-                            int(Q), Comm, S));
-    }
-    CHECK_NCCL(ncclGroupEnd());
-    if (Offloaded)
-      return; // The copy to the host follows as a transfer.
     uint64_t Lo = std::max(BL.FlatBegin, L.PartitionBegin);
     uint64_t Hi = std::min(BL.FlatEnd, L.PartitionEnd);
     for (const plan::Segment &Seg : Bucket.Segments) {
@@ -205,18 +187,12 @@ void Executor::reduce(uint32_t B, uint32_t Micro, uint32_t Step,
     }
     return;
   }
-  // Stage 3: reduce-scatter the rank-major chunks in place.
+  // Stage 3: this rank's chunk, accumulated into its gradient partition.
   bool InPlace = Bucket.BufferIndex == plan::NoIndex;
   uint64_t Chunk =
       InPlace ? P.Tensors[Bucket.Segments[0].Tensor].ShardElems : BL.ChunkElems;
-  unsigned CB = elementBytes(L.Comm), GB = elementBytes(L.GradAccum);
+  unsigned GB = elementBytes(L.GradAccum);
   ElementType SourceType = InPlace ? L.Param : L.Comm;
-  CHECK_NCCL(ncclReduceScatter(Source,
-                               Source + uint64_t(Process.Rank) * Chunk *
-                                            elementBytes(SourceType),
-                               Chunk, ncclType(SourceType), ncclSum, Comm, S));
-  if (Offloaded)
-    return;
   char *Mine = Source + uint64_t(Process.Rank) * Chunk * elementBytes(SourceType);
   for (size_t K = 0; K < Bucket.Segments.size(); ++K) {
     uint32_t T = Bucket.Segments[K].Tensor;
@@ -225,47 +201,32 @@ void Executor::reduce(uint32_t B, uint32_t Micro, uint32_t Step,
                       L.GradAccum, Mine + Offset * elementBytes(SourceType),
                       SourceType, P.Tensors[T].ShardElems, Micro > 0, S);
   }
-  (void)CB;
 }
 
 //===----------------------------------------------------------------------===//
 // Parameters.
 //===----------------------------------------------------------------------===//
 
-void Executor::gather(uint32_t U, cudaStream_t S) {
-  unsigned PB = elementBytes(L.Param);
-  char *Unit = device("unit." + std::to_string(U));
-  bool FromHost = P.Settings.ParamOffload != plan::OffloadDevice::None;
+void Executor::collectives(cudaStream_t S) {
+  const std::vector<CollectiveCall> &Group = Calls[CurrentInstruction];
   CHECK_NCCL(ncclGroupStart());
-  for (uint32_t T : P.FetchUnits[U].Tensors) {
-    uint64_t Shard = P.Tensors[T].ShardElems;
-    char *Whole = Unit + L.unitOffset(U, T) * PB;
-    // With parameters on the host, the shard was copied into this rank's
-    // slot of the unit just before.
-    char *Mine = FromHost ? Whole + uint64_t(Process.Rank) * Shard * PB
-                          : device("params16") + L.shardOffset(T) * PB;
-    CHECK_NCCL(ncclAllGather(Mine, Whole, Shard, ncclType(L.Param), Comm, S));
-  }
-  CHECK_NCCL(ncclGroupEnd());
-}
-
-void Executor::gatherParams(cudaStream_t S) {
-  unsigned PB = elementBytes(L.Param);
-  if (L.Stage < 3) {
-    uint64_t Part = P.Layout.PartitionElems;
-    char *Params = device("params16");
-    CHECK_NCCL(ncclAllGather(Params + uint64_t(Process.Rank) * Part * PB,
-                             Params, Part, ncclType(L.Param), Comm, S));
-    return;
-  }
-  CHECK_NCCL(ncclGroupStart());
-  for (uint32_t T : P.Layout.Order) {
-    const plan::Tensor &X = P.Tensors[T];
-    if (!X.Persistent)
-      continue;
-    char *Whole = device("persistent_params") + L.persistentOffset(T) * PB;
-    CHECK_NCCL(ncclAllGather(Whole + uint64_t(Process.Rank) * X.ShardElems * PB,
-                             Whole, X.ShardElems, ncclType(L.Param), Comm, S));
+  for (const CollectiveCall &C : Group) {
+    char *Send = DeviceArena + C.Send, *Recv = DeviceArena + C.Recv;
+    ncclDataType_t T = ncclType(C.Type);
+    switch (C.Kind) {
+    case CollectiveKind::AllReduce:
+      CHECK_NCCL(ncclAllReduce(Send, Recv, C.Count, T, ncclSum, Comm, S));
+      break;
+    case CollectiveKind::Reduce:
+      CHECK_NCCL(ncclReduce(Send, Recv, C.Count, T, ncclSum, C.Root, Comm, S));
+      break;
+    case CollectiveKind::ReduceScatter:
+      CHECK_NCCL(ncclReduceScatter(Send, Recv, C.Count, T, ncclSum, Comm, S));
+      break;
+    case CollectiveKind::AllGather:
+      CHECK_NCCL(ncclAllGather(Send, Recv, C.Count, T, Comm, S));
+      break;
+    }
   }
   CHECK_NCCL(ncclGroupEnd());
 }
@@ -378,6 +339,12 @@ void Executor::optimizerStep(uint32_t G, uint32_t Step, cudaStream_t S,
 // Transfers.
 //===----------------------------------------------------------------------===//
 
+void Executor::copy(void *Dst, const void *Src, uint64_t Bytes,
+                    cudaMemcpyKind Kind, cudaStream_t S) {
+  CHECK_CUDA(cudaMemcpyAsync(Dst, Src, Bytes, Kind, S));
+  CopiesIssued[CurrentInstruction] += Bytes;
+}
+
 void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
   const plan::Transfer &X = P.Transfers[Index];
   unsigned PB = elementBytes(L.Param), GB = elementBytes(L.GradAccum);
@@ -401,8 +368,10 @@ void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
       uint64_t Hi = std::min(BL.FlatEnd, L.PartitionEnd);
       if (Lo >= Hi)
         return;
-      CHECK_CUDA(cudaMemcpyAsync(GradStaging, Source + (Lo - Origin) * PB,
-                                 (Hi - Lo) * PB, cudaMemcpyDeviceToHost, S));
+      copiesBegin(S);
+      copy(GradStaging, Source + (Lo - Origin) * PB, (Hi - Lo) * PB,
+           cudaMemcpyDeviceToHost, S);
+      copiesEnd(S);
       // Stage 1 reduces once, the sum of every micro step; stage 2 every
       // micro step, accumulated here.
       bool Accumulate = L.Stage == 2 && Micro > 0;
@@ -423,8 +392,10 @@ void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
                 : BL.ChunkElems;
     ElementType SourceType = InPlace ? L.Param : L.Comm;
     unsigned SB = elementBytes(SourceType);
-    CHECK_CUDA(cudaMemcpyAsync(GradStaging, Source + uint64_t(Rank) * Chunk * SB,
-                               Chunk * SB, cudaMemcpyDeviceToHost, S));
+    copiesBegin(S);
+    copy(GradStaging, Source + uint64_t(Rank) * Chunk * SB, Chunk * SB,
+         cudaMemcpyDeviceToHost, S);
+    copiesEnd(S);
     onHost(S, Slot, [=, &Bucket, &BL] {
       for (size_t K = 0; K < Bucket.Segments.size(); ++K) {
         uint32_t T = Bucket.Segments[K].Tensor;
@@ -451,10 +422,11 @@ void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
         storeAs(ParamStaging, I - Lo, L.Param, Master[I]);
     });
     char *Params = device("params16");
+    copiesBegin(S);
     if (L.Stage < 3) {
-      CHECK_CUDA(cudaMemcpyAsync(Params + (L.PartitionBegin + Lo) * PB,
-                                 ParamStaging, (Hi - Lo) * PB,
-                                 cudaMemcpyHostToDevice, S));
+      copy(Params + (L.PartitionBegin + Lo) * PB, ParamStaging,
+           (Hi - Lo) * PB, cudaMemcpyHostToDevice, S);
+      copiesEnd(S);
       return;
     }
     bool HostParams = P.Settings.ParamOffload != plan::OffloadDevice::None;
@@ -470,22 +442,22 @@ void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
                              uint64_t(Rank) * T.ShardElems) *
                                 PB
                       : Params + L.shardOffset(O.Tensor) * PB;
-      CHECK_CUDA(cudaMemcpyAsync(Dst,
-                                 ParamStaging + (O.PartitionOffset - Lo) * PB,
-                                 (O.End - O.Begin) * PB,
-                                 cudaMemcpyHostToDevice, S));
+      copy(Dst, ParamStaging + (O.PartitionOffset - Lo) * PB,
+           (O.End - O.Begin) * PB, cudaMemcpyHostToDevice, S);
     }
+    copiesEnd(S);
     return;
   }
   case plan::TransferPoint::BeforeGather: {
     char *Unit = device("unit." + std::to_string(X.Owner));
+    copiesBegin(S);
     for (uint32_t T : P.FetchUnits[X.Owner].Tensors) {
       uint64_t Shard = P.Tensors[T].ShardElems;
-      CHECK_CUDA(cudaMemcpyAsync(
-          Unit + (L.unitOffset(X.Owner, T) + uint64_t(Rank) * Shard) * PB,
-          host("params16") + L.shardOffset(T) * PB, Shard * PB,
-          cudaMemcpyHostToDevice, S));
+      copy(Unit + (L.unitOffset(X.Owner, T) + uint64_t(Rank) * Shard) * PB,
+           host("params16") + L.shardOffset(T) * PB, Shard * PB,
+           cudaMemcpyHostToDevice, S);
     }
+    copiesEnd(S);
     return;
   }
   case plan::TransferPoint::CheckpointOut:
@@ -495,11 +467,11 @@ void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
     if (!Dev || !Host)
       return;
     bool Out = X.Point == plan::TransferPoint::CheckpointOut;
-    CHECK_CUDA(cudaMemcpyAsync(Out ? at(Host) : at(Dev), Out ? at(Dev) : at(Host),
-                               std::min(Dev.Bytes, Host.Bytes),
-                               Out ? cudaMemcpyDeviceToHost
-                                   : cudaMemcpyHostToDevice,
-                               S));
+    copiesBegin(S);
+    copy(Out ? at(Host) : at(Dev), Out ? at(Dev) : at(Host),
+         std::min(Dev.Bytes, Host.Bytes),
+         Out ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice, S);
+    copiesEnd(S);
     return;
   }
   case plan::TransferPoint::BeforeStep:

@@ -175,14 +175,31 @@ bool Executor::verify(uint32_t Steps) {
     }
     // Gather every unit once more and check the whole tensors.
     cudaStream_t Comm = stream(plan::Stream::Comm);
+    // The program's first gather of each unit, and the copy before it.
+    std::vector<uint32_t> GatherOf(P.FetchUnits.size(), plan::NoIndex),
+        CopyBefore(P.FetchUnits.size(), plan::NoIndex);
+    for (uint32_t I = 0; I < P.Program.size(); ++I) {
+      const plan::Instruction &In = P.Program[I];
+      if (In.Kind == plan::InstrKind::Gather && GatherOf[In.Arg] == plan::NoIndex)
+        GatherOf[In.Arg] = I;
+      if (In.Kind == plan::InstrKind::Transfer) {
+        const plan::Transfer &X = P.Transfers[In.Arg];
+        if (X.Point == plan::TransferPoint::BeforeGather &&
+            X.Kind == plan::TransferKind::HostToDevice &&
+            CopyBefore[X.Owner] == plan::NoIndex)
+          CopyBefore[X.Owner] = I;
+      }
+    }
     for (uint32_t U = 0; U < P.FetchUnits.size(); ++U) {
-      if (HostParams)
-        for (uint32_t I = 0; I < P.Transfers.size(); ++I)
-          if (P.Transfers[I].Point == plan::TransferPoint::BeforeGather &&
-              P.Transfers[I].Owner == U &&
-              P.Transfers[I].Kind == plan::TransferKind::HostToDevice)
-            transfer(I, 0, Comm);
-      gather(U, Comm);
+      if (GatherOf[U] == plan::NoIndex)
+        continue;
+      if (HostParams && CopyBefore[U] != plan::NoIndex) {
+        CurrentInstruction = CopyBefore[U];
+        transfer(P.Program[CopyBefore[U]].Arg, 0, Comm);
+      }
+      CurrentInstruction = GatherOf[U];
+      collectives(Comm);
+      CurrentInstruction = plan::NoIndex;
       cudaStreamSynchronize(Comm);
       BufferView Unit = L.buffer("unit." + std::to_string(U));
       std::vector<char> Whole = download(at(Unit), Unit.Bytes, true);

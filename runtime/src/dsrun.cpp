@@ -24,7 +24,8 @@ static int usage(const char *Message) {
           "dsrun: %s\n"
           "usage: dsrun [-n PROCESSES] plan.bin [--steps N] [--verify] "
           "[--compute synthetic] [--json FILE] [--calibration-out FILE] "
-          "[--timeout SECONDS] [--host-threads N] [--dry-run]\n",
+          "[--timeout SECONDS] [--host-threads N] [--comm-priority high|normal] "
+          "[--dry-run]\n",
           Message);
   return 2;
 }
@@ -74,6 +75,11 @@ int main(int argc, char **argv) {
       Options.HostThreads = unsigned(V);
     } else if (A == "--verify") {
       Options.Verify = true;
+    } else if (A == "--comm-priority") {
+      if (I + 1 >= ChildArgs.size() ||
+          (ChildArgs[I + 1] != "high" && ChildArgs[I + 1] != "normal"))
+        return usage("--comm-priority needs 'high' or 'normal'");
+      Options.CommPriority = ChildArgs[++I] == "high";
     } else if (A == "--dry-run") {
       Options.DryRun = true;
     } else if (A == "--compute") {

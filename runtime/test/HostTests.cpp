@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Collectives.h"
 #include "HostMath.h"
 #include "Launch.h"
 #include "Layout.h"
@@ -163,6 +164,53 @@ static void launchers() {
   EXPECT(Error.find("could not reach rank 0") != std::string::npos);
 }
 
+/// Every rank must make the same NCCL calls in the same order (else NCCL
+/// hangs), each inside the device arena; a bucket's reduction covers it.
+static void collectiveChecks(const char *Path, const plan::Plan &P) {
+  const plan::Info &S = P.Settings;
+  std::vector<Layout> Ranks;
+  for (uint32_t R = 0; R < S.WorldSize; ++R)
+    Ranks.emplace_back(P, R);
+  for (uint32_t I = 0; I < P.Program.size(); ++I) {
+    std::vector<CollectiveCall> First = collectiveCalls(Ranks[0], I);
+    const plan::Instruction &In = P.Program[I];
+    bool Collective = In.Kind == plan::InstrKind::Reduce ||
+                      In.Kind == plan::InstrKind::Gather ||
+                      In.Kind == plan::InstrKind::GatherParams;
+    EXPECT(Collective == !First.empty() ||
+           In.Kind == plan::InstrKind::GatherParams);
+    if (In.Kind == plan::InstrKind::Reduce && S.ZeroStage < 3) {
+      const BucketLayout &BL = Ranks[0].Buckets[In.Arg];
+      uint64_t Covered = 0;
+      for (const CollectiveCall &C : First)
+        Covered += C.Count;
+      EXPECT(Covered == BL.FlatEnd - BL.FlatBegin);
+    }
+    for (const Layout &L : Ranks) {
+      std::vector<CollectiveCall> Mine = collectiveCalls(L, I);
+      uint64_t Arena = P.Estimates.Ranks[L.Class].DeviceArenaBytes;
+      if (Mine.size() != First.size()) {
+        fprintf(stderr, "%s: instruction %u: rank %u makes %zu NCCL calls, "
+                        "rank 0 %zu\n",
+                Path, I, L.Rank, Mine.size(), First.size());
+        ++Failures;
+        continue;
+      }
+      for (size_t K = 0; K < Mine.size(); ++K) {
+        const CollectiveCall &A = Mine[K], &B = First[K];
+        EXPECT(A.Kind == B.Kind && A.Count == B.Count && A.Type == B.Type &&
+               A.Root == B.Root);
+        uint64_t Elem = elementBytes(A.Type);
+        bool Gathered = A.Kind == CollectiveKind::AllGather;
+        bool Scattered = A.Kind == CollectiveKind::ReduceScatter;
+        uint64_t SendBytes = A.Count * Elem * (Scattered ? L.World : 1);
+        uint64_t RecvBytes = A.Count * Elem * (Gathered ? L.World : 1);
+        EXPECT(A.Send + SendBytes <= Arena && A.Recv + RecvBytes <= Arena);
+      }
+    }
+  }
+}
+
 static void planChecks(const char *Path) {
   std::ifstream In(Path, std::ios::binary);
   std::vector<uint8_t> Bytes((std::istreambuf_iterator<char>(In)),
@@ -209,6 +257,7 @@ static void planChecks(const char *Path) {
           ++Failures;
           break;
         }
+  collectiveChecks(Path, *P);
   for (size_t C = 0; C < P->Layout.RankClasses.size(); ++C) {
     std::string Hazard = checkMemoryOrdering(*P, C);
     if (!Hazard.empty()) {

@@ -1,0 +1,167 @@
+//===- Collectives.cpp - The NCCL calls each instruction makes ------------===//
+
+#include "Collectives.h"
+
+#include <algorithm>
+
+namespace plan = dsc::plan;
+
+namespace dsrun {
+
+const char *collectiveName(CollectiveKind K) {
+  switch (K) {
+  case CollectiveKind::AllReduce:
+    return "all-reduce";
+  case CollectiveKind::Reduce:
+    return "reduce";
+  case CollectiveKind::ReduceScatter:
+    return "reduce-scatter";
+  case CollectiveKind::AllGather:
+    return "all-gather";
+  }
+  return "?";
+}
+
+double busFactor(CollectiveKind K, unsigned N) {
+  if (N <= 1)
+    return 1;
+  switch (K) {
+  case CollectiveKind::AllReduce:
+    return 2.0 * (N - 1) / N;
+  case CollectiveKind::Reduce:
+    return 1;
+  default:
+    return double(N - 1) / N;
+  }
+}
+
+uint64_t CollectiveCall::messageBytes(unsigned World) const {
+  uint64_t Bytes = Count * elementBytes(Type);
+  return Kind == CollectiveKind::AllGather ||
+                 Kind == CollectiveKind::ReduceScatter
+             ? Bytes * World
+             : Bytes;
+}
+
+double busBytes(const std::vector<CollectiveCall> &Group, unsigned World) {
+  // A group of reduces to different roots (DeepSpeed's stage-2
+  // average_tensor) moves what a reduce-scatter of the same bytes moves.
+  bool SeveralRoots = false;
+  for (const CollectiveCall &C : Group)
+    SeveralRoots |= C.Kind == CollectiveKind::Reduce && C.Root != Group[0].Root;
+  double Sum = 0;
+  for (const CollectiveCall &C : Group)
+    Sum += double(C.messageBytes(World)) *
+           (SeveralRoots ? busFactor(CollectiveKind::ReduceScatter, World)
+                         : busFactor(C.Kind, World));
+  return Sum;
+}
+
+namespace {
+
+uint64_t offsetOf(const Layout &L, const std::string &Name) {
+  BufferView V = L.buffer(Name);
+  return V ? V.Offset : 0;
+}
+
+void reduceCalls(const Layout &L, uint32_t B, std::vector<CollectiveCall> &Out) {
+  const plan::Plan &P = L.P;
+  const plan::Bucket &Bucket = P.Buckets[B];
+  const BucketLayout &BL = L.Buckets[B];
+  unsigned PB = elementBytes(L.Param);
+  if (L.Stage < 2) {
+    uint64_t Flat = offsetOf(L, "grads16") + BL.FlatBegin * PB;
+    Out.push_back({CollectiveKind::AllReduce, Flat, Flat,
+                   BL.FlatEnd - BL.FlatBegin, L.Param, -1});
+    return;
+  }
+  bool InPlace = Bucket.BufferIndex == plan::NoIndex;
+  uint64_t Source =
+      InPlace ? offsetOf(L, "grad_transient")
+              : offsetOf(L, "ipg." + std::to_string(Bucket.BufferIndex));
+  if (L.Stage == 2) {
+    // DeepSpeed's average_tensor: each partition's piece reduced to its
+    // owner, in place.
+    uint64_t Origin =
+        InPlace ? P.Tensors[Bucket.Segments[0].Tensor].FlatOffset : BL.FlatBegin;
+    uint64_t Part = P.Layout.PartitionElems;
+    for (uint32_t Q = 0; Q < L.World; ++Q) {
+      uint64_t Lo = std::max(BL.FlatBegin, Q * Part);
+      uint64_t Hi = std::min(BL.FlatEnd, (Q + 1) * Part);
+      if (Lo >= Hi)
+        continue;
+      uint64_t Piece = Source + (Lo - Origin) * PB;
+      Out.push_back(
+          {CollectiveKind::Reduce, Piece, Piece, Hi - Lo, L.Param, int(Q)});
+    }
+    return;
+  }
+  // Stage 3: the rank-major chunks, reduce-scattered in place.
+  uint64_t Chunk =
+      InPlace ? P.Tensors[Bucket.Segments[0].Tensor].ShardElems : BL.ChunkElems;
+  ElementType Type = InPlace ? L.Param : L.Comm;
+  Out.push_back({CollectiveKind::ReduceScatter, Source,
+                 Source + uint64_t(L.Rank) * Chunk * elementBytes(Type), Chunk,
+                 Type, -1});
+}
+
+void gatherCalls(const Layout &L, uint32_t U, std::vector<CollectiveCall> &Out) {
+  const plan::Plan &P = L.P;
+  unsigned PB = elementBytes(L.Param);
+  uint64_t Unit = offsetOf(L, "unit." + std::to_string(U));
+  bool FromHost = P.Settings.ParamOffload != plan::OffloadDevice::None;
+  for (uint32_t T : P.FetchUnits[U].Tensors) {
+    uint64_t Shard = P.Tensors[T].ShardElems;
+    uint64_t Whole = Unit + L.unitOffset(U, T) * PB;
+    // Offloaded shards were copied into this rank's slot of the unit.
+    uint64_t Mine = FromHost ? Whole + uint64_t(L.Rank) * Shard * PB
+                             : offsetOf(L, "params16") + L.shardOffset(T) * PB;
+    Out.push_back({CollectiveKind::AllGather, Mine, Whole, Shard, L.Param, -1});
+  }
+}
+
+void gatherParamsCalls(const Layout &L, std::vector<CollectiveCall> &Out) {
+  const plan::Plan &P = L.P;
+  unsigned PB = elementBytes(L.Param);
+  if (L.Stage < 3) {
+    uint64_t Part = P.Layout.PartitionElems;
+    uint64_t Params = offsetOf(L, "params16");
+    Out.push_back({CollectiveKind::AllGather,
+                   Params + uint64_t(L.Rank) * Part * PB, Params, Part,
+                   L.Param, -1});
+    return;
+  }
+  for (uint32_t T : P.Layout.Order) {
+    const plan::Tensor &X = P.Tensors[T];
+    if (!X.Persistent)
+      continue;
+    uint64_t Whole =
+        offsetOf(L, "persistent_params") + L.persistentOffset(T) * PB;
+    Out.push_back({CollectiveKind::AllGather,
+                   Whole + uint64_t(L.Rank) * X.ShardElems * PB, Whole,
+                   X.ShardElems, L.Param, -1});
+  }
+}
+
+} // namespace
+
+std::vector<CollectiveCall> collectiveCalls(const Layout &L, uint32_t I) {
+  const plan::Instruction &In = L.P.Program[I];
+  std::vector<CollectiveCall> Out;
+  switch (In.Kind) {
+  case plan::InstrKind::Reduce:
+    reduceCalls(L, In.Arg, Out);
+    break;
+  case plan::InstrKind::Gather:
+    gatherCalls(L, In.Arg, Out);
+    break;
+  case plan::InstrKind::GatherParams:
+    gatherParamsCalls(L, Out);
+    break;
+  default:
+    break;
+  }
+  return Out;
+}
+
+} // namespace dsrun

@@ -1,0 +1,53 @@
+//===- Collectives.h - The NCCL calls each instruction makes ----*- C++ -*-===//
+//
+// One description of every collective a plan's program issues, with its
+// addresses as byte offsets into the rank's device arena. The executor
+// issues them beside compute; dsrun-bench issues the very same calls with
+// nothing else running, so the two can be compared size for size.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSRUN_COLLECTIVES_H
+#define DSRUN_COLLECTIVES_H
+
+#include "Layout.h"
+
+#include <vector>
+
+namespace dsrun {
+
+enum class CollectiveKind { AllReduce, Reduce, ReduceScatter, AllGather };
+
+const char *collectiveName(CollectiveKind K);
+
+/// nccl-tests' bus bandwidth factor of a collective over N ranks.
+double busFactor(CollectiveKind K, unsigned N);
+
+struct CollectiveCall {
+  CollectiveKind Kind;
+  /// Byte offsets into the device arena.
+  uint64_t Send = 0, Recv = 0;
+  /// Elements per rank's contribution (all-gather, reduce-scatter: per
+  /// chunk; all-reduce, reduce: the whole message).
+  uint64_t Count = 0;
+  ElementType Type = ElementType::BF16;
+  int Root = -1;
+
+  /// Bytes of the whole message, nccl-tests' "size".
+  uint64_t messageBytes(unsigned World) const;
+};
+
+/// The calls an instruction makes, issued as one NCCL group; empty for an
+/// instruction that makes none. Every collective runs on device memory,
+/// offloaded or not.
+std::vector<CollectiveCall> collectiveCalls(const Layout &L,
+                                            uint32_t Instruction);
+
+/// A group's bytes times its bus factor: divided by its time, the bus
+/// bandwidth. A group of reduces to several roots counts as the
+/// reduce-scatter it amounts to.
+double busBytes(const std::vector<CollectiveCall> &Group, unsigned World);
+
+} // namespace dsrun
+
+#endif
