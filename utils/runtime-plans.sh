@@ -1,7 +1,8 @@
 #!/bin/sh
 # Writes plans that exercise every path of dsrun: ZeRO stages 0-3, with
 # and without overlap_comm, gradient accumulation, CPU optimizer offload,
-# stage-3 CPU parameter offload and per-layer checkpointing.
+# stage-3 CPU and NVMe optimizer and parameter offload, and per-layer
+# checkpointing.
 #
 #   utils/runtime-plans.sh DSC MODEL.onnx WORLD_SIZE SEQ_LEN OUTDIR [BUCKET [DSC OPTIONS...]]
 #
@@ -15,10 +16,12 @@ i=0
 for stage in 0 1 2 3; do
   for overlap in true false; do
     for ga in 1 2; do
-      for opt in none cpu; do
-        [ "$stage" = 0 ] && [ "$opt" = cpu ] && continue
-        for par in none cpu; do
-          if [ "$par" = cpu ] && { [ "$stage" != 3 ] || [ "$opt" != cpu ]; }; then
+      for opt in none cpu nvme; do
+        [ "$stage" = 0 ] && [ "$opt" != none ] && continue
+        # Stage 1/2 take nvme for cpu (DeepSpeed does): nothing new there.
+        [ "$stage" != 3 ] && [ "$opt" = nvme ] && continue
+        for par in none cpu nvme; do
+          if [ "$par" != none ] && { [ "$stage" != 3 ] || [ "$opt" = none ]; }; then
             continue
           fi
           cat > "$out/config.json" <<JSON
@@ -28,7 +31,8 @@ for stage in 0 1 2 3; do
    "reduce_bucket_size": $bucket, "stage3_param_persistence_threshold": 500,
    "stage3_prefetch_bucket_size": $bucket, "stage3_max_reuse_distance": $bucket,
    "sub_group_size": $((bucket * 2)),
-   "offload_optimizer": {"device": "$opt"}, "offload_param": {"device": "$par"}},
+   "offload_optimizer": {"device": "$opt", "nvme_path": "/local_nvme"},
+   "offload_param": {"device": "$par", "nvme_path": "/local_nvme"}},
  "optimizer": {"type": "AdamW", "params": {"lr": 0.001, "weight_decay": 0.01}}}
 JSON
           name="s$stage-ov$overlap-ga$ga-$opt-$par"

@@ -102,6 +102,8 @@ private:
   std::vector<uint32_t> LastUseOfSlot;
   uint32_t PendingInPlace = plan::NoIndex;
   std::vector<uint32_t> AllReduces, AllGradTransfers;
+  /// The copy out of each NVMe parameter buffer use, in program order.
+  std::vector<uint32_t> ParamBufferCopies;
   /// Turn positions at which each unit is used, for reuse distances.
   std::vector<uint64_t> ElemsBefore;
   std::vector<std::vector<size_t>> UsesOfUnit;
@@ -170,13 +172,28 @@ void Scheduler::transfersAt(plan::TransferPoint Point, uint32_t Owner,
   auto It = TransfersOf[unsigned(Point)].find(Owner);
   if (It == TransfersOf[unsigned(Point)].end())
     return;
+  bool ParamRead = false;
   for (uint32_t T : It->second) {
     const plan::Transfer &X = P.Transfers[T];
     Stream On = X.Kind == plan::TransferKind::HostToDevice ? Stream::CopyIn
                 : X.Kind == plan::TransferKind::DeviceToHost
                     ? Stream::CopyOut
                     : Stream::Host;
+    // A stage-3 unit read from NVMe lands in one of aio's buffer_count
+    // buffers, in turn: the read waits until the copy to the device out of
+    // that buffer's previous contents is done.
+    if (X.Kind == plan::TransferKind::NVMeRead &&
+        Point == plan::TransferPoint::BeforeGather) {
+      ParamRead = true;
+      size_t Reads = ParamBufferCopies.size();
+      if (S.AioBufferCount && Reads >= S.AioBufferCount)
+        Waits.push_back(ParamBufferCopies[Reads - S.AioBufferCount]);
+    }
     uint32_t I = emit(InstrKind::Transfer, On, Micro, T, Waits, X.Nanos);
+    if (ParamRead && X.Kind == plan::TransferKind::HostToDevice) {
+      ParamBufferCopies.push_back(I);
+      ParamRead = false;
+    }
     Waits = {I}; // Transfers for one owner run in the order listed.
     if (Emitted)
       Emitted->push_back(I);
@@ -326,7 +343,12 @@ void Scheduler::optimizerStep() {
   std::vector<uint32_t> ParamCopies;
   for (uint32_t G = 0; G < P.Layout.SubGroups.size(); ++G) {
     uint64_t Elems = P.Layout.SubGroups[G].Elems;
-    transfersAt(plan::TransferPoint::BeforeStep, G, Ready, Micro);
+    // NVMe: every sub-group's state passes through the same swap buffers,
+    // so its read waits until the previous sub-group is out of them.
+    std::vector<uint32_t> ReadWaits = Ready;
+    if (S.OptimizerOffload == plan::OffloadDevice::NVMe && !ParamCopies.empty())
+      ReadWaits.push_back(ParamCopies.back());
+    transfersAt(plan::TransferPoint::BeforeStep, G, ReadWaits, Micro);
     uint64_t Nanos;
     if (Host) {
       Nanos = transferNanos(Elems, H.HostAdamElemsPerSec);

@@ -159,12 +159,6 @@ bool Executor::checkBeforeRunning() {
             S.Optimizer.c_str(), S.OptimizerStates);
     return false;
   }
-  if (S.OptimizerOffload == plan::OffloadDevice::NVMe ||
-      S.ParamOffload == plan::OffloadDevice::NVMe) {
-    fprintf(stderr, "dsrun: NVMe offload is planned but dsrun does not run "
-                    "it yet; plan with offload device cpu\n");
-    return false;
-  }
   if (S.ZeroStage < 3 && S.CommDType != S.ParamDType) {
     fprintf(stderr, "dsrun: communication_data_type differs from the "
                     "parameters' at stage %u; dsrun reduces stage 0-2 "
@@ -211,9 +205,9 @@ bool Executor::setUp() {
     return false;
   }
 
-  // NCCL's kernels run on SMs: at the highest priority the block
-  // scheduler hands them SMs as the GEMMs' blocks retire, instead of
-  // queueing them behind every block of the GEMMs issued before.
+  // NCCL's kernels run on SMs. At the highest priority the block
+  // scheduler hands them SMs as the GEMMs' blocks retire instead of after
+  // every block queued before (--comm-priority high).
   int Least = 0, Greatest = 0;
   CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&Least, &Greatest));
   for (unsigned K = 0; K < 5; ++K)
@@ -296,6 +290,8 @@ bool Executor::setUp() {
                              ParamStagingBytes, cudaHostAllocDefault));
   }
   Memory.Arena = usedDeviceMemory();
+  if (!setUpSwap())
+    return false;
 
   // Events: one per instruction another stream waits for, and timing.
   std::vector<bool> WaitedOn(P.Program.size(), false);
@@ -350,17 +346,20 @@ void Executor::initializeWeights() {
     } else if (Set.ParamOffload == plan::OffloadDevice::None) {
       launchInitWeights(device("params16") + L.shardOffset(Ti) * PB, T,
                         nullptr, Ti, Base, X.ShardElems, X.Elems, S);
-    } else {
+    } else if (!ParamSwap) { // On NVMe: initializeSwap writes them.
       char *Dst = host("params16") + L.shardOffset(Ti) * PB;
       for (uint64_t I = 0; I < X.ShardElems; ++I)
         storeAs(Dst, I, T,
                 Base + I < X.Elems ? initialWeight(Ti, Base + I) : 0.0f);
     }
   }
+  initializeSwap();
   // The fp32 master copy of what this rank owns starts as the stored
   // 16-bit weight; moments start at zero (the arenas are zeroed).
-  if (!L.buffer("master_params"))
+  if (!L.buffer("master_params")) {
+    CUDA_CHECK(cudaStreamSynchronize(S));
     return;
+  }
   for (const OwnedRange &O : L.Owned) {
     uint64_t N = O.End - O.Begin;
     if (Offloaded) {
@@ -476,6 +475,69 @@ bool Executor::waitForStep() {
   }
 }
 
+std::vector<float> Executor::collectiveTimes() {
+  // A collective ends at once on the rank that joins it last, while the
+  // others wait for it inside NCCL's kernel: the smallest duration among
+  // the ranks is the transfer itself, the rest is waiting for a peer. The
+  // minimum travels through the workspace, which is free between steps.
+  std::vector<float> Ms(P.Program.size(), 0);
+  for (uint32_t I = 0; I < P.Program.size(); ++I)
+    if (!Calls[I].empty())
+      CUDA_CHECK(cudaEventElapsedTime(&Ms[I], Start[I], Finish[I]));
+  BufferView Work = L.buffer("workspace");
+  if (L.World == 1 || !Work || Work.Bytes < Ms.size() * sizeof(float))
+    return Ms;
+  cudaStream_t S = stream(plan::Stream::Comm);
+  CUDA_CHECK(cudaMemcpyAsync(at(Work), Ms.data(), Ms.size() * sizeof(float),
+                             cudaMemcpyHostToDevice, S));
+  NCCL_CHECK(ncclAllReduce(at(Work), at(Work), Ms.size(), ncclFloat32, ncclMin,
+                           Comm, S));
+  CUDA_CHECK(cudaMemcpyAsync(Ms.data(), at(Work), Ms.size() * sizeof(float),
+                             cudaMemcpyDeviceToHost, S));
+  CUDA_CHECK(cudaStreamSynchronize(S));
+  return Ms;
+}
+
+StepTiming Executor::measureStep() {
+  StepTiming T;
+  float Ms = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&Ms, StepBegin, StepEnd));
+  T.StepMs = Ms;
+  std::vector<float> Collective = collectiveTimes();
+  for (uint32_t I = 0; I < P.Program.size(); ++I) {
+    const plan::Instruction &In = P.Program[I];
+    CUDA_CHECK(cudaEventElapsedTime(&Ms, Start[I], Finish[I]));
+    if (In.On == plan::Stream::Compute &&
+        (In.Kind == plan::InstrKind::Forward ||
+         In.Kind == plan::InstrKind::Backward ||
+         In.Kind == plan::InstrKind::OptimizerStep))
+      T.ComputeMs += Ms;
+    if (In.On == plan::Stream::Host)
+      T.HostMs += Ms;
+    if (!Calls[I].empty()) {
+      CollectiveTotals &C = T.Collectives[collectiveName(Calls[I][0].Kind)];
+      for (const CollectiveCall &Call : Calls[I])
+        C.Bytes += double(Call.messageBytes(L.World));
+      C.BusBytes += busBytes(Calls[I], L.World);
+      C.Ms += Collective[I];
+      ++C.Calls;
+    } else if (In.Kind == plan::InstrKind::Transfer &&
+               (P.Transfers[In.Arg].Kind == plan::TransferKind::NVMeRead ||
+                P.Transfers[In.Arg].Kind == plan::TransferKind::NVMeWrite)) {
+      bool Read = P.Transfers[In.Arg].Kind == plan::TransferKind::NVMeRead;
+      (Read ? T.NvmeReadBytes : T.NvmeWriteBytes) += P.Transfers[In.Arg].Bytes;
+      (Read ? T.NvmeReadMs : T.NvmeWriteMs) += Ms;
+    } else if (In.Kind == plan::InstrKind::Transfer && CopiesIssued[I]) {
+      const plan::Transfer &X = P.Transfers[In.Arg];
+      CUDA_CHECK(cudaEventElapsedTime(&Ms, CopyStart[I], CopyFinish[I]));
+      bool In = X.Kind == plan::TransferKind::HostToDevice;
+      (In ? T.CopyInBytes : T.CopyOutBytes) += CopiesIssued[I];
+      (In ? T.CopyInMs : T.CopyOutMs) += Ms;
+    }
+  }
+  return T;
+}
+
 int Executor::run() {
   if (!checkBeforeRunning() || !setUp())
     return 1;
@@ -488,45 +550,7 @@ int Executor::run() {
     step(Step);
     waitForStep();
     Memory.Peak = std::max(Memory.Peak, usedDeviceMemory());
-    StepTiming T;
-    float Ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&Ms, StepBegin, StepEnd));
-    T.StepMs = Ms;
-    for (uint32_t I = 0; I < P.Program.size(); ++I) {
-      const plan::Instruction &In = P.Program[I];
-      CUDA_CHECK(cudaEventElapsedTime(&Ms, Start[I], Finish[I]));
-      switch (In.On) {
-      case plan::Stream::Compute:
-        if (In.Kind == plan::InstrKind::Forward ||
-            In.Kind == plan::InstrKind::Backward ||
-            In.Kind == plan::InstrKind::OptimizerStep)
-          T.ComputeMs += Ms;
-        break;
-      case plan::Stream::Host:
-        T.HostMs += Ms;
-        break;
-      default:
-        break;
-      }
-      if (!Calls[I].empty()) {
-        CollectiveTotals &C = T.Collectives[collectiveName(Calls[I][0].Kind)];
-        for (const CollectiveCall &Call : Calls[I])
-          C.Bytes += double(Call.messageBytes(L.World));
-        C.BusBytes += busBytes(Calls[I], L.World);
-        C.Ms += Ms;
-        ++C.Calls;
-      } else if (In.Kind == plan::InstrKind::Transfer && CopiesIssued[I]) {
-        const plan::Transfer &X = P.Transfers[In.Arg];
-        CUDA_CHECK(cudaEventElapsedTime(&Ms, CopyStart[I], CopyFinish[I]));
-        if (X.Kind == plan::TransferKind::HostToDevice) {
-          T.CopyInBytes += CopiesIssued[I];
-          T.CopyInMs += Ms;
-        } else if (X.Kind == plan::TransferKind::DeviceToHost) {
-          T.CopyOutBytes += CopiesIssued[I];
-          T.CopyOutMs += Ms;
-        }
-      }
-    }
+    StepTiming T = measureStep();
     Timings.push_back(T);
     report(Step, T);
   }

@@ -14,6 +14,7 @@
 
 #include "Collectives.h"
 #include "Launch.h"
+#include "Nvme.h"
 #include "Layout.h"
 
 #include <cublas_v2.h>
@@ -22,6 +23,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,8 +42,12 @@ struct RunOptions {
   int TimeoutSeconds = 300;
   /// Stop after setting up (checks, arenas, NCCL), before any step.
   bool DryRun = false;
-  /// Run the communication stream at the highest priority.
-  bool CommPriority = true;
+  /// Where NVMe offload keeps its swap files (the config's nvme_path, as
+  /// mounted on this machine).
+  std::string NvmePath;
+  /// Run the communication stream at the highest priority (measured on
+  /// H200s: no better overall than the default, so off by default).
+  bool CommPriority = false;
 };
 
 /// Measured device memory, from the driver (cudaMemGetInfo): what the
@@ -67,6 +73,14 @@ struct StepTiming {
   /// Copies alone (the host work around them is in HostMs).
   double CopyInBytes = 0, CopyInMs = 0, CopyOutBytes = 0, CopyOutMs = 0;
   double HostMs = 0;
+  double NvmeReadBytes = 0, NvmeReadMs = 0, NvmeWriteBytes = 0,
+         NvmeWriteMs = 0;
+};
+
+/// A sub-group's fp32 master weights and moments on the host, indexed from
+/// the sub-group's first element.
+struct HostState {
+  float *Master, *M, *V;
 };
 
 class Executor {
@@ -87,6 +101,10 @@ private:
   void initializeWeights();
   void step(uint32_t Step);
   bool waitForStep();
+  /// The step's timings, once it has finished.
+  StepTiming measureStep();
+  /// Each collective's duration on the rank that joined it last.
+  std::vector<float> collectiveTimes();
   void issue(uint32_t Index, uint32_t Step);
 
   // One function per instruction kind.
@@ -100,6 +118,14 @@ private:
   void optimizerStep(uint32_t SubGroup, uint32_t Step, cudaStream_t S,
                      bool OnHost);
   void transfer(uint32_t Index, uint32_t Micro, cudaStream_t S);
+  /// NVMe reads and writes (Swap.cpp); run as host work on stream S.
+  bool setUpSwap();
+  void initializeSwap();
+  void swapIn(const dsc::plan::Transfer &X, cudaStream_t S);
+  void swapOut(const dsc::plan::Transfer &X, cudaStream_t S);
+  HostState hostState(uint32_t SubGroup) const;
+  /// The NVMe parameter buffer a BeforeGather read or copy uses.
+  char *paramSwapBuffer() const;
 
   // Verification (Verify.cpp).
   bool verify(uint32_t Steps);
@@ -152,6 +178,10 @@ private:
   uint64_t ArenaBytes = 0;
   /// The bucket and segment carrying each tensor's gradient.
   std::vector<uint32_t> BucketOfTensor, SegmentOfTensor;
+  std::unique_ptr<SwapLayout> Swap;
+  std::unique_ptr<SwapFile> OptimizerSwap, ParamSwap;
+  /// Per instruction: the NVMe parameter buffer its read or copy uses.
+  std::vector<uint32_t> SwapSlot;
   MemoryReadings Memory;
   std::vector<StepTiming> Timings;
   bool Failed = false;

@@ -54,6 +54,15 @@ void Executor::report(uint32_t Step, const StepTiming &T) {
              T.HostMs);
     Copies = Line;
   }
+  if (T.NvmeReadBytes + T.NvmeWriteBytes > 0) {
+    char Line[200];
+    snprintf(Line, sizeof(Line),
+             ", NVMe read %.1f MiB at %.2f GB/s, written %.1f MiB at %.2f GB/s",
+             mib(uint64_t(T.NvmeReadBytes)), gbps(T.NvmeReadBytes, T.NvmeReadMs),
+             mib(uint64_t(T.NvmeWriteBytes)),
+             gbps(T.NvmeWriteBytes, T.NvmeWriteMs));
+    Copies += Line;
+  }
   double Exposed = T.StepMs > T.ComputeMs ? T.StepMs - T.ComputeMs : 0;
   if (Process.Rank == 0)
     fprintf(stderr,
@@ -65,9 +74,12 @@ void Executor::report(uint32_t Step, const StepTiming &T) {
             "{\"rank\":%d,\"step\":%u,\"step_ms\":%.3f,\"compute_ms\":%.3f,"
             "\"exposed_ms\":%.3f,\"copy_in_bytes\":%.0f,\"copy_in_ms\":%.3f,"
             "\"copy_out_bytes\":%.0f,\"copy_out_ms\":%.3f,\"host_ms\":%.3f,"
+            "\"nvme_read_bytes\":%.0f,\"nvme_read_ms\":%.3f,"
+            "\"nvme_write_bytes\":%.0f,\"nvme_write_ms\":%.3f,"
             "\"collectives\":{%s}}\n",
             Process.Rank, Step, T.StepMs, T.ComputeMs, Exposed, T.CopyInBytes,
-            T.CopyInMs, T.CopyOutBytes, T.CopyOutMs, T.HostMs,
+            T.CopyInMs, T.CopyOutBytes, T.CopyOutMs, T.HostMs, T.NvmeReadBytes,
+            T.NvmeReadMs, T.NvmeWriteBytes, T.NvmeWriteMs,
             Json.empty() ? "" : Json.c_str() + 1);
     fclose(Log);
   }

@@ -245,8 +245,7 @@ void Executor::optimizerStep(uint32_t G, uint32_t Step, cudaStream_t S,
 
   if (OnHost) {
     onHost(S, CurrentInstruction, [=] {
-      float *Master = reinterpret_cast<float *>(host("master_params"));
-      float *States = reinterpret_cast<float *>(host("optimizer_states"));
+      HostState H = hostState(G);
       const char *Grads;
       ElementType GradType;
       if (L.Stage < 3) {
@@ -256,10 +255,10 @@ void Executor::optimizerStep(uint32_t G, uint32_t Step, cudaStream_t S,
         Grads = host("grads_partition") + Lo * GB;
         GradType = L.GradAccum;
       }
-      hostAdamW(A, Grads, GradType, Master + Lo, States + Lo,
-                States + Owned + Lo, N, Options.HostThreads);
-      if (P.Settings.ParamOffload == plan::OffloadDevice::None)
-        return;
+      hostAdamW(A, Grads, GradType, H.Master, H.M, H.V, N,
+                Options.HostThreads);
+      if (P.Settings.ParamOffload != plan::OffloadDevice::CPU)
+        return; // On NVMe: written by the transfer after the step.
       // Parameters live on the host: the update lands there directly
       // (persistent ones go back to the device as a transfer).
       for (const OwnedRange &O : L.Owned) {
@@ -268,7 +267,7 @@ void Executor::optimizerStep(uint32_t G, uint32_t Step, cudaStream_t S,
           continue;
         char *Dst = host("params16") + L.shardOffset(O.Tensor) * PB;
         for (uint64_t I = 0; I < O.End - O.Begin; ++I)
-          storeAs(Dst, I, L.Param, Master[O.PartitionOffset + I]);
+          storeAs(Dst, I, L.Param, H.Master[O.PartitionOffset - Lo + I]);
       }
     });
     (void)Rank;
@@ -412,14 +411,14 @@ void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
     return;
   }
   case plan::TransferPoint::AfterStep: {
-    if (X.Kind != plan::TransferKind::HostToDevice)
-      return;
+    if (X.Kind == plan::TransferKind::NVMeWrite)
+      return swapOut(X, S);
     auto [Lo, Hi] = L.SubGroupRange[X.Owner];
+    uint32_t G = X.Owner;
     onHost(S, Slot, [=] {
-      const float *Master =
-          reinterpret_cast<const float *>(host("master_params"));
-      for (uint64_t I = Lo; I < Hi; ++I)
-        storeAs(ParamStaging, I - Lo, L.Param, Master[I]);
+      const float *Master = hostState(G).Master;
+      for (uint64_t I = 0; I < Hi - Lo; ++I)
+        storeAs(ParamStaging, I, L.Param, Master[I]);
     });
     char *Params = device("params16");
     copiesBegin(S);
@@ -449,13 +448,18 @@ void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
     return;
   }
   case plan::TransferPoint::BeforeGather: {
+    if (X.Kind == plan::TransferKind::NVMeRead)
+      return swapIn(X, S);
     char *Unit = device("unit." + std::to_string(X.Owner));
     copiesBegin(S);
     for (uint32_t T : P.FetchUnits[X.Owner].Tensors) {
       uint64_t Shard = P.Tensors[T].ShardElems;
+      // From the host shards, or from the buffer the NVMe read filled.
+      const char *From = ParamSwap
+                             ? paramSwapBuffer() + Swap->shardInUnit(T)
+                             : host("params16") + L.shardOffset(T) * PB;
       copy(Unit + (L.unitOffset(X.Owner, T) + uint64_t(Rank) * Shard) * PB,
-           host("params16") + L.shardOffset(T) * PB, Shard * PB,
-           cudaMemcpyHostToDevice, S);
+           From, Shard * PB, cudaMemcpyHostToDevice, S);
     }
     copiesEnd(S);
     return;
@@ -475,7 +479,7 @@ void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
     return;
   }
   case plan::TransferPoint::BeforeStep:
-    return; // NVMe reads: refused before running.
+    return swapIn(X, S);
   }
 }
 

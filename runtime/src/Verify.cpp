@@ -91,11 +91,29 @@ bool Executor::verify(uint32_t Steps) {
   BufferView States = L.buffer("optimizer_states");
   uint64_t Owned = L.Stage == 0 ? P.Layout.FlatElems : P.Layout.PartitionElems;
   bool MasterOnDevice = Master && Master.B->Space == plan::MemorySpace::Device;
-  std::vector<char> MasterBytes =
-      Master ? download(at(Master), Owned * 4, MasterOnDevice)
-             : download(device("params16"), Owned * 4, true);
-  std::vector<char> StateBytes = download(
-      at(States), 2 * Owned * 4, States.B->Space == plan::MemorySpace::Device);
+  std::vector<char> MasterBytes, StateBytes;
+  if (OptimizerSwap) {
+    // Read back from the swap file, sub-group by sub-group.
+    MasterBytes.resize(Owned * 4);
+    StateBytes.resize(2 * Owned * 4);
+    std::string Error;
+    for (uint32_t G = 0; G < L.SubGroupRange.size(); ++G) {
+      auto [Lo, Hi] = L.SubGroupRange[G];
+      char *Into[3] = {MasterBytes.data() + Lo * 4, StateBytes.data() + Lo * 4,
+                       StateBytes.data() + (Owned + Lo) * 4};
+      for (unsigned K = 0; K < 3; ++K)
+        if (!OptimizerSwap->read(Into[K], Swap->optimizerRegion(G, K),
+                                 (Hi - Lo) * 4, Error)) {
+          fprintf(stderr, "dsrun --verify: %s\n", Error.c_str());
+          return false;
+        }
+    }
+  } else {
+    MasterBytes = Master ? download(at(Master), Owned * 4, MasterOnDevice)
+                         : download(device("params16"), Owned * 4, true);
+    StateBytes = download(at(States), 2 * Owned * 4,
+                          States.B->Space == plan::MemorySpace::Device);
+  }
   const float *MasterValues = reinterpret_cast<const float *>(MasterBytes.data());
   const float *M = reinterpret_cast<const float *>(StateBytes.data());
   const float *V = M + Owned;
@@ -156,6 +174,27 @@ bool Executor::verify(uint32_t Steps) {
             ? download(at(L.buffer("params16")), L.buffer("params16").Bytes,
                        !HostParams)
             : std::vector<char>();
+    if (ParamSwap) {
+      // Laid out as params16 would be, from the swap file.
+      uint64_t End = 0;
+      for (uint32_t T = 0; T < P.Tensors.size(); ++T)
+        if (!P.Tensors[T].Persistent)
+          End = std::max(End, L.shardOffset(T) + P.Tensors[T].ShardElems);
+      Shards.assign(End * PB, 0);
+      std::string Error;
+      for (uint32_t U = 0; U < P.FetchUnits.size(); ++U) {
+        std::vector<char> Block(Swap->unitBytes(U));
+        if (!ParamSwap->read(Block.data(), Swap->unitBase(U), Block.size(),
+                             Error)) {
+          fprintf(stderr, "dsrun --verify: %s\n", Error.c_str());
+          return false;
+        }
+        for (uint32_t T : P.FetchUnits[U].Tensors)
+          memcpy(Shards.data() + L.shardOffset(T) * PB,
+                 Block.data() + Swap->shardInUnit(T),
+                 P.Tensors[T].ShardElems * PB);
+      }
+    }
     std::vector<char> Persistent =
         L.buffer("persistent_params")
             ? download(device("persistent_params"),
@@ -177,7 +216,8 @@ bool Executor::verify(uint32_t Steps) {
     cudaStream_t Comm = stream(plan::Stream::Comm);
     // The program's first gather of each unit, and the copy before it.
     std::vector<uint32_t> GatherOf(P.FetchUnits.size(), plan::NoIndex),
-        CopyBefore(P.FetchUnits.size(), plan::NoIndex);
+        CopyBefore(P.FetchUnits.size(), plan::NoIndex),
+        ReadBefore(P.FetchUnits.size(), plan::NoIndex);
     for (uint32_t I = 0; I < P.Program.size(); ++I) {
       const plan::Instruction &In = P.Program[I];
       if (In.Kind == plan::InstrKind::Gather && GatherOf[In.Arg] == plan::NoIndex)
@@ -188,11 +228,19 @@ bool Executor::verify(uint32_t Steps) {
             X.Kind == plan::TransferKind::HostToDevice &&
             CopyBefore[X.Owner] == plan::NoIndex)
           CopyBefore[X.Owner] = I;
+        if (X.Point == plan::TransferPoint::BeforeGather &&
+            X.Kind == plan::TransferKind::NVMeRead &&
+            ReadBefore[X.Owner] == plan::NoIndex)
+          ReadBefore[X.Owner] = I;
       }
     }
     for (uint32_t U = 0; U < P.FetchUnits.size(); ++U) {
       if (GatherOf[U] == plan::NoIndex)
         continue;
+      if (ParamSwap && ReadBefore[U] != plan::NoIndex) {
+        CurrentInstruction = ReadBefore[U];
+        transfer(P.Program[ReadBefore[U]].Arg, 0, Comm);
+      }
       if (HostParams && CopyBefore[U] != plan::NoIndex) {
         CurrentInstruction = CopyBefore[U];
         transfer(P.Program[CopyBefore[U]].Arg, 0, Comm);

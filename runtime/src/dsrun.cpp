@@ -24,7 +24,8 @@ static int usage(const char *Message) {
           "dsrun: %s\n"
           "usage: dsrun [-n PROCESSES] plan.bin [--steps N] [--verify] "
           "[--compute synthetic] [--json FILE] [--calibration-out FILE] "
-          "[--timeout SECONDS] [--host-threads N] [--comm-priority high|normal] "
+          "[--timeout SECONDS] [--host-threads N] [--nvme-path DIR] "
+          "[--comm-priority high|normal] "
           "[--dry-run]\n",
           Message);
   return 2;
@@ -89,6 +90,10 @@ int main(int argc, char **argv) {
         return usage("--compute: only 'synthetic' exists: dsrun has no "
                      "kernels for the model's ops yet, so it runs GEMMs of "
                      "their shapes and known gradients");
+    } else if (A == "--nvme-path") {
+      if (I + 1 >= ChildArgs.size())
+        return usage("--nvme-path needs a directory");
+      Options.NvmePath = ChildArgs[++I];
     } else if (A == "--json" || A == "--calibration-out") {
       if (I + 1 >= ChildArgs.size())
         return usage((A + " needs a file").c_str());

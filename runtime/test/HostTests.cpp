@@ -18,8 +18,10 @@
 #include "HostMath.h"
 #include "Launch.h"
 #include "Layout.h"
+#include "Nvme.h"
 
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -114,6 +116,69 @@ static void adam() {
   hostAdamW(A, G16.data(), ElementType::BF16, P2.data(), M2.data(), V2.data(),
             N, 2);
   EXPECT(P2 == P1);
+}
+
+/// The swap-file engine on plain files: every alignment of memory, offset
+/// and size, several threads, and the errors a user can meet.
+static void swapFiles() {
+  const char *Tmp = getenv("TMPDIR");
+  std::string Template = std::string(Tmp ? Tmp : "/tmp") + "/dsrun-swap-XXXXXX";
+  std::vector<char> Name(Template.begin(), Template.end());
+  Name.push_back(0);
+  if (!mkdtemp(Name.data())) {
+    EXPECT(!"mkdtemp");
+    return;
+  }
+  std::string Path = std::string(Name.data()) + "/rank0.swp";
+  const uint64_t Size = 3 << 20;
+  std::string Error;
+  {
+    SwapFile F;
+    EXPECT(F.create(Path, Size, 4, 64 << 10, Error));
+    fprintf(stderr, "swap file on %s: direct I/O %s\n", Name.data(),
+            F.direct() ? "yes" : "no (buffered)");
+    // Aligned memory (what the pinned arena gives) and unaligned memory.
+    std::vector<char> Storage(Size + 2 * SwapFile::Alignment);
+    char *Aligned = reinterpret_cast<char *>(
+        (uintptr_t(Storage.data()) + SwapFile::Alignment - 1) /
+        SwapFile::Alignment * SwapFile::Alignment);
+    for (uint64_t I = 0; I < Size; ++I)
+      Aligned[I] = char(I * 131 + 7);
+    EXPECT(F.write(Aligned, 0, Size, Error));
+    struct Case {
+      uint64_t Offset, Bytes, Shift;
+    };
+    for (Case C : {Case{0, Size, 0}, Case{4096, 1 << 20, 0},
+                   Case{100, 300000, 100}, Case{8192, 5000, 3},
+                   Case{Size - 1, 1, 0}, Case{12345, 0, 0}}) {
+      std::vector<char> Back(C.Bytes + 2 * SwapFile::Alignment);
+      char *Into = reinterpret_cast<char *>(
+                       (uintptr_t(Back.data()) + SwapFile::Alignment - 1) /
+                       SwapFile::Alignment * SwapFile::Alignment) +
+                   C.Shift;
+      EXPECT(F.read(Into, C.Offset, C.Bytes, Error));
+      EXPECT(memcmp(Into, Aligned + C.Offset, C.Bytes) == 0);
+    }
+    // An unaligned write in the middle lands exactly there.
+    std::vector<char> Patch(7777, 'x');
+    EXPECT(F.write(Patch.data(), 50001, Patch.size(), Error));
+    std::vector<char> Back(Size);
+    EXPECT(F.read(Back.data(), 0, Size, Error));
+    EXPECT(Back[50000] == Aligned[50000] && Back[50001] == 'x' &&
+           Back[50001 + 7776] == 'x' && Back[50001 + 7777] == Aligned[57778]);
+    // Past the end: an error that names the file.
+    EXPECT(!F.read(Back.data(), Size - 10, 20, Error));
+    EXPECT(Error.find(Path) != std::string::npos &&
+           Error.find("past") != std::string::npos);
+  }
+  // The destructor removed the file; a directory that does not exist is a
+  // clear error.
+  EXPECT(access(Path.c_str(), F_OK) != 0);
+  SwapFile Bad;
+  EXPECT(!Bad.create(std::string(Name.data()) + "/missing/rank0.swp", 4096, 1,
+                     4096, Error));
+  EXPECT(Error.find("--nvme-path") != std::string::npos);
+  rmdir(Name.data());
 }
 
 static void launchers() {
@@ -239,7 +304,17 @@ static void planChecks(const char *Path) {
     }
     // What dsrun looks up is there.
     EXPECT(L.buffer("params16") || L.buffer("persistent_params"));
-    EXPECT(L.buffer("optimizer_states"));
+    if (S.OptimizerOffload == plan::OffloadDevice::NVMe)
+      EXPECT(L.buffer("nvme_optimizer_buffers").Bytes >=
+             3 * 4 * (L.SubGroupRange.empty()
+                          ? 0
+                          : L.SubGroupRange[0].second -
+                                L.SubGroupRange[0].first));
+    else
+      EXPECT(L.buffer("optimizer_states"));
+    if (S.ParamOffload == plan::OffloadDevice::NVMe)
+      EXPECT(L.buffer("nvme_param_buffers") &&
+             SwapLayout(L).LargestUnitBytes <= S.AioBufferBytes);
     for (const plan::Bucket &B : P->Buckets)
       if (B.BufferIndex != plan::NoIndex)
         EXPECT(L.buffer("ipg." + std::to_string(B.BufferIndex)));
@@ -258,6 +333,20 @@ static void planChecks(const char *Path) {
           break;
         }
   collectiveChecks(Path, *P);
+  // Swap-file regions: aligned and disjoint.
+  {
+    Layout L(*P, 0);
+    SwapLayout W(L);
+    uint64_t End = 0;
+    for (uint32_t G = 0; G < L.SubGroupRange.size(); ++G)
+      for (unsigned K = 0; K < 3; ++K) {
+        EXPECT(W.optimizerRegion(G, K) % SwapFile::Alignment == 0);
+        EXPECT(W.optimizerRegion(G, K) >= End);
+        End = W.optimizerRegion(G, K) +
+              (L.SubGroupRange[G].second - L.SubGroupRange[G].first) * 4;
+      }
+    EXPECT(End <= W.OptimizerFileBytes);
+  }
   for (size_t C = 0; C < P->Layout.RankClasses.size(); ++C) {
     std::string Hazard = checkMemoryOrdering(*P, C);
     if (!Hazard.empty()) {
@@ -271,6 +360,7 @@ int main(int argc, char **argv) {
   conversions();
   adam();
   launchers();
+  swapFiles();
   for (int I = 1; I < argc; ++I)
     planChecks(argv[I]);
   printf("%s: %d failure(s), %d plan(s) checked\n",

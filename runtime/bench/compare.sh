@@ -1,0 +1,27 @@
+#!/bin/sh
+# Runs one plan with dsrun, then the same plan's collectives alone with
+# dsrun-bench, and prints, per collective kind, the bus bandwidth of each
+# and dsrun's share of raw NCCL.
+#
+#   runtime/bench/compare.sh BINDIR PLAN PROCESSES [DSRUN OPTIONS...]
+set -u
+bin=$1 plan=$2 n=$3
+shift 3
+steps=3
+run=$("$bin/dsrun" -n "$n" "$plan" --steps $steps "$@" 2>&1) || {
+  echo "$run" | tail -5; exit 1; }
+alone=$("$bin/dsrun-bench" -n "$n" --plan "$plan" 2>&1) || {
+  echo "$alone" | tail -5; exit 1; }
+line=$(echo "$run" | grep "step $steps:")
+echo "$(basename "$plan" .bin): $(echo "$line" | grep -o 'step [0-9]*: [0-9.]* ms (compute [0-9.]* ms, waiting [0-9.]* ms)')"
+for kind in all-reduce reduce reduce-scatter all-gather; do
+  mine=$(echo "$line" | grep -o ", $kind [0-9.]* MiB in [0-9.]* ms (bus [0-9.]*" |
+         sed 's/.*bus //')
+  raw=$(echo "$alone" | grep "^  $kind " | sed 's/.*bus \([0-9.]*\).*/\1/')
+  mib=$(echo "$line" | grep -o ", $kind [0-9.]* MiB" | grep -o '[0-9.]* MiB')
+  [ -n "$mine" ] && [ -n "$raw" ] &&
+    awk -v k="$kind" -v a="$mine" -v b="$raw" -v m="$mib" 'BEGIN {
+      printf "  %-15s %12s  dsrun %6.1f GB/s  alone %6.1f GB/s  %5.1f%%\n",
+             k, m, a, b, 100 * a / b }'
+done
+echo "$line" | grep -o 'copies in .*' | sed 's/^/  /'

@@ -1,0 +1,168 @@
+//===- Nvme.cpp - Swap files for NVMe offload -----------------------------===//
+
+#include "Nvme.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <mutex>
+#include <thread>
+#include <unistd.h>
+
+namespace plan = dsc::plan;
+
+namespace dsrun {
+
+namespace {
+
+uint64_t alignUp(uint64_t X, uint64_t A) { return (X + A - 1) / A * A; }
+
+struct Piece {
+  char *Memory;
+  uint64_t Offset, Bytes;
+  bool Direct;
+};
+
+} // namespace
+
+SwapFile::~SwapFile() {
+  if (Fd >= 0)
+    close(Fd);
+  if (DirectFd >= 0)
+    close(DirectFd);
+  // Swap files hold nothing worth keeping once the run is over.
+  if (!Path.empty())
+    unlink(Path.c_str());
+}
+
+bool SwapFile::create(const std::string &FilePath, uint64_t Size,
+                      unsigned ThreadCount, uint64_t Block,
+                      std::string &Error) {
+  Path = FilePath;
+  Bytes = Size;
+  Threads = std::max(1u, ThreadCount);
+  BlockBytes = std::max<uint64_t>(Alignment, alignUp(Block, Alignment));
+  Fd = open(Path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+  if (Fd < 0) {
+    Error = Path + ": cannot create the swap file: " + strerror(errno) +
+            "; give --nvme-path a directory this process can write";
+    Path.clear();
+    return false;
+  }
+  if (ftruncate(Fd, off_t(Size)) != 0) {
+    Error = Path + ": cannot size the swap file to " + std::to_string(Size) +
+            " bytes: " + strerror(errno);
+    return false;
+  }
+#ifdef O_DIRECT
+  DirectFd = open(Path.c_str(), O_RDWR | O_DIRECT);
+#endif
+  return true;
+}
+
+bool SwapFile::read(void *Dst, uint64_t Offset, uint64_t Size,
+                    std::string &Error) {
+  return transfer(static_cast<char *>(Dst), Offset, Size, false, Error);
+}
+
+bool SwapFile::write(const void *Src, uint64_t Offset, uint64_t Size,
+                     std::string &Error) {
+  return transfer(const_cast<char *>(static_cast<const char *>(Src)), Offset,
+                  Size, true, Error);
+}
+
+bool SwapFile::transfer(char *Memory, uint64_t Offset, uint64_t Size,
+                        bool Write, std::string &Error) {
+  if (Offset + Size > Bytes || Offset + Size < Offset) {
+    Error = Path + ": " + (Write ? "write" : "read") + " of " +
+            std::to_string(Size) + " bytes at " + std::to_string(Offset) +
+            " is past the swap file's " + std::to_string(Bytes) + " bytes";
+    return false;
+  }
+  // Cut the request into blocks; the aligned ones go direct when memory
+  // and file offset share their alignment.
+  std::vector<Piece> Pieces;
+  uint64_t Begin = Offset, End = Offset + Size;
+  bool Alignable =
+      direct() && (uintptr_t(Memory) - Offset) % Alignment == 0;
+  uint64_t DirectBegin = Alignable ? std::min(End, alignUp(Begin, Alignment))
+                                   : End;
+  uint64_t DirectEnd =
+      Alignable ? std::max(DirectBegin, End / Alignment * Alignment) : End;
+  auto Add = [&](uint64_t From, uint64_t To, bool Direct) {
+    for (uint64_t At = From; At < To; At += BlockBytes)
+      Pieces.push_back({Memory + (At - Offset), At,
+                        std::min(BlockBytes, To - At), Direct});
+  };
+  Add(Begin, DirectBegin, false);
+  Add(DirectBegin, DirectEnd, true);
+  Add(DirectEnd, End, false);
+
+  std::atomic<size_t> Next{0};
+  std::mutex Lock;
+  std::string FirstError;
+  auto Work = [&] {
+    for (size_t I; (I = Next++) < Pieces.size();) {
+      const Piece &W = Pieces[I];
+      int F = W.Direct ? DirectFd : Fd;
+      for (uint64_t Done = 0; Done < W.Bytes;) {
+        ssize_t N = Write ? pwrite(F, W.Memory + Done, W.Bytes - Done,
+                                   off_t(W.Offset + Done))
+                          : pread(F, W.Memory + Done, W.Bytes - Done,
+                                  off_t(W.Offset + Done));
+        if (N < 0 && errno == EINTR)
+          continue;
+        if (N <= 0) {
+          std::lock_guard<std::mutex> G(Lock);
+          if (FirstError.empty())
+            FirstError = Path + ": " + (Write ? "write" : "read") +
+                         " failed at offset " +
+                         std::to_string(W.Offset + Done) + ": " +
+                         (N < 0 ? strerror(errno) : "unexpected end of file");
+          Next = Pieces.size();
+          return;
+        }
+        Done += uint64_t(N);
+      }
+    }
+  };
+  unsigned Count = unsigned(std::min<size_t>(Threads, Pieces.size()));
+  std::vector<std::thread> Pool;
+  for (unsigned T = 1; T < Count; ++T)
+    Pool.emplace_back(Work);
+  Work();
+  for (std::thread &T : Pool)
+    T.join();
+  if (!FirstError.empty()) {
+    Error = FirstError;
+    return false;
+  }
+  return true;
+}
+
+SwapLayout::SwapLayout(const Layout &L) {
+  const plan::Plan &P = L.P;
+  for (auto [Lo, Hi] : L.SubGroupRange) {
+    uint64_t Stride = alignUp((Hi - Lo) * 4, SwapFile::Alignment);
+    OptimizerBase.push_back(OptimizerFileBytes);
+    RegionStride.push_back(Stride);
+    OptimizerFileBytes += 3 * Stride;
+  }
+  unsigned PB = elementBytes(L.Param);
+  ShardInUnit.assign(P.Tensors.size(), NoOffset);
+  for (const plan::FetchUnit &U : P.FetchUnits) {
+    uint64_t Within = 0;
+    for (uint32_t T : U.Tensors) {
+      ShardInUnit[T] = Within;
+      Within += P.Tensors[T].ShardElems * PB;
+    }
+    UnitBase.push_back(ParamFileBytes);
+    UnitBytes.push_back(Within);
+    LargestUnitBytes = std::max(LargestUnitBytes, Within);
+    ParamFileBytes += alignUp(Within, SwapFile::Alignment);
+  }
+}
+
+} // namespace dsrun

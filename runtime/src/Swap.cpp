@@ -1,0 +1,246 @@
+//===- Swap.cpp - NVMe offload: optimizer state and parameters in files ---===//
+//
+// With offload device nvme, a rank's fp32 master weights and moments live
+// in its optimizer swap file and pass, one sub-group at a time, through
+// the planned nvme_optimizer_buffers (master, first and second moment);
+// at stage 3 its parameter shards live in the parameter swap file and
+// each unit passes through one of the nvme_param_buffers on its way to
+// the device. The plan orders every reuse of those buffers; the I/O runs
+// as host work on the stream the plan gives it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Executor.h"
+
+#include "HostMath.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace plan = dsc::plan;
+
+namespace dsrun {
+
+namespace {
+
+void swapCheck(bool Ok, const std::string &Error, const std::string &Where) {
+  if (!Ok)
+    fatalError(Error + " (" + Where + ")");
+}
+
+} // namespace
+
+HostState Executor::hostState(uint32_t G) const {
+  auto [Lo, Hi] = L.SubGroupRange[G];
+  if (OptimizerSwap) {
+    // The sub-group's state is in the swap buffers, one region each.
+    uint64_t Largest = L.buffer("nvme_optimizer_buffers").Bytes /
+                       std::max<uint32_t>(1, P.Settings.AioBufferCount);
+    char *Buffers = host("nvme_optimizer_buffers");
+    return {reinterpret_cast<float *>(Buffers),
+            reinterpret_cast<float *>(Buffers + Largest),
+            reinterpret_cast<float *>(Buffers + 2 * Largest)};
+  }
+  uint64_t Owned = L.Stage == 0 ? P.Layout.FlatElems : P.Layout.PartitionElems;
+  float *Master = reinterpret_cast<float *>(host("master_params"));
+  float *States = reinterpret_cast<float *>(host("optimizer_states"));
+  return {Master + Lo, States + Lo, States + Owned + Lo};
+}
+
+char *Executor::paramSwapBuffer() const {
+  uint64_t Each = P.Settings.AioBufferBytes;
+  return host("nvme_param_buffers") + SwapSlot[CurrentInstruction] * Each;
+}
+
+bool Executor::setUpSwap() {
+  const plan::Info &S = P.Settings;
+  bool Optimizer = S.OptimizerOffload == plan::OffloadDevice::NVMe;
+  bool Params = S.ParamOffload == plan::OffloadDevice::NVMe;
+  if (!Optimizer && !Params)
+    return true;
+  if (Options.NvmePath.empty()) {
+    fprintf(stderr, "dsrun: the plan offloads to NVMe: give --nvme-path DIR, "
+                    "a directory on the drive (the config's nvme_path)\n");
+    return false;
+  }
+  Swap = std::make_unique<SwapLayout>(L);
+  std::string Base = Options.NvmePath + "/dsrun-rank" +
+                     std::to_string(Process.Rank) + "-";
+  std::string Error;
+  const unsigned QueueDepth = 8;
+  const uint64_t Block = 1 << 20;
+  if (Optimizer) {
+    if (S.AioBufferCount < 3 || !host("nvme_optimizer_buffers")) {
+      fprintf(stderr, "dsrun: offload_optimizer.buffer_count is %u; dsrun "
+                      "swaps a sub-group's master weights and both moments "
+                      "at once and needs at least 3\n",
+              S.AioBufferCount);
+      return false;
+    }
+    OptimizerSwap = std::make_unique<SwapFile>();
+    if (!OptimizerSwap->create(Base + "optimizer.swp",
+                               Swap->OptimizerFileBytes, QueueDepth, Block,
+                               Error)) {
+      fprintf(stderr, "dsrun: %s\n", Error.c_str());
+      return false;
+    }
+  }
+  if (Params) {
+    if (Swap->LargestUnitBytes > S.AioBufferBytes ||
+        !host("nvme_param_buffers")) {
+      fprintf(stderr,
+              "dsrun: a stage-3 fetch unit's shard is %llu bytes but "
+              "offload_param.buffer_size gives %llu-byte buffers; raise "
+              "buffer_size (in elements) so that a unit fits\n",
+              (unsigned long long)Swap->LargestUnitBytes,
+              (unsigned long long)S.AioBufferBytes);
+      return false;
+    }
+    ParamSwap = std::make_unique<SwapFile>();
+    if (!ParamSwap->create(Base + "params.swp", Swap->ParamFileBytes,
+                           QueueDepth, Block, Error)) {
+      fprintf(stderr, "dsrun: %s\n", Error.c_str());
+      return false;
+    }
+    // The buffers are used in turn, in program order (as the plan's waits
+    // assume): a unit's copy to the device reads the buffer its read
+    // filled.
+    SwapSlot.assign(P.Program.size(), 0);
+    uint32_t Reads = 0;
+    std::vector<uint32_t> SlotOfUnit(P.FetchUnits.size(), 0);
+    for (uint32_t I = 0; I < P.Program.size(); ++I) {
+      const plan::Instruction &In = P.Program[I];
+      if (In.Kind != plan::InstrKind::Transfer)
+        continue;
+      const plan::Transfer &X = P.Transfers[In.Arg];
+      if (X.Point != plan::TransferPoint::BeforeGather)
+        continue;
+      if (X.Kind == plan::TransferKind::NVMeRead)
+        SlotOfUnit[X.Owner] = Reads++ % S.AioBufferCount;
+      SwapSlot[I] = SlotOfUnit[X.Owner];
+    }
+  }
+  if (Process.Rank == 0)
+    fprintf(stderr, "dsrun: NVMe swap files in %s (%s I/O)\n",
+            Options.NvmePath.c_str(),
+            (OptimizerSwap ? OptimizerSwap->direct() : ParamSwap->direct())
+                ? "direct"
+                : "buffered: the file system refuses O_DIRECT");
+  return true;
+}
+
+void Executor::initializeSwap() {
+  std::string Error;
+  unsigned PB = elementBytes(L.Param);
+  if (OptimizerSwap) {
+    // Master weights start as the stored 16-bit weights, moments at zero.
+    for (uint32_t G = 0; G < L.SubGroupRange.size(); ++G) {
+      auto [Lo, Hi] = L.SubGroupRange[G];
+      std::vector<float> Master(Hi - Lo, 0.0f), Zero(Hi - Lo, 0.0f);
+      for (const OwnedRange &O : L.Owned)
+        for (uint64_t I = 0; I < O.End - O.Begin; ++I) {
+          uint64_t At = O.PartitionOffset + I;
+          if (At >= Lo && At < Hi)
+            Master[At - Lo] =
+                storedValue(initialWeight(O.Tensor, O.Begin + I), L.Param);
+        }
+      uint64_t Bytes = (Hi - Lo) * 4;
+      swapCheck(OptimizerSwap->write(Master.data(),
+                                     Swap->optimizerRegion(G, 0), Bytes,
+                                     Error) &&
+                    OptimizerSwap->write(Zero.data(),
+                                         Swap->optimizerRegion(G, 1), Bytes,
+                                         Error) &&
+                    OptimizerSwap->write(Zero.data(),
+                                         Swap->optimizerRegion(G, 2), Bytes,
+                                         Error),
+                Error, "initial optimizer state");
+    }
+  }
+  if (ParamSwap) {
+    for (uint32_t U = 0; U < P.FetchUnits.size(); ++U) {
+      std::vector<char> Block(Swap->unitBytes(U));
+      for (uint32_t T : P.FetchUnits[U].Tensors) {
+        const plan::Tensor &X = P.Tensors[T];
+        uint64_t Base = uint64_t(Process.Rank) * X.ShardElems;
+        char *Dst = Block.data() + Swap->shardInUnit(T);
+        for (uint64_t I = 0; I < X.ShardElems; ++I)
+          storeAs(Dst, I, L.Param,
+                  Base + I < X.Elems ? initialWeight(T, Base + I) : 0.0f);
+      }
+      swapCheck(ParamSwap->write(Block.data(), Swap->unitBase(U), Block.size(),
+                                 Error),
+                Error, "initial parameters");
+    }
+  }
+  (void)PB;
+}
+
+void Executor::swapIn(const plan::Transfer &X, cudaStream_t S) {
+  uint32_t Slot = uint32_t(P.Program.size()) + CurrentInstruction;
+  std::string Where = where();
+  if (X.Point == plan::TransferPoint::BeforeStep) {
+    uint32_t G = X.Owner;
+    auto [Lo, Hi] = L.SubGroupRange[G];
+    onHost(S, Slot, [=] {
+      HostState H = hostState(G);
+      std::string Error;
+      float *Into[3] = {H.Master, H.M, H.V};
+      for (unsigned K = 0; K < 3; ++K)
+        swapCheck(OptimizerSwap->read(Into[K], Swap->optimizerRegion(G, K),
+                                      (Hi - Lo) * 4, Error),
+                  Error, Where);
+    });
+    return;
+  }
+  // A stage-3 unit's shards, into this read's parameter buffer.
+  uint32_t U = X.Owner;
+  char *Buffer = paramSwapBuffer();
+  onHost(S, Slot, [=] {
+    std::string Error;
+    swapCheck(ParamSwap->read(Buffer, Swap->unitBase(U), Swap->unitBytes(U),
+                              Error),
+              Error, Where);
+  });
+}
+
+void Executor::swapOut(const plan::Transfer &X, cudaStream_t S) {
+  uint32_t Slot = uint32_t(P.Program.size()) + CurrentInstruction;
+  std::string Where = where();
+  uint32_t G = X.Owner;
+  auto [Lo, Hi] = L.SubGroupRange[G];
+  if (X.What != plan::Category::Params16) {
+    onHost(S, Slot, [=] {
+      HostState H = hostState(G);
+      std::string Error;
+      const float *From[3] = {H.Master, H.M, H.V};
+      for (unsigned K = 0; K < 3; ++K)
+        swapCheck(OptimizerSwap->write(From[K], Swap->optimizerRegion(G, K),
+                                       (Hi - Lo) * 4, Error),
+                  Error, Where);
+    });
+    return;
+  }
+  // The updated 16-bit shards of the sub-group's tensors (the persistent
+  // ones stay on the device), through the parameter staging buffer.
+  onHost(S, Slot, [=] {
+    HostState H = hostState(G);
+    std::string Error;
+    for (const OwnedRange &O : L.Owned) {
+      if (O.PartitionOffset < Lo || O.PartitionOffset >= Hi ||
+          P.Tensors[O.Tensor].Persistent)
+        continue;
+      uint64_t N = O.End - O.Begin;
+      for (uint64_t I = 0; I < N; ++I)
+        storeAs(ParamStaging, I, L.Param, H.Master[O.PartitionOffset - Lo + I]);
+      uint32_t U = L.UnitOfTensor[O.Tensor];
+      swapCheck(ParamSwap->write(ParamStaging,
+                                 Swap->unitBase(U) +
+                                     Swap->shardInUnit(O.Tensor),
+                                 N * elementBytes(L.Param), Error),
+                Error, Where);
+    }
+  });
+}
+
+} // namespace dsrun
