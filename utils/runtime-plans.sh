@@ -6,10 +6,14 @@
 #
 #   utils/runtime-plans.sh DSC MODEL.onnx WORLD_SIZE SEQ_LEN OUTDIR [BUCKET [DSC OPTIONS...]]
 #
+# AIO_BUFFER_SIZE sets offload_param.buffer_size (elements): a fetch unit
+# read from NVMe must fit one buffer.
+#
 # Plans are named s<stage>-ov<overlap>-ga<accumulation>-<optimizer
 # offload>-<param offload>[-ckpt].bin.
 set -eu
 dsc=$1 model=$2 world=$3 seq=$4 out=$5 bucket=${6:-30000}
+aio=${AIO_BUFFER_SIZE:-100000000}
 shift 5; [ $# -gt 0 ] && shift
 mkdir -p "$out"
 i=0
@@ -32,7 +36,7 @@ for stage in 0 1 2 3; do
    "stage3_prefetch_bucket_size": $bucket, "stage3_max_reuse_distance": $bucket,
    "sub_group_size": $((bucket * 2)),
    "offload_optimizer": {"device": "$opt", "nvme_path": "/local_nvme"},
-   "offload_param": {"device": "$par", "nvme_path": "/local_nvme"}},
+   "offload_param": {"device": "$par", "nvme_path": "/local_nvme", "buffer_size": $aio}},
  "optimizer": {"type": "AdamW", "params": {"lr": 0.001, "weight_decay": 0.01}}}
 JSON
           name="s$stage-ov$overlap-ga$ga-$opt-$par"

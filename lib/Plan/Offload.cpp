@@ -140,6 +140,26 @@ private:
 
 Error runOffloadPass(plan::Plan &P) {
   OffloadPlanner(P).run();
+  // A unit read from NVMe must fit one aio buffer (DeepSpeed asserts the
+  // same of its largest parameter); say so now rather than at run time.
+  const plan::Info &S = P.Settings;
+  if (S.ParamOffload != plan::OffloadDevice::NVMe)
+    return Error::success();
+  uint64_t PB = plan::dtypeBytes(S.ParamDType);
+  for (const plan::FetchUnit &U : P.FetchUnits) {
+    uint64_t Shard = 0;
+    for (uint32_t T : U.Tensors)
+      Shard += P.Tensors[T].ShardElems;
+    if (Shard * PB > S.AioBufferBytes)
+      return createStringError(
+          inconvertibleErrorCode(),
+          "zero_optimization.offload_param.buffer_size holds %llu elements "
+          "but the fetch unit of '%s' reads %llu per rank from NVMe; raise "
+          "buffer_size to at least %llu",
+          (unsigned long long)(S.AioBufferBytes / PB),
+          U.Module < P.Modules.size() ? P.Modules[U.Module].Name.c_str() : "?",
+          (unsigned long long)Shard, (unsigned long long)Shard);
+  }
   return Error::success();
 }
 
