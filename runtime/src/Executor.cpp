@@ -121,11 +121,11 @@ char *Executor::host(const std::string &Name) const {
   return V && V.B->Space == plan::MemorySpace::Host ? at(V) : nullptr;
 }
 
-void Executor::copiesBegin(cudaStream_t S) {
-  CUDA_CHECK(cudaEventRecord(CopyStart[CurrentInstruction], S));
+void Executor::measureBegin(cudaStream_t S) {
+  CUDA_CHECK(cudaEventRecord(MeasuredStart[CurrentInstruction], S));
 }
-void Executor::copiesEnd(cudaStream_t S) {
-  CUDA_CHECK(cudaEventRecord(CopyFinish[CurrentInstruction], S));
+void Executor::measureEnd(cudaStream_t S) {
+  CUDA_CHECK(cudaEventRecord(MeasuredFinish[CurrentInstruction], S));
 }
 
 void Executor::onHost(cudaStream_t S, uint32_t Slot, std::function<void()> W) {
@@ -218,6 +218,19 @@ bool Executor::setUp() {
 
   CUBLAS_CHECK(cublasCreate(&Cublas));
   CUBLAS_CHECK(cublasSetStream(Cublas, stream(plan::Stream::Compute)));
+  if (Options.CommSMs) {
+    // GEMMs that leave SMs free let overlapped collectives start and run at
+    // once instead of waiting for GEMM blocks to retire.
+    int SMs = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&SMs, cudaDevAttrMultiProcessorCount,
+                                      Process.LocalRank % Devices));
+    if (int(Options.CommSMs) >= SMs) {
+      fprintf(stderr, "dsrun: --comm-sms %u leaves no SM of %d to compute\n",
+              Options.CommSMs, SMs);
+      return false;
+    }
+    CUBLAS_CHECK(cublasSetSmCountTarget(Cublas, SMs - int(Options.CommSMs)));
+  }
   {
     // The first GEMM allocates cuBLAS's workspace.
     void *Scratch = nullptr;
@@ -302,8 +315,8 @@ bool Executor::setUp() {
   Done.assign(N, nullptr);
   Start.assign(N, nullptr);
   Finish.assign(N, nullptr);
-  CopyStart.assign(N, nullptr);
-  CopyFinish.assign(N, nullptr);
+  MeasuredStart.assign(N, nullptr);
+  MeasuredFinish.assign(N, nullptr);
   CopiesIssued.assign(N, 0);
   Calls.resize(N);
   for (uint32_t I = 0; I < N; ++I) {
@@ -311,11 +324,11 @@ bool Executor::setUp() {
       CUDA_CHECK(cudaEventCreateWithFlags(&Done[I], cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreate(&Start[I]));
     CUDA_CHECK(cudaEventCreate(&Finish[I]));
-    if (P.Program[I].Kind == plan::InstrKind::Transfer) {
-      CUDA_CHECK(cudaEventCreate(&CopyStart[I]));
-      CUDA_CHECK(cudaEventCreate(&CopyFinish[I]));
-    }
     Calls[I] = collectiveCalls(L, I);
+    if (P.Program[I].Kind == plan::InstrKind::Transfer || !Calls[I].empty()) {
+      CUDA_CHECK(cudaEventCreate(&MeasuredStart[I]));
+      CUDA_CHECK(cudaEventCreate(&MeasuredFinish[I]));
+    }
   }
   for (cudaEvent_t &E : Joins)
     CUDA_CHECK(cudaEventCreateWithFlags(&E, cudaEventDisableTiming));
@@ -483,7 +496,8 @@ std::vector<float> Executor::collectiveTimes() {
   std::vector<float> Ms(P.Program.size(), 0);
   for (uint32_t I = 0; I < P.Program.size(); ++I)
     if (!Calls[I].empty())
-      CUDA_CHECK(cudaEventElapsedTime(&Ms[I], Start[I], Finish[I]));
+      CUDA_CHECK(
+          cudaEventElapsedTime(&Ms[I], MeasuredStart[I], MeasuredFinish[I]));
   BufferView Work = L.buffer("workspace");
   if (L.World == 1 || !Work || Work.Bytes < Ms.size() * sizeof(float))
     return Ms;
@@ -529,7 +543,7 @@ StepTiming Executor::measureStep() {
       (Read ? T.NvmeReadMs : T.NvmeWriteMs) += Ms;
     } else if (In.Kind == plan::InstrKind::Transfer && CopiesIssued[I]) {
       const plan::Transfer &X = P.Transfers[In.Arg];
-      CUDA_CHECK(cudaEventElapsedTime(&Ms, CopyStart[I], CopyFinish[I]));
+      CUDA_CHECK(cudaEventElapsedTime(&Ms, MeasuredStart[I], MeasuredFinish[I]));
       bool In = X.Kind == plan::TransferKind::HostToDevice;
       (In ? T.CopyInBytes : T.CopyOutBytes) += CopiesIssued[I];
       (In ? T.CopyInMs : T.CopyOutMs) += Ms;

@@ -48,6 +48,8 @@ struct RunOptions {
   /// Run the communication stream at the highest priority (measured on
   /// H200s: no better overall than the default, so off by default).
   bool CommPriority = false;
+  /// SMs cuBLAS leaves free for NCCL's kernels (0: cuBLAS takes them all).
+  unsigned CommSMs = 0;
 };
 
 /// Measured device memory, from the driver (cudaMemGetInfo): what the
@@ -145,9 +147,18 @@ private:
   /// An asynchronous copy of a transfer, counted in its bytes.
   void copy(void *Dst, const void *Src, uint64_t Bytes, cudaMemcpyKind Kind,
             cudaStream_t S);
-  /// Brackets a transfer's copies with its timing events.
-  void copiesBegin(cudaStream_t S);
-  void copiesEnd(cudaStream_t S);
+  /// Many copies in one batch: one submission instead of one per piece,
+  /// which is what small per-tensor pieces cost most.
+  struct CopyPiece {
+    void *Dst;
+    const void *Src;
+    size_t Bytes;
+  };
+  void copyBatch(const std::vector<CopyPiece> &Pieces, cudaStream_t S);
+  /// Brackets the measured part of the current instruction (see
+  /// MeasuredStart).
+  void measureBegin(cudaStream_t S);
+  void measureEnd(cudaStream_t S);
   /// Runs Work on stream S as a host callback, after what S has queued.
   void onHost(cudaStream_t S, uint32_t Slot, std::function<void()> Work);
   void gemms(const dsc::plan::Op &Op, bool Backward);
@@ -161,8 +172,10 @@ private:
   cudaStream_t Streams[5] = {};
   std::vector<cudaEvent_t> Done;         ///< Per instruction waited on.
   std::vector<cudaEvent_t> Start, Finish; ///< Timing, per instruction.
-  /// Around the copies of a transfer alone, without its host work.
-  std::vector<cudaEvent_t> CopyStart, CopyFinish;
+  /// Around the part of an instruction whose rate is reported: a
+  /// transfer's copies without its host work, a collective's NCCL group
+  /// without the copies into partitions after it.
+  std::vector<cudaEvent_t> MeasuredStart, MeasuredFinish;
   /// Bytes each transfer copied this step.
   std::vector<uint64_t> CopiesIssued;
   /// Each instruction's NCCL calls (Collectives.h).

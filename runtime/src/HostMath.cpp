@@ -34,20 +34,38 @@ AdamW adamwFor(const plan::Info &S, uint32_t Step, std::string &Error) {
   return A;
 }
 
-void hostAdamW(const AdamW &A, const void *Grad, ElementType GradType,
-               float *Master, float *M, float *V, uint64_t N,
-               unsigned Threads) {
+void parallelFor(uint64_t N, unsigned Threads,
+                 const std::function<void(uint64_t, uint64_t)> &Work) {
+  // A thread costs tens of microseconds: not worth it for small ranges.
   Threads = std::max(1u, std::min<unsigned>(Threads, unsigned(N / 65536) + 1));
-  auto Work = [&](uint64_t Begin, uint64_t End) {
-    for (uint64_t I = Begin; I < End; ++I)
-      adamwUpdate(A, loadAs(Grad, I, GradType), Master[I], M[I], V[I]);
-  };
   std::vector<std::thread> Pool;
   for (unsigned T = 1; T < Threads; ++T)
     Pool.emplace_back(Work, N * T / Threads, N * (T + 1) / Threads);
   Work(0, N / Threads);
   for (std::thread &T : Pool)
     T.join();
+}
+
+void hostAdamW(const AdamW &A, const void *Grad, ElementType GradType,
+               float *Master, float *M, float *V, uint64_t N,
+               unsigned Threads) {
+  parallelFor(N, Threads, [&](uint64_t Begin, uint64_t End) {
+    for (uint64_t I = Begin; I < End; ++I)
+      adamwUpdate(A, loadAs(Grad, I, GradType), Master[I], M[I], V[I]);
+  });
+}
+
+void convertOnHost(void *Dst, ElementType DstType, const void *Src,
+                   ElementType SrcType, uint64_t N, bool Accumulate,
+                   unsigned Threads) {
+  parallelFor(N, Threads, [&](uint64_t Begin, uint64_t End) {
+    for (uint64_t I = Begin; I < End; ++I) {
+      float V = loadAs(Src, I, SrcType);
+      if (Accumulate)
+        V += loadAs(Dst, I, DstType);
+      storeAs(Dst, I, DstType, V);
+    }
+  });
 }
 
 std::vector<AdamW> adamwSchedule(const plan::Info &S, uint32_t Steps,

@@ -7,6 +7,7 @@
 
 #include "dsc/PlanFormat.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,16 @@ namespace dsrun {
 /// Error is set when they do not parse.
 AdamW adamwFor(const dsc::plan::Info &Settings, uint32_t Step,
                std::string &Error);
+
+/// Runs Work(Begin, End) over [0, N) split among up to Threads threads.
+void parallelFor(uint64_t N, unsigned Threads,
+                 const std::function<void(uint64_t, uint64_t)> &Work);
+
+/// Dst[i] (+)= Src[i] for i < N, converting types, on Threads threads: the
+/// host side of an offload copy.
+void convertOnHost(void *Dst, ElementType DstType, const void *Src,
+                   ElementType SrcType, uint64_t N, bool Accumulate,
+                   unsigned Threads);
 
 /// DeepSpeedCPUAdam's job: one AdamW step over N elements on the host,
 /// gradients read in GradType, on Threads threads.

@@ -209,6 +209,7 @@ void Executor::reduce(uint32_t B, uint32_t Micro, uint32_t Step,
 
 void Executor::collectives(cudaStream_t S) {
   const std::vector<CollectiveCall> &Group = Calls[CurrentInstruction];
+  measureBegin(S);
   CHECK_NCCL(ncclGroupStart());
   for (const CollectiveCall &C : Group) {
     char *Send = DeviceArena + C.Send, *Recv = DeviceArena + C.Recv;
@@ -229,6 +230,7 @@ void Executor::collectives(cudaStream_t S) {
     }
   }
   CHECK_NCCL(ncclGroupEnd());
+  measureEnd(S);
 }
 
 void Executor::optimizerStep(uint32_t G, uint32_t Step, cudaStream_t S,
@@ -265,9 +267,9 @@ void Executor::optimizerStep(uint32_t G, uint32_t Step, cudaStream_t S,
         if (O.PartitionOffset < Lo || O.PartitionOffset >= Hi ||
             P.Tensors[O.Tensor].Persistent)
           continue;
-        char *Dst = host("params16") + L.shardOffset(O.Tensor) * PB;
-        for (uint64_t I = 0; I < O.End - O.Begin; ++I)
-          storeAs(Dst, I, L.Param, H.Master[O.PartitionOffset - Lo + I]);
+        convertOnHost(host("params16") + L.shardOffset(O.Tensor) * PB, L.Param,
+                      H.Master + (O.PartitionOffset - Lo), ElementType::F32,
+                      O.End - O.Begin, false, Options.HostThreads);
       }
     });
     (void)Rank;
@@ -344,6 +346,31 @@ void Executor::copy(void *Dst, const void *Src, uint64_t Bytes,
   CopiesIssued[CurrentInstruction] += Bytes;
 }
 
+void Executor::copyBatch(const std::vector<CopyPiece> &Pieces,
+                         cudaStream_t S) {
+#if CUDART_VERSION >= 13000
+  if (Pieces.size() > 1) {
+    std::vector<void *> Dsts;
+    std::vector<const void *> Srcs;
+    std::vector<size_t> Sizes;
+    for (const CopyPiece &C : Pieces) {
+      Dsts.push_back(C.Dst);
+      Srcs.push_back(C.Src);
+      Sizes.push_back(C.Bytes);
+      CopiesIssued[CurrentInstruction] += C.Bytes;
+    }
+    cudaMemcpyAttributes Attributes = {};
+    Attributes.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    size_t First = 0;
+    CHECK_CUDA(cudaMemcpyBatchAsync(Dsts.data(), Srcs.data(), Sizes.data(),
+                                    Pieces.size(), &Attributes, &First, 1, S));
+    return;
+  }
+#endif
+  for (const CopyPiece &C : Pieces)
+    copy(C.Dst, C.Src, C.Bytes, cudaMemcpyDefault, S);
+}
+
 void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
   const plan::Transfer &X = P.Transfers[Index];
   unsigned PB = elementBytes(L.Param), GB = elementBytes(L.GradAccum);
@@ -367,22 +394,18 @@ void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
       uint64_t Hi = std::min(BL.FlatEnd, L.PartitionEnd);
       if (Lo >= Hi)
         return;
-      copiesBegin(S);
+      measureBegin(S);
       copy(GradStaging, Source + (Lo - Origin) * PB, (Hi - Lo) * PB,
            cudaMemcpyDeviceToHost, S);
-      copiesEnd(S);
+      measureEnd(S);
       // Stage 1 reduces once, the sum of every micro step; stage 2 every
       // micro step, accumulated here.
       bool Accumulate = L.Stage == 2 && Micro > 0;
       uint64_t Begin = L.PartitionBegin;
       onHost(S, Slot, [=] {
-        char *Grads = host("grads_fp32") + (Lo - Begin) * 4;
-        for (uint64_t I = 0; I < Hi - Lo; ++I) {
-          float V = loadAs(GradStaging, I, L.Param);
-          if (Accumulate)
-            V += loadAs(Grads, I, ElementType::F32);
-          storeAs(Grads, I, ElementType::F32, V);
-        }
+        convertOnHost(host("grads_fp32") + (Lo - Begin) * 4, ElementType::F32,
+                      GradStaging, L.Param, Hi - Lo, Accumulate,
+                      Options.HostThreads);
       });
       return;
     }
@@ -391,21 +414,17 @@ void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
                 : BL.ChunkElems;
     ElementType SourceType = InPlace ? L.Param : L.Comm;
     unsigned SB = elementBytes(SourceType);
-    copiesBegin(S);
+    measureBegin(S);
     copy(GradStaging, Source + uint64_t(Rank) * Chunk * SB, Chunk * SB,
          cudaMemcpyDeviceToHost, S);
-    copiesEnd(S);
+    measureEnd(S);
     onHost(S, Slot, [=, &Bucket, &BL] {
       for (size_t K = 0; K < Bucket.Segments.size(); ++K) {
         uint32_t T = Bucket.Segments[K].Tensor;
         uint64_t From = InPlace ? 0 : BL.ChunkOffset[K];
-        char *Grads = host("grads_partition") + L.orderOffset(T) * GB;
-        for (uint64_t I = 0; I < P.Tensors[T].ShardElems; ++I) {
-          float V = loadAs(GradStaging, From + I, SourceType);
-          if (Micro > 0)
-            V += loadAs(Grads, I, L.GradAccum);
-          storeAs(Grads, I, L.GradAccum, V);
-        }
+        convertOnHost(host("grads_partition") + L.orderOffset(T) * GB,
+                      L.GradAccum, GradStaging + From * SB, SourceType,
+                      P.Tensors[T].ShardElems, Micro > 0, Options.HostThreads);
       }
     });
     return;
@@ -416,19 +435,19 @@ void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
     auto [Lo, Hi] = L.SubGroupRange[X.Owner];
     uint32_t G = X.Owner;
     onHost(S, Slot, [=] {
-      const float *Master = hostState(G).Master;
-      for (uint64_t I = 0; I < Hi - Lo; ++I)
-        storeAs(ParamStaging, I, L.Param, Master[I]);
+      convertOnHost(ParamStaging, L.Param, hostState(G).Master,
+                    ElementType::F32, Hi - Lo, false, Options.HostThreads);
     });
     char *Params = device("params16");
-    copiesBegin(S);
+    measureBegin(S);
     if (L.Stage < 3) {
       copy(Params + (L.PartitionBegin + Lo) * PB, ParamStaging,
            (Hi - Lo) * PB, cudaMemcpyHostToDevice, S);
-      copiesEnd(S);
+      measureEnd(S);
       return;
     }
     bool HostParams = P.Settings.ParamOffload != plan::OffloadDevice::None;
+    std::vector<CopyPiece> Pieces;
     for (const OwnedRange &O : L.Owned) {
       if (O.PartitionOffset < Lo || O.PartitionOffset >= Hi)
         continue;
@@ -441,27 +460,31 @@ void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
                              uint64_t(Rank) * T.ShardElems) *
                                 PB
                       : Params + L.shardOffset(O.Tensor) * PB;
-      copy(Dst, ParamStaging + (O.PartitionOffset - Lo) * PB,
-           (O.End - O.Begin) * PB, cudaMemcpyHostToDevice, S);
+      Pieces.push_back({Dst, ParamStaging + (O.PartitionOffset - Lo) * PB,
+                        (O.End - O.Begin) * PB});
     }
-    copiesEnd(S);
+    copyBatch(Pieces, S);
+    measureEnd(S);
     return;
   }
   case plan::TransferPoint::BeforeGather: {
     if (X.Kind == plan::TransferKind::NVMeRead)
       return swapIn(X, S);
     char *Unit = device("unit." + std::to_string(X.Owner));
-    copiesBegin(S);
+    std::vector<CopyPiece> Pieces;
     for (uint32_t T : P.FetchUnits[X.Owner].Tensors) {
       uint64_t Shard = P.Tensors[T].ShardElems;
       // From the host shards, or from the buffer the NVMe read filled.
       const char *From = ParamSwap
                              ? paramSwapBuffer() + Swap->shardInUnit(T)
                              : host("params16") + L.shardOffset(T) * PB;
-      copy(Unit + (L.unitOffset(X.Owner, T) + uint64_t(Rank) * Shard) * PB,
-           From, Shard * PB, cudaMemcpyHostToDevice, S);
+      Pieces.push_back(
+          {Unit + (L.unitOffset(X.Owner, T) + uint64_t(Rank) * Shard) * PB,
+           From, Shard * PB});
     }
-    copiesEnd(S);
+    measureBegin(S);
+    copyBatch(Pieces, S);
+    measureEnd(S);
     return;
   }
   case plan::TransferPoint::CheckpointOut:
@@ -471,11 +494,11 @@ void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
     if (!Dev || !Host)
       return;
     bool Out = X.Point == plan::TransferPoint::CheckpointOut;
-    copiesBegin(S);
+    measureBegin(S);
     copy(Out ? at(Host) : at(Dev), Out ? at(Dev) : at(Host),
          std::min(Dev.Bytes, Host.Bytes),
          Out ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice, S);
-    copiesEnd(S);
+    measureEnd(S);
     return;
   }
   case plan::TransferPoint::BeforeStep:

@@ -231,8 +231,8 @@ void Executor::swapOut(const plan::Transfer &X, cudaStream_t S) {
           P.Tensors[O.Tensor].Persistent)
         continue;
       uint64_t N = O.End - O.Begin;
-      for (uint64_t I = 0; I < N; ++I)
-        storeAs(ParamStaging, I, L.Param, H.Master[O.PartitionOffset - Lo + I]);
+      convertOnHost(ParamStaging, L.Param, H.Master + (O.PartitionOffset - Lo),
+                    ElementType::F32, N, false, Options.HostThreads);
       uint32_t U = L.UnitOfTensor[O.Tensor];
       swapCheck(ParamSwap->write(ParamStaging,
                                  Swap->unitBase(U) +

@@ -25,7 +25,7 @@ static int usage(const char *Message) {
           "usage: dsrun [-n PROCESSES] plan.bin [--steps N] [--verify] "
           "[--compute synthetic] [--json FILE] [--calibration-out FILE] "
           "[--timeout SECONDS] [--host-threads N] [--nvme-path DIR] "
-          "[--comm-priority high|normal] "
+          "[--comm-priority high|normal] [--comm-sms N] "
           "[--dry-run]\n",
           Message);
   return 2;
@@ -81,6 +81,10 @@ int main(int argc, char **argv) {
           (ChildArgs[I + 1] != "high" && ChildArgs[I + 1] != "normal"))
         return usage("--comm-priority needs 'high' or 'normal'");
       Options.CommPriority = ChildArgs[++I] == "high";
+    } else if (A == "--comm-sms") {
+      if (!Value(0, 1024))
+        return usage("--comm-sms needs a count of SMs");
+      Options.CommSMs = unsigned(V);
     } else if (A == "--dry-run") {
       Options.DryRun = true;
     } else if (A == "--compute") {

@@ -42,6 +42,32 @@ static int Failures = 0;
     }                                                                          \
   } while (0)
 
+/// The host side of offload copies: every element converted once, on any
+/// number of threads, accumulating when asked.
+static void hostConversions() {
+  const uint64_t N = 300001;
+  std::vector<uint16_t> Half(N);
+  std::vector<float> Sum(N), Want(N);
+  for (uint64_t I = 0; I < N; ++I) {
+    Half[I] = toBF16(float(int64_t(I % 97) - 48) / 16);
+    Sum[I] = float(I % 5);
+    Want[I] = Sum[I] + fromBF16(Half[I]);
+  }
+  for (unsigned Threads : {1u, 3u, 8u}) {
+    std::vector<float> Out = Sum;
+    convertOnHost(Out.data(), ElementType::F32, Half.data(), ElementType::BF16,
+                  N, true, Threads);
+    EXPECT(Out == Want);
+    std::vector<uint16_t> Back(N, 0xffff);
+    convertOnHost(Back.data(), ElementType::BF16, Out.data(), ElementType::F32,
+                  N, false, Threads);
+    bool Same = true;
+    for (uint64_t I = 0; I < N; ++I)
+      Same &= Back[I] == toBF16(Want[I]);
+    EXPECT(Same);
+  }
+}
+
 static void conversions() {
   EXPECT(toBF16(1.0f) == 0x3f80);
   EXPECT(toBF16(1.00390625f) == 0x3f80); // Halfway: to even.
@@ -360,6 +386,7 @@ int main(int argc, char **argv) {
   conversions();
   adam();
   launchers();
+  hostConversions();
   swapFiles();
   for (int I = 1; I < argc; ++I)
     planChecks(argv[I]);
