@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs one plan with dsrun, then the same plan's collectives alone with
 # dsrun-bench, and prints, per collective kind, the bus bandwidth of each
-# and dsrun's share of raw NCCL.
+# and dsrun's share of raw NCCL. With COMPARE_LOGS=DIR both outputs are
+# kept there.
 #
 #   runtime/bench/compare.sh BINDIR PLAN PROCESSES [DSRUN OPTIONS...]
 set -u
@@ -12,6 +13,12 @@ run=$("$bin/dsrun" -n "$n" "$plan" --steps $steps "$@" 2>&1) || {
   echo "$run" | tail -5; exit 1; }
 alone=$("$bin/dsrun-bench" -n "$n" --plan "$plan" 2>&1) || {
   echo "$alone" | tail -5; exit 1; }
+if [ -n "${COMPARE_LOGS:-}" ]; then
+  mkdir -p "$COMPARE_LOGS"
+  tag=$(basename "$plan" .bin)$(echo "$*" | tr -c 'a-z0-9\n' '_')
+  echo "$run" > "$COMPARE_LOGS/$tag.dsrun.log"
+  echo "$alone" > "$COMPARE_LOGS/$tag.bench.log"
+fi
 line=$(echo "$run" | grep "step $steps:")
 echo "$(basename "$plan" .bin): $(echo "$line" | grep -o 'step [0-9]*: [0-9.]* ms (compute [0-9.]* ms, waiting [0-9.]* ms)')"
 for kind in all-reduce reduce reduce-scatter all-gather; do
@@ -19,6 +26,7 @@ for kind in all-reduce reduce reduce-scatter all-gather; do
          sed 's/.*bus //')
   raw=$(echo "$alone" | grep "^  $kind " | sed 's/.*bus \([0-9.]*\).*/\1/')
   mib=$(echo "$line" | grep -o ", $kind [0-9.]* MiB" | grep -o '[0-9.]* MiB')
+  [ -z "$mine" ] && [ -n "$raw" ] && echo "  $kind: not in dsrun's step line"
   [ -n "$mine" ] && [ -n "$raw" ] &&
     awk -v k="$kind" -v a="$mine" -v b="$raw" -v m="$mib" 'BEGIN {
       printf "  %-15s %12s  dsrun %6.1f GB/s  alone %6.1f GB/s  %5.1f%%\n",

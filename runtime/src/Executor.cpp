@@ -489,26 +489,36 @@ bool Executor::waitForStep() {
 }
 
 std::vector<float> Executor::collectiveTimes() {
-  // A collective ends at once on the rank that joins it last, while the
-  // others wait for it inside NCCL's kernel: the smallest duration among
-  // the ranks is the transfer itself, the rest is waiting for a peer. The
-  // minimum travels through the workspace, which is free between steps.
-  std::vector<float> Ms(P.Program.size(), 0);
-  for (uint32_t I = 0; I < P.Program.size(); ++I)
-    if (!Calls[I].empty())
+  // A symmetric collective (all-reduce, reduce-scatter, all-gather) ends
+  // on every rank at once, after the last one joined: the smallest
+  // duration among the ranks is the transfer, the rest of the others' is
+  // waiting for a peer. A reduce ends on the root after its senders, so
+  // for reduces the largest duration is taken (which may still include
+  // waiting: an upper bound). Both travel in one min-reduction of
+  // (d, -d), through the workspace, which is free between steps.
+  size_t N = P.Program.size();
+  std::vector<float> Ms(2 * N, 0);
+  for (uint32_t I = 0; I < N; ++I)
+    if (!Calls[I].empty()) {
       CUDA_CHECK(
           cudaEventElapsedTime(&Ms[I], MeasuredStart[I], MeasuredFinish[I]));
+      Ms[N + I] = -Ms[I];
+    }
   BufferView Work = L.buffer("workspace");
-  if (L.World == 1 || !Work || Work.Bytes < Ms.size() * sizeof(float))
-    return Ms;
-  cudaStream_t S = stream(plan::Stream::Comm);
-  CUDA_CHECK(cudaMemcpyAsync(at(Work), Ms.data(), Ms.size() * sizeof(float),
-                             cudaMemcpyHostToDevice, S));
-  NCCL_CHECK(ncclAllReduce(at(Work), at(Work), Ms.size(), ncclFloat32, ncclMin,
-                           Comm, S));
-  CUDA_CHECK(cudaMemcpyAsync(Ms.data(), at(Work), Ms.size() * sizeof(float),
-                             cudaMemcpyDeviceToHost, S));
-  CUDA_CHECK(cudaStreamSynchronize(S));
+  if (L.World > 1 && Work && Work.Bytes >= Ms.size() * sizeof(float)) {
+    cudaStream_t S = stream(plan::Stream::Comm);
+    CUDA_CHECK(cudaMemcpyAsync(at(Work), Ms.data(), Ms.size() * sizeof(float),
+                               cudaMemcpyHostToDevice, S));
+    NCCL_CHECK(ncclAllReduce(at(Work), at(Work), Ms.size(), ncclFloat32,
+                             ncclMin, Comm, S));
+    CUDA_CHECK(cudaMemcpyAsync(Ms.data(), at(Work), Ms.size() * sizeof(float),
+                               cudaMemcpyDeviceToHost, S));
+    CUDA_CHECK(cudaStreamSynchronize(S));
+  }
+  for (uint32_t I = 0; I < N; ++I)
+    if (!Calls[I].empty() && Calls[I][0].Kind == CollectiveKind::Reduce)
+      Ms[I] = -Ms[N + I];
+  Ms.resize(N);
   return Ms;
 }
 

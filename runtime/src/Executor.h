@@ -105,7 +105,8 @@ private:
   bool waitForStep();
   /// The step's timings, once it has finished.
   StepTiming measureStep();
-  /// Each collective's duration on the rank that joined it last.
+  /// Each collective's duration: on the rank that joined it last for
+  /// symmetric ones, the longest for reduces.
   std::vector<float> collectiveTimes();
   void issue(uint32_t Index, uint32_t Step);
 

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <string>
+#include <unistd.h>
 
 namespace plan = dsc::plan;
 
@@ -12,6 +13,17 @@ namespace dsrun {
 namespace {
 
 double mib(uint64_t Bytes) { return double(Bytes) / (1 << 20); }
+
+/// One write per line: the other ranks write to the same stderr, and a
+/// line cut in two by theirs cannot be read back by tools.
+void writeLine(const std::string &Line) {
+  for (size_t Done = 0; Done < Line.size();) {
+    ssize_t N = write(2, Line.data() + Done, Line.size() - Done);
+    if (N <= 0)
+      return;
+    Done += size_t(N);
+  }
+}
 
 double gbps(double Bytes, double Ms) { return Ms > 0 ? Bytes / Ms / 1e6 : 0; }
 
@@ -64,11 +76,13 @@ void Executor::report(uint32_t Step, const StepTiming &T) {
     Copies += Line;
   }
   double Exposed = T.StepMs > T.ComputeMs ? T.StepMs - T.ComputeMs : 0;
-  if (Process.Rank == 0)
-    fprintf(stderr,
-            "dsrun: step %u: %.2f ms (compute %.2f ms, waiting %.2f ms)%s%s\n",
-            Step, T.StepMs, T.ComputeMs, Exposed, Collectives.c_str(),
-            Copies.c_str());
+  if (Process.Rank == 0) {
+    char Head[160];
+    snprintf(Head, sizeof(Head),
+             "dsrun: step %u: %.2f ms (compute %.2f ms, waiting %.2f ms)", Step,
+             T.StepMs, T.ComputeMs, Exposed);
+    writeLine(Head + Collectives + Copies + "\n");
+  }
   if (FILE *Log = openLog(Options.JsonLog, Process.Rank)) {
     fprintf(Log,
             "{\"rank\":%d,\"step\":%u,\"step_ms\":%.3f,\"compute_ms\":%.3f,"
@@ -101,13 +115,15 @@ void Executor::reportSummary() {
     Planned[F.Name == "cuda_context" ? 0 : F.Name == "cublas_workspace" ? 1
                                                                       : 2] +=
         F.Bytes;
-  fprintf(stderr,
+  char Summary[400];
+  snprintf(Summary, sizeof(Summary),
           "dsrun: rank %d device memory: measured %.1f MiB, planned %.1f MiB "
           "(%+.2f%%): context %.1f (planned %.1f), cuBLAS %.1f (%.1f), NCCL "
           "%.1f (%.1f), arena %.1f (%.1f)\n",
           Process.Rank, mib(Measured), mib(R.DevicePeakBytes), Error,
           mib(Context), mib(Planned[0]), mib(Cublas), mib(Planned[1]),
           mib(Nccl), mib(Planned[2]), mib(Arena), mib(R.DeviceArenaBytes));
+  writeLine(Summary);
   if (FILE *Log = openLog(Options.JsonLog, Process.Rank)) {
     fprintf(Log,
             "{\"rank\":%d,\"memory\":{\"measured_bytes\":%llu,"
