@@ -925,6 +925,20 @@ inline std::optional<Plan> readPlan(const uint8_t *Data, size_t Size,
 /// Checks that every index in the plan points where it should, so that a
 /// reader can follow them without bounds checks. Returns "" when the plan
 /// is consistent, else what is wrong.
+/// NVMe swap I/O (ZeRO-Infinity) runs with O_DIRECT: file offsets, sizes
+/// and host addresses in multiples of this.
+constexpr uint64_t SwapAlignment = 4096;
+
+/// Bytes a stage-3 fetch unit takes in an NVMe parameter buffer and in the
+/// swap file: each tensor's shard starts on an aligned offset.
+inline uint64_t swapUnitBytes(const Plan &P, uint32_t Unit) {
+  uint64_t Bytes = 0, PB = dtypeBytes(P.Settings.ParamDType);
+  for (uint32_t T : P.FetchUnits[Unit].Tensors)
+    Bytes += (P.Tensors[T].ShardElems * PB + SwapAlignment - 1) /
+             SwapAlignment * SwapAlignment;
+  return Bytes;
+}
+
 inline std::string checkPlan(const Plan &P) {
   auto Bad = [](const std::string &What, size_t I) {
     return What + " " + std::to_string(I) + " is out of range";

@@ -41,6 +41,9 @@ using plan::MemorySpace;
 
 /// Device allocations are aligned as cudaMalloc aligns them.
 constexpr uint64_t ArenaAlignment = 256;
+/// Host buffers start on pages: NVMe swap I/O goes direct (O_DIRECT) only
+/// into page-aligned memory.
+constexpr uint64_t HostAlignment = plan::SwapAlignment;
 
 /// Where each instruction of interest sits in the program.
 struct ProgramIndex {
@@ -467,16 +470,20 @@ void MemoryPlanner::offloadStaging() {
         MemorySpace::Host, Largest * PB, whole(), S.OptimizerOffloadPinned);
   }
   if (S.OptimizerOffload == plan::OffloadDevice::NVMe) {
-    // Swap buffers: buffer_count x the largest sub-group of fp32 state.
+    // Swap buffers: buffer_count x the largest sub-group of fp32 state,
+    // each on its own pages.
     uint64_t Largest = 0;
     for (const plan::SubGroup &G : P.Layout.SubGroups)
       Largest = std::max(Largest, G.Elems);
     add("nvme_optimizer_buffers", Category::OffloadStaging, MemorySpace::Host,
-        S.AioBufferCount * bytesOf(Largest, plan::DType::F32), whole(), true);
+        S.AioBufferCount * roundUp(bytesOf(Largest, plan::DType::F32),
+                                   plan::SwapAlignment),
+        whole(), true);
   }
   if (S.ParamOffload == plan::OffloadDevice::NVMe)
     add("nvme_param_buffers", Category::OffloadStaging, MemorySpace::Host,
-        S.AioBufferCount * S.AioBufferBytes, whole(), true);
+        S.AioBufferCount * roundUp(S.AioBufferBytes, plan::SwapAlignment),
+        whole(), true);
 }
 
 bool overlaps(const std::vector<plan::Interval> &A,
@@ -507,7 +514,10 @@ void MemoryPlanner::place(MemorySpace Space, size_t Class) {
     llvm::sort(B.Live, [](const plan::Interval &L, const plan::Interval &R) {
       return L.Begin < R.Begin;
     });
-    Items.push_back({&B, roundUp(B.Bytes[Class], ArenaAlignment),
+    Items.push_back({&B,
+                     roundUp(B.Bytes[Class], Space == plan::MemorySpace::Host
+                                                 ? HostAlignment
+                                                 : ArenaAlignment),
                      B.Live.front().Begin, B.Live.back().End});
   }
   llvm::stable_sort(Items, [](const Item &A, const Item &B) {

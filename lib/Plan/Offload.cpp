@@ -146,11 +146,11 @@ Error runOffloadPass(plan::Plan &P) {
   if (S.ParamOffload != plan::OffloadDevice::NVMe)
     return Error::success();
   uint64_t PB = plan::dtypeBytes(S.ParamDType);
-  for (const plan::FetchUnit &U : P.FetchUnits) {
-    uint64_t Shard = 0;
-    for (uint32_t T : U.Tensors)
-      Shard += P.Tensors[T].ShardElems;
-    if (Shard * PB > S.AioBufferBytes)
+  for (uint32_t I = 0; I < P.FetchUnits.size(); ++I) {
+    const plan::FetchUnit &U = P.FetchUnits[I];
+    // Shards are read on page boundaries (direct I/O): count their padding.
+    uint64_t Elems = divideRoundingUp(plan::swapUnitBytes(P, I), PB);
+    if (Elems * PB > S.AioBufferBytes)
       return createStringError(
           inconvertibleErrorCode(),
           "zero_optimization.offload_param.buffer_size holds %llu elements "
@@ -158,7 +158,7 @@ Error runOffloadPass(plan::Plan &P) {
           "buffer_size to at least %llu",
           (unsigned long long)(S.AioBufferBytes / PB),
           U.Module < P.Modules.size() ? P.Modules[U.Module].Name.c_str() : "?",
-          (unsigned long long)Shard, (unsigned long long)Shard);
+          (unsigned long long)Elems, (unsigned long long)Elems);
   }
   return Error::success();
 }

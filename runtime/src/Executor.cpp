@@ -166,6 +166,13 @@ bool Executor::checkBeforeRunning() {
             S.ZeroStage);
     return false;
   }
+  std::string Short = checkRuntimeNeeds(L);
+  if (!Short.empty()) {
+    fprintf(stderr, "dsrun: the plan cannot run: %s (was it edited? plan "
+                    "again with dsc plan)\n",
+            Short.c_str());
+    return false;
+  }
   std::string Hazard = checkMemoryOrdering(P, L.Class);
   if (!Hazard.empty()) {
     fprintf(stderr, "dsrun: the plan is unsafe to run: %s\n", Hazard.c_str());
@@ -318,7 +325,19 @@ bool Executor::setUp() {
   MeasuredStart.assign(N, nullptr);
   MeasuredFinish.assign(N, nullptr);
   CopiesIssued.assign(N, 0);
+  IoBytes.assign(N, 0);
+  IoNanos.assign(N, 0);
   Calls.resize(N);
+  // Every rank must agree on whether the timings are reduced (a rank that
+  // skipped the reduction would leave the others waiting in it): decided
+  // from every rank class's workspace, not only this one's.
+  TimesTravel = P.Settings.WorldSize > 1;
+  for (const plan::Buffer &B : P.Buffers)
+    if (B.Name == "workspace")
+      for (size_t C = 0; C < B.Bytes.size(); ++C)
+        TimesTravel &= !B.Live.empty() && B.Bytes[C] >= 2 * N * sizeof(float);
+  if (!L.buffer("workspace"))
+    TimesTravel = false;
   for (uint32_t I = 0; I < N; ++I) {
     if (WaitedOn[I])
       CUDA_CHECK(cudaEventCreateWithFlags(&Done[I], cudaEventDisableTiming));
@@ -440,6 +459,8 @@ void Executor::issue(uint32_t Index, uint32_t Step) {
 void Executor::step(uint32_t Step) {
   cudaStream_t Compute = stream(plan::Stream::Compute);
   std::fill(CopiesIssued.begin(), CopiesIssued.end(), 0);
+  std::fill(IoBytes.begin(), IoBytes.end(), 0);
+  std::fill(IoNanos.begin(), IoNanos.end(), 0);
   CUDA_CHECK(cudaEventRecord(StepBegin, Compute));
   for (cudaStream_t S : Streams)
     if (S != Compute)
@@ -504,8 +525,8 @@ std::vector<float> Executor::collectiveTimes() {
           cudaEventElapsedTime(&Ms[I], MeasuredStart[I], MeasuredFinish[I]));
       Ms[N + I] = -Ms[I];
     }
-  BufferView Work = L.buffer("workspace");
-  if (L.World > 1 && Work && Work.Bytes >= Ms.size() * sizeof(float)) {
+  if (TimesTravel) {
+    BufferView Work = L.buffer("workspace");
     cudaStream_t S = stream(plan::Stream::Comm);
     CUDA_CHECK(cudaMemcpyAsync(at(Work), Ms.data(), Ms.size() * sizeof(float),
                                cudaMemcpyHostToDevice, S));
@@ -513,7 +534,8 @@ std::vector<float> Executor::collectiveTimes() {
                              ncclMin, Comm, S));
     CUDA_CHECK(cudaMemcpyAsync(Ms.data(), at(Work), Ms.size() * sizeof(float),
                                cudaMemcpyDeviceToHost, S));
-    CUDA_CHECK(cudaStreamSynchronize(S));
+    CUDA_CHECK(cudaEventRecord(StepEnd, S));
+    waitForStep(); // Polls, so that a dead peer cannot hang us here.
   }
   for (uint32_t I = 0; I < N; ++I)
     if (!Calls[I].empty() && Calls[I][0].Kind == CollectiveKind::Reduce)
@@ -549,8 +571,8 @@ StepTiming Executor::measureStep() {
                (P.Transfers[In.Arg].Kind == plan::TransferKind::NVMeRead ||
                 P.Transfers[In.Arg].Kind == plan::TransferKind::NVMeWrite)) {
       bool Read = P.Transfers[In.Arg].Kind == plan::TransferKind::NVMeRead;
-      (Read ? T.NvmeReadBytes : T.NvmeWriteBytes) += P.Transfers[In.Arg].Bytes;
-      (Read ? T.NvmeReadMs : T.NvmeWriteMs) += Ms;
+      (Read ? T.NvmeReadBytes : T.NvmeWriteBytes) += double(IoBytes[I]);
+      (Read ? T.NvmeReadMs : T.NvmeWriteMs) += double(IoNanos[I]) / 1e6;
     } else if (In.Kind == plan::InstrKind::Transfer && CopiesIssued[I]) {
       const plan::Transfer &X = P.Transfers[In.Arg];
       CUDA_CHECK(cudaEventElapsedTime(&Ms, MeasuredStart[I], MeasuredFinish[I]));

@@ -129,6 +129,10 @@ private:
   HostState hostState(uint32_t SubGroup) const;
   /// The NVMe parameter buffer a BeforeGather read or copy uses.
   char *paramSwapBuffer() const;
+  /// Runs Io (inside a host callback) and records its bytes and time as
+  /// the instruction's.
+  void timedIo(uint32_t Instruction, uint64_t Bytes,
+               const std::function<void()> &Io);
 
   // Verification (Verify.cpp).
   bool verify(uint32_t Steps);
@@ -181,6 +185,8 @@ private:
   std::vector<uint64_t> CopiesIssued;
   /// Each instruction's NCCL calls (Collectives.h).
   std::vector<std::vector<CollectiveCall>> Calls;
+  /// Whether collective timings are agreed among ranks (collectiveTimes).
+  bool TimesTravel = false;
   cudaEvent_t StepBegin = nullptr, StepEnd = nullptr;
   cudaEvent_t Joins[5] = {};
   cublasHandle_t Cublas = nullptr;
@@ -196,6 +202,8 @@ private:
   std::unique_ptr<SwapFile> OptimizerSwap, ParamSwap;
   /// Per instruction: the NVMe parameter buffer its read or copy uses.
   std::vector<uint32_t> SwapSlot;
+  /// Per NVMe instruction this step: bytes moved and nanoseconds of I/O.
+  std::vector<uint64_t> IoBytes, IoNanos;
   MemoryReadings Memory;
   std::vector<StepTiming> Timings;
   bool Failed = false;

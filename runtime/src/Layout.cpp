@@ -127,6 +127,207 @@ uint64_t Layout::unitOffset(uint32_t Unit, uint32_t T) const {
   return It == UnitTensorOffset[Unit].end() ? NoOffset : It->second;
 }
 
+namespace {
+
+std::string checkProgramNeeds(const Layout &L) {
+  const plan::Plan &P = L.P;
+  const plan::Info &S = P.Settings;
+  bool Offloaded = S.OptimizerOffload != plan::OffloadDevice::None;
+  for (const plan::Bucket &B : P.Buckets)
+    if (B.Segments.empty())
+      return "a gradient bucket has no segments";
+  if (S.ParamOffload == plan::OffloadDevice::NVMe)
+    for (uint32_t T = 0; T < P.Tensors.size(); ++T)
+      if (!P.Tensors[T].Persistent && L.UnitOfTensor[T] == plan::NoIndex)
+        return "tensor " + P.Tensors[T].Name +
+               " lives on NVMe but belongs to no fetch unit";
+  // A unit read from NVMe is copied to the device out of the same buffer
+  // next: the two come in pairs.
+  bool ReadPending = false;
+  for (uint32_t I = 0; I < P.Program.size(); ++I) {
+    const plan::Instruction &In = P.Program[I];
+    std::string Where = "instruction " + std::to_string(I) + ": ";
+    if (In.Kind == plan::InstrKind::OptimizerStep &&
+        In.Arg >= L.SubGroupRange.size())
+      return Where + "the optimizer steps a sub-group the partition lacks";
+    if (In.Kind != plan::InstrKind::Transfer)
+      continue;
+    const plan::Transfer &X = P.Transfers[In.Arg];
+    bool NVMe = X.Kind == plan::TransferKind::NVMeRead ||
+                X.Kind == plan::TransferKind::NVMeWrite;
+    bool Fits = true;
+    switch (X.Point) {
+    case plan::TransferPoint::AfterReduce:
+      Fits = Offloaded && X.Kind == plan::TransferKind::DeviceToHost;
+      break;
+    case plan::TransferPoint::BeforeStep:
+      Fits = S.OptimizerOffload == plan::OffloadDevice::NVMe &&
+             X.Kind == plan::TransferKind::NVMeRead;
+      break;
+    case plan::TransferPoint::AfterStep:
+      Fits = Offloaded && X.Owner < L.SubGroupRange.size() &&
+             (X.Kind == plan::TransferKind::HostToDevice ||
+              (X.Kind == plan::TransferKind::NVMeWrite &&
+               (X.What == plan::Category::Params16
+                    ? S.ParamOffload == plan::OffloadDevice::NVMe
+                    : S.OptimizerOffload == plan::OffloadDevice::NVMe)));
+      break;
+    case plan::TransferPoint::BeforeGather:
+      Fits = S.ParamOffload != plan::OffloadDevice::None &&
+             (X.Kind == plan::TransferKind::HostToDevice ||
+              (X.Kind == plan::TransferKind::NVMeRead &&
+               S.ParamOffload == plan::OffloadDevice::NVMe));
+      if (Fits && S.ParamOffload == plan::OffloadDevice::NVMe) {
+        bool Read = X.Kind == plan::TransferKind::NVMeRead;
+        if (Read == ReadPending)
+          return Where + (Read ? "a unit is read from NVMe before the last "
+                                 "one was copied to the device"
+                               : "a unit is copied to the device without "
+                                 "being read from NVMe first");
+        ReadPending = Read;
+      }
+      break;
+    case plan::TransferPoint::CheckpointOut:
+    case plan::TransferPoint::CheckpointIn:
+      Fits = !NVMe;
+      break;
+    }
+    if (!Fits)
+      return Where + "a " + plan::enumName(X.Kind) + " transfer at " +
+             plan::enumName(X.Point) + " does not fit the plan's offload "
+             "settings";
+  }
+  if (ReadPending)
+    return "a unit read from NVMe is never copied to the device";
+  return "";
+}
+
+} // namespace
+
+std::string checkRuntimeNeeds(const Layout &L) {
+  const plan::Plan &P = L.P;
+  const plan::Info &S = P.Settings;
+  using Space = plan::MemorySpace;
+  uint64_t PB = elementBytes(L.Param), GB = elementBytes(L.GradAccum),
+           CB = elementBytes(L.Comm), W = L.World;
+  std::string Error;
+  auto Need = [&](const std::string &Name, Space Where, uint64_t Bytes) {
+    if (!Error.empty())
+      return;
+    BufferView V = L.buffer(Name);
+    if (!V || V.B->Space != Where)
+      Error = "the plan has no " + std::string(plan::enumName(Where)) +
+              " buffer '" + Name + "', which dsrun needs";
+    else if (V.Bytes < Bytes)
+      Error = "buffer '" + Name + "' holds " + std::to_string(V.Bytes) +
+              " bytes but dsrun needs " + std::to_string(Bytes);
+  };
+  bool Offloaded = S.OptimizerOffload != plan::OffloadDevice::None;
+  Space Optimizer = Offloaded ? Space::Host : Space::Device;
+  uint64_t Owned = L.Stage == 0 ? P.Layout.FlatElems : P.Layout.PartitionElems;
+  uint64_t LargestGroup = 0;
+  for (auto [Lo, Hi] : L.SubGroupRange) {
+    if (Hi > Owned || Lo > Hi)
+      return "a sub-group reaches past the partition";
+    LargestGroup = std::max(LargestGroup, Hi - Lo);
+  }
+  uint64_t Largest = 0;
+  for (const plan::Tensor &X : P.Tensors)
+    Largest = std::max(Largest, L.Stage == 3 ? X.ShardElems * W : X.Elems);
+
+  // The program must only ask for what the settings provide.
+  if (std::string Why = checkProgramNeeds(L); !Why.empty())
+    return Why;
+
+  if (L.Stage < 3) {
+    uint64_t Params = L.Stage > 0 ? P.Layout.PaddedElems : 0;
+    for (uint32_t T = 0; T < P.Tensors.size(); ++T)
+      Params = std::max(Params, L.paramOffset(T) + P.Tensors[T].Elems);
+    Need("params16", Space::Device, Params * PB);
+    if (L.Stage < 2)
+      Need("grads16", Space::Device, P.Layout.FlatElems * PB);
+    if (L.Stage == 2) {
+      Need("grad_transient", Space::Device, Largest * PB);
+      uint64_t Partition = 0;
+      for (uint32_t T = 0; T < P.Tensors.size(); ++T)
+        if (L.gradPartitionOffset(T) != NoOffset)
+          Partition = std::max(Partition, L.gradPartitionOffset(T) +
+                                              P.Tensors[T].Elems);
+      if (!Offloaded)
+        Need("grads16_partition", Space::Device, Partition * PB);
+    }
+    if (L.Stage > 0)
+      Need("grads_fp32", Optimizer, Owned * 4);
+  } else {
+    uint64_t Shards = 0, Persistent = 0, Order = 0;
+    for (uint32_t T = 0; T < P.Tensors.size(); ++T) {
+      const plan::Tensor &X = P.Tensors[T];
+      if (X.Persistent)
+        Persistent = std::max(Persistent, L.persistentOffset(T) +
+                                              X.ShardElems * W);
+      else
+        Shards = std::max(Shards, L.shardOffset(T) + X.ShardElems);
+      if (L.orderOffset(T) != NoOffset)
+        Order = std::max(Order, L.orderOffset(T) + X.ShardElems);
+    }
+    if (Order > Owned)
+      return "the partition holds fewer elements than its tensors' shards";
+    if (Persistent)
+      Need("persistent_params", Space::Device, Persistent * PB);
+    if (S.ParamOffload != plan::OffloadDevice::NVMe)
+      Need("params16",
+           S.ParamOffload == plan::OffloadDevice::CPU ? Space::Host
+                                                      : Space::Device,
+           Shards * PB);
+    Need("grad_transient", Space::Device, Largest * PB);
+    Need("grads_partition", Optimizer, Order * GB);
+    for (uint32_t U = 0; U < P.FetchUnits.size(); ++U)
+      Need("unit." + std::to_string(U), Space::Device, L.unitElems(U) * PB);
+    if (!Offloaded)
+      for (uint32_t G = 0; G < L.SubGroupRange.size(); ++G)
+        Need("grads_fp32." + std::to_string(G), Space::Device,
+             (L.SubGroupRange[G].second - L.SubGroupRange[G].first) * 4);
+  }
+  for (uint32_t B = 0; B < P.Buckets.size(); ++B) {
+    const plan::Bucket &Bucket = P.Buckets[B];
+    if (Bucket.BufferIndex == plan::NoIndex || L.Stage < 2)
+      continue;
+    const BucketLayout &BL = L.Buckets[B];
+    Need("ipg." + std::to_string(Bucket.BufferIndex), Space::Device,
+         L.Stage == 2 ? (BL.FlatEnd - BL.FlatBegin) * PB
+                      : BL.ChunkElems * W * CB);
+  }
+  if (S.OptimizerOffload == plan::OffloadDevice::NVMe) {
+    if (S.AioBufferCount < 3)
+      return "offload_optimizer.buffer_count is " +
+             std::to_string(S.AioBufferCount) +
+             "; dsrun swaps a sub-group's master weights and both moments "
+             "at once and needs at least 3";
+    BufferView V = L.buffer("nvme_optimizer_buffers");
+    if (V && V.Bytes / S.AioBufferCount < LargestGroup * 4)
+      return "each of the nvme_optimizer_buffers holds " +
+             std::to_string(V.Bytes / S.AioBufferCount) +
+             " bytes but a sub-group's state needs " +
+             std::to_string(LargestGroup * 4);
+    Need("nvme_optimizer_buffers", Space::Host, 3 * LargestGroup * 4);
+  } else {
+    bool MasterIsParams = L.Stage == 0 && L.Param == ElementType::F32;
+    if (!MasterIsParams)
+      Need("master_params", Optimizer, Owned * 4);
+    // The device master copy is initialized through the workspace.
+    if (!MasterIsParams && !Offloaded)
+      Need("workspace", Space::Device, PB);
+    Need("optimizer_states", Optimizer, 2 * Owned * 4);
+  }
+  if (S.ParamOffload == plan::OffloadDevice::NVMe) {
+    if (S.AioBufferCount == 0)
+      return "offload_param.buffer_count is 0";
+    Need("nvme_param_buffers", Space::Host,
+         uint64_t(S.AioBufferCount) * S.AioBufferBytes);
+  }
+  return Error;
+}
+
 std::string checkMemoryOrdering(const plan::Plan &P, size_t Class) {
   // Vector clocks: for each instruction, the last instruction of every
   // stream known to have finished before it starts.

@@ -97,6 +97,13 @@ private:
   std::vector<std::unordered_map<uint32_t, uint64_t>> UnitTensorOffset;
 };
 
+/// Checks that every buffer dsrun reads or writes for this rank exists, in
+/// the memory space it expects, with the bytes it will touch: a plan made
+/// by dsc always passes, an edited one (dsc show can turn YAML back into
+/// plan.bin) gets a message instead of writes outside a buffer. Returns ""
+/// or the first shortfall.
+std::string checkRuntimeNeeds(const Layout &L);
+
 /// Checks that memory the arena reuses is never written before its last
 /// reader has finished: for every two buffers of a rank class that share
 /// bytes, the first instruction of the later one must happen after the

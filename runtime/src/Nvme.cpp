@@ -32,9 +32,6 @@ SwapFile::~SwapFile() {
     close(Fd);
   if (DirectFd >= 0)
     close(DirectFd);
-  // Swap files hold nothing worth keeping once the run is over.
-  if (!Path.empty())
-    unlink(Path.c_str());
 }
 
 bool SwapFile::create(const std::string &FilePath, uint64_t Size,
@@ -51,14 +48,27 @@ bool SwapFile::create(const std::string &FilePath, uint64_t Size,
     Path.clear();
     return false;
   }
-  if (ftruncate(Fd, off_t(Size)) != 0) {
-    Error = Path + ": cannot size the swap file to " + std::to_string(Size) +
-            " bytes: " + strerror(errno);
-    return false;
-  }
 #ifdef O_DIRECT
   DirectFd = open(Path.c_str(), O_RDWR | O_DIRECT);
 #endif
+  // The file lives as long as its descriptors: nothing is left on the
+  // drive when the run ends, however it ends.
+  unlink(Path.c_str());
+  // Take the space now, so that a full drive is an error here and not in
+  // the middle of a step (ftruncate when the file system cannot).
+  int Reserved = Size ? posix_fallocate(Fd, 0, off_t(Size)) : 0;
+  if (Reserved != 0 && ftruncate(Fd, off_t(Size)) != 0) {
+    Error = Path + ": cannot reserve " + std::to_string(Size) +
+            " bytes for the swap file: " + strerror(Reserved) +
+            "; free space on that drive or give --nvme-path another";
+    return false;
+  }
+  if (Reserved == ENOSPC) {
+    Error = Path + ": no space for the " + std::to_string(Size) +
+            "-byte swap file; free space on that drive or give --nvme-path "
+            "another";
+    return false;
+  }
   return true;
 }
 
@@ -126,6 +136,7 @@ bool SwapFile::transfer(char *Memory, uint64_t Offset, uint64_t Size,
         }
         Done += uint64_t(N);
       }
+      (W.Direct ? DirectBytes : BufferedBytes) += W.Bytes;
     }
   };
   unsigned Count = unsigned(std::min<size_t>(Threads, Pieces.size()));
@@ -152,16 +163,18 @@ SwapLayout::SwapLayout(const Layout &L) {
   }
   unsigned PB = elementBytes(L.Param);
   ShardInUnit.assign(P.Tensors.size(), NoOffset);
-  for (const plan::FetchUnit &U : P.FetchUnits) {
+  for (uint32_t U = 0; U < P.FetchUnits.size(); ++U) {
+    // Every shard on its own pages, as plan::swapUnitBytes counts them, so
+    // that each read and write of one goes direct.
     uint64_t Within = 0;
-    for (uint32_t T : U.Tensors) {
+    for (uint32_t T : P.FetchUnits[U].Tensors) {
       ShardInUnit[T] = Within;
-      Within += P.Tensors[T].ShardElems * PB;
+      Within += alignUp(P.Tensors[T].ShardElems * PB, SwapFile::Alignment);
     }
     UnitBase.push_back(ParamFileBytes);
     UnitBytes.push_back(Within);
     LargestUnitBytes = std::max(LargestUnitBytes, Within);
-    ParamFileBytes += alignUp(Within, SwapFile::Alignment);
+    ParamFileBytes += Within;
   }
 }
 

@@ -17,6 +17,7 @@
 
 #include "Layout.h"
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -26,7 +27,7 @@ namespace dsrun {
 class SwapFile {
 public:
   /// Direct I/O needs addresses, offsets and sizes in multiples of this.
-  static constexpr uint64_t Alignment = 4096;
+  static constexpr uint64_t Alignment = dsc::plan::SwapAlignment;
 
   SwapFile() = default;
   SwapFile(const SwapFile &) = delete;
@@ -44,6 +45,9 @@ public:
 
   /// Whether O_DIRECT was accepted (tmpfs, for one, refuses it).
   bool direct() const { return DirectFd >= 0; }
+  /// Bytes moved so far with O_DIRECT and through the page cache.
+  uint64_t directBytes() const { return DirectBytes; }
+  uint64_t bufferedBytes() const { return BufferedBytes; }
   const std::string &path() const { return Path; }
   uint64_t size() const { return Bytes; }
 
@@ -55,7 +59,12 @@ private:
   int Fd = -1, DirectFd = -1;
   uint64_t Bytes = 0, BlockBytes = 1 << 20;
   unsigned Threads = 8;
+  std::atomic<uint64_t> DirectBytes{0}, BufferedBytes{0};
 };
+
+/// The distance between the buffer_count swap buffers planned as one
+/// buffer: each starts on a page.
+uint64_t swapBufferStride(const BufferView &Buffers, uint32_t Count);
 
 /// Where a rank's swapped data sits in its files. The optimizer file holds,
 /// per sub-group, its fp32 master weights, first and second moments; the

@@ -137,6 +137,16 @@ void Executor::reportSummary() {
             (unsigned long long)R.DeviceArenaBytes);
     fclose(Log);
   }
+  for (const SwapFile *F : {OptimizerSwap.get(), ParamSwap.get()})
+    if (F) {
+      char Line[300];
+      snprintf(Line, sizeof(Line),
+               "dsrun: rank %d %s: %.1f MiB with direct I/O, %.1f MiB "
+               "through the page cache\n",
+               Process.Rank, F->path().c_str(), mib(F->directBytes()),
+               mib(F->bufferedBytes()));
+      writeLine(Line);
+    }
   if (!Options.CalibrationOut.empty() && Process.Rank == 0) {
     if (FILE *F = fopen(Options.CalibrationOut.c_str(), "w")) {
       fprintf(F,

@@ -209,6 +209,8 @@ void Executor::reduce(uint32_t B, uint32_t Micro, uint32_t Step,
 
 void Executor::collectives(cudaStream_t S) {
   const std::vector<CollectiveCall> &Group = Calls[CurrentInstruction];
+  if (Group.empty())
+    return; // A stage-3 step with no persistent parameters gathers none.
   measureBegin(S);
   CHECK_NCCL(ncclGroupStart());
   for (const CollectiveCall &C : Group) {
@@ -354,6 +356,8 @@ void Executor::copyBatch(const std::vector<CopyPiece> &Pieces,
     std::vector<const void *> Srcs;
     std::vector<size_t> Sizes;
     for (const CopyPiece &C : Pieces) {
+      if (!C.Bytes)
+        continue;
       Dsts.push_back(C.Dst);
       Srcs.push_back(C.Src);
       Sizes.push_back(C.Bytes);
@@ -362,13 +366,16 @@ void Executor::copyBatch(const std::vector<CopyPiece> &Pieces,
     cudaMemcpyAttributes Attributes = {};
     Attributes.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
     size_t First = 0;
+    if (Dsts.empty())
+      return;
     CHECK_CUDA(cudaMemcpyBatchAsync(Dsts.data(), Srcs.data(), Sizes.data(),
                                     Pieces.size(), &Attributes, &First, 1, S));
     return;
   }
 #endif
   for (const CopyPiece &C : Pieces)
-    copy(C.Dst, C.Src, C.Bytes, cudaMemcpyDefault, S);
+    if (C.Bytes)
+      copy(C.Dst, C.Src, C.Bytes, cudaMemcpyDefault, S);
 }
 
 void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {

@@ -15,6 +15,7 @@
 #include "HostMath.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 namespace plan = dsc::plan;
@@ -30,16 +31,27 @@ void swapCheck(bool Ok, const std::string &Error, const std::string &Where) {
 
 } // namespace
 
+uint64_t swapBufferStride(const BufferView &Buffers, uint32_t Count) {
+  // Each buffer starts on a page, as the plan sizes them.
+  return Count ? Buffers.Bytes / Count / SwapFile::Alignment *
+                     SwapFile::Alignment
+               : 0;
+}
+
+namespace {
+
+} // namespace
+
 HostState Executor::hostState(uint32_t G) const {
   auto [Lo, Hi] = L.SubGroupRange[G];
   if (OptimizerSwap) {
     // The sub-group's state is in the swap buffers, one region each.
-    uint64_t Largest = L.buffer("nvme_optimizer_buffers").Bytes /
-                       std::max<uint32_t>(1, P.Settings.AioBufferCount);
+    uint64_t Stride = swapBufferStride(L.buffer("nvme_optimizer_buffers"),
+                                       P.Settings.AioBufferCount);
     char *Buffers = host("nvme_optimizer_buffers");
     return {reinterpret_cast<float *>(Buffers),
-            reinterpret_cast<float *>(Buffers + Largest),
-            reinterpret_cast<float *>(Buffers + 2 * Largest)};
+            reinterpret_cast<float *>(Buffers + Stride),
+            reinterpret_cast<float *>(Buffers + 2 * Stride)};
   }
   uint64_t Owned = L.Stage == 0 ? P.Layout.FlatElems : P.Layout.PartitionElems;
   float *Master = reinterpret_cast<float *>(host("master_params"));
@@ -48,8 +60,20 @@ HostState Executor::hostState(uint32_t G) const {
 }
 
 char *Executor::paramSwapBuffer() const {
-  uint64_t Each = P.Settings.AioBufferBytes;
-  return host("nvme_param_buffers") + SwapSlot[CurrentInstruction] * Each;
+  uint64_t Stride = swapBufferStride(L.buffer("nvme_param_buffers"),
+                                     P.Settings.AioBufferCount);
+  return host("nvme_param_buffers") + SwapSlot[CurrentInstruction] * Stride;
+}
+
+void Executor::timedIo(uint32_t Instruction, uint64_t Bytes,
+                       const std::function<void()> &Io) {
+  auto Begin = std::chrono::steady_clock::now();
+  Io();
+  IoNanos[Instruction] = uint64_t(std::chrono::duration_cast<
+                                      std::chrono::nanoseconds>(
+                                      std::chrono::steady_clock::now() - Begin)
+                                      .count());
+  IoBytes[Instruction] = Bytes;
 }
 
 bool Executor::setUpSwap() {
@@ -86,14 +110,15 @@ bool Executor::setUpSwap() {
     }
   }
   if (Params) {
-    if (Swap->LargestUnitBytes > S.AioBufferBytes ||
-        !host("nvme_param_buffers")) {
+    uint64_t Stride = swapBufferStride(L.buffer("nvme_param_buffers"),
+                                       S.AioBufferCount);
+    if (Swap->LargestUnitBytes > Stride) {
       fprintf(stderr,
-              "dsrun: a stage-3 fetch unit's shard is %llu bytes but "
-              "offload_param.buffer_size gives %llu-byte buffers; raise "
-              "buffer_size (in elements) so that a unit fits\n",
+              "dsrun: a stage-3 fetch unit takes %llu bytes on pages but "
+              "the nvme_param_buffers are %llu bytes each; raise "
+              "offload_param.buffer_size (in elements) so that a unit fits\n",
               (unsigned long long)Swap->LargestUnitBytes,
-              (unsigned long long)S.AioBufferBytes);
+              (unsigned long long)Stride);
       return false;
     }
     ParamSwap = std::make_unique<SwapFile>();
@@ -134,19 +159,20 @@ void Executor::initializeSwap() {
   unsigned PB = elementBytes(L.Param);
   if (OptimizerSwap) {
     // Master weights start as the stored 16-bit weights, moments at zero.
+    uint64_t Owned = 0;
+    for (auto [Lo, Hi] : L.SubGroupRange)
+      Owned = std::max(Owned, Hi);
+    std::vector<float> All(Owned, 0.0f), Zero;
+    for (const OwnedRange &O : L.Owned)
+      for (uint64_t I = 0; I < O.End - O.Begin; ++I)
+        All[O.PartitionOffset + I] =
+            storedValue(initialWeight(O.Tensor, O.Begin + I), L.Param);
     for (uint32_t G = 0; G < L.SubGroupRange.size(); ++G) {
       auto [Lo, Hi] = L.SubGroupRange[G];
-      std::vector<float> Master(Hi - Lo, 0.0f), Zero(Hi - Lo, 0.0f);
-      for (const OwnedRange &O : L.Owned)
-        for (uint64_t I = 0; I < O.End - O.Begin; ++I) {
-          uint64_t At = O.PartitionOffset + I;
-          if (At >= Lo && At < Hi)
-            Master[At - Lo] =
-                storedValue(initialWeight(O.Tensor, O.Begin + I), L.Param);
-        }
+      const float *Master = All.data() + Lo;
+      Zero.assign(Hi - Lo, 0.0f);
       uint64_t Bytes = (Hi - Lo) * 4;
-      swapCheck(OptimizerSwap->write(Master.data(),
-                                     Swap->optimizerRegion(G, 0), Bytes,
+      swapCheck(OptimizerSwap->write(Master, Swap->optimizerRegion(G, 0), Bytes,
                                      Error) &&
                     OptimizerSwap->write(Zero.data(),
                                          Swap->optimizerRegion(G, 1), Bytes,
@@ -179,17 +205,20 @@ void Executor::initializeSwap() {
 void Executor::swapIn(const plan::Transfer &X, cudaStream_t S) {
   uint32_t Slot = uint32_t(P.Program.size()) + CurrentInstruction;
   std::string Where = where();
+  uint32_t I = CurrentInstruction;
   if (X.Point == plan::TransferPoint::BeforeStep) {
     uint32_t G = X.Owner;
     auto [Lo, Hi] = L.SubGroupRange[G];
     onHost(S, Slot, [=] {
       HostState H = hostState(G);
-      std::string Error;
-      float *Into[3] = {H.Master, H.M, H.V};
-      for (unsigned K = 0; K < 3; ++K)
-        swapCheck(OptimizerSwap->read(Into[K], Swap->optimizerRegion(G, K),
-                                      (Hi - Lo) * 4, Error),
-                  Error, Where);
+      timedIo(I, 3 * (Hi - Lo) * 4, [&] {
+        std::string Error;
+        float *Into[3] = {H.Master, H.M, H.V};
+        for (unsigned K = 0; K < 3; ++K)
+          swapCheck(OptimizerSwap->read(Into[K], Swap->optimizerRegion(G, K),
+                                        (Hi - Lo) * 4, Error),
+                    Error, Where);
+      });
     });
     return;
   }
@@ -197,10 +226,12 @@ void Executor::swapIn(const plan::Transfer &X, cudaStream_t S) {
   uint32_t U = X.Owner;
   char *Buffer = paramSwapBuffer();
   onHost(S, Slot, [=] {
-    std::string Error;
-    swapCheck(ParamSwap->read(Buffer, Swap->unitBase(U), Swap->unitBytes(U),
-                              Error),
-              Error, Where);
+    timedIo(I, Swap->unitBytes(U), [&] {
+      std::string Error;
+      swapCheck(ParamSwap->read(Buffer, Swap->unitBase(U), Swap->unitBytes(U),
+                                Error),
+                Error, Where);
+    });
   });
 }
 
@@ -209,15 +240,18 @@ void Executor::swapOut(const plan::Transfer &X, cudaStream_t S) {
   std::string Where = where();
   uint32_t G = X.Owner;
   auto [Lo, Hi] = L.SubGroupRange[G];
+  uint32_t I = CurrentInstruction;
   if (X.What != plan::Category::Params16) {
     onHost(S, Slot, [=] {
       HostState H = hostState(G);
-      std::string Error;
-      const float *From[3] = {H.Master, H.M, H.V};
-      for (unsigned K = 0; K < 3; ++K)
-        swapCheck(OptimizerSwap->write(From[K], Swap->optimizerRegion(G, K),
-                                       (Hi - Lo) * 4, Error),
-                  Error, Where);
+      timedIo(I, 3 * (Hi - Lo) * 4, [&] {
+        std::string Error;
+        const float *From[3] = {H.Master, H.M, H.V};
+        for (unsigned K = 0; K < 3; ++K)
+          swapCheck(OptimizerSwap->write(From[K], Swap->optimizerRegion(G, K),
+                                         (Hi - Lo) * 4, Error),
+                    Error, Where);
+      });
     });
     return;
   }
@@ -226,6 +260,7 @@ void Executor::swapOut(const plan::Transfer &X, cudaStream_t S) {
   onHost(S, Slot, [=] {
     HostState H = hostState(G);
     std::string Error;
+    uint64_t Bytes = 0, Nanos = 0;
     for (const OwnedRange &O : L.Owned) {
       if (O.PartitionOffset < Lo || O.PartitionOffset >= Hi ||
           P.Tensors[O.Tensor].Persistent)
@@ -234,12 +269,19 @@ void Executor::swapOut(const plan::Transfer &X, cudaStream_t S) {
       convertOnHost(ParamStaging, L.Param, H.Master + (O.PartitionOffset - Lo),
                     ElementType::F32, N, false, Options.HostThreads);
       uint32_t U = L.UnitOfTensor[O.Tensor];
-      swapCheck(ParamSwap->write(ParamStaging,
-                                 Swap->unitBase(U) +
-                                     Swap->shardInUnit(O.Tensor),
-                                 N * elementBytes(L.Param), Error),
-                Error, Where);
+      // Only the write is timed; the conversion is host work.
+      timedIo(I, N * elementBytes(L.Param), [&] {
+        swapCheck(ParamSwap->write(ParamStaging,
+                                   Swap->unitBase(U) +
+                                       Swap->shardInUnit(O.Tensor),
+                                   N * elementBytes(L.Param), Error),
+                  Error, Where);
+      });
+      Bytes += IoBytes[I];
+      Nanos += IoNanos[I];
     }
+    IoBytes[I] = Bytes;
+    IoNanos[I] = Nanos;
   });
 }
 

@@ -302,6 +302,43 @@ static void collectiveChecks(const char *Path, const plan::Plan &P) {
   }
 }
 
+/// What an edited plan (YAML turned back into plan.bin) can get wrong is
+/// refused by name before anything runs.
+static void editedPlans(const char *Path, const plan::Plan &Good) {
+  auto Refusal = [&](plan::Plan P) { return checkRuntimeNeeds(Layout(P, 0)); };
+  for (size_t I = 0; I < Good.Buffers.size(); ++I) {
+    const std::string &Name = Good.Buffers[I].Name;
+    if (Name != "optimizer_states" && Name != "grads16" &&
+        Name != "grads_partition" && Name != "nvme_optimizer_buffers")
+      continue;
+    plan::Plan P = Good;
+    P.Buffers[I].Bytes[0] /= 2;
+    std::string Why = Refusal(P);
+    if (Why.find(Name) == std::string::npos) {
+      fprintf(stderr, "%s: halving %s was not refused: '%s'\n", Path,
+              Name.c_str(), Why.c_str());
+      ++Failures;
+    }
+    P = Good;
+    P.Buffers[I].Live.clear();
+    EXPECT(Refusal(P).find("has no") != std::string::npos ||
+           Refusal(P).find(Name) != std::string::npos);
+  }
+  for (size_t I = 0; I < Good.Transfers.size(); ++I) {
+    if (Good.Transfers[I].Point != plan::TransferPoint::AfterReduce)
+      continue;
+    plan::Plan P = Good;
+    P.Transfers[I].Kind = plan::TransferKind::NVMeRead;
+    EXPECT(Refusal(P).find("does not fit") != std::string::npos);
+    break;
+  }
+  if (!Good.Buckets.empty()) {
+    plan::Plan P = Good;
+    P.Buckets[0].Segments.clear();
+    EXPECT(!Refusal(P).empty());
+  }
+}
+
 static void planChecks(const char *Path) {
   std::ifstream In(Path, std::ios::binary);
   std::vector<uint8_t> Bytes((std::istreambuf_iterator<char>(In)),
@@ -328,8 +365,14 @@ static void planChecks(const char *Path) {
       for (uint64_t E = O.Begin; E < O.End; ++E)
         ++Owners[O.Tensor][E];
     }
-    // What dsrun looks up is there.
-    EXPECT(L.buffer("params16") || L.buffer("persistent_params"));
+    // What dsrun looks up is there, with the bytes it touches.
+    std::string Short = checkRuntimeNeeds(L);
+    if (!Short.empty()) {
+      fprintf(stderr, "%s: rank %u: %s\n", Path, R, Short.c_str());
+      ++Failures;
+    }
+    EXPECT(L.buffer("params16") || L.buffer("persistent_params") ||
+           S.ParamOffload == plan::OffloadDevice::NVMe);
     if (S.OptimizerOffload == plan::OffloadDevice::NVMe)
       EXPECT(L.buffer("nvme_optimizer_buffers").Bytes >=
              3 * 4 * (L.SubGroupRange.empty()
@@ -359,6 +402,7 @@ static void planChecks(const char *Path) {
           break;
         }
   collectiveChecks(Path, *P);
+  editedPlans(Path, *P);
   // Swap-file regions: aligned and disjoint.
   {
     Layout L(*P, 0);
