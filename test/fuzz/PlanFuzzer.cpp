@@ -4,12 +4,19 @@
 // crash. Mutated files almost never keep a valid checksum, so each input
 // is also read with its size and checksum fields repaired: that is what
 // reaches the section decoders. A plan that reads and passes checkPlan
-// must then print (YAML, estimate JSON and text) without crashing.
+// must then print (YAML, estimate JSON and text) without crashing, and
+// go through what dsrun derives from a plan before it touches a GPU (the
+// rank's layout, its refusal of what it cannot run, its NCCL calls, its
+// swap-file layout, the memory-ordering check): a message, never a crash.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dsc/Plan/PlanYAML.h"
 #include "dsc/Plan/Report.h"
+
+#include "Collectives.h"
+#include "Layout.h"
+#include "Nvme.h"
 
 #include <cstdint>
 #include <vector>
@@ -24,6 +31,18 @@ static void use(const plan::Plan &P) {
   writePlanYAML(OS, P);
   OS << estimateJSON(P);
   printEstimateText(OS, P);
+  // dsrun's host side, for the first and the last rank.
+  for (uint32_t Rank : {0u, P.Settings.WorldSize - 1}) {
+    dsrun::Layout L(P, Rank);
+    if (!dsrun::checkRuntimeNeeds(L).empty())
+      continue;
+    for (uint32_t I = 0; I < P.Program.size(); ++I)
+      (void)dsrun::collectiveCalls(L, I);
+    dsrun::SwapLayout Swap(L);
+    (void)Swap;
+    if (P.Buffers.size() <= 256)
+      (void)dsrun::checkMemoryOrdering(P, L.Class);
+  }
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
