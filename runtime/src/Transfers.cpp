@@ -1,0 +1,208 @@
+//===- Transfers.cpp - Copies between device, host and NVMe ---------------===//
+//
+// Offloaded gradients leave through a pinned staging buffer and are
+// converted to the host's fp32 on host threads; updated parameters come
+// back the same way; stage-3 units come from host shards or from the NVMe
+// buffer their read filled (Swap.cpp), in one batch of copies.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Executor.h"
+
+#include "HostMath.h"
+
+#include <algorithm>
+
+namespace plan = dsc::plan;
+
+namespace dsrun {
+
+[[noreturn]] void fatalError(const std::string &Message);
+
+#define CHECK_CUDA(Call)                                                       \
+  do {                                                                         \
+    cudaError_t E_ = (Call);                                                   \
+    if (E_ != cudaSuccess)                                                     \
+      fatalError(std::string(#Call) + " failed: " + cudaGetErrorString(E_) +   \
+                 " (" + where() + ")");                                        \
+  } while (0)
+#define CHECK_NCCL(Call)                                                       \
+  do {                                                                         \
+    ncclResult_t E_ = (Call);                                                  \
+    if (E_ != ncclSuccess)                                                     \
+      fatalError(std::string(#Call) + " failed: " + ncclGetErrorString(E_) +   \
+                 " (" + where() + ")");                                        \
+  } while (0)
+
+void Executor::copy(void *Dst, const void *Src, uint64_t Bytes,
+                    cudaMemcpyKind Kind, cudaStream_t S) {
+  CHECK_CUDA(cudaMemcpyAsync(Dst, Src, Bytes, Kind, S));
+  CopiesIssued[CurrentInstruction] += Bytes;
+}
+
+void Executor::copyBatch(const std::vector<CopyPiece> &Pieces,
+                         cudaStream_t S) {
+#if CUDART_VERSION >= 13000
+  if (Pieces.size() > 1) {
+    std::vector<void *> Dsts;
+    std::vector<const void *> Srcs;
+    std::vector<size_t> Sizes;
+    for (const CopyPiece &C : Pieces) {
+      if (!C.Bytes)
+        continue;
+      Dsts.push_back(C.Dst);
+      Srcs.push_back(C.Src);
+      Sizes.push_back(C.Bytes);
+      CopiesIssued[CurrentInstruction] += C.Bytes;
+    }
+    cudaMemcpyAttributes Attributes = {};
+    Attributes.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    size_t First = 0;
+    if (Dsts.empty())
+      return;
+    CHECK_CUDA(cudaMemcpyBatchAsync(Dsts.data(), Srcs.data(), Sizes.data(),
+                                    Pieces.size(), &Attributes, &First, 1, S));
+    return;
+  }
+#endif
+  for (const CopyPiece &C : Pieces)
+    if (C.Bytes)
+      copy(C.Dst, C.Src, C.Bytes, cudaMemcpyDefault, S);
+}
+
+void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
+  const plan::Transfer &X = P.Transfers[Index];
+  unsigned PB = elementBytes(L.Param), GB = elementBytes(L.GradAccum);
+  uint32_t Rank = Process.Rank;
+  uint32_t Slot = uint32_t(P.Program.size()) + CurrentInstruction;
+  switch (X.Point) {
+  case plan::TransferPoint::AfterReduce: {
+    const plan::Bucket &Bucket = P.Buckets[X.Owner];
+    const BucketLayout &BL = L.Buckets[X.Owner];
+    bool InPlace = Bucket.BufferIndex == plan::NoIndex;
+    char *Source = L.Stage < 2 ? device("grads16")
+                   : InPlace   ? device("grad_transient")
+                               : device("ipg." +
+                                        std::to_string(Bucket.BufferIndex));
+    if (L.Stage < 3) {
+      uint64_t Origin = L.Stage < 2 ? 0
+                        : InPlace   ? P.Tensors[Bucket.Segments[0].Tensor]
+                                        .FlatOffset
+                                    : BL.FlatBegin;
+      uint64_t Lo = std::max(BL.FlatBegin, L.PartitionBegin);
+      uint64_t Hi = std::min(BL.FlatEnd, L.PartitionEnd);
+      if (Lo >= Hi)
+        return;
+      measureBegin(S);
+      copy(GradStaging, Source + (Lo - Origin) * PB, (Hi - Lo) * PB,
+           cudaMemcpyDeviceToHost, S);
+      measureEnd(S);
+      // Stage 1 reduces once, the sum of every micro step; stage 2 every
+      // micro step, accumulated here.
+      bool Accumulate = L.Stage == 2 && Micro > 0;
+      uint64_t Begin = L.PartitionBegin;
+      onHost(S, Slot, [=] {
+        convertOnHost(host("grads_fp32") + (Lo - Begin) * 4, ElementType::F32,
+                      GradStaging, L.Param, Hi - Lo, Accumulate,
+                      Options.HostThreads);
+      });
+      return;
+    }
+    uint64_t Chunk =
+        InPlace ? P.Tensors[Bucket.Segments[0].Tensor].ShardElems
+                : BL.ChunkElems;
+    ElementType SourceType = InPlace ? L.Param : L.Comm;
+    unsigned SB = elementBytes(SourceType);
+    measureBegin(S);
+    copy(GradStaging, Source + uint64_t(Rank) * Chunk * SB, Chunk * SB,
+         cudaMemcpyDeviceToHost, S);
+    measureEnd(S);
+    onHost(S, Slot, [=, &Bucket, &BL] {
+      for (size_t K = 0; K < Bucket.Segments.size(); ++K) {
+        uint32_t T = Bucket.Segments[K].Tensor;
+        uint64_t From = InPlace ? 0 : BL.ChunkOffset[K];
+        convertOnHost(host("grads_partition") + L.orderOffset(T) * GB,
+                      L.GradAccum, GradStaging + From * SB, SourceType,
+                      P.Tensors[T].ShardElems, Micro > 0, Options.HostThreads);
+      }
+    });
+    return;
+  }
+  case plan::TransferPoint::AfterStep: {
+    if (X.Kind == plan::TransferKind::NVMeWrite)
+      return swapOut(X, S);
+    auto [Lo, Hi] = L.SubGroupRange[X.Owner];
+    uint32_t G = X.Owner;
+    onHost(S, Slot, [=] {
+      convertOnHost(ParamStaging, L.Param, hostState(G).Master,
+                    ElementType::F32, Hi - Lo, false, Options.HostThreads);
+    });
+    char *Params = device("params16");
+    measureBegin(S);
+    if (L.Stage < 3) {
+      copy(Params + (L.PartitionBegin + Lo) * PB, ParamStaging,
+           (Hi - Lo) * PB, cudaMemcpyHostToDevice, S);
+      measureEnd(S);
+      return;
+    }
+    bool HostParams = P.Settings.ParamOffload != plan::OffloadDevice::None;
+    std::vector<CopyPiece> Pieces;
+    for (const OwnedRange &O : L.Owned) {
+      if (O.PartitionOffset < Lo || O.PartitionOffset >= Hi)
+        continue;
+      const plan::Tensor &T = P.Tensors[O.Tensor];
+      if (HostParams && !T.Persistent)
+        continue; // Updated in place on the host.
+      char *Dst = T.Persistent
+                      ? device("persistent_params") +
+                            (L.persistentOffset(O.Tensor) +
+                             uint64_t(Rank) * T.ShardElems) *
+                                PB
+                      : Params + L.shardOffset(O.Tensor) * PB;
+      Pieces.push_back({Dst, ParamStaging + (O.PartitionOffset - Lo) * PB,
+                        (O.End - O.Begin) * PB});
+    }
+    copyBatch(Pieces, S);
+    measureEnd(S);
+    return;
+  }
+  case plan::TransferPoint::BeforeGather: {
+    if (X.Kind == plan::TransferKind::NVMeRead)
+      return swapIn(X, S);
+    char *Unit = device("unit." + std::to_string(X.Owner));
+    std::vector<CopyPiece> Pieces;
+    for (uint32_t T : P.FetchUnits[X.Owner].Tensors) {
+      uint64_t Shard = P.Tensors[T].ShardElems;
+      // From the host shards, or from the buffer the NVMe read filled.
+      const char *From = ParamSwap
+                             ? paramSwapBuffer() + Swap->shardInUnit(T)
+                             : host("params16") + L.shardOffset(T) * PB;
+      Pieces.push_back(
+          {Unit + (L.unitOffset(X.Owner, T) + uint64_t(Rank) * Shard) * PB,
+           From, Shard * PB});
+    }
+    measureBegin(S);
+    copyBatch(Pieces, S);
+    measureEnd(S);
+    return;
+  }
+  case plan::TransferPoint::CheckpointOut:
+  case plan::TransferPoint::CheckpointIn: {
+    BufferView Dev = L.buffer("ckpt." + std::to_string(X.Owner));
+    BufferView Host = L.buffer("ckpt_host." + std::to_string(X.Owner));
+    if (!Dev || !Host)
+      return;
+    bool Out = X.Point == plan::TransferPoint::CheckpointOut;
+    measureBegin(S);
+    copy(Out ? at(Host) : at(Dev), Out ? at(Dev) : at(Host),
+         std::min(Dev.Bytes, Host.Bytes),
+         Out ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice, S);
+    measureEnd(S);
+    return;
+  }
+  case plan::TransferPoint::BeforeStep:
+    return swapIn(X, S);
+  }
+}
+
+} // namespace dsrun
