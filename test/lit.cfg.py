@@ -17,3 +17,7 @@ config.environment["PATH"] = path
 config.environment["LC_ALL"] = "C"
 config.substitutions.append(("%dsc_src", config.dsc_src_root))
 config.substitutions.append(("%python", config.python_executable))
+# dsrun is built where a CUDA compiler is found; its CPU-side errors are
+# tested wherever it exists.
+if os.path.exists(os.path.join(config.dsc_tools_dir, "dsrun")):
+    config.available_features.add("dsrun")

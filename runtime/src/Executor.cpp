@@ -166,6 +166,13 @@ bool Executor::checkBeforeRunning() {
             S.ZeroStage);
     return false;
   }
+  if ((S.OptimizerOffload == plan::OffloadDevice::NVMe ||
+       S.ParamOffload == plan::OffloadDevice::NVMe) &&
+      Options.NvmePath.empty()) {
+    fprintf(stderr, "dsrun: the plan offloads to NVMe: give --nvme-path DIR, "
+                    "a directory on the drive (the config's nvme_path)\n");
+    return false;
+  }
   std::string Short = checkRuntimeNeeds(L);
   if (!Short.empty()) {
     fprintf(stderr, "dsrun: the plan cannot run: %s (was it edited? plan "

@@ -82,11 +82,6 @@ bool Executor::setUpSwap() {
   bool Params = S.ParamOffload == plan::OffloadDevice::NVMe;
   if (!Optimizer && !Params)
     return true;
-  if (Options.NvmePath.empty()) {
-    fprintf(stderr, "dsrun: the plan offloads to NVMe: give --nvme-path DIR, "
-                    "a directory on the drive (the config's nvme_path)\n");
-    return false;
-  }
   Swap = std::make_unique<SwapLayout>(L);
   std::string Base = Options.NvmePath + "/dsrun-rank" +
                      std::to_string(Process.Rank) + "-";
