@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Collectives.h"
+#include "NcclGroup.h"
 #include "Launch.h"
 
 #include <cuda_runtime.h>
@@ -24,8 +25,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -70,33 +69,13 @@ static void planCollectives(const dsc::plan::Plan &P, const ProcessInfo &Me,
   uint64_t Bytes = P.Estimates.Ranks[L.Class].DeviceArenaBytes;
   CHECK(cudaMalloc(reinterpret_cast<void **>(&Arena), Bytes));
   CHECK(cudaMemset(Arena, 0, Bytes));
-  auto Type = [](ElementType T) {
-    return T == ElementType::F32   ? ncclFloat32
-           : T == ElementType::F16 ? ncclFloat16
-                                   : ncclBfloat16;
-  };
   auto Issue = [&](const std::vector<CollectiveCall> &Group) {
-    CHECK(ncclGroupStart());
-    for (const CollectiveCall &C : Group) {
-      char *Send = Arena + C.Send, *Recv = Arena + C.Recv;
-      switch (C.Kind) {
-      case CollectiveKind::AllReduce:
-        CHECK(ncclAllReduce(Send, Recv, C.Count, Type(C.Type), ncclSum, Comm, S));
-        break;
-      case CollectiveKind::Reduce:
-        CHECK(ncclReduce(Send, Recv, C.Count, Type(C.Type), ncclSum, C.Root,
-                         Comm, S));
-        break;
-      case CollectiveKind::ReduceScatter:
-        CHECK(ncclReduceScatter(Send, Recv, C.Count, Type(C.Type), ncclSum,
-                                Comm, S));
-        break;
-      case CollectiveKind::AllGather:
-        CHECK(ncclAllGather(Send, Recv, C.Count, Type(C.Type), Comm, S));
-        break;
-      }
+    const char *Failed = nullptr;
+    if (ncclResult_t R = issueGroup(Group, Arena, Comm, S, Failed)) {
+      fprintf(stderr, "dsrun-bench: %s failed: %s\n", Failed,
+              ncclGetErrorString(R));
+      exit(1);
     }
-    CHECK(ncclGroupEnd());
   };
   struct Totals {
     double Bytes = 0, BusBytes = 0, Ms = 0;
@@ -149,16 +128,11 @@ int main(int argc, char **argv) {
   }
   std::optional<dsc::plan::Plan> Plan;
   if (!PlanPath.empty()) {
-    std::ifstream In(PlanPath, std::ios::binary);
-    std::vector<uint8_t> Bytes((std::istreambuf_iterator<char>(In)),
-                               std::istreambuf_iterator<char>());
     std::string Error;
-    Plan = dsc::plan::readPlan(Bytes.data(), Bytes.size(), Error);
-    if (Plan)
-      Error = dsc::plan::checkPlan(*Plan);
-    if (!Plan || !Error.empty()) {
-      fprintf(stderr, "dsrun-bench: %s: %s\n", PlanPath.c_str(),
-              Error.empty() ? "cannot read" : Error.c_str());
+    bool Unreadable = false;
+    Plan = loadPlanFile(PlanPath, Error, Unreadable);
+    if (!Plan) {
+      fprintf(stderr, "dsrun-bench: %s\n", Error.c_str());
       return 1;
     }
   }

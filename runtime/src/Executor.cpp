@@ -27,30 +27,9 @@ void fatalError(const std::string &Message) {
   fflush(stderr);
   std::_Exit(1);
 }
-#define fatal fatalError
-
-#define CUDA_CHECK(Call)                                                       \
-  do {                                                                         \
-    cudaError_t E_ = (Call);                                                   \
-    if (E_ != cudaSuccess)                                                     \
-      fatal(std::string(#Call) + " failed: " + cudaGetErrorString(E_) +        \
-            (Current ? " (" + Current->where() + ")" : std::string()));        \
-  } while (0)
-#define NCCL_CHECK(Call)                                                       \
-  do {                                                                         \
-    ncclResult_t E_ = (Call);                                                  \
-    if (E_ != ncclSuccess)                                                     \
-      fatal(std::string(#Call) + " failed: " + ncclGetErrorString(E_) +        \
-            (Current ? " (" + Current->where() + ")" : std::string()));        \
-  } while (0)
-#define CUBLAS_CHECK(Call)                                                     \
-  do {                                                                         \
-    cublasStatus_t E_ = (Call);                                                \
-    if (E_ != CUBLAS_STATUS_SUCCESS)                                           \
-      fatal(std::string(#Call) + " failed with status " +                      \
-            std::to_string(int(E_)) +                                          \
-            (Current ? " (" + Current->where() + ")" : std::string()));        \
-  } while (0)
+std::string whereNow() {
+  return Current ? " (" + Current->where() + ")" : std::string();
+}
 
 namespace {
 
@@ -68,7 +47,7 @@ std::vector<HostTask> Tasks;
 
 uint64_t usedDeviceMemory(uint64_t *Total = nullptr) {
   size_t Free = 0, All = 0;
-  CUDA_CHECK(cudaMemGetInfo(&Free, &All));
+  CHECK_CUDA(cudaMemGetInfo(&Free, &All));
   if (Total)
     *Total = All;
   return All - Free;
@@ -122,21 +101,15 @@ char *Executor::host(const std::string &Name) const {
 }
 
 void Executor::measureBegin(cudaStream_t S) {
-  CUDA_CHECK(cudaEventRecord(MeasuredStart[CurrentInstruction], S));
+  CHECK_CUDA(cudaEventRecord(MeasuredStart[CurrentInstruction], S));
 }
 void Executor::measureEnd(cudaStream_t S) {
-  CUDA_CHECK(cudaEventRecord(MeasuredFinish[CurrentInstruction], S));
+  CHECK_CUDA(cudaEventRecord(MeasuredFinish[CurrentInstruction], S));
 }
 
 void Executor::onHost(cudaStream_t S, uint32_t Slot, std::function<void()> W) {
   Tasks[Slot].Work = std::move(W);
-  CUDA_CHECK(cudaLaunchHostFunc(S, runHostTask, &Tasks[Slot]));
-}
-
-ncclDataType_t Executor::ncclType(ElementType T) const {
-  return T == ElementType::F32   ? ncclFloat32
-         : T == ElementType::F16 ? ncclFloat16
-                                 : ncclBfloat16;
+  CHECK_CUDA(cudaLaunchHostFunc(S, runHostTask, &Tasks[Slot]));
 }
 
 //===----------------------------------------------------------------------===//
@@ -190,20 +163,20 @@ bool Executor::checkBeforeRunning() {
 
 bool Executor::setUp() {
   int Devices = 0;
-  CUDA_CHECK(cudaGetDeviceCount(&Devices));
+  CHECK_CUDA(cudaGetDeviceCount(&Devices));
   if (Devices == 0) {
     fprintf(stderr, "dsrun: no CUDA device\n");
     return false;
   }
-  CUDA_CHECK(cudaSetDevice(Process.LocalRank % Devices));
+  CHECK_CUDA(cudaSetDevice(Process.LocalRank % Devices));
   // Reading the free memory creates the context: what is used then is the
   // context (and whatever else holds the GPU, nothing on a GPU of our own).
-  CUDA_CHECK(cudaFree(nullptr));
+  CHECK_CUDA(cudaFree(nullptr));
   Memory.Context = usedDeviceMemory(&Memory.Total);
 
   const plan::RankEstimate &R = P.Estimates.Ranks[L.Class];
   size_t Free = 0, All = 0;
-  CUDA_CHECK(cudaMemGetInfo(&Free, &All));
+  CHECK_CUDA(cudaMemGetInfo(&Free, &All));
   uint64_t Needed = R.DeviceArenaBytes + R.DeviceFixedBytes;
   uint64_t Have = Free + Memory.Context;
   if (Have < Needed) {
@@ -223,47 +196,47 @@ bool Executor::setUp() {
   // scheduler hands them SMs as the GEMMs' blocks retire instead of after
   // every block queued before (--comm-priority high).
   int Least = 0, Greatest = 0;
-  CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&Least, &Greatest));
+  CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&Least, &Greatest));
   for (unsigned K = 0; K < 5; ++K)
-    CUDA_CHECK(cudaStreamCreateWithPriority(
+    CHECK_CUDA(cudaStreamCreateWithPriority(
         &Streams[K], cudaStreamNonBlocking,
         K == unsigned(plan::Stream::Comm) && Options.CommPriority ? Greatest
                                                                   : Least));
 
-  CUBLAS_CHECK(cublasCreate(&Cublas));
-  CUBLAS_CHECK(cublasSetStream(Cublas, stream(plan::Stream::Compute)));
+  CHECK_CUBLAS(cublasCreate(&Cublas));
+  CHECK_CUBLAS(cublasSetStream(Cublas, stream(plan::Stream::Compute)));
   if (Options.CommSMs) {
     // GEMMs that leave SMs free let overlapped collectives start and run at
     // once instead of waiting for GEMM blocks to retire.
     int SMs = 0;
-    CUDA_CHECK(cudaDeviceGetAttribute(&SMs, cudaDevAttrMultiProcessorCount,
+    CHECK_CUDA(cudaDeviceGetAttribute(&SMs, cudaDevAttrMultiProcessorCount,
                                       Process.LocalRank % Devices));
     if (int(Options.CommSMs) >= SMs) {
       fprintf(stderr, "dsrun: --comm-sms %u leaves no SM of %d to compute\n",
               Options.CommSMs, SMs);
       return false;
     }
-    CUBLAS_CHECK(cublasSetSmCountTarget(Cublas, SMs - int(Options.CommSMs)));
+    CHECK_CUBLAS(cublasSetSmCountTarget(Cublas, SMs - int(Options.CommSMs)));
   }
   {
     // The first GEMM allocates cuBLAS's workspace.
     void *Scratch = nullptr;
-    CUDA_CHECK(cudaMalloc(&Scratch, 3 * 64 * 64 * 4));
+    CHECK_CUDA(cudaMalloc(&Scratch, 3 * 64 * 64 * 4));
     float One = 1, Zero = 0;
     float *A = static_cast<float *>(Scratch);
-    CUBLAS_CHECK(cublasSgemm(Cublas, CUBLAS_OP_N, CUBLAS_OP_N, 64, 64, 64, &One,
+    CHECK_CUBLAS(cublasSgemm(Cublas, CUBLAS_OP_N, CUBLAS_OP_N, 64, 64, 64, &One,
                              A, 64, A + 4096, 64, &Zero, A + 8192, 64));
-    CUDA_CHECK(cudaStreamSynchronize(stream(plan::Stream::Compute)));
-    CUDA_CHECK(cudaFree(Scratch));
+    CHECK_CUDA(cudaStreamSynchronize(stream(plan::Stream::Compute)));
+    CHECK_CUDA(cudaFree(Scratch));
   }
   Memory.Cublas = usedDeviceMemory();
 
   int Version = 0;
-  NCCL_CHECK(ncclGetVersion(&Version));
+  CHECK_NCCL(ncclGetVersion(&Version));
   ncclUniqueId Id;
   std::string Blob;
   if (Process.Rank == 0) {
-    NCCL_CHECK(ncclGetUniqueId(&Id));
+    CHECK_NCCL(ncclGetUniqueId(&Id));
     Blob.assign(reinterpret_cast<const char *>(&Id), sizeof(Id));
   }
   std::string Error;
@@ -274,15 +247,15 @@ bool Executor::setUp() {
     return false;
   }
   memcpy(&Id, Blob.data(), sizeof(Id));
-  NCCL_CHECK(ncclCommInitRank(&Comm, Process.WorldSize, Id, Process.Rank));
+  CHECK_NCCL(ncclCommInitRank(&Comm, Process.WorldSize, Id, Process.Rank));
   {
     // NCCL sets up its buffers on the first collective.
     void *One = nullptr;
-    CUDA_CHECK(cudaMalloc(&One, 4096));
-    NCCL_CHECK(ncclAllReduce(One, One, 1024, ncclFloat32, ncclSum, Comm,
+    CHECK_CUDA(cudaMalloc(&One, 4096));
+    CHECK_NCCL(ncclAllReduce(One, One, 1024, ncclFloat32, ncclSum, Comm,
                              stream(plan::Stream::Comm)));
-    CUDA_CHECK(cudaStreamSynchronize(stream(plan::Stream::Comm)));
-    CUDA_CHECK(cudaFree(One));
+    CHECK_CUDA(cudaStreamSynchronize(stream(plan::Stream::Comm)));
+    CHECK_CUDA(cudaFree(One));
   }
   Memory.Nccl = usedDeviceMemory();
   if (Process.Rank == 0)
@@ -292,11 +265,11 @@ bool Executor::setUp() {
 
   // The arenas: everything the plan places, allocated once.
   ArenaBytes = R.DeviceArenaBytes;
-  CUDA_CHECK(cudaMalloc(reinterpret_cast<void **>(&DeviceArena),
+  CHECK_CUDA(cudaMalloc(reinterpret_cast<void **>(&DeviceArena),
                         std::max<uint64_t>(ArenaBytes, 256)));
-  CUDA_CHECK(cudaMemset(DeviceArena, 0, ArenaBytes));
+  CHECK_CUDA(cudaMemset(DeviceArena, 0, ArenaBytes));
   if (R.HostArenaBytes) {
-    CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void **>(&HostArena),
+    CHECK_CUDA(cudaHostAlloc(reinterpret_cast<void **>(&HostArena),
                              R.HostArenaBytes, cudaHostAllocDefault));
     memset(HostArena, 0, R.HostArenaBytes);
   }
@@ -311,9 +284,9 @@ bool Executor::setUp() {
     for (auto [Lo, Hi] : L.SubGroupRange)
       Group = std::max(Group, Hi - Lo);
     ParamStagingBytes = Group * 4 + 256;
-    CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void **>(&GradStaging),
+    CHECK_CUDA(cudaHostAlloc(reinterpret_cast<void **>(&GradStaging),
                              GradStagingBytes, cudaHostAllocDefault));
-    CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void **>(&ParamStaging),
+    CHECK_CUDA(cudaHostAlloc(reinterpret_cast<void **>(&ParamStaging),
                              ParamStagingBytes, cudaHostAllocDefault));
   }
   Memory.Arena = usedDeviceMemory();
@@ -347,19 +320,19 @@ bool Executor::setUp() {
     TimesTravel = false;
   for (uint32_t I = 0; I < N; ++I) {
     if (WaitedOn[I])
-      CUDA_CHECK(cudaEventCreateWithFlags(&Done[I], cudaEventDisableTiming));
-    CUDA_CHECK(cudaEventCreate(&Start[I]));
-    CUDA_CHECK(cudaEventCreate(&Finish[I]));
+      CHECK_CUDA(cudaEventCreateWithFlags(&Done[I], cudaEventDisableTiming));
+    CHECK_CUDA(cudaEventCreate(&Start[I]));
+    CHECK_CUDA(cudaEventCreate(&Finish[I]));
     Calls[I] = collectiveCalls(L, I);
     if (P.Program[I].Kind == plan::InstrKind::Transfer || !Calls[I].empty()) {
-      CUDA_CHECK(cudaEventCreate(&MeasuredStart[I]));
-      CUDA_CHECK(cudaEventCreate(&MeasuredFinish[I]));
+      CHECK_CUDA(cudaEventCreate(&MeasuredStart[I]));
+      CHECK_CUDA(cudaEventCreate(&MeasuredFinish[I]));
     }
   }
   for (cudaEvent_t &E : Joins)
-    CUDA_CHECK(cudaEventCreateWithFlags(&E, cudaEventDisableTiming));
-  CUDA_CHECK(cudaEventCreate(&StepBegin));
-  CUDA_CHECK(cudaEventCreate(&StepEnd));
+    CHECK_CUDA(cudaEventCreateWithFlags(&E, cudaEventDisableTiming));
+  CHECK_CUDA(cudaEventCreate(&StepBegin));
+  CHECK_CUDA(cudaEventCreate(&StepEnd));
   Tasks.resize(P.Program.size() * 2);
   return true;
 }
@@ -396,7 +369,7 @@ void Executor::initializeWeights() {
   // The fp32 master copy of what this rank owns starts as the stored
   // 16-bit weight; moments start at zero (the arenas are zeroed).
   if (!L.buffer("master_params")) {
-    CUDA_CHECK(cudaStreamSynchronize(S));
+    CHECK_CUDA(cudaStreamSynchronize(S));
     return;
   }
   for (const OwnedRange &O : L.Owned) {
@@ -420,7 +393,7 @@ void Executor::initializeWeights() {
       }
     }
   }
-  CUDA_CHECK(cudaStreamSynchronize(S));
+  CHECK_CUDA(cudaStreamSynchronize(S));
 }
 
 //===----------------------------------------------------------------------===//
@@ -432,8 +405,8 @@ void Executor::issue(uint32_t Index, uint32_t Step) {
   const plan::Instruction &In = P.Program[Index];
   cudaStream_t S = stream(In.On);
   for (uint32_t W : In.Waits)
-    CUDA_CHECK(cudaStreamWaitEvent(S, Done[W], 0));
-  CUDA_CHECK(cudaEventRecord(Start[Index], S));
+    CHECK_CUDA(cudaStreamWaitEvent(S, Done[W], 0));
+  CHECK_CUDA(cudaEventRecord(Start[Index], S));
   switch (In.Kind) {
   case plan::InstrKind::Forward:
     compute(In, false, Step);
@@ -458,9 +431,9 @@ void Executor::issue(uint32_t Index, uint32_t Step) {
     transfer(In.Arg, In.Micro, S);
     break;
   }
-  CUDA_CHECK(cudaEventRecord(Finish[Index], S));
+  CHECK_CUDA(cudaEventRecord(Finish[Index], S));
   if (Done[Index])
-    CUDA_CHECK(cudaEventRecord(Done[Index], S));
+    CHECK_CUDA(cudaEventRecord(Done[Index], S));
 }
 
 void Executor::step(uint32_t Step) {
@@ -468,20 +441,20 @@ void Executor::step(uint32_t Step) {
   std::fill(CopiesIssued.begin(), CopiesIssued.end(), 0);
   std::fill(IoBytes.begin(), IoBytes.end(), 0);
   std::fill(IoNanos.begin(), IoNanos.end(), 0);
-  CUDA_CHECK(cudaEventRecord(StepBegin, Compute));
+  CHECK_CUDA(cudaEventRecord(StepBegin, Compute));
   for (cudaStream_t S : Streams)
     if (S != Compute)
-      CUDA_CHECK(cudaStreamWaitEvent(S, StepBegin, 0));
+      CHECK_CUDA(cudaStreamWaitEvent(S, StepBegin, 0));
   for (uint32_t I = 0; I < P.Program.size(); ++I)
     issue(I, Step);
   CurrentInstruction = plan::NoIndex;
   // Join every stream into the compute stream.
   for (unsigned K = 0; K < 5; ++K)
     if (Streams[K] != Compute) {
-      CUDA_CHECK(cudaEventRecord(Joins[K], Streams[K]));
-      CUDA_CHECK(cudaStreamWaitEvent(Compute, Joins[K], 0));
+      CHECK_CUDA(cudaEventRecord(Joins[K], Streams[K]));
+      CHECK_CUDA(cudaStreamWaitEvent(Compute, Joins[K], 0));
     }
-  CUDA_CHECK(cudaEventRecord(StepEnd, Compute));
+  CHECK_CUDA(cudaEventRecord(StepEnd, Compute));
 }
 
 bool Executor::waitForStep() {
@@ -494,21 +467,21 @@ bool Executor::waitForStep() {
     if (E == cudaSuccess)
       return true;
     if (E != cudaErrorNotReady)
-      fatal(std::string("step failed: ") + cudaGetErrorString(E) + " (rank " +
+      fatalError(std::string("step failed: ") + cudaGetErrorString(E) + " (rank " +
             std::to_string(Process.Rank) + ")");
     ncclResult_t Async = ncclSuccess;
     ncclCommGetAsyncError(Comm, &Async);
     if (Async != ncclSuccess && Async != ncclInProgress) {
       ncclCommAbort(Comm);
       Comm = nullptr;
-      fatal("rank " + std::to_string(Process.Rank) +
+      fatalError("rank " + std::to_string(Process.Rank) +
             ": NCCL reports an error (a peer may have died): " +
             ncclGetErrorString(Async));
     }
     if (std::chrono::steady_clock::now() > Deadline) {
       ncclCommAbort(Comm);
       Comm = nullptr;
-      fatal("rank " + std::to_string(Process.Rank) + ": a step took more "
+      fatalError("rank " + std::to_string(Process.Rank) + ": a step took more "
             "than " + std::to_string(Options.TimeoutSeconds) +
             " s; aborting (a peer is stuck or gone)");
     }

@@ -12,6 +12,7 @@
 #ifndef DSRUN_EXECUTOR_H
 #define DSRUN_EXECUTOR_H
 
+#include "Checks.h"
 #include "Collectives.h"
 #include "Launch.h"
 #include "Nvme.h"
@@ -29,9 +30,6 @@
 
 namespace dsrun {
 
-/// Prints "dsrun: Message" and ends the process: a rank that fails must
-/// not leave its peers waiting on a collective it will never join.
-[[noreturn]] void fatalError(const std::string &Message);
 
 struct RunOptions {
   uint32_t Steps = 3;
@@ -127,6 +125,9 @@ private:
   void swapIn(const dsc::plan::Transfer &X, cudaStream_t S);
   void swapOut(const dsc::plan::Transfer &X, cudaStream_t S);
   HostState hostState(uint32_t SubGroup) const;
+  /// Reads or writes a sub-group's three state regions in the swap file.
+  bool stateIo(uint32_t SubGroup, const HostState &Regions, bool Write,
+               std::string &Error);
   /// The NVMe parameter buffer a BeforeGather read or copy uses.
   char *paramSwapBuffer() const;
   /// Runs Io (inside a host callback) and records its bytes and time as
@@ -148,7 +149,6 @@ private:
   cudaStream_t stream(dsc::plan::Stream S) const {
     return Streams[unsigned(S)];
   }
-  ncclDataType_t ncclType(ElementType T) const;
   /// An asynchronous copy of a transfer, counted in its bytes.
   void copy(void *Dst, const void *Src, uint64_t Bytes, cudaMemcpyKind Kind,
             cudaStream_t S);

@@ -2,8 +2,12 @@
 
 #include "Layout.h"
 
+#include "Nvme.h"
+
 #include <algorithm>
 #include <array>
+#include <fstream>
+#include <iterator>
 
 namespace plan = dsc::plan;
 
@@ -125,6 +129,26 @@ BufferView Layout::buffer(const std::string &Name) const {
 uint64_t Layout::unitOffset(uint32_t Unit, uint32_t T) const {
   auto It = UnitTensorOffset[Unit].find(T);
   return It == UnitTensorOffset[Unit].end() ? NoOffset : It->second;
+}
+
+std::optional<plan::Plan> loadPlanFile(const std::string &Path,
+                                       std::string &Error, bool &Unreadable) {
+  std::ifstream In(Path, std::ios::binary);
+  Unreadable = !In;
+  if (Unreadable) {
+    Error = Path + ": cannot open";
+    return std::nullopt;
+  }
+  std::vector<uint8_t> Bytes((std::istreambuf_iterator<char>(In)),
+                             std::istreambuf_iterator<char>());
+  std::optional<plan::Plan> P = plan::readPlan(Bytes.data(), Bytes.size(), Error);
+  if (P)
+    Error = plan::checkPlan(*P);
+  if (!P || !Error.empty()) {
+    Error = Path + ": " + Error;
+    return std::nullopt;
+  }
+  return P;
 }
 
 namespace {
@@ -304,10 +328,10 @@ std::string checkRuntimeNeeds(const Layout &L) {
              "; dsrun swaps a sub-group's master weights and both moments "
              "at once and needs at least 3";
     BufferView V = L.buffer("nvme_optimizer_buffers");
-    if (V && V.Bytes / S.AioBufferCount < LargestGroup * 4)
+    uint64_t Each = swapBufferStride(V, S.AioBufferCount);
+    if (V && Each < LargestGroup * 4)
       return "each of the nvme_optimizer_buffers holds " +
-             std::to_string(V.Bytes / S.AioBufferCount) +
-             " bytes but a sub-group's state needs " +
+             std::to_string(Each) + " bytes but a sub-group's state needs " +
              std::to_string(LargestGroup * 4);
     Need("nvme_optimizer_buffers", Space::Host, 3 * LargestGroup * 4);
   } else {
@@ -324,6 +348,14 @@ std::string checkRuntimeNeeds(const Layout &L) {
       return "offload_param.buffer_count is 0";
     Need("nvme_param_buffers", Space::Host,
          uint64_t(S.AioBufferCount) * S.AioBufferBytes);
+    uint64_t Each =
+        swapBufferStride(L.buffer("nvme_param_buffers"), S.AioBufferCount);
+    uint64_t Unit = SwapLayout(L).LargestUnitBytes;
+    if (Error.empty() && Unit > Each)
+      return "a stage-3 fetch unit takes " + std::to_string(Unit) +
+             " bytes on pages but the nvme_param_buffers are " +
+             std::to_string(Each) + " bytes each; raise "
+             "offload_param.buffer_size (in elements) so that a unit fits";
   }
   return Error;
 }

@@ -26,6 +26,7 @@
 
 #include "dsc/PlanFormat.h"
 
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -96,6 +97,12 @@ private:
       PersistentOffset, OrderOffset, UnitElems;
   std::vector<std::unordered_map<uint32_t, uint64_t>> UnitTensorOffset;
 };
+
+/// Reads and checks (checkPlan) a plan.bin. On failure sets Error and
+/// Unreadable when the file could not be opened at all.
+std::optional<dsc::plan::Plan> loadPlanFile(const std::string &Path,
+                                            std::string &Error,
+                                            bool &Unreadable);
 
 /// Checks that every buffer dsrun reads or writes for this rank exists, in
 /// the memory space it expects, with the bytes it will touch: a plan made

@@ -14,23 +14,6 @@ namespace plan = dsc::plan;
 
 namespace dsrun {
 
-[[noreturn]] void fatalError(const std::string &Message);
-
-#define CHECK_CUDA(Call)                                                       \
-  do {                                                                         \
-    cudaError_t E_ = (Call);                                                   \
-    if (E_ != cudaSuccess)                                                     \
-      fatalError(std::string(#Call) + " failed: " + cudaGetErrorString(E_) +   \
-                 " (" + where() + ")");                                        \
-  } while (0)
-#define CHECK_NCCL(Call)                                                       \
-  do {                                                                         \
-    ncclResult_t E_ = (Call);                                                  \
-    if (E_ != ncclSuccess)                                                     \
-      fatalError(std::string(#Call) + " failed: " + ncclGetErrorString(E_) +   \
-                 " (" + where() + ")");                                        \
-  } while (0)
-
 std::vector<float> Executor::collectiveTimes() {
   // A symmetric collective (all-reduce, reduce-scatter, all-gather) ends
   // on every rank at once, after the last one joined: the smallest

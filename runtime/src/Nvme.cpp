@@ -153,6 +153,13 @@ bool SwapFile::transfer(char *Memory, uint64_t Offset, uint64_t Size,
   return true;
 }
 
+uint64_t swapBufferStride(const BufferView &Buffers, uint32_t Count) {
+  // Each buffer starts on a page, as the plan sizes them.
+  return Count ? Buffers.Bytes / Count / SwapFile::Alignment *
+                     SwapFile::Alignment
+               : 0;
+}
+
 SwapLayout::SwapLayout(const Layout &L) {
   const plan::Plan &P = L.P;
   for (auto [Lo, Hi] : L.SubGroupRange) {

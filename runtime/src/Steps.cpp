@@ -11,6 +11,7 @@
 
 #include "HostMath.h"
 #include "Kernels.h"
+#include "NcclGroup.h"
 
 #include <algorithm>
 #include <cstring>
@@ -18,23 +19,6 @@
 namespace plan = dsc::plan;
 
 namespace dsrun {
-
-[[noreturn]] void fatalError(const std::string &Message);
-
-#define CHECK_CUDA(Call)                                                       \
-  do {                                                                         \
-    cudaError_t E_ = (Call);                                                   \
-    if (E_ != cudaSuccess)                                                     \
-      fatalError(std::string(#Call) + " failed: " + cudaGetErrorString(E_) +   \
-                 " (" + where() + ")");                                        \
-  } while (0)
-#define CHECK_NCCL(Call)                                                       \
-  do {                                                                         \
-    ncclResult_t E_ = (Call);                                                  \
-    if (E_ != ncclSuccess)                                                     \
-      fatalError(std::string(#Call) + " failed: " + ncclGetErrorString(E_) +   \
-                 " (" + where() + ")");                                        \
-  } while (0)
 
 namespace {
 
@@ -71,14 +55,11 @@ void Executor::gemms(const plan::Op &Op, bool Backward) {
     if (!M || !N || !K || M * N > Capacity)
       return;
     cudaDataType_t T = cudaType(L.Param);
-    cublasStatus_t S = cublasGemmStridedBatchedEx(
+    CHECK_CUBLAS(cublasGemmStridedBatchedEx(
         Cublas, CUBLAS_OP_N, CUBLAS_OP_N, int(M), int(N), int(K), &One,
         DeviceArena, T, int(M), 0, DeviceArena, T, int(K), 0, &Zero,
         at(Work), T, int(M), int64_t(M * N), int(Batch), CUBLAS_COMPUTE_32F,
-        CUBLAS_GEMM_DEFAULT);
-    if (S != CUBLAS_STATUS_SUCCESS)
-      fatalError("cublasGemmStridedBatchedEx failed with status " +
-                 std::to_string(int(S)) + " (" + where() + ")");
+        CUBLAS_GEMM_DEFAULT));
   };
   for (const plan::Gemm &G : Op.Gemms) {
     if (!Backward) {
@@ -212,26 +193,10 @@ void Executor::collectives(cudaStream_t S) {
   if (Group.empty())
     return; // A stage-3 step with no persistent parameters gathers none.
   measureBegin(S);
-  CHECK_NCCL(ncclGroupStart());
-  for (const CollectiveCall &C : Group) {
-    char *Send = DeviceArena + C.Send, *Recv = DeviceArena + C.Recv;
-    ncclDataType_t T = ncclType(C.Type);
-    switch (C.Kind) {
-    case CollectiveKind::AllReduce:
-      CHECK_NCCL(ncclAllReduce(Send, Recv, C.Count, T, ncclSum, Comm, S));
-      break;
-    case CollectiveKind::Reduce:
-      CHECK_NCCL(ncclReduce(Send, Recv, C.Count, T, ncclSum, C.Root, Comm, S));
-      break;
-    case CollectiveKind::ReduceScatter:
-      CHECK_NCCL(ncclReduceScatter(Send, Recv, C.Count, T, ncclSum, Comm, S));
-      break;
-    case CollectiveKind::AllGather:
-      CHECK_NCCL(ncclAllGather(Send, Recv, C.Count, T, Comm, S));
-      break;
-    }
-  }
-  CHECK_NCCL(ncclGroupEnd());
+  const char *Failed = nullptr;
+  if (ncclResult_t R = issueGroup(Group, DeviceArena, Comm, S, Failed))
+    fatalError(std::string(Failed) + " failed: " + ncclGetErrorString(R) +
+               whereNow());
   measureEnd(S);
 }
 

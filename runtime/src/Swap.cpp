@@ -29,16 +29,6 @@ void swapCheck(bool Ok, const std::string &Error, const std::string &Where) {
     fatalError(Error + " (" + Where + ")");
 }
 
-} // namespace
-
-uint64_t swapBufferStride(const BufferView &Buffers, uint32_t Count) {
-  // Each buffer starts on a page, as the plan sizes them.
-  return Count ? Buffers.Bytes / Count / SwapFile::Alignment *
-                     SwapFile::Alignment
-               : 0;
-}
-
-namespace {
 
 } // namespace
 
@@ -88,14 +78,8 @@ bool Executor::setUpSwap() {
   std::string Error;
   const unsigned QueueDepth = 8;
   const uint64_t Block = 1 << 20;
+  // checkRuntimeNeeds has checked the buffers' count and sizes.
   if (Optimizer) {
-    if (S.AioBufferCount < 3 || !host("nvme_optimizer_buffers")) {
-      fprintf(stderr, "dsrun: offload_optimizer.buffer_count is %u; dsrun "
-                      "swaps a sub-group's master weights and both moments "
-                      "at once and needs at least 3\n",
-              S.AioBufferCount);
-      return false;
-    }
     OptimizerSwap = std::make_unique<SwapFile>();
     if (!OptimizerSwap->create(Base + "optimizer.swp",
                                Swap->OptimizerFileBytes, QueueDepth, Block,
@@ -105,17 +89,6 @@ bool Executor::setUpSwap() {
     }
   }
   if (Params) {
-    uint64_t Stride = swapBufferStride(L.buffer("nvme_param_buffers"),
-                                       S.AioBufferCount);
-    if (Swap->LargestUnitBytes > Stride) {
-      fprintf(stderr,
-              "dsrun: a stage-3 fetch unit takes %llu bytes on pages but "
-              "the nvme_param_buffers are %llu bytes each; raise "
-              "offload_param.buffer_size (in elements) so that a unit fits\n",
-              (unsigned long long)Swap->LargestUnitBytes,
-              (unsigned long long)Stride);
-      return false;
-    }
     ParamSwap = std::make_unique<SwapFile>();
     if (!ParamSwap->create(Base + "params.swp", Swap->ParamFileBytes,
                            QueueDepth, Block, Error)) {
@@ -149,9 +122,21 @@ bool Executor::setUpSwap() {
   return true;
 }
 
+bool Executor::stateIo(uint32_t G, const HostState &Regions, bool Write,
+                       std::string &Error) {
+  auto [Lo, Hi] = L.SubGroupRange[G];
+  float *Region[3] = {Regions.Master, Regions.M, Regions.V};
+  for (unsigned K = 0; K < 3; ++K) {
+    uint64_t At = Swap->optimizerRegion(G, K), Bytes = (Hi - Lo) * 4;
+    if (!(Write ? OptimizerSwap->write(Region[K], At, Bytes, Error)
+                : OptimizerSwap->read(Region[K], At, Bytes, Error)))
+      return false;
+  }
+  return true;
+}
+
 void Executor::initializeSwap() {
   std::string Error;
-  unsigned PB = elementBytes(L.Param);
   if (OptimizerSwap) {
     // Master weights start as the stored 16-bit weights, moments at zero.
     uint64_t Owned = 0;
@@ -164,17 +149,9 @@ void Executor::initializeSwap() {
             storedValue(initialWeight(O.Tensor, O.Begin + I), L.Param);
     for (uint32_t G = 0; G < L.SubGroupRange.size(); ++G) {
       auto [Lo, Hi] = L.SubGroupRange[G];
-      const float *Master = All.data() + Lo;
       Zero.assign(Hi - Lo, 0.0f);
-      uint64_t Bytes = (Hi - Lo) * 4;
-      swapCheck(OptimizerSwap->write(Master, Swap->optimizerRegion(G, 0), Bytes,
-                                     Error) &&
-                    OptimizerSwap->write(Zero.data(),
-                                         Swap->optimizerRegion(G, 1), Bytes,
-                                         Error) &&
-                    OptimizerSwap->write(Zero.data(),
-                                         Swap->optimizerRegion(G, 2), Bytes,
-                                         Error),
+      swapCheck(stateIo(G, {All.data() + Lo, Zero.data(), Zero.data()},
+                        /*Write=*/true, Error),
                 Error, "initial optimizer state");
     }
   }
@@ -194,7 +171,6 @@ void Executor::initializeSwap() {
                 Error, "initial parameters");
     }
   }
-  (void)PB;
 }
 
 void Executor::swapIn(const plan::Transfer &X, cudaStream_t S) {
@@ -205,14 +181,10 @@ void Executor::swapIn(const plan::Transfer &X, cudaStream_t S) {
     uint32_t G = X.Owner;
     auto [Lo, Hi] = L.SubGroupRange[G];
     onHost(S, Slot, [=] {
-      HostState H = hostState(G);
       timedIo(I, 3 * (Hi - Lo) * 4, [&] {
         std::string Error;
-        float *Into[3] = {H.Master, H.M, H.V};
-        for (unsigned K = 0; K < 3; ++K)
-          swapCheck(OptimizerSwap->read(Into[K], Swap->optimizerRegion(G, K),
-                                        (Hi - Lo) * 4, Error),
-                    Error, Where);
+        swapCheck(stateIo(G, hostState(G), /*Write=*/false, Error), Error,
+                  Where);
       });
     });
     return;
@@ -238,14 +210,10 @@ void Executor::swapOut(const plan::Transfer &X, cudaStream_t S) {
   uint32_t I = CurrentInstruction;
   if (X.What != plan::Category::Params16) {
     onHost(S, Slot, [=] {
-      HostState H = hostState(G);
       timedIo(I, 3 * (Hi - Lo) * 4, [&] {
         std::string Error;
-        const float *From[3] = {H.Master, H.M, H.V};
-        for (unsigned K = 0; K < 3; ++K)
-          swapCheck(OptimizerSwap->write(From[K], Swap->optimizerRegion(G, K),
-                                         (Hi - Lo) * 4, Error),
-                    Error, Where);
+        swapCheck(stateIo(G, hostState(G), /*Write=*/true, Error), Error,
+                  Where);
       });
     });
     return;

@@ -17,23 +17,6 @@ namespace plan = dsc::plan;
 
 namespace dsrun {
 
-[[noreturn]] void fatalError(const std::string &Message);
-
-#define CHECK_CUDA(Call)                                                       \
-  do {                                                                         \
-    cudaError_t E_ = (Call);                                                   \
-    if (E_ != cudaSuccess)                                                     \
-      fatalError(std::string(#Call) + " failed: " + cudaGetErrorString(E_) +   \
-                 " (" + where() + ")");                                        \
-  } while (0)
-#define CHECK_NCCL(Call)                                                       \
-  do {                                                                         \
-    ncclResult_t E_ = (Call);                                                  \
-    if (E_ != ncclSuccess)                                                     \
-      fatalError(std::string(#Call) + " failed: " + ncclGetErrorString(E_) +   \
-                 " (" + where() + ")");                                        \
-  } while (0)
-
 void Executor::copy(void *Dst, const void *Src, uint64_t Bytes,
                     cudaMemcpyKind Kind, cudaStream_t S) {
   CHECK_CUDA(cudaMemcpyAsync(Dst, Src, Bytes, Kind, S));

@@ -98,15 +98,14 @@ bool Executor::verify(uint32_t Steps) {
     StateBytes.resize(2 * Owned * 4);
     std::string Error;
     for (uint32_t G = 0; G < L.SubGroupRange.size(); ++G) {
-      auto [Lo, Hi] = L.SubGroupRange[G];
-      char *Into[3] = {MasterBytes.data() + Lo * 4, StateBytes.data() + Lo * 4,
-                       StateBytes.data() + (Owned + Lo) * 4};
-      for (unsigned K = 0; K < 3; ++K)
-        if (!OptimizerSwap->read(Into[K], Swap->optimizerRegion(G, K),
-                                 (Hi - Lo) * 4, Error)) {
-          fprintf(stderr, "dsrun --verify: %s\n", Error.c_str());
-          return false;
-        }
+      uint64_t Lo = L.SubGroupRange[G].first;
+      auto *Master = reinterpret_cast<float *>(MasterBytes.data());
+      auto *States = reinterpret_cast<float *>(StateBytes.data());
+      if (!stateIo(G, {Master + Lo, States + Lo, States + Owned + Lo},
+                   /*Write=*/false, Error)) {
+        fprintf(stderr, "dsrun --verify: %s\n", Error.c_str());
+        return false;
+      }
     }
   } else {
     MasterBytes = Master ? download(at(Master), Owned * 4, MasterOnDevice)

@@ -10,8 +10,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -121,20 +119,12 @@ int main(int argc, char **argv) {
     return launchLocal(int(Processes), ChildArgs, Port, 10);
   }
 
-  std::ifstream In(PlanPath, std::ios::binary);
-  if (!In) {
-    fprintf(stderr, "dsrun: %s: cannot open\n", PlanPath.c_str());
-    return 2;
-  }
-  std::vector<uint8_t> Bytes((std::istreambuf_iterator<char>(In)),
-                             std::istreambuf_iterator<char>());
   std::string Error;
-  std::optional<plan::Plan> P = plan::readPlan(Bytes.data(), Bytes.size(), Error);
-  if (P)
-    Error = plan::checkPlan(*P);
-  if (!P || !Error.empty()) {
-    fprintf(stderr, "dsrun: %s: %s\n", PlanPath.c_str(), Error.c_str());
-    return 1;
+  bool Unreadable = false;
+  std::optional<plan::Plan> P = loadPlanFile(PlanPath, Error, Unreadable);
+  if (!P) {
+    fprintf(stderr, "dsrun: %s\n", Error.c_str());
+    return Unreadable ? 2 : 1;
   }
   std::optional<ProcessInfo> Process = processFromEnvironment(Error);
   if (!Process) {

@@ -1,0 +1,76 @@
+//===- NcclGroup.h - Issue an instruction's NCCL calls ----------*- C++ -*-===//
+//
+// The one place that turns Collectives.h's descriptions into NCCL calls:
+// dsrun issues them beside compute, dsrun-bench alone.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSRUN_NCCLGROUP_H
+#define DSRUN_NCCLGROUP_H
+
+#include "Collectives.h"
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+namespace dsrun {
+
+inline ncclDataType_t ncclTypeOf(ElementType T) {
+  return T == ElementType::F32   ? ncclFloat32
+         : T == ElementType::F16 ? ncclFloat16
+                                 : ncclBfloat16;
+}
+
+inline const char *ncclName(CollectiveKind K) {
+  switch (K) {
+  case CollectiveKind::AllReduce:
+    return "ncclAllReduce";
+  case CollectiveKind::Reduce:
+    return "ncclReduce";
+  case CollectiveKind::ReduceScatter:
+    return "ncclReduceScatter";
+  case CollectiveKind::AllGather:
+    return "ncclAllGather";
+  }
+  return "nccl";
+}
+
+/// Issues Group as one NCCL group on stream S; offsets are into Arena.
+/// Returns the first error and sets Failed to the NCCL function's name.
+inline ncclResult_t issueGroup(const std::vector<CollectiveCall> &Group,
+                               char *Arena, ncclComm_t Comm, cudaStream_t S,
+                               const char *&Failed) {
+  Failed = "ncclGroupStart";
+  ncclResult_t R = ncclGroupStart();
+  for (const CollectiveCall &C : Group) {
+    if (R != ncclSuccess)
+      break;
+    Failed = ncclName(C.Kind);
+    char *Send = Arena + C.Send, *Recv = Arena + C.Recv;
+    ncclDataType_t T = ncclTypeOf(C.Type);
+    switch (C.Kind) {
+    case CollectiveKind::AllReduce:
+      R = ncclAllReduce(Send, Recv, C.Count, T, ncclSum, Comm, S);
+      break;
+    case CollectiveKind::Reduce:
+      R = ncclReduce(Send, Recv, C.Count, T, ncclSum, C.Root, Comm, S);
+      break;
+    case CollectiveKind::ReduceScatter:
+      R = ncclReduceScatter(Send, Recv, C.Count, T, ncclSum, Comm, S);
+      break;
+    case CollectiveKind::AllGather:
+      R = ncclAllGather(Send, Recv, C.Count, T, Comm, S);
+      break;
+    }
+  }
+  if (R != ncclSuccess) {
+    ncclGroupEnd();
+    return R;
+  }
+  Failed = "ncclGroupEnd";
+  return ncclGroupEnd();
+}
+
+} // namespace dsrun
+
+#endif
