@@ -12,6 +12,7 @@
 #include "Edits.h"
 
 #include "dsc/Config/ConfigView.h"
+#include "dsc/Support/YAMLInput.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Error.h"
@@ -627,20 +628,9 @@ template <typename T> static std::optional<T> opt(const llvm::Optional<T> &V) {
 
 Expected<TrainingArgs> readTrainingArgsYAML(StringRef Text, StringRef Path) {
   YamlArgs Y;
-  std::string Errors;
-  // Naming the buffer after the file makes the errors read path:line:col.
-  llvm::yaml::Input In(MemoryBufferRef(Text, Path), nullptr,
-                       [](const SMDiagnostic &D, void *Ctx) {
-                         raw_string_ostream OS(*static_cast<std::string *>(Ctx));
-                         D.print(nullptr, OS, /*ShowColors=*/false);
-                       },
-                       &Errors);
-  In >> Y;
-  if (In.error())
-    return createStringError(
-        inconvertibleErrorCode(),
-        Errors.empty() ? Path + ": not a YAML mapping of training arguments"
-                       : StringRef(Errors).rtrim());
+  if (Error E = readYAMLInto(Y, Text, Path,
+                             "a YAML mapping of training arguments"))
+    return E;
   TrainingArgs A;
   A.WorldSize = opt(Y.world_size);
   A.MicroBatch = opt(Y.per_device_train_batch_size);

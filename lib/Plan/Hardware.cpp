@@ -2,6 +2,8 @@
 
 #include "dsc/Plan/Hardware.h"
 
+#include "dsc/Support/YAMLInput.h"
+
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -173,19 +175,8 @@ namespace dsc {
 Error applyCalibration(HardwareProfile &H, StringRef Text, StringRef Path) {
   HardwareProfile Copy = H;
   Calibration C{Copy.Figures, Copy};
-  std::string Errors;
-  yaml::Input In(MemoryBufferRef(Text, Path), nullptr,
-                 [](const SMDiagnostic &D, void *Ctx) {
-                   raw_string_ostream OS(*static_cast<std::string *>(Ctx));
-                   D.print(nullptr, OS, /*ShowColors=*/false);
-                 },
-                 &Errors);
-  In >> C;
-  if (In.error())
-    return createStringError(inconvertibleErrorCode(),
-                             Errors.empty() ? (Path + ": not a YAML mapping")
-                                                  .str()
-                                            : StringRef(Errors).rtrim().str());
+  if (Error E = readYAMLInto(C, Text, Path, "a YAML mapping"))
+    return E;
   H = Copy;
   return Error::success();
 }

@@ -6,6 +6,8 @@
 
 #include "dsc/Plan/PlanYAML.h"
 
+#include "dsc/Support/YAMLInput.h"
+
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/YAMLTraits.h"
@@ -117,19 +119,8 @@ void writePlanYAML(raw_ostream &OS, const plan::Plan &P) {
 
 Expected<plan::Plan> readPlanYAML(StringRef Text, StringRef Path) {
   plan::Plan P;
-  std::string Errors;
-  yaml::Input In(MemoryBufferRef(Text, Path), nullptr,
-                 [](const SMDiagnostic &D, void *Ctx) {
-                   raw_string_ostream OS(*static_cast<std::string *>(Ctx));
-                   D.print(nullptr, OS, /*ShowColors=*/false);
-                 },
-                 &Errors);
-  In >> P;
-  if (In.error())
-    return createStringError(inconvertibleErrorCode(),
-                             Errors.empty()
-                                 ? (Path + ": not a YAML plan").str()
-                                 : StringRef(Errors).rtrim().str());
+  if (Error E = readYAMLInto(P, Text, Path, "a YAML plan"))
+    return E;
   if (yaml::MappingTraits<plan::Plan>::Version != plan::FormatVersion)
     return createStringError(inconvertibleErrorCode(),
                              "%s: plan format version %u; this dsc reads %u",
