@@ -9,15 +9,11 @@
 #define DSC_LIB_CONFIG_EDITS_H
 
 #include "dsc/Config/Json.h"
+#include "dsc/Support/Diagnostic.h"
 
 #include <string>
 
 namespace dsc {
-
-struct TextEdit {
-  uint32_t Begin = 0, End = 0;
-  std::string Text;
-};
 
 /// A JSON string literal for S.
 std::string quoteJson(llvm::StringRef S);

@@ -540,17 +540,7 @@ ResolveResult Resolver::run() {
     Filled.push_back({"checkpoint.use_node_local_storage", "true",
                       "--save-on-each-node"});
   }
-  std::sort(Edits.begin(), Edits.end(),
-            [](const TextEdit &X, const TextEdit &Y) { return X.Begin < Y.Begin; });
-  std::string Out;
-  size_t Pos = 0;
-  for (const TextEdit &E : Edits) {
-    Out.append(Text.data() + Pos, E.Begin - Pos);
-    Out += E.Text;
-    Pos = E.End;
-  }
-  Out.append(Text.data() + Pos, Text.size() - Pos);
-  Result.Text = std::move(Out);
+  Result.Text = applyEdits(Text, std::move(Edits));
   Result.Filled = std::move(Filled);
   Result.OK = !Failed;
   return Result;

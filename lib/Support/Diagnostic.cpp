@@ -100,21 +100,17 @@ std::string applyFixIts(const DiagnosticEngine &Engine, unsigned BufferID,
                         unsigned &Applied) {
   StringRef Text =
       Engine.sourceMgr().getMemoryBuffer(BufferID)->getBuffer();
-  struct Edit {
-    size_t Begin, End;
-    std::string Text;
-  };
-  std::vector<Edit> Taken;
+  std::vector<TextEdit> Taken;
   Applied = 0;
   for (const Diagnostic &D : Engine.diagnostics()) {
     if (D.BufferID != BufferID || D.FixIts.empty())
       continue;
-    std::vector<Edit> Mine;
+    std::vector<TextEdit> Mine;
     for (const FixIt &F : D.FixIts)
       Mine.push_back({size_t(F.Range.Start.getPointer() - Text.data()),
                       size_t(F.Range.End.getPointer() - Text.data()),
                       F.Replacement});
-    auto Overlaps = [](const Edit &A, const Edit &B) {
+    auto Overlaps = [](const TextEdit &A, const TextEdit &B) {
       // Two insertions at one point keep their order; anything else that
       // touches the same bytes conflicts.
       if (A.Begin == A.End || B.Begin == B.End)
@@ -122,20 +118,26 @@ std::string applyFixIts(const DiagnosticEngine &Engine, unsigned BufferID,
                (B.Begin > A.Begin && B.Begin < A.End);
       return A.Begin < B.End && B.Begin < A.End;
     };
-    bool Conflict = llvm::any_of(Mine, [&](const Edit &E) {
-      return llvm::any_of(Taken, [&](const Edit &T) { return Overlaps(E, T); });
+    bool Conflict = llvm::any_of(Mine, [&](const TextEdit &E) {
+      return llvm::any_of(Taken,
+                          [&](const TextEdit &T) { return Overlaps(E, T); });
     });
     if (Conflict)
       continue;
     Taken.insert(Taken.end(), Mine.begin(), Mine.end());
     ++Applied;
   }
-  std::stable_sort(Taken.begin(), Taken.end(), [](const Edit &A, const Edit &B) {
-    return A.Begin < B.Begin;
-  });
+  return applyEdits(Text, std::move(Taken));
+}
+
+std::string applyEdits(StringRef Text, std::vector<TextEdit> Edits) {
+  std::stable_sort(Edits.begin(), Edits.end(),
+                   [](const TextEdit &A, const TextEdit &B) {
+                     return A.Begin < B.Begin;
+                   });
   std::string Out;
   size_t Pos = 0;
-  for (const Edit &E : Taken) {
+  for (const TextEdit &E : Edits) {
     Out.append(Text.data() + Pos, E.Begin - Pos);
     Out += E.Text;
     Pos = E.End;

@@ -90,6 +90,16 @@ struct LineColumn {
 };
 LineColumn lineColumn(const llvm::SourceMgr &SM, llvm::SMLoc Loc);
 
+/// Replaces the bytes [Begin, End) of a text with Text.
+struct TextEdit {
+  size_t Begin = 0, End = 0;
+  std::string Text;
+};
+
+/// Applies Edits, which must not overlap, to Text; edits that begin at the
+/// same point keep their order.
+std::string applyEdits(llvm::StringRef Text, std::vector<TextEdit> Edits);
+
 /// Applies the fix-its of the diagnostics in BufferID to that buffer's text.
 /// A diagnostic's fix-its are applied together or not at all; one whose
 /// edits overlap an edit already taken is skipped. Returns the new text and
