@@ -939,6 +939,16 @@ inline uint64_t swapUnitBytes(const Plan &P, uint32_t Unit) {
   return Bytes;
 }
 
+/// Stage 3: how a fetch unit is gathered. A unit of several tensors is
+/// all-gathered with one NCCL call into its rank-major "gather.U" buffer
+/// (rank r's chunk holds its shards of every tensor, in unit order) and
+/// then unpacked into "unit.U", tensor by tensor, as DeepSpeed's coalesced
+/// all-gather does; a unit of one tensor, or any unit on one rank, is
+/// already in tensor order when gathered and goes into unit.U directly.
+inline bool unitGathersRankMajor(const Plan &P, uint32_t Unit) {
+  return P.FetchUnits[Unit].Tensors.size() > 1 && P.Settings.WorldSize > 1;
+}
+
 inline std::string checkPlan(const Plan &P) {
   auto Bad = [](const std::string &What, size_t I) {
     return What + " " + std::to_string(I) + " is out of range";

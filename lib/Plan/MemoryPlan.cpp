@@ -20,7 +20,9 @@
 //     host when offloaded; an fp32 gradient of the partition while the
 //     optimizer steps (stage 3: of one sub-group at a time);
 //   the reduction bucket, doubled for stage 1/2 under overlap_comm;
-//   stage 3 gathered units, from their gather to their release;
+//   stage 3 gathered units, from their gather to their release, and for
+//     a unit of several tensors the rank-major buffer NCCL gathers it
+//     into, until it is unpacked (DeepSpeed's coalesced all-gather);
 //   saved activations, from the forward that makes them to the backward
 //   that last needs them; one gradient workspace for the largest op.
 //
@@ -51,7 +53,11 @@ struct ProgramIndex {
   std::vector<std::vector<uint32_t>> Forward, Recompute, Backward;
   std::vector<uint32_t> FirstBackward, LastBackward, FirstCompute;
   std::vector<std::vector<uint32_t>> TransferInstrs; ///< Per transfer.
-  std::vector<std::vector<plan::Interval>> Gathered;  ///< Per fetch unit.
+  /// Per fetch unit, each time it is gathered: from the first write (the
+  /// copy of host shards, or the gather) to its release.
+  std::vector<std::vector<plan::Interval>> Gathered;
+  /// Per fetch unit, the Gather instruction of each of those times.
+  std::vector<std::vector<uint32_t>> GatherInstr;
   std::vector<uint32_t> StepInstr;                    ///< Per sub-group.
   std::vector<uint32_t> Reduces;
   /// Per micro step: the last instruction reading a gradient where
@@ -74,6 +80,7 @@ struct ProgramIndex {
     FirstCompute.assign(Micros, plan::NoIndex);
     TransferInstrs.resize(P.Transfers.size());
     Gathered.resize(P.FetchUnits.size());
+    GatherInstr.resize(P.FetchUnits.size());
     StepInstr.assign(P.Layout.SubGroups.size(), plan::NoIndex);
     LastInPlaceRead.assign(Micros, 0);
     std::vector<uint32_t> GatherOpen(P.FetchUnits.size(), plan::NoIndex);
@@ -99,6 +106,7 @@ struct ProgramIndex {
       case plan::InstrKind::Gather:
         GatherOpen[In.Arg] = std::min(I, CopiedIn[In.Arg]);
         CopiedIn[In.Arg] = plan::NoIndex;
+        GatherInstr[In.Arg].push_back(I);
         break;
       case plan::InstrKind::Release:
         Gathered[In.Arg].push_back({GatherOpen[In.Arg], I + 1});
@@ -387,14 +395,31 @@ void MemoryPlanner::buckets() {
 
 void MemoryPlanner::gatheredUnits() {
   for (uint32_t U = 0; U < P.FetchUnits.size(); ++U) {
-    if (X.Gathered[U].empty())
+    const std::vector<plan::Interval> &Held = X.Gathered[U];
+    if (Held.empty())
       continue;
     // Each tensor is all-gathered whole, padding included.
     uint64_t Elems = 0;
     for (uint32_t T : P.FetchUnits[U].Tensors)
       Elems += P.Tensors[T].ShardElems * S.WorldSize;
+    uint64_t Bytes = bytesOf(Elems, S.ParamDType);
+    if (!plan::unitGathersRankMajor(P, U)) {
+      add(formatv("unit.{0}", U).str(), Category::GatheredParams,
+          MemorySpace::Device, Bytes, Held);
+      continue;
+    }
+    // Rank-major from the copy of this rank's shards to the end of the
+    // gather, which unpacks it into the unit: both are live then.
+    std::vector<plan::Interval> Staged, Unpacked;
+    for (size_t K = 0; K < Held.size(); ++K) {
+      uint32_t G = X.GatherInstr[U][K];
+      Staged.push_back({Held[K].Begin, G + 1});
+      Unpacked.push_back({G, Held[K].End});
+    }
+    add(formatv("gather.{0}", U).str(), Category::GatheredParams,
+        MemorySpace::Device, Bytes, std::move(Staged));
     add(formatv("unit.{0}", U).str(), Category::GatheredParams,
-        MemorySpace::Device, bytesOf(Elems, S.ParamDType), X.Gathered[U]);
+        MemorySpace::Device, Bytes, std::move(Unpacked));
   }
 }
 

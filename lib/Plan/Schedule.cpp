@@ -208,9 +208,12 @@ void Scheduler::gather(uint32_t Unit, uint32_t Micro) {
   if (!Copies.empty())
     Waits.push_back(Copies.back());
   uint64_t Bytes = bytesOf(P.FetchUnits[Unit].Elems, S.ParamDType);
-  Live[Unit] = emit(InstrKind::Gather, Stream::Comm, Micro, Unit, Waits,
-                    collectiveNanos(plan::Collective::AllGather, Bytes,
-                                    S.WorldSize, H));
+  uint64_t Nanos =
+      collectiveNanos(plan::Collective::AllGather, Bytes, S.WorldSize, H);
+  // Unpacking a rank-major gather reads and writes the unit once.
+  if (plan::unitGathersRankMajor(P, Unit))
+    Nanos += transferNanos(2 * Bytes, H.MemoryBytesPerSec);
+  Live[Unit] = emit(InstrKind::Gather, Stream::Comm, Micro, Unit, Waits, Nanos);
   LiveElems += P.FetchUnits[Unit].Elems;
 }
 

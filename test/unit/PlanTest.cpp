@@ -271,6 +271,52 @@ TEST(PlanSchedule, Stage3GathersPrefetchesAndReleases) {
   EXPECT_EQ(P.Program[2].Waits, (std::vector<uint32_t>{0}));
 }
 
+TEST(PlanMemory, Stage3UnitsOfSeveralTensorsGatherRankMajor) {
+  MLPConfig C;
+  C.Stage = 3;
+  C.PersistenceThreshold = 0; // Biases join their weights' units.
+  C.ParamOffload = plan::OffloadDevice::CPU;
+  C.OptimizerOffload = plan::OffloadDevice::CPU;
+  plan::Plan P = mlp(Widths, C);
+  runPasses(P);
+  auto Find = [&](const std::string &Name) -> const plan::Buffer * {
+    for (const plan::Buffer &B : P.Buffers)
+      if (B.Name == Name)
+        return &B;
+    return nullptr;
+  };
+  ASSERT_EQ(P.FetchUnits.size(), 3u);
+  ASSERT_EQ(P.FetchUnits[0].Tensors.size(), 2u);
+  EXPECT_TRUE(plan::unitGathersRankMajor(P, 0));
+  // Unit 0: W1 (shard 6) and b1 (shard 2), 4 ranks, bf16.
+  const plan::Buffer *Staged = Find("gather.0"), *Unit = Find("unit.0");
+  ASSERT_TRUE(Staged && Unit);
+  EXPECT_EQ(Staged->Bytes[0], 64u);
+  EXPECT_EQ(Unit->Bytes[0], 64u);
+  ASSERT_EQ(Staged->Live.size(), Unit->Live.size());
+  for (size_t K = 0; K < Staged->Live.size(); ++K) {
+    // The copy of this rank's shards opens the rank-major buffer; the
+    // gather, which unpacks it, closes it and opens the unit.
+    const plan::Instruction &First = P.Program[Staged->Live[K].Begin];
+    EXPECT_EQ(First.Kind, plan::InstrKind::Transfer);
+    uint32_t G = Staged->Live[K].End - 1;
+    EXPECT_EQ(P.Program[G].Kind, plan::InstrKind::Gather);
+    EXPECT_EQ(P.Program[G].Arg, 0u);
+    EXPECT_EQ(Unit->Live[K].Begin, G);
+  }
+  // Both are live at the gather: they never share bytes.
+  EXPECT_TRUE(Staged->Offsets[0] + 64 <= Unit->Offsets[0] ||
+              Unit->Offsets[0] + 64 <= Staged->Offsets[0]);
+
+  // One rank, or a unit of one tensor, is gathered in tensor order.
+  C.World = 1;
+  plan::Plan One = mlp(Widths, C);
+  runPasses(One);
+  EXPECT_FALSE(plan::unitGathersRankMajor(One, 0));
+  for (const plan::Buffer &B : One.Buffers)
+    EXPECT_NE(B.Name.rfind("gather.", 0), 0u) << B.Name;
+}
+
 //===----------------------------------------------------------------------===//
 // Properties over random models and configs.
 //===----------------------------------------------------------------------===//
@@ -363,6 +409,23 @@ void checkInvariants(const plan::Plan &P, const std::string &Where) {
       }
     }
   }
+  // A unit of several tensors is staged rank-major until its gather.
+  if (S.ZeroStage == 3)
+    for (uint32_t U = 0; U < P.FetchUnits.size(); ++U) {
+      const plan::Buffer *Staged = nullptr;
+      for (const plan::Buffer &B : P.Buffers)
+        if (B.Name == "gather." + std::to_string(U))
+          Staged = &B;
+      if (!plan::unitGathersRankMajor(P, U)) {
+        EXPECT_EQ(Staged, nullptr);
+        continue;
+      }
+      ASSERT_NE(Staged, nullptr) << "unit " << U;
+      for (const plan::Interval &X : Staged->Live) {
+        const plan::Instruction &G = P.Program[X.End - 1];
+        EXPECT_TRUE(G.Kind == plan::InstrKind::Gather && G.Arg == U);
+      }
+    }
   // Buffers live at the same time never share arena bytes, and no arena
   // is smaller than the live bytes it must hold.
   for (size_t C = 0; C < P.Layout.RankClasses.size(); ++C) {
