@@ -107,17 +107,19 @@ void reduceCalls(const Layout &L, uint32_t B, std::vector<CollectiveCall> &Out) 
 
 void gatherCalls(const Layout &L, uint32_t U, std::vector<CollectiveCall> &Out) {
   const plan::Plan &P = L.P;
+  const std::vector<uint32_t> &Tensors = P.FetchUnits[U].Tensors;
+  if (Tensors.empty())
+    return;
+  // One all-gather of every rank's chunk: this rank's shards of the unit,
+  // which sit together in params16, or were copied from the host into
+  // this rank's slot.
   unsigned PB = elementBytes(L.Param);
-  uint64_t Unit = offsetOf(L, "unit." + std::to_string(U));
-  bool FromHost = P.Settings.ParamOffload != plan::OffloadDevice::None;
-  for (uint32_t T : P.FetchUnits[U].Tensors) {
-    uint64_t Shard = P.Tensors[T].ShardElems;
-    uint64_t Whole = Unit + L.unitOffset(U, T) * PB;
-    // Offloaded shards were copied into this rank's slot of the unit.
-    uint64_t Mine = FromHost ? Whole + uint64_t(L.Rank) * Shard * PB
-                             : offsetOf(L, "params16") + L.shardOffset(T) * PB;
-    Out.push_back({CollectiveKind::AllGather, Mine, Whole, Shard, L.Param, -1});
-  }
+  uint64_t Chunk = L.chunkElems(U);
+  uint64_t Target = offsetOf(L, L.gatherTarget(U));
+  uint64_t Mine = P.Settings.ParamOffload != plan::OffloadDevice::None
+                      ? Target + uint64_t(L.Rank) * Chunk * PB
+                      : offsetOf(L, "params16") + L.shardOffset(Tensors[0]) * PB;
+  Out.push_back({CollectiveKind::AllGather, Mine, Target, Chunk, L.Param, -1});
 }
 
 void gatherParamsCalls(const Layout &L, std::vector<CollectiveCall> &Out) {

@@ -416,6 +416,8 @@ void Executor::issue(uint32_t Index, uint32_t Step) {
     gradients(In.Arg, In.Micro, Step, S);
     break;
   case plan::InstrKind::Gather:
+    gatherUnit(In.Arg, S);
+    break;
   case plan::InstrKind::GatherParams:
     collectives(S);
     break;

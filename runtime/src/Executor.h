@@ -115,6 +115,9 @@ private:
                   cudaStream_t S);
   /// Issues the current instruction's NCCL calls as one group.
   void collectives(cudaStream_t S);
+  /// Stage 3: gathers a unit (the current instruction) and unpacks a
+  /// rank-major gather into the unit's tensor order.
+  void gatherUnit(uint32_t Unit, cudaStream_t S);
   void reduce(uint32_t Bucket, uint32_t Micro, uint32_t Step, cudaStream_t S);
   void optimizerStep(uint32_t SubGroup, uint32_t Step, cudaStream_t S,
                      bool OnHost);
@@ -155,11 +158,12 @@ private:
   /// Many copies in one batch: one submission instead of one per piece,
   /// which is what small per-tensor pieces cost most.
   struct CopyPiece {
-    void *Dst;
-    const void *Src;
+    char *Dst;
+    const char *Src;
     size_t Bytes;
   };
-  void copyBatch(const std::vector<CopyPiece> &Pieces, cudaStream_t S);
+  /// Copies the pieces in one batch, those that continue each other as one.
+  void copyBatch(std::vector<CopyPiece> Pieces, cudaStream_t S);
   /// Brackets the measured part of the current instruction (see
   /// MeasuredStart).
   void measureBegin(cudaStream_t S);

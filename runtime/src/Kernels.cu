@@ -7,6 +7,9 @@
 
 #include "Kernels.h"
 
+#include <algorithm>
+#include <type_traits>
+
 namespace dsrun {
 
 namespace {
@@ -54,6 +57,20 @@ __global__ void scatterToChunks(void *Bucket, ElementType BucketT,
     storeAs(Bucket, (I / Shard) * ChunkElems + ChunkOffset + I % Shard,
             BucketT, V);
   }
+}
+
+/// For each tensor K of a unit (blockIdx.y): word I of the tensor, padded
+/// to Shard x World words, comes from chunk I / Shard at its offset there.
+template <class Word>
+__global__ void unpackUnit(Word *Unit, const Word *Chunks, UnpackTable Table,
+                           uint32_t World, uint64_t ChunkWords) {
+  unsigned K = blockIdx.y;
+  uint64_t Shard = Table.Shard[K], Total = Shard * World;
+  Word *Tensor = Unit + Table.UnitOffset[K];
+  const Word *From = Chunks + Table.ChunkOffset[K];
+  for (uint64_t I = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x;
+       I < Total; I += uint64_t(gridDim.x) * blockDim.x)
+    Tensor[I] = From[(I / Shard) * ChunkWords + I % Shard];
 }
 
 __global__ void adamw(float *Master, float *M, float *V, const float *Grad,
@@ -113,6 +130,44 @@ void launchScatterToChunks(void *Bucket, ElementType BucketT, const void *Grad,
     scatterToChunks<<<blocksFor(Shard * World), Threads, 0, S>>>(
         Bucket, BucketT, Grad, GradT, RealN, Shard, World, ChunkElems,
         ChunkOffset);
+}
+
+void launchUnpackUnit(void *Unit, const void *Chunks, unsigned ElementBytes,
+                      const UnpackTable &Elems, uint32_t World,
+                      uint64_t ChunkElems, cudaStream_t S) {
+  if (!Elems.Count)
+    return;
+  // The widest word that every size, offset and address is a multiple of.
+  uint64_t All = ChunkElems * ElementBytes | uintptr_t(Unit) |
+                 uintptr_t(Chunks);
+  uint64_t Largest = 0;
+  for (unsigned K = 0; K < Elems.Count; ++K) {
+    All |= (Elems.UnitOffset[K] | Elems.ChunkOffset[K] | Elems.Shard[K]) *
+           ElementBytes;
+    Largest = std::max(Largest, Elems.Shard[K] * World);
+  }
+  auto Launch = [&](auto *Word) {
+    using W = std::remove_pointer_t<decltype(Word)>;
+    uint64_t Per = sizeof(W) / ElementBytes;
+    UnpackTable Words = Elems;
+    for (unsigned K = 0; K < Elems.Count; ++K) {
+      Words.UnitOffset[K] /= Per;
+      Words.ChunkOffset[K] /= Per;
+      Words.Shard[K] /= Per;
+    }
+    dim3 Grid(blocksFor(Largest / Per), Elems.Count);
+    unpackUnit<W><<<Grid, Threads, 0, S>>>(static_cast<W *>(Unit),
+                                           static_cast<const W *>(Chunks),
+                                           Words, World, ChunkElems / Per);
+  };
+  if (All % 16 == 0)
+    Launch(static_cast<uint4 *>(nullptr));
+  else if (All % 4 == 0)
+    Launch(static_cast<uint32_t *>(nullptr));
+  else if (All % 2 == 0)
+    Launch(static_cast<uint16_t *>(nullptr));
+  else
+    Launch(static_cast<uint8_t *>(nullptr));
 }
 
 void launchAdamW(float *Master, float *M, float *V, const float *Grad,

@@ -29,6 +29,22 @@ void launchScatterToChunks(void *Bucket, ElementType BucketT, const void *Grad,
                            uint32_t World, uint64_t ChunkElems,
                            uint64_t ChunkOffset, cudaStream_t S);
 
+/// Up to eight tensors of a stage-3 unit gathered rank-major, in elements:
+/// where each goes in the unit, where its shard sits in a rank's chunk,
+/// and the shard's size.
+struct UnpackTable {
+  static constexpr unsigned Capacity = 8;
+  unsigned Count = 0;
+  uint64_t UnitOffset[Capacity], ChunkOffset[Capacity], Shard[Capacity];
+};
+
+/// The inverse for a unit: each tensor of Shard x World elements, whose
+/// shard r sits in chunk r (of ChunkElems) at its ChunkOffset, put whole at
+/// its UnitOffset. One launch for every tensor in the table.
+void launchUnpackUnit(void *Unit, const void *Chunks, unsigned ElementBytes,
+                      const UnpackTable &Elems, uint32_t World,
+                      uint64_t ChunkElems, cudaStream_t S);
+
 /// One AdamW step over N elements of fp32 master, moments and gradient.
 void launchAdamW(float *Master, float *M, float *V, const float *Grad,
                  uint64_t N, const AdamW &A, cudaStream_t S);

@@ -61,13 +61,21 @@ Layout::Layout(const plan::Plan &P, uint32_t Rank)
     }
     SubGroupRange = {{0, PartitionEnd - PartitionBegin}};
   } else {
+    // Shards unit by unit, so that a unit's shards are one rank-major chunk
+    // of its gather; then those of tensors in no unit.
     uint64_t Shards = 0, Persistent = 0;
+    for (const plan::FetchUnit &U : P.FetchUnits)
+      for (uint32_t T : U.Tensors)
+        if (ShardOffset[T] == NoOffset) {
+          ShardOffset[T] = Shards;
+          Shards += P.Tensors[T].ShardElems;
+        }
     for (uint32_t T = 0; T < NT; ++T) {
       const plan::Tensor &X = P.Tensors[T];
       if (X.Persistent) {
         PersistentOffset[T] = Persistent;
         Persistent += X.ShardElems * World;
-      } else {
+      } else if (ShardOffset[T] == NoOffset) {
         ShardOffset[T] = Shards;
         Shards += X.ShardElems;
       }
@@ -92,12 +100,14 @@ Layout::Layout(const plan::Plan &P, uint32_t Rank)
 
   UnitOfTensor.assign(NT, plan::NoIndex);
   UnitElems.assign(P.FetchUnits.size(), 0);
+  UnitChunk.assign(P.FetchUnits.size(), 0);
   UnitTensorOffset.resize(P.FetchUnits.size());
   for (uint32_t U = 0; U < P.FetchUnits.size(); ++U)
     for (uint32_t T : P.FetchUnits[U].Tensors) {
       UnitOfTensor[T] = U;
-      UnitTensorOffset[U][T] = UnitElems[U];
+      UnitTensorOffset[U][T] = {UnitElems[U], UnitChunk[U]};
       UnitElems[U] += P.Tensors[T].ShardElems * World;
+      UnitChunk[U] += P.Tensors[T].ShardElems;
     }
 
   for (const plan::Bucket &B : P.Buckets) {
@@ -128,7 +138,17 @@ BufferView Layout::buffer(const std::string &Name) const {
 
 uint64_t Layout::unitOffset(uint32_t Unit, uint32_t T) const {
   auto It = UnitTensorOffset[Unit].find(T);
-  return It == UnitTensorOffset[Unit].end() ? NoOffset : It->second;
+  return It == UnitTensorOffset[Unit].end() ? NoOffset : It->second.first;
+}
+
+uint64_t Layout::chunkOffset(uint32_t Unit, uint32_t T) const {
+  auto It = UnitTensorOffset[Unit].find(T);
+  return It == UnitTensorOffset[Unit].end() ? NoOffset : It->second.second;
+}
+
+std::string Layout::gatherTarget(uint32_t Unit) const {
+  return (plan::unitGathersRankMajor(P, Unit) ? "gather." : "unit.") +
+         std::to_string(Unit);
 }
 
 std::optional<plan::Plan> loadPlanFile(const std::string &Path,
@@ -305,8 +325,11 @@ std::string checkRuntimeNeeds(const Layout &L) {
            Shards * PB);
     Need("grad_transient", Space::Device, Largest * PB);
     Need("grads_partition", Optimizer, Order * GB);
-    for (uint32_t U = 0; U < P.FetchUnits.size(); ++U)
+    for (uint32_t U = 0; U < P.FetchUnits.size(); ++U) {
       Need("unit." + std::to_string(U), Space::Device, L.unitElems(U) * PB);
+      if (plan::unitGathersRankMajor(P, U))
+        Need(L.gatherTarget(U), Space::Device, L.unitElems(U) * PB);
+    }
     if (!Offloaded)
       for (uint32_t G = 0; G < L.SubGroupRange.size(); ++G)
         Need("grads_fp32." + std::to_string(G), Space::Device,

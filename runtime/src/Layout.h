@@ -7,11 +7,14 @@
 //              parameters (flat order), then the frozen ones;
 //   stage 2    grads16_partition holds, whole, the parameters that overlap
 //              this rank's partition, in flat order;
-//   stage 3    params16 holds the shards of non-persistent parameters and
-//              persistent_params the padded persistent ones, both in tensor
+//   stage 3    params16 holds the shards of non-persistent parameters
+//              unit by unit (then those in no unit, in tensor order) and
+//              persistent_params the padded persistent ones in tensor
 //              order; partition arrays (master, states, gradients) hold
 //              the shards of trainable parameters in partition order; a
-//              gathered unit holds its padded tensors in unit order;
+//              gathered unit holds its padded tensors in unit order, and
+//              its rank-major gather buffer one chunk per rank, each that
+//              rank's shards of the unit (as params16 holds them);
 //   buckets    stage 0/1 reduce in place on grads16; stage 2 bucket
 //              buffers hold the bucket's flat range; stage 3 bucket buffers
 //              hold one chunk per rank, each the shards of the bucket's
@@ -83,6 +86,13 @@ public:
   /// Stage 3: a tensor's padded copy in a gathered unit.
   uint64_t unitOffset(uint32_t Unit, uint32_t T) const;
   uint64_t unitElems(uint32_t Unit) const { return UnitElems[Unit]; }
+  /// Stage 3: a rank's shards of a unit, the chunk it adds to the gather,
+  /// and a tensor's shard inside that chunk.
+  uint64_t chunkElems(uint32_t Unit) const { return UnitChunk[Unit]; }
+  uint64_t chunkOffset(uint32_t Unit, uint32_t T) const;
+  /// Stage 3: the buffer a unit is all-gathered into: its rank-major
+  /// "gather.U", or "unit.U" itself when the two orders agree.
+  std::string gatherTarget(uint32_t Unit) const;
 
   std::vector<OwnedRange> Owned;
   /// Partition-array element ranges of each sub-group.
@@ -94,8 +104,10 @@ public:
 private:
   std::unordered_map<std::string, const dsc::plan::Buffer *> ByName;
   std::vector<uint64_t> ParamOffset, GradPartition, ShardOffset,
-      PersistentOffset, OrderOffset, UnitElems;
-  std::vector<std::unordered_map<uint32_t, uint64_t>> UnitTensorOffset;
+      PersistentOffset, OrderOffset, UnitElems, UnitChunk;
+  /// Per unit: a tensor's offset in the unit and in a rank's chunk.
+  std::vector<std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>>>
+      UnitTensorOffset;
 };
 
 /// Reads and checks (checkPlan) a plan.bin. On failure sets Error and

@@ -200,6 +200,32 @@ void Executor::collectives(cudaStream_t S) {
   measureEnd(S);
 }
 
+void Executor::gatherUnit(uint32_t U, cudaStream_t S) {
+  collectives(S);
+  if (!plan::unitGathersRankMajor(P, U))
+    return;
+  // Rank r's shard of a tensor sits at r * chunk + the tensor's offset in
+  // the chunk. One kernel for up to eight tensors: at a step's hundreds of
+  // gathers, launches on the communication stream are what it costs (a
+  // strided cudaMemcpy2DAsync, or copy-engine copies, were slower).
+  unsigned PB = elementBytes(L.Param);
+  const char *Gathered = device(L.gatherTarget(U));
+  char *Unit = device("unit." + std::to_string(U));
+  UnpackTable Table;
+  auto Flush = [&] {
+    launchUnpackUnit(Unit, Gathered, PB, Table, L.World, L.chunkElems(U), S);
+    Table.Count = 0;
+  };
+  for (uint32_t T : P.FetchUnits[U].Tensors) {
+    Table.UnitOffset[Table.Count] = L.unitOffset(U, T);
+    Table.ChunkOffset[Table.Count] = L.chunkOffset(U, T);
+    Table.Shard[Table.Count] = P.Tensors[T].ShardElems;
+    if (++Table.Count == UnpackTable::Capacity)
+      Flush();
+  }
+  Flush();
+}
+
 void Executor::optimizerStep(uint32_t G, uint32_t Step, cudaStream_t S,
                              bool OnHost) {
   std::string Error;

@@ -23,16 +23,27 @@ void Executor::copy(void *Dst, const void *Src, uint64_t Bytes,
   CopiesIssued[CurrentInstruction] += Bytes;
 }
 
-void Executor::copyBatch(const std::vector<CopyPiece> &Pieces,
-                         cudaStream_t S) {
+void Executor::copyBatch(std::vector<CopyPiece> Pieces, cudaStream_t S) {
+  // Pieces that continue each other on both sides are one copy.
+  std::vector<CopyPiece> Copies;
+  for (const CopyPiece &C : Pieces) {
+    if (!C.Bytes)
+      continue;
+    if (!Copies.empty()) {
+      CopyPiece &Last = Copies.back();
+      if (Last.Dst + Last.Bytes == C.Dst && Last.Src + Last.Bytes == C.Src) {
+        Last.Bytes += C.Bytes;
+        continue;
+      }
+    }
+    Copies.push_back(C);
+  }
 #if CUDART_VERSION >= 13000
-  if (Pieces.size() > 1) {
+  if (Copies.size() > 1) {
     std::vector<void *> Dsts;
     std::vector<const void *> Srcs;
     std::vector<size_t> Sizes;
-    for (const CopyPiece &C : Pieces) {
-      if (!C.Bytes)
-        continue;
+    for (const CopyPiece &C : Copies) {
       Dsts.push_back(C.Dst);
       Srcs.push_back(C.Src);
       Sizes.push_back(C.Bytes);
@@ -41,16 +52,13 @@ void Executor::copyBatch(const std::vector<CopyPiece> &Pieces,
     cudaMemcpyAttributes Attributes = {};
     Attributes.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
     size_t First = 0;
-    if (Dsts.empty())
-      return;
     CHECK_CUDA(cudaMemcpyBatchAsync(Dsts.data(), Srcs.data(), Sizes.data(),
-                                    Pieces.size(), &Attributes, &First, 1, S));
+                                    Copies.size(), &Attributes, &First, 1, S));
     return;
   }
 #endif
-  for (const CopyPiece &C : Pieces)
-    if (C.Bytes)
-      copy(C.Dst, C.Src, C.Bytes, cudaMemcpyDefault, S);
+  for (const CopyPiece &C : Copies)
+    copy(C.Dst, C.Src, C.Bytes, cudaMemcpyDefault, S);
 }
 
 void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
@@ -152,17 +160,19 @@ void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
   case plan::TransferPoint::BeforeGather: {
     if (X.Kind == plan::TransferKind::NVMeRead)
       return swapIn(X, S);
-    char *Unit = device("unit." + std::to_string(X.Owner));
+    // Into this rank's chunk of the gather, from the host shards (one
+    // piece: they sit unit by unit) or from the buffer the NVMe read
+    // filled (a piece per shard: each starts on its own page there).
+    uint32_t U = X.Owner;
+    char *Chunk = device(L.gatherTarget(U)) +
+                  uint64_t(Rank) * L.chunkElems(U) * PB;
     std::vector<CopyPiece> Pieces;
-    for (uint32_t T : P.FetchUnits[X.Owner].Tensors) {
-      uint64_t Shard = P.Tensors[T].ShardElems;
-      // From the host shards, or from the buffer the NVMe read filled.
+    for (uint32_t T : P.FetchUnits[U].Tensors) {
       const char *From = ParamSwap
                              ? paramSwapBuffer() + Swap->shardInUnit(T)
                              : host("params16") + L.shardOffset(T) * PB;
-      Pieces.push_back(
-          {Unit + (L.unitOffset(X.Owner, T) + uint64_t(Rank) * Shard) * PB,
-           From, Shard * PB});
+      Pieces.push_back({Chunk + L.chunkOffset(U, T) * PB, From,
+                        P.Tensors[T].ShardElems * PB});
     }
     measureBegin(S);
     copyBatch(Pieces, S);

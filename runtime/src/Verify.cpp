@@ -245,7 +245,7 @@ bool Executor::verify(uint32_t Steps) {
         transfer(P.Program[CopyBefore[U]].Arg, 0, Comm);
       }
       CurrentInstruction = GatherOf[U];
-      collectives(Comm);
+      gatherUnit(U, Comm);
       CurrentInstruction = plan::NoIndex;
       cudaStreamSynchronize(Comm);
       BufferView Unit = L.buffer("unit." + std::to_string(U));

@@ -277,6 +277,19 @@ static void collectiveChecks(const char *Path, const plan::Plan &P) {
         Covered += C.Count;
       EXPECT(Covered == BL.FlatEnd - BL.FlatBegin);
     }
+    if (In.Kind == plan::InstrKind::Gather) {
+      // One all-gather of every rank's chunk: its shards of the unit, side
+      // by side in params16 and in the chunk.
+      const Layout &L = Ranks[0];
+      EXPECT(First.size() == 1 && First[0].Count == L.chunkElems(In.Arg));
+      uint64_t Next = 0;
+      for (uint32_t T : P.FetchUnits[In.Arg].Tensors) {
+        EXPECT(L.chunkOffset(In.Arg, T) == Next);
+        EXPECT(L.shardOffset(T) ==
+               L.shardOffset(P.FetchUnits[In.Arg].Tensors[0]) + Next);
+        Next += P.Tensors[T].ShardElems;
+      }
+    }
     for (const Layout &L : Ranks) {
       std::vector<CollectiveCall> Mine = collectiveCalls(L, I);
       uint64_t Arena = P.Estimates.Ranks[L.Class].DeviceArenaBytes;
