@@ -194,7 +194,8 @@ bool Executor::setUp() {
 
   // NCCL's kernels run on SMs. At the highest priority the block
   // scheduler hands them SMs as the GEMMs' blocks retire instead of after
-  // every block queued before (--comm-priority high).
+  // every block queued before (the default; --comm-priority normal
+  // gives every stream the same priority).
   int Least = 0, Greatest = 0;
   CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&Least, &Greatest));
   for (unsigned K = 0; K < 5; ++K)
