@@ -33,3 +33,14 @@ for kind in all-reduce reduce reduce-scatter all-gather; do
              k, m, a, b, 100 * a / b }'
 done
 echo "$line" | grep -o 'copies in .*' | sed 's/^/  /'
+# The same copies alone, at the plan's sizes.
+for dir in in out; do
+  mine=$(echo "$line" | grep -o "copies in .*" |
+         sed -n "s/.* $dir [0-9.]* MiB at \([0-9.]*\) GB\/s.*/\1/p")
+  raw=$(echo "$alone" | grep "copies alone" |
+        sed -n "s/.* $dir [0-9.]* MiB at \([0-9.]*\) GB\/s.*/\1/p")
+  [ -n "$mine" ] && [ -n "$raw" ] &&
+    awk -v d="$dir" -v a="$mine" -v b="$raw" 'BEGIN {
+      printf "  copies %-4s  dsrun %6.1f GB/s  alone %6.1f GB/s  %5.1f%%\n",
+             d, a, b, 100 * a / b }'
+done

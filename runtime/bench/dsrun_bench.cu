@@ -9,7 +9,8 @@
 //
 // With --plan, it also issues every collective of that plan's step, the
 // very calls dsrun makes (Collectives.h), one group at a time with nothing
-// else running: raw NCCL at exactly the plan's message sizes.
+// else running: raw NCCL at exactly the plan's message sizes; and each of
+// its host<->device copies, one at a time, at the plan's sizes.
 //
 //   dsrun-bench -n 2 [--plan plan.bin]
 //
@@ -22,6 +23,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -57,6 +59,59 @@ static double copyBandwidth(void *Host, void *Device, size_t Bytes,
   float Ms = 0;
   cudaEventElapsedTime(&Ms, A, B);
   return double(Bytes) * Reps / (Ms / 1e3) / 1e9;
+}
+
+/// Times each host<->device copy of a plan's step alone, at the plan's
+/// size, between pinned memory and the arena: what the copy engines give
+/// for those sizes with every rank copying at once, as in dsrun.
+static void planCopies(const dsc::plan::Plan &P, const Layout &L, char *Arena,
+                       cudaStream_t S) {
+  namespace plan = dsc::plan;
+  uint64_t Largest = 0;
+  for (const plan::Transfer &X : P.Transfers)
+    Largest = std::max(Largest, X.Bytes);
+  if (!Largest)
+    return;
+  uint64_t ArenaBytes = P.Estimates.Ranks[L.Class].DeviceArenaBytes;
+  char *Host = nullptr;
+  CHECK(cudaHostAlloc(reinterpret_cast<void **>(&Host), Largest,
+                      cudaHostAllocDefault));
+  cudaEvent_t A, B;
+  cudaEventCreate(&A);
+  cudaEventCreate(&B);
+  // Per direction: host to device, device to host.
+  double Bytes[2] = {0, 0}, Ms[2] = {0, 0};
+  for (const plan::Instruction &In : P.Program) {
+    if (In.Kind != plan::InstrKind::Transfer)
+      continue;
+    const plan::Transfer &X = P.Transfers[In.Arg];
+    bool ToDevice = X.Kind == plan::TransferKind::HostToDevice;
+    if (!ToDevice && X.Kind != plan::TransferKind::DeviceToHost)
+      continue;
+    uint64_t N = std::min(X.Bytes, ArenaBytes);
+    auto Copy = [&] {
+      CHECK(cudaMemcpyAsync(ToDevice ? static_cast<void *>(Arena) : Host,
+                            ToDevice ? static_cast<void *>(Host) : Arena, N,
+                            ToDevice ? cudaMemcpyHostToDevice
+                                     : cudaMemcpyDeviceToHost,
+                            S));
+    };
+    Copy(); // Warm-up.
+    cudaEventRecord(A, S);
+    Copy();
+    cudaEventRecord(B, S);
+    CHECK(cudaEventSynchronize(B));
+    float T = 0;
+    cudaEventElapsedTime(&T, A, B);
+    Bytes[ToDevice ? 0 : 1] += double(N);
+    Ms[ToDevice ? 0 : 1] += T;
+  }
+  if (L.Rank == 0)
+    printf("the plan's copies alone: in %.1f MiB at %.1f GB/s, out %.1f MiB "
+           "at %.1f GB/s\n",
+           Bytes[0] / (1 << 20), Ms[0] > 0 ? Bytes[0] / Ms[0] / 1e6 : 0,
+           Bytes[1] / (1 << 20), Ms[1] > 0 ? Bytes[1] / Ms[1] / 1e6 : 0);
+  CHECK(cudaFreeHost(Host));
 }
 
 /// Times every collective group of a plan's step alone and prints the
@@ -112,6 +167,7 @@ static void planCollectives(const dsc::plan::Plan &P, const ProcessInfo &Me,
              Kind.c_str(), T.Groups, T.Bytes / (1 << 20), T.Ms,
              T.Ms > 0 ? T.BusBytes / T.Ms / 1e6 : 0);
   }
+  planCopies(P, L, Arena, S);
   CHECK(cudaFree(Arena));
 }
 
