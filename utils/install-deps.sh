@@ -10,6 +10,7 @@ packages=(
   libgraphviz-dev                # cgraph + gvc for dsc dot
   libonnx-dev libprotobuf-dev protobuf-compiler  # ONNX import
   libgtest-dev                   # unit tests
+  libopenmpi-dev openmpi-bin     # dsrun's MPI rendezvous and its test
 )
 
 missing=()

@@ -16,6 +16,10 @@
 #include <thread>
 #include <unistd.h>
 
+#ifdef DSRUN_HAVE_MPI
+#include <mpi.h>
+#endif
+
 namespace dsrun {
 
 namespace {
@@ -63,7 +67,64 @@ bool receiveAll(int Fd, void *Data, size_t Size, int TimeoutMs) {
   return true;
 }
 
+#ifdef DSRUN_HAVE_MPI
+void finalizeMpi() {
+  int Initialized = 0, Finalized = 0;
+  MPI_Initialized(&Initialized);
+  MPI_Finalized(&Finalized);
+  if (Initialized && !Finalized)
+    MPI_Finalize();
+}
+
+/// Rank 0's Blob to every rank of MPI_COMM_WORLD.
+bool broadcastByMpi(const ProcessInfo &Info, std::string &Blob,
+                    std::string &Error) {
+  int Initialized = 0;
+  MPI_Initialized(&Initialized);
+  if (!Initialized) {
+    int Provided = 0;
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &Provided) !=
+        MPI_SUCCESS) {
+      Error = "MPI_Init failed";
+      return false;
+    }
+    atexit(finalizeMpi);
+  }
+  int Rank = -1, Size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &Rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &Size);
+  if (Rank != Info.Rank || Size != Info.WorldSize) {
+    Error = "MPI says rank " + std::to_string(Rank) + " of " +
+            std::to_string(Size) + ", the environment " +
+            std::to_string(Info.Rank) + " of " +
+            std::to_string(Info.WorldSize);
+    return false;
+  }
+  unsigned long long Bytes = Blob.size();
+  if (MPI_Bcast(&Bytes, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD) !=
+      MPI_SUCCESS) {
+    Error = "MPI_Bcast of the NCCL id failed";
+    return false;
+  }
+  Blob.resize(Bytes);
+  if (Bytes && MPI_Bcast(Blob.data(), int(Bytes), MPI_BYTE, 0,
+                         MPI_COMM_WORLD) != MPI_SUCCESS) {
+    Error = "MPI_Bcast of the NCCL id failed";
+    return false;
+  }
+  return true;
+}
+#endif
+
 } // namespace
+
+bool builtWithMpi() {
+#ifdef DSRUN_HAVE_MPI
+  return true;
+#else
+  return false;
+#endif
+}
 
 std::optional<ProcessInfo> processFromEnvironment(std::string &Error) {
   ProcessInfo I;
@@ -77,6 +138,11 @@ std::optional<ProcessInfo> processFromEnvironment(std::string &Error) {
     Rank = env("OMPI_COMM_WORLD_RANK");
     Size = env("OMPI_COMM_WORLD_SIZE");
     Local = env("OMPI_COMM_WORLD_LOCAL_RANK");
+    I.Launcher = "mpi";
+  } else if (env("PMI_RANK") && env("PMI_SIZE")) {
+    Rank = env("PMI_RANK");
+    Size = env("PMI_SIZE");
+    Local = env("MPI_LOCALRANKID");
     I.Launcher = "mpi";
   } else if (env("SLURM_PROCID") && env("SLURM_NTASKS")) {
     Rank = env("SLURM_PROCID");
@@ -99,11 +165,15 @@ std::optional<ProcessInfo> processFromEnvironment(std::string &Error) {
   }
   if (!Local)
     I.LocalRank = I.Rank;
-  if (I.WorldSize > 1) {
+  I.Mpi = I.Launcher == "mpi" && builtWithMpi();
+  if (I.WorldSize > 1 && !I.Mpi) {
     if (!env("MASTER_ADDR") || !env("MASTER_PORT")) {
       Error = "a job of " + std::to_string(I.WorldSize) +
               " ranks started by " + I.Launcher +
-              " needs MASTER_ADDR and MASTER_PORT for the NCCL rendezvous";
+              " needs MASTER_ADDR and MASTER_PORT for the NCCL rendezvous" +
+              (I.Launcher == "mpi"
+                   ? " (or a dsrun built with MPI, which broadcasts it)"
+                   : "");
       return std::nullopt;
     }
     I.MasterAddr = env("MASTER_ADDR");
@@ -186,6 +256,10 @@ bool exchangeBlob(const ProcessInfo &Info, std::string &Blob,
                   int TimeoutSeconds, std::string &Error) {
   if (Info.WorldSize == 1)
     return true;
+#ifdef DSRUN_HAVE_MPI
+  if (Info.Mpi)
+    return broadcastByMpi(Info, Blob, Error);
+#endif
   auto Deadline = std::chrono::steady_clock::now() +
                   std::chrono::seconds(TimeoutSeconds);
   addrinfo Hints{}, *Address = nullptr;

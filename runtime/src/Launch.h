@@ -6,9 +6,12 @@
 //   Slurm (srun)    SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID
 //   Open MPI        OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE,
 //                   OMPI_COMM_WORLD_LOCAL_RANK
-// Slurm and MPI jobs still need MASTER_ADDR and MASTER_PORT for the
-// rendezvous: rank 0 listens there and hands the NCCL unique id to every
-// other rank over TCP.
+//   MPICH, Intel    PMI_RANK, PMI_SIZE, MPI_LOCALRANKID
+// Rank 0 hands the NCCL unique id to every other rank. In an MPI job, when
+// dsrun was built with MPI (cmake finds it), that is one MPI_Bcast;
+// otherwise rank 0 listens at MASTER_ADDR:MASTER_PORT and the others fetch
+// it over TCP, so torchrun, Slurm and MPI jobs without MPI in dsrun need
+// those two variables.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,7 +29,12 @@ struct ProcessInfo {
   std::string MasterAddr = "127.0.0.1";
   int MasterPort = 29500;
   std::string Launcher; ///< "dsrun", "torchrun", "slurm", "mpi", "single".
+  /// The NCCL id travels by MPI_Bcast (an MPI job, dsrun built with MPI).
+  bool Mpi = false;
 };
+
+/// Whether this build can use MPI for the rendezvous.
+bool builtWithMpi();
 
 /// The rank of this process from the launcher's environment; a single
 /// process when there is none. Error says what is missing.

@@ -211,9 +211,22 @@ static void launchers() {
   std::string Error;
   for (const char *V : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR",
                         "MASTER_PORT", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID",
-                        "SLURM_NTASKS", "DSRUN_CHILD"})
+                        "SLURM_NTASKS", "PMI_RANK", "PMI_SIZE", "DSRUN_CHILD"})
     unsetenv(V);
   EXPECT(processFromEnvironment(Error)->Launcher == "single");
+  // An MPICH-style job: the rendezvous goes through MPI when dsrun has it,
+  // else it needs MASTER_ADDR and says how to do without.
+  setenv("PMI_RANK", "1", 1);
+  setenv("PMI_SIZE", "2", 1);
+  std::optional<ProcessInfo> Mpi = processFromEnvironment(Error);
+  if (builtWithMpi()) {
+    EXPECT(Mpi && Mpi->Launcher == "mpi" && Mpi->Mpi && Mpi->Rank == 1);
+  } else {
+    EXPECT(!Mpi);
+    EXPECT(Error.find("built with MPI") != std::string::npos);
+  }
+  unsetenv("PMI_RANK");
+  unsetenv("PMI_SIZE");
   setenv("SLURM_PROCID", "3", 1);
   setenv("SLURM_NTASKS", "4", 1);
   EXPECT(!processFromEnvironment(Error));
@@ -439,7 +452,30 @@ static void planChecks(const char *Path) {
   }
 }
 
+/// Run by mpiexec: each rank learns who it is from MPI's environment alone
+/// (no MASTER_ADDR) and receives rank 0's id by MPI.
+static int mpiRendezvous() {
+  std::string Error;
+  std::optional<ProcessInfo> Me = processFromEnvironment(Error);
+  if (!Me || !Me->Mpi || Me->WorldSize < 2) {
+    fprintf(stderr, "mpi rendezvous: not an MPI job of several ranks: %s\n",
+            Error.c_str());
+    return 1;
+  }
+  std::string Blob = Me->Rank == 0 ? std::string("nccl-id-\0-456", 14) : "";
+  if (!exchangeBlob(*Me, Blob, 20, Error)) {
+    fprintf(stderr, "mpi rendezvous: rank %d: %s\n", Me->Rank, Error.c_str());
+    return 1;
+  }
+  bool OK = Blob == std::string("nccl-id-\0-456", 14);
+  printf("mpi rendezvous: rank %d of %d: %s\n", Me->Rank, Me->WorldSize,
+         OK ? "passed" : "FAILED");
+  return OK ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 2 && std::string(argv[1]) == "--mpi-rendezvous")
+    return mpiRendezvous();
   conversions();
   adam();
   launchers();
