@@ -22,7 +22,8 @@
 //   the reduction bucket, doubled for stage 1/2 under overlap_comm;
 //   stage 3 gathered units, from their gather to their release, and for
 //     a unit of several tensors the rank-major buffer NCCL gathers it
-//     into, until it is unpacked (DeepSpeed's coalesced all-gather);
+//     into, until the first op that uses it (DeepSpeed's coalesced
+//     all-gather frees its flat buffer after unpacking there);
 //   saved activations, from the forward that makes them to the backward
 //   that last needs them; one gradient workspace for the largest op.
 //
@@ -408,12 +409,23 @@ void MemoryPlanner::gatheredUnits() {
           MemorySpace::Device, Bytes, Held);
       continue;
     }
-    // Rank-major from the copy of this rank's shards to the end of the
-    // gather, which unpacks it into the unit: both are live then.
+    // Rank-major from the copy of this rank's shards to the first op that
+    // uses the unit (DeepSpeed frees its flat buffer there, after the
+    // unpack); the unit from the gather, which unpacks into it. Ending the
+    // rank-major buffer at the gather itself, on the communication stream,
+    // would make every other stream wait for each gather before going on
+    // (synchronizeAsyncFrees), which undoes prefetching.
     std::vector<plan::Interval> Staged, Unpacked;
     for (size_t K = 0; K < Held.size(); ++K) {
       uint32_t G = X.GatherInstr[U][K];
-      Staged.push_back({Held[K].Begin, G + 1});
+      uint32_t Used = Held[K].End - 1;
+      for (uint32_t I = G + 1; I < Held[K].End; ++I)
+        if (P.Program[I].On == plan::Stream::Compute &&
+            is_contained(P.Program[I].Waits, G)) {
+          Used = I;
+          break;
+        }
+      Staged.push_back({Held[K].Begin, Used + 1});
       Unpacked.push_back({G, Held[K].End});
     }
     add(formatv("gather.{0}", U).str(), Category::GatheredParams,

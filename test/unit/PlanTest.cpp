@@ -296,14 +296,33 @@ TEST(PlanMemory, Stage3UnitsOfSeveralTensorsGatherRankMajor) {
   ASSERT_EQ(Staged->Live.size(), Unit->Live.size());
   for (size_t K = 0; K < Staged->Live.size(); ++K) {
     // The copy of this rank's shards opens the rank-major buffer; the
-    // gather, which unpacks it, closes it and opens the unit.
+    // gather, which unpacks it, opens the unit; the first op that uses the
+    // unit (on the compute stream, waiting for the gather) closes it, so
+    // no stream has to wait for a gather to reuse its bytes.
     const plan::Instruction &First = P.Program[Staged->Live[K].Begin];
     EXPECT_EQ(First.Kind, plan::InstrKind::Transfer);
-    uint32_t G = Staged->Live[K].End - 1;
+    uint32_t G = Unit->Live[K].Begin;
     EXPECT_EQ(P.Program[G].Kind, plan::InstrKind::Gather);
     EXPECT_EQ(P.Program[G].Arg, 0u);
-    EXPECT_EQ(Unit->Live[K].Begin, G);
+    const plan::Instruction &Use = P.Program[Staged->Live[K].End - 1];
+    EXPECT_EQ(Use.On, plan::Stream::Compute);
+    EXPECT_TRUE(llvm::is_contained(Use.Waits, G));
   }
+  // No instruction waits for a gather but the ops that use its unit.
+  for (const plan::Instruction &In : P.Program)
+    for (uint32_t W : In.Waits) {
+      if (P.Program[W].Kind != plan::InstrKind::Gather)
+        continue;
+      bool Uses = false;
+      if (In.Kind == plan::InstrKind::Forward ||
+          In.Kind == plan::InstrKind::Backward)
+        for (uint32_t T : P.Ops[In.Arg].Params)
+          Uses |= llvm::is_contained(
+              P.FetchUnits[P.Program[W].Arg].Tensors, T);
+      EXPECT_TRUE(Uses) << plan::enumName(In.Kind) << " " << In.Arg
+                        << " waits for the gather of unit "
+                        << P.Program[W].Arg;
+    }
   // Both are live at the gather: they never share bytes.
   EXPECT_TRUE(Staged->Offsets[0] + 64 <= Unit->Offsets[0] ||
               Unit->Offsets[0] + 64 <= Staged->Offsets[0]);
@@ -421,10 +440,8 @@ void checkInvariants(const plan::Plan &P, const std::string &Where) {
         continue;
       }
       ASSERT_NE(Staged, nullptr) << "unit " << U;
-      for (const plan::Interval &X : Staged->Live) {
-        const plan::Instruction &G = P.Program[X.End - 1];
-        EXPECT_TRUE(G.Kind == plan::InstrKind::Gather && G.Arg == U);
-      }
+      for (const plan::Interval &X : Staged->Live)
+        EXPECT_EQ(P.Program[X.End - 1].On, plan::Stream::Compute);
     }
   // Buffers live at the same time never share arena bytes, and no arena
   // is smaller than the live bytes it must hold.
