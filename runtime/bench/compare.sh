@@ -28,7 +28,7 @@ for kind in all-reduce reduce reduce-scatter all-gather; do
   mib=$(echo "$line" | grep -o ", $kind [0-9.]* MiB" | grep -o '[0-9.]* MiB')
   [ -z "$mine" ] && [ -n "$raw" ] && echo "  $kind: not in dsrun's step line"
   [ -n "$mine" ] && [ -n "$raw" ] &&
-    awk -v k="$kind" -v a="$mine" -v b="$raw" -v m="$mib" 'BEGIN {
+    awk -v k="$kind" -v a="$mine" -v b="$raw" -v m="$mib" 'BEGIN { if (b > 0)
       printf "  %-15s %12s  dsrun %6.1f GB/s  alone %6.1f GB/s  %5.1f%%\n",
              k, m, a, b, 100 * a / b }'
 done
@@ -40,7 +40,8 @@ for dir in in out; do
   raw=$(echo "$alone" | grep "copies alone" |
         sed -n "s/.* $dir [0-9.]* MiB at \([0-9.]*\) GB\/s.*/\1/p")
   [ -n "$mine" ] && [ -n "$raw" ] &&
-    awk -v d="$dir" -v a="$mine" -v b="$raw" 'BEGIN {
+    awk -v d="$dir" -v a="$mine" -v b="$raw" 'BEGIN { if (b > 0)
       printf "  copies %-4s  dsrun %6.1f GB/s  alone %6.1f GB/s  %5.1f%%\n",
              d, a, b, 100 * a / b }'
 done
+exit 0

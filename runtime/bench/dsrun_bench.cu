@@ -88,7 +88,12 @@ static void planCopies(const dsc::plan::Plan &P, const Layout &L, char *Arena,
     bool ToDevice = X.Kind == plan::TransferKind::HostToDevice;
     if (!ToDevice && X.Kind != plan::TransferKind::DeviceToHost)
       continue;
-    uint64_t N = std::min(X.Bytes, ArenaBytes);
+    // What dsrun copies: a unit's fetch is this rank's chunk (the plan
+    // counts the page padding an NVMe-fed unit has in its aio buffer).
+    uint64_t N = X.Point == plan::TransferPoint::BeforeGather
+                     ? L.chunkElems(X.Owner) * elementBytes(L.Param)
+                     : X.Bytes;
+    N = std::min(N, ArenaBytes);
     auto Copy = [&] {
       CHECK(cudaMemcpyAsync(ToDevice ? static_cast<void *>(Arena) : Host,
                             ToDevice ? static_cast<void *>(Host) : Arena, N,
@@ -111,6 +116,8 @@ static void planCopies(const dsc::plan::Plan &P, const Layout &L, char *Arena,
            "at %.1f GB/s\n",
            Bytes[0] / (1 << 20), Ms[0] > 0 ? Bytes[0] / Ms[0] / 1e6 : 0,
            Bytes[1] / (1 << 20), Ms[1] > 0 ? Bytes[1] / Ms[1] / 1e6 : 0);
+  cudaEventDestroy(A);
+  cudaEventDestroy(B);
   CHECK(cudaFreeHost(Host));
 }
 

@@ -45,7 +45,7 @@ struct RunOptions {
   std::string NvmePath;
   /// Run the communication stream at the highest priority (on 2 H200s,
   /// in two sessions: collectives beside compute 3 points closer to raw
-  /// NCCL, step times within 1 %; --comm-priority normal turns it off).
+  /// NCCL, steps no longer; --comm-priority normal turns it off).
   bool CommPriority = true;
   /// SMs cuBLAS leaves free for NCCL's kernels (0: cuBLAS takes them all).
   unsigned CommSMs = 0;

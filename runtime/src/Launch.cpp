@@ -68,14 +68,6 @@ bool receiveAll(int Fd, void *Data, size_t Size, int TimeoutMs) {
 }
 
 #ifdef DSRUN_HAVE_MPI
-void finalizeMpi() {
-  int Initialized = 0, Finalized = 0;
-  MPI_Initialized(&Initialized);
-  MPI_Finalized(&Finalized);
-  if (Initialized && !Finalized)
-    MPI_Finalize();
-}
-
 /// Rank 0's Blob to every rank of MPI_COMM_WORLD.
 bool broadcastByMpi(const ProcessInfo &Info, std::string &Blob,
                     std::string &Error) {
@@ -88,7 +80,6 @@ bool broadcastByMpi(const ProcessInfo &Info, std::string &Blob,
       Error = "MPI_Init failed";
       return false;
     }
-    atexit(finalizeMpi);
   }
   int Rank = -1, Size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &Rank);
@@ -126,6 +117,22 @@ bool builtWithMpi() {
 #endif
 }
 
+int leaveJob(int Status) {
+#ifdef DSRUN_HAVE_MPI
+  int Initialized = 0, Finalized = 0;
+  MPI_Initialized(&Initialized);
+  MPI_Finalized(&Finalized);
+  if (Initialized && !Finalized) {
+    // A failed rank must not wait in MPI_Finalize for peers that may be
+    // stuck in NCCL: it takes the whole job down instead.
+    if (Status != 0)
+      MPI_Abort(MPI_COMM_WORLD, Status);
+    MPI_Finalize();
+  }
+#endif
+  return Status;
+}
+
 std::optional<ProcessInfo> processFromEnvironment(std::string &Error) {
   ProcessInfo I;
   const char *Rank = nullptr, *Size = nullptr, *Local = nullptr;
@@ -142,7 +149,10 @@ std::optional<ProcessInfo> processFromEnvironment(std::string &Error) {
   } else if (env("PMI_RANK") && env("PMI_SIZE")) {
     Rank = env("PMI_RANK");
     Size = env("PMI_SIZE");
-    Local = env("MPI_LOCALRANKID");
+    // Hydra (MPICH, Intel MPI), Cray MPICH, or srun's PMI.
+    Local = env("MPI_LOCALRANKID")   ? env("MPI_LOCALRANKID")
+            : env("PMI_LOCAL_RANK") ? env("PMI_LOCAL_RANK")
+                                    : env("SLURM_LOCALID");
     I.Launcher = "mpi";
   } else if (env("SLURM_PROCID") && env("SLURM_NTASKS")) {
     Rank = env("SLURM_PROCID");

@@ -36,6 +36,10 @@ struct ProcessInfo {
 /// Whether this build can use MPI for the rendezvous.
 bool builtWithMpi();
 
+/// Leaves an MPI job that the rendezvous joined: MPI_Finalize after
+/// success, MPI_Abort (the whole job) after a failure. Returns Status.
+int leaveJob(int Status);
+
 /// The rank of this process from the launcher's environment; a single
 /// process when there is none. Error says what is missing.
 std::optional<ProcessInfo> processFromEnvironment(std::string &Error);

@@ -254,6 +254,17 @@ std::string checkRuntimeNeeds(const Layout &L) {
   using Space = plan::MemorySpace;
   uint64_t PB = elementBytes(L.Param), GB = elementBytes(L.GradAccum),
            CB = elementBytes(L.Comm), W = L.World;
+  // A rank's shards of a unit are one chunk of params16 (the gather sends
+  // it whole): each tensor in one unit at most, none of them persistent.
+  std::vector<uint8_t> InUnit(P.Tensors.size(), 0);
+  for (uint32_t U = 0; U < P.FetchUnits.size(); ++U)
+    for (uint32_t T : P.FetchUnits[U].Tensors) {
+      if (InUnit[T]++)
+        return "tensor " + std::to_string(T) + " is in two fetch units";
+      if (P.Tensors[T].Persistent)
+        return "fetch unit " + std::to_string(U) + " holds persistent tensor " +
+               std::to_string(T) + ", which every rank keeps whole";
+    }
   std::string Error;
   auto Need = [&](const std::string &Name, Space Where, uint64_t Bytes) {
     if (!Error.empty())

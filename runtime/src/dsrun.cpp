@@ -132,5 +132,5 @@ int main(int argc, char **argv) {
     return 2;
   }
   Executor E(*P, *Process, Options);
-  return E.run();
+  return leaveJob(E.run());
 }

@@ -363,6 +363,16 @@ static void editedPlans(const char *Path, const plan::Plan &Good) {
     P.Buckets[0].Segments.clear();
     EXPECT(!Refusal(P).empty());
   }
+  if (Good.FetchUnits.size() >= 2) {
+    // A tensor in two units, or a persistent one in a unit, would make the
+    // chunk a gather sends hold the wrong bytes.
+    plan::Plan P = Good;
+    P.FetchUnits[1].Tensors.push_back(P.FetchUnits[0].Tensors[0]);
+    EXPECT(Refusal(P).find("two fetch units") != std::string::npos);
+    P = Good;
+    P.Tensors[P.FetchUnits[0].Tensors[0]].Persistent = true;
+    EXPECT(Refusal(P).find("persistent") != std::string::npos);
+  }
 }
 
 static void planChecks(const char *Path) {
@@ -470,7 +480,7 @@ static int mpiRendezvous() {
   bool OK = Blob == std::string("nccl-id-\0-456", 14);
   printf("mpi rendezvous: rank %d of %d: %s\n", Me->Rank, Me->WorldSize,
          OK ? "passed" : "FAILED");
-  return OK ? 0 : 1;
+  return leaveJob(OK ? 0 : 1);
 }
 
 int main(int argc, char **argv) {
