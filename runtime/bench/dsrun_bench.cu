@@ -41,24 +41,36 @@ using namespace dsrun;
     }                                                                          \
   } while (0)
 
-static double copyBandwidth(void *Host, void *Device, size_t Bytes,
-                            cudaMemcpyKind Kind) {
+/// Milliseconds per copy of Bytes between Host and Device (Kind gives the
+/// direction) on stream S: Warm copies first, then the mean of Reps.
+static float copyMs(void *Host, void *Device, size_t Bytes,
+                    cudaMemcpyKind Kind, int Warm, int Reps, cudaStream_t S) {
+  bool ToDevice = Kind == cudaMemcpyHostToDevice;
+  auto Copy = [&] {
+    CHECK(cudaMemcpyAsync(ToDevice ? Device : Host, ToDevice ? Host : Device,
+                          Bytes, Kind, S));
+  };
   cudaEvent_t A, B;
   cudaEventCreate(&A);
   cudaEventCreate(&B);
-  for (int Warm = 0; Warm < 2; ++Warm)
-    cudaMemcpy(Kind == cudaMemcpyHostToDevice ? Device : Host,
-               Kind == cudaMemcpyHostToDevice ? Host : Device, Bytes, Kind);
-  const int Reps = 5;
-  cudaEventRecord(A);
+  for (int W = 0; W < Warm; ++W)
+    Copy();
+  cudaEventRecord(A, S);
   for (int R = 0; R < Reps; ++R)
-    cudaMemcpyAsync(Kind == cudaMemcpyHostToDevice ? Device : Host,
-                    Kind == cudaMemcpyHostToDevice ? Host : Device, Bytes, Kind);
-  cudaEventRecord(B);
-  cudaEventSynchronize(B);
+    Copy();
+  cudaEventRecord(B, S);
+  CHECK(cudaEventSynchronize(B));
   float Ms = 0;
   cudaEventElapsedTime(&Ms, A, B);
-  return double(Bytes) * Reps / (Ms / 1e3) / 1e9;
+  cudaEventDestroy(A);
+  cudaEventDestroy(B);
+  return Ms / Reps;
+}
+
+static double copyBandwidth(void *Host, void *Device, size_t Bytes,
+                            cudaMemcpyKind Kind) {
+  return double(Bytes) / (copyMs(Host, Device, Bytes, Kind, 2, 5, 0) / 1e3) /
+         1e9;
 }
 
 /// Times each host<->device copy of a plan's step alone, at the plan's
@@ -76,9 +88,6 @@ static void planCopies(const dsc::plan::Plan &P, const Layout &L, char *Arena,
   char *Host = nullptr;
   CHECK(cudaHostAlloc(reinterpret_cast<void **>(&Host), Largest,
                       cudaHostAllocDefault));
-  cudaEvent_t A, B;
-  cudaEventCreate(&A);
-  cudaEventCreate(&B);
   // Per direction: host to device, device to host.
   double Bytes[2] = {0, 0}, Ms[2] = {0, 0};
   for (const plan::Instruction &In : P.Program) {
@@ -94,30 +103,17 @@ static void planCopies(const dsc::plan::Plan &P, const Layout &L, char *Arena,
                      ? L.chunkElems(X.Owner) * elementBytes(L.Param)
                      : X.Bytes;
     N = std::min(N, ArenaBytes);
-    auto Copy = [&] {
-      CHECK(cudaMemcpyAsync(ToDevice ? static_cast<void *>(Arena) : Host,
-                            ToDevice ? static_cast<void *>(Host) : Arena, N,
-                            ToDevice ? cudaMemcpyHostToDevice
-                                     : cudaMemcpyDeviceToHost,
-                            S));
-    };
-    Copy(); // Warm-up.
-    cudaEventRecord(A, S);
-    Copy();
-    cudaEventRecord(B, S);
-    CHECK(cudaEventSynchronize(B));
-    float T = 0;
-    cudaEventElapsedTime(&T, A, B);
     Bytes[ToDevice ? 0 : 1] += double(N);
-    Ms[ToDevice ? 0 : 1] += T;
+    Ms[ToDevice ? 0 : 1] +=
+        copyMs(Host, Arena, N,
+               ToDevice ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, 1,
+               1, S);
   }
   if (L.Rank == 0)
     printf("the plan's copies alone: in %.1f MiB at %.1f GB/s, out %.1f MiB "
            "at %.1f GB/s\n",
            Bytes[0] / (1 << 20), Ms[0] > 0 ? Bytes[0] / Ms[0] / 1e6 : 0,
            Bytes[1] / (1 << 20), Ms[1] > 0 ? Bytes[1] / Ms[1] / 1e6 : 0);
-  cudaEventDestroy(A);
-  cudaEventDestroy(B);
   CHECK(cudaFreeHost(Host));
 }
 

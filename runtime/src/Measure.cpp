@@ -23,8 +23,9 @@ std::vector<float> Executor::collectiveTimes() {
   // waiting: an upper bound). Nothing exact exists for them: a sender can
   // push a whole bucket into NCCL's buffers at the root before the root
   // joins, so even on aligned GPU clocks the span from the last rank's
-  // start to the last end came out above raw NCCL (up to 144 %). Both travel in one min-reduction of
-  // (d, -d), through the workspace, which is free between steps.
+  // start to the last end came out above raw NCCL (up to 144 %). Both
+  // travel in one min-reduction of (d, -d), through the workspace, which
+  // is free between steps.
   size_t N = P.Program.size();
   std::vector<float> Ms(2 * N, 0);
   for (uint32_t I = 0; I < N; ++I)
