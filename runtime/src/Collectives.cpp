@@ -66,43 +66,35 @@ uint64_t offsetOf(const Layout &L, const std::string &Name) {
 
 void reduceCalls(const Layout &L, uint32_t B, std::vector<CollectiveCall> &Out) {
   const plan::Plan &P = L.P;
-  const plan::Bucket &Bucket = P.Buckets[B];
   const BucketLayout &BL = L.Buckets[B];
   unsigned PB = elementBytes(L.Param);
+  uint64_t Source = offsetOf(L, BL.Source);
   if (L.Stage < 2) {
-    uint64_t Flat = offsetOf(L, "grads16") + BL.FlatBegin * PB;
+    uint64_t Flat = Source + BL.FlatBegin * PB;
     Out.push_back({CollectiveKind::AllReduce, Flat, Flat,
                    BL.FlatEnd - BL.FlatBegin, L.Param, -1});
     return;
   }
-  bool InPlace = Bucket.BufferIndex == plan::NoIndex;
-  uint64_t Source =
-      InPlace ? offsetOf(L, "grad_transient")
-              : offsetOf(L, "ipg." + std::to_string(Bucket.BufferIndex));
   if (L.Stage == 2) {
     // DeepSpeed's average_tensor: each partition's piece reduced to its
     // owner, in place.
-    uint64_t Origin =
-        InPlace ? P.Tensors[Bucket.Segments[0].Tensor].FlatOffset : BL.FlatBegin;
     uint64_t Part = P.Layout.PartitionElems;
     for (uint32_t Q = 0; Q < L.World; ++Q) {
       uint64_t Lo = std::max(BL.FlatBegin, Q * Part);
       uint64_t Hi = std::min(BL.FlatEnd, (Q + 1) * Part);
       if (Lo >= Hi)
         continue;
-      uint64_t Piece = Source + (Lo - Origin) * PB;
+      uint64_t Piece = Source + (Lo - BL.SourceOrigin) * PB;
       Out.push_back(
           {CollectiveKind::Reduce, Piece, Piece, Hi - Lo, L.Param, int(Q)});
     }
     return;
   }
   // Stage 3: the rank-major chunks, reduce-scattered in place.
-  uint64_t Chunk =
-      InPlace ? P.Tensors[Bucket.Segments[0].Tensor].ShardElems : BL.ChunkElems;
-  ElementType Type = InPlace ? L.Param : L.Comm;
   Out.push_back({CollectiveKind::ReduceScatter, Source,
-                 Source + uint64_t(L.Rank) * Chunk * elementBytes(Type), Chunk,
-                 Type, -1});
+                 Source + uint64_t(L.Rank) * BL.ChunkElems *
+                              elementBytes(BL.SourceType),
+                 BL.ChunkElems, BL.SourceType, -1});
 }
 
 void gatherCalls(const Layout &L, uint32_t U, std::vector<CollectiveCall> &Out) {

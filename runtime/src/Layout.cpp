@@ -112,6 +112,14 @@ Layout::Layout(const plan::Plan &P, uint32_t Rank)
 
   for (const plan::Bucket &B : P.Buckets) {
     BucketLayout BL;
+    bool InPlace = B.BufferIndex == plan::NoIndex;
+    const plan::Tensor *Alone =
+        InPlace && !B.Segments.empty() ? &P.Tensors[B.Segments[0].Tensor]
+                                       : nullptr;
+    BL.Source = Stage < 2 ? "grads16"
+                : InPlace ? "grad_transient"
+                          : "ipg." + std::to_string(B.BufferIndex);
+    BL.SourceType = Stage == 3 && !InPlace ? Comm : Param;
     if (Stage < 3) {
       BL.FlatBegin = ~uint64_t(0);
       for (const plan::Segment &S : B.Segments) {
@@ -119,6 +127,11 @@ Layout::Layout(const plan::Plan &P, uint32_t Rank)
         BL.FlatBegin = std::min(BL.FlatBegin, X.FlatOffset + S.Begin);
         BL.FlatEnd = std::max(BL.FlatEnd, X.FlatOffset + S.End);
       }
+      BL.SourceOrigin = Stage < 2 ? 0 : Alone ? Alone->FlatOffset : BL.FlatBegin;
+    } else if (InPlace) {
+      // The gradient alone, rank-major as autograd padded it.
+      BL.ChunkElems = Alone ? Alone->ShardElems : 0;
+      BL.ChunkOffset.assign(B.Segments.size(), 0);
     } else {
       for (const plan::Segment &S : B.Segments) {
         BL.ChunkOffset.push_back(BL.ChunkElems);
@@ -351,7 +364,7 @@ std::string checkRuntimeNeeds(const Layout &L) {
     if (Bucket.BufferIndex == plan::NoIndex || L.Stage < 2)
       continue;
     const BucketLayout &BL = L.Buckets[B];
-    Need("ipg." + std::to_string(Bucket.BufferIndex), Space::Device,
+    Need(BL.Source, Space::Device,
          L.Stage == 2 ? (BL.FlatEnd - BL.FlatBegin) * PB
                       : BL.ChunkElems * W * CB);
   }

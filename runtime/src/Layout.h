@@ -53,9 +53,16 @@ struct OwnedRange {
 };
 
 struct BucketLayout {
-  /// Stage 0-2: the bucket's range of the flat buffer.
-  uint64_t FlatBegin = 0, FlatEnd = 0;
-  /// Stage 3: elements per rank chunk, and each segment's offset in it.
+  /// The device buffer the bucket is reduced in: grads16 (stage 0/1),
+  /// grad_transient (a gradient reduced alone, where autograd left it) or
+  /// its ipg bucket buffer; and the element type there.
+  std::string Source;
+  ElementType SourceType = ElementType::BF16;
+  /// Stage 0-2: the bucket's range of the flat buffer, and the flat
+  /// element at which Source starts.
+  uint64_t FlatBegin = 0, FlatEnd = 0, SourceOrigin = 0;
+  /// Stage 3: elements per rank chunk in Source, and each segment's offset
+  /// in it.
   uint64_t ChunkElems = 0;
   std::vector<uint64_t> ChunkOffset;
 };

@@ -118,8 +118,8 @@ void Executor::gradientOf(uint32_t T, uint32_t Micro, uint32_t Step,
                  false, S);
   if (Bucket.BufferIndex == plan::NoIndex)
     return; // Reduced in place, from where autograd left it.
-  char *Ipg = device("ipg." + std::to_string(Bucket.BufferIndex));
   const BucketLayout &BL = L.Buckets[B];
+  char *Ipg = device(BL.Source);
   if (L.Stage == 2)
     launchCopyConvert(Ipg + (X.FlatOffset - BL.FlatBegin) * PB, L.Param,
                       Transient, L.Param, X.Elems, false, S);
@@ -143,14 +143,9 @@ void Executor::reduce(uint32_t B, uint32_t Micro, uint32_t Step,
   collectives(S);
   if (L.Stage < 2 || Offloaded)
     return; // Offloaded gradients go to the host as a transfer next.
-  char *Source = Bucket.BufferIndex == plan::NoIndex
-                     ? device("grad_transient")
-                     : device("ipg." + std::to_string(Bucket.BufferIndex));
+  char *Source = device(BL.Source);
   if (L.Stage == 2) {
     // This rank's piece, reduced to it, into its gradient partition.
-    uint64_t Origin = Bucket.BufferIndex == plan::NoIndex
-                          ? P.Tensors[Bucket.Segments[0].Tensor].FlatOffset
-                          : BL.FlatBegin;
     uint64_t Lo = std::max(BL.FlatBegin, L.PartitionBegin);
     uint64_t Hi = std::min(BL.FlatEnd, L.PartitionEnd);
     for (const plan::Segment &Seg : Bucket.Segments) {
@@ -163,24 +158,20 @@ void Executor::reduce(uint32_t B, uint32_t Micro, uint32_t Step,
                             (L.gradPartitionOffset(Seg.Tensor) + A -
                              X.FlatOffset) *
                                 PB,
-                        L.Param, Source + (A - Origin) * PB, L.Param, Z - A,
+                        L.Param, Source + (A - BL.SourceOrigin) * PB, L.Param,
+                        Z - A,
                         Micro > 0, S);
     }
     return;
   }
   // Stage 3: this rank's chunk, accumulated into its gradient partition.
-  bool InPlace = Bucket.BufferIndex == plan::NoIndex;
-  uint64_t Chunk =
-      InPlace ? P.Tensors[Bucket.Segments[0].Tensor].ShardElems : BL.ChunkElems;
-  unsigned GB = elementBytes(L.GradAccum);
-  ElementType SourceType = InPlace ? L.Param : L.Comm;
-  char *Mine = Source + uint64_t(Process.Rank) * Chunk * elementBytes(SourceType);
+  unsigned GB = elementBytes(L.GradAccum), SB = elementBytes(BL.SourceType);
+  char *Mine = Source + uint64_t(Process.Rank) * BL.ChunkElems * SB;
   for (size_t K = 0; K < Bucket.Segments.size(); ++K) {
     uint32_t T = Bucket.Segments[K].Tensor;
-    uint64_t Offset = InPlace ? 0 : BL.ChunkOffset[K];
     launchCopyConvert(device("grads_partition") + L.orderOffset(T) * GB,
-                      L.GradAccum, Mine + Offset * elementBytes(SourceType),
-                      SourceType, P.Tensors[T].ShardElems, Micro > 0, S);
+                      L.GradAccum, Mine + BL.ChunkOffset[K] * SB,
+                      BL.SourceType, P.Tensors[T].ShardElems, Micro > 0, S);
   }
 }
 

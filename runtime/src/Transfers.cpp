@@ -70,22 +70,14 @@ void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
   case plan::TransferPoint::AfterReduce: {
     const plan::Bucket &Bucket = P.Buckets[X.Owner];
     const BucketLayout &BL = L.Buckets[X.Owner];
-    bool InPlace = Bucket.BufferIndex == plan::NoIndex;
-    char *Source = L.Stage < 2 ? device("grads16")
-                   : InPlace   ? device("grad_transient")
-                               : device("ipg." +
-                                        std::to_string(Bucket.BufferIndex));
+    char *Source = device(BL.Source);
     if (L.Stage < 3) {
-      uint64_t Origin = L.Stage < 2 ? 0
-                        : InPlace   ? P.Tensors[Bucket.Segments[0].Tensor]
-                                        .FlatOffset
-                                    : BL.FlatBegin;
       uint64_t Lo = std::max(BL.FlatBegin, L.PartitionBegin);
       uint64_t Hi = std::min(BL.FlatEnd, L.PartitionEnd);
       if (Lo >= Hi)
         return;
       measureBegin(S);
-      copy(GradStaging, Source + (Lo - Origin) * PB, (Hi - Lo) * PB,
+      copy(GradStaging, Source + (Lo - BL.SourceOrigin) * PB, (Hi - Lo) * PB,
            cudaMemcpyDeviceToHost, S);
       measureEnd(S);
       // Stage 1 reduces once, the sum of every micro step; stage 2 every
@@ -99,10 +91,8 @@ void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
       });
       return;
     }
-    uint64_t Chunk =
-        InPlace ? P.Tensors[Bucket.Segments[0].Tensor].ShardElems
-                : BL.ChunkElems;
-    ElementType SourceType = InPlace ? L.Param : L.Comm;
+    uint64_t Chunk = BL.ChunkElems;
+    ElementType SourceType = BL.SourceType;
     unsigned SB = elementBytes(SourceType);
     measureBegin(S);
     copy(GradStaging, Source + uint64_t(Rank) * Chunk * SB, Chunk * SB,
@@ -111,7 +101,7 @@ void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
     onHost(S, Slot, [=, &Bucket, &BL] {
       for (size_t K = 0; K < Bucket.Segments.size(); ++K) {
         uint32_t T = Bucket.Segments[K].Tensor;
-        uint64_t From = InPlace ? 0 : BL.ChunkOffset[K];
+        uint64_t From = BL.ChunkOffset[K];
         convertOnHost(host("grads_partition") + L.orderOffset(T) * GB,
                       L.GradAccum, GradStaging + From * SB, SourceType,
                       P.Tensors[T].ShardElems, Micro > 0, Options.HostThreads);
