@@ -174,7 +174,7 @@ static void planCollectives(const dsc::plan::Plan &P, const ProcessInfo &Me,
   CHECK(cudaFree(Arena));
 }
 
-int main(int argc, char **argv) {
+static int bench(int argc, char **argv) {
   std::string PlanPath;
   for (int I = 1; I + 1 < argc; ++I)
     if (std::string(argv[I]) == "--plan")
@@ -290,3 +290,6 @@ int main(int argc, char **argv) {
   ncclCommDestroy(Comm);
   return 0;
 }
+
+// An MPI job the rendezvous joined is left as dsrun leaves it.
+int main(int argc, char **argv) { return leaveJob(bench(argc, argv)); }
