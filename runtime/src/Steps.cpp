@@ -9,6 +9,7 @@
 
 #include "Executor.h"
 
+#include "Gemms.h"
 #include "HostMath.h"
 #include "Kernels.h"
 #include "NcclGroup.h"
@@ -20,55 +21,16 @@ namespace plan = dsc::plan;
 
 namespace dsrun {
 
-namespace {
-
-cudaDataType_t cudaType(ElementType T) {
-  return T == ElementType::F32   ? CUDA_R_32F
-         : T == ElementType::F16 ? CUDA_R_16F
-                                 : CUDA_R_16BF;
-}
-
-} // namespace
-
 //===----------------------------------------------------------------------===//
 // Compute.
 //===----------------------------------------------------------------------===//
 
 void Executor::gemms(const plan::Op &Op, bool Backward) {
   BufferView Work = L.buffer("workspace");
-  if (!Work || Op.Gemms.empty())
+  if (!Options.Gemms || !Work || Op.Gemms.empty())
     return;
-  unsigned PB = elementBytes(L.Param);
-  uint64_t Capacity = Work.Bytes / PB, Readable = ArenaBytes / PB;
-  float One = 1, Zero = 0;
-  auto Run = [&](uint64_t Batch, uint64_t M, uint64_t N, uint64_t K) {
-    // Inputs are read from the arena's start, the output goes to the
-    // workspace; shapes that do not fit are cut down (timing only).
-    while (Batch > 1 && Batch * M * N > Capacity)
-      Batch = (Batch + 1) / 2;
-    while (M > 1 && (M * N > Capacity || M * K > Readable))
-      M = (M + 1) / 2;
-    while (N > 1 && (M * N > Capacity || K * N > Readable))
-      N = (N + 1) / 2;
-    while (K > 1 && (M * K > Readable || K * N > Readable))
-      K = (K + 1) / 2;
-    if (!M || !N || !K || M * N > Capacity)
-      return;
-    cudaDataType_t T = cudaType(L.Param);
-    CHECK_CUBLAS(cublasGemmStridedBatchedEx(
-        Cublas, CUBLAS_OP_N, CUBLAS_OP_N, int(M), int(N), int(K), &One,
-        DeviceArena, T, int(M), 0, DeviceArena, T, int(K), 0, &Zero,
-        at(Work), T, int(M), int64_t(M * N), int(Batch), CUBLAS_COMPUTE_32F,
-        CUBLAS_GEMM_DEFAULT));
-  };
-  for (const plan::Gemm &G : Op.Gemms) {
-    if (!Backward) {
-      Run(G.Batch, G.M, G.N, G.K);
-    } else {
-      Run(G.Batch, G.M, G.K, G.N); // Input gradient.
-      Run(G.Batch, G.K, G.N, G.M); // Weight gradient.
-    }
-  }
+  GemmArea Area{DeviceArena, ArenaBytes, at(Work), Work.Bytes, L.Param};
+  CHECK_CUBLAS(runOpGemms(Cublas, Op, Backward, Area));
 }
 
 void Executor::compute(const plan::Instruction &In, bool Backward,
@@ -77,7 +39,7 @@ void Executor::compute(const plan::Instruction &In, bool Backward,
   cudaStream_t S = stream(plan::Stream::Compute);
   gemms(Op, Backward);
   BufferView Work = L.buffer("workspace");
-  if (Op.Gemms.empty() && Work)
+  if (Options.Gemms && Op.Gemms.empty() && Work)
     launchTouch(at(Work), std::min(Work.Bytes, Op.TransientBytes), S);
   if (!Backward) {
     BufferView Saved = L.buffer("act." + std::to_string(In.Arg));

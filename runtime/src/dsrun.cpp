@@ -21,7 +21,7 @@ static int usage(const char *Message) {
   fprintf(stderr,
           "dsrun: %s\n"
           "usage: dsrun [-n PROCESSES] plan.bin [--steps N] [--verify] "
-          "[--compute synthetic] [--json FILE] [--calibration-out FILE] "
+          "[--compute synthetic|none] [--json FILE] [--calibration-out FILE] "
           "[--timeout SECONDS] [--host-threads N] [--nvme-path DIR] "
           "[--comm-priority high|normal] [--comm-sms N] "
           "[--dry-run]\n",
@@ -88,10 +88,12 @@ int main(int argc, char **argv) {
     } else if (A == "--compute") {
       if (I + 1 >= ChildArgs.size())
         return usage("--compute needs a mode");
-      if (ChildArgs[++I] != "synthetic")
-        return usage("--compute: only 'synthetic' exists: dsrun has no "
-                     "kernels for the model's ops yet, so it runs GEMMs of "
-                     "their shapes and known gradients");
+      const std::string &Mode = ChildArgs[++I];
+      if (Mode != "synthetic" && Mode != "none")
+        return usage("--compute: 'synthetic' (GEMMs of the ops' shapes and "
+                     "known gradients) or 'none' (known gradients only); "
+                     "dsrun has no kernels for the model's ops yet");
+      Options.Gemms = Mode == "synthetic";
     } else if (A == "--nvme-path") {
       if (I + 1 >= ChildArgs.size())
         return usage("--nvme-path needs a directory");
