@@ -9,24 +9,36 @@
 //
 // With --plan, it also issues every collective of that plan's step, the
 // very calls dsrun makes (Collectives.h), one group at a time with nothing
-// else running: raw NCCL at exactly the plan's message sizes; and each of
-// its host<->device copies, one at a time, at the plan's sizes.
+// else running: raw NCCL at exactly the plan's message sizes; then the same
+// calls again beside the plan's own GEMMs, which a low-priority stream
+// runs over and over while they go (an overlapped collective shares the
+// SMs with compute, in dsrun as in any runtime); and each of its
+// host<->device copies, one at a time, at the plan's sizes.
 //
 //   dsrun-bench -n 2 [--plan plan.bin]
+//   dsrun-bench --plan plan.bin --workload FILE
+//
+// The second form needs no GPU: it writes the plan's step as the GEMMs and
+// the collective calls dsrun-bench runs, one per line, for
+// torch_peer.py to run the same work through PyTorch.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Collectives.h"
+#include "Gemms.h"
 #include "NcclGroup.h"
 #include "Launch.h"
 
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -117,68 +129,306 @@ static void planCopies(const dsc::plan::Plan &P, const Layout &L, char *Arena,
   CHECK(cudaFreeHost(Host));
 }
 
-/// Times every collective group of a plan's step alone and prints the
-/// totals per kind, as dsrun's step report does.
+using IssueFn = std::function<void(const std::vector<CollectiveCall> &,
+                                   cudaStream_t)>;
+
+/// Per collective kind: message bytes, bus bytes and time of one step.
+struct Totals {
+  double Bytes = 0, BusBytes = 0, Ms = 0;
+  unsigned Groups = 0;
+};
+using TotalsByKind = std::map<std::string, Totals>;
+
+using GroupList = std::vector<std::vector<CollectiveCall>>;
+
+/// Every collective group of the step, in program order.
+static GroupList stepGroups(const dsc::plan::Plan &P, const Layout &L) {
+  GroupList Out;
+  for (uint32_t I = 0; I < P.Program.size(); ++I)
+    if (std::vector<CollectiveCall> G = collectiveCalls(L, I); !G.empty())
+      Out.push_back(std::move(G));
+  return Out;
+}
+
+static void addGroup(TotalsByKind &ByKind, const std::vector<CollectiveCall> &G,
+                     double Ms, unsigned World) {
+  Totals &T = ByKind[collectiveName(G[0].Kind)];
+  for (const CollectiveCall &C : G)
+    T.Bytes += double(C.messageBytes(World));
+  T.BusBytes += busBytes(G, World);
+  T.Ms += Ms;
+  ++T.Groups;
+}
+
+static void printTotals(const char *Title, const char *Prefix,
+                        const TotalsByKind &ByKind) {
+  printf("%s\n", Title);
+  for (auto &[Kind, T] : ByKind)
+    printf("  %s%-15s %4u groups %10.1f MiB in %8.2f ms (bus %.1f GB/s)\n",
+           Prefix, Kind.c_str(), T.Groups, T.Bytes / (1 << 20), T.Ms,
+           T.Ms > 0 ? T.BusBytes / T.Ms / 1e6 : 0);
+}
+
+/// Issues every collective group of the step on a highest-priority stream,
+/// as dsrun does by default, while a lowest-priority stream runs the
+/// plan's forward and backward GEMMs over and over until they have ended;
+/// times each group.
+static void besideCompute(const dsc::plan::Plan &P, const Layout &L,
+                          const GroupList &Groups, char *Arena,
+                          uint64_t ArenaBytes, const IssueFn &Issue) {
+  namespace plan = dsc::plan;
+  BufferView Work = L.buffer("workspace");
+  if (!Work) {
+    if (L.Rank == 0)
+      printf("the plan has no workspace: no GEMMs to run beside\n");
+    return;
+  }
+  int Least = 0, Greatest = 0;
+  CHECK(cudaDeviceGetStreamPriorityRange(&Least, &Greatest));
+  cudaStream_t Compute, CommS;
+  CHECK(cudaStreamCreateWithPriority(&Compute, cudaStreamNonBlocking, Least));
+  CHECK(cudaStreamCreateWithPriority(&CommS, cudaStreamNonBlocking, Greatest));
+  cublasHandle_t H;
+  CHECK(cublasCreate(&H));
+  CHECK(cublasSetStream(H, Compute));
+  GemmArea Area{Arena, ArenaBytes, Arena + Work.Offset, Work.Bytes, L.Param};
+  auto Step = [&] {
+    for (const plan::Instruction &In : P.Program)
+      if (In.Kind == plan::InstrKind::Forward ||
+          In.Kind == plan::InstrKind::Backward)
+        CHECK(runOpGemms(H, P.Ops[In.Arg], In.Kind == plan::InstrKind::Backward,
+                         Area));
+  };
+  cudaEvent_t A, B;
+  CHECK(cudaEventCreate(&A));
+  CHECK(cudaEventCreate(&B));
+  Step(); // Warm-up: cuBLAS picks its kernels.
+  CHECK(cudaEventRecord(A, Compute));
+  Step();
+  CHECK(cudaEventRecord(B, Compute));
+  CHECK(cudaEventSynchronize(B));
+  float StepMs = 0;
+  CHECK(cudaEventElapsedTime(&StepMs, A, B));
+  if (StepMs <= 0)
+    return;
+  const int Reps = 2;
+  std::vector<cudaEvent_t> Marks(Groups.size() + 1);
+  for (cudaEvent_t &E : Marks)
+    CHECK(cudaEventCreate(&E));
+  // Two steps of GEMMs queued ahead, then one more each time one ends,
+  // until the collectives have: every collective runs beside GEMMs.
+  cudaEvent_t Ahead[2];
+  for (cudaEvent_t &E : Ahead)
+    CHECK(cudaEventCreateWithFlags(&E, cudaEventDisableTiming));
+  CHECK(cudaEventRecord(A, Compute));
+  for (cudaEvent_t E : Ahead) {
+    Step();
+    CHECK(cudaEventRecord(E, Compute));
+  }
+  CHECK(cudaStreamWaitEvent(CommS, A, 0)); // Start once the GEMMs have.
+  for (size_t G = 0; G < Groups.size(); ++G) {
+    CHECK(cudaEventRecord(Marks[G], CommS));
+    for (int R = 0; R < Reps; ++R)
+      Issue(Groups[G], CommS);
+  }
+  CHECK(cudaEventRecord(Marks.back(), CommS));
+  int Loops = 2;
+  for (int K = 0;; K ^= 1, ++Loops) {
+    CHECK(cudaEventSynchronize(Ahead[K]));
+    cudaError_t Done = cudaEventQuery(Marks.back());
+    if (Done == cudaSuccess)
+      break;
+    if (Done != cudaErrorNotReady)
+      CHECK(Done);
+    Step();
+    CHECK(cudaEventRecord(Ahead[K], Compute));
+  }
+  CHECK(cudaDeviceSynchronize());
+  TotalsByKind ByKind;
+  for (size_t G = 0; G < Groups.size(); ++G) {
+    float Ms = 0;
+    CHECK(cudaEventElapsedTime(&Ms, Marks[G], Marks[G + 1]));
+    addGroup(ByKind, Groups[G], Ms / Reps, L.World);
+  }
+  if (L.Rank == 0) {
+    char Title[160];
+    snprintf(Title, sizeof Title,
+             "the plan's collectives beside its GEMMs (%.2f ms of GEMMs a "
+             "step alone, run %d times until they ended):",
+             StepMs, Loops);
+    printTotals(Title, "beside ", ByKind);
+  }
+  for (cudaEvent_t E : Marks)
+    cudaEventDestroy(E);
+  for (cudaEvent_t E : Ahead)
+    cudaEventDestroy(E);
+  cudaEventDestroy(A);
+  cudaEventDestroy(B);
+  cublasDestroy(H);
+  cudaStreamDestroy(Compute);
+  cudaStreamDestroy(CommS);
+}
+
+/// Times each group as dsrun times its collectives: one call at a time,
+/// the ranks lined up before it by a one-element all-reduce, from the call
+/// to its end on each rank; the shortest among the ranks (the last to join
+/// waited for no one), the longest for reduces, as dsrun takes them. Raw
+/// NCCL timed back to back hides each call's start behind the previous
+/// one; a step's dependent calls cannot.
+static TotalsByKind oneAtATime(const GroupList &Groups, const Layout &L,
+                               ncclComm_t Comm, cudaStream_t S,
+                               const IssueFn &Issue) {
+  const int Reps = 5;
+  size_t N = Groups.size() * Reps;
+  // Durations d and -d, so that one min-reduction gives both extremes.
+  std::vector<float> Ms(2 * N);
+  float *Device = nullptr;
+  CHECK(cudaMalloc(reinterpret_cast<void **>(&Device), Ms.size() * 4));
+  cudaEvent_t A, B;
+  CHECK(cudaEventCreate(&A));
+  CHECK(cudaEventCreate(&B));
+  for (size_t G = 0; G < Groups.size(); ++G)
+    for (int R = 0; R < Reps; ++R) {
+      CHECK(ncclAllReduce(Device, Device, 1, ncclFloat32, ncclSum, Comm, S));
+      CHECK(cudaEventRecord(A, S));
+      Issue(Groups[G], S);
+      CHECK(cudaEventRecord(B, S));
+      CHECK(cudaEventSynchronize(B));
+      float D = 0;
+      CHECK(cudaEventElapsedTime(&D, A, B));
+      Ms[G * Reps + R] = D;
+      Ms[N + G * Reps + R] = -D;
+    }
+  CHECK(cudaMemcpy(Device, Ms.data(), Ms.size() * 4, cudaMemcpyHostToDevice));
+  CHECK(ncclAllReduce(Device, Device, Ms.size(), ncclFloat32, ncclMin, Comm, S));
+  CHECK(cudaMemcpyAsync(Ms.data(), Device, Ms.size() * 4,
+                        cudaMemcpyDeviceToHost, S));
+  CHECK(cudaStreamSynchronize(S));
+  TotalsByKind ByKind;
+  for (size_t G = 0; G < Groups.size(); ++G) {
+    bool Reduce = Groups[G][0].Kind == CollectiveKind::Reduce;
+    double Sum = 0;
+    for (int R = 0; R < Reps; ++R)
+      Sum += Reduce ? -Ms[N + G * Reps + R] : Ms[G * Reps + R];
+    addGroup(ByKind, Groups[G], Sum / Reps, L.World);
+  }
+  cudaEventDestroy(A);
+  cudaEventDestroy(B);
+  CHECK(cudaFree(Device));
+  return ByKind;
+}
+
+/// Times every collective group of a plan's step alone (back to back, then
+/// one call at a time), then beside the plan's GEMMs, and prints the totals
+/// per kind as dsrun's step report does.
 static void planCollectives(const dsc::plan::Plan &P, const ProcessInfo &Me,
                             ncclComm_t Comm, cudaStream_t S) {
-  namespace plan = dsc::plan;
   Layout L(P, uint32_t(Me.Rank));
   char *Arena = nullptr;
   uint64_t Bytes = P.Estimates.Ranks[L.Class].DeviceArenaBytes;
   CHECK(cudaMalloc(reinterpret_cast<void **>(&Arena), Bytes));
   CHECK(cudaMemset(Arena, 0, Bytes));
-  auto Issue = [&](const std::vector<CollectiveCall> &Group) {
+  IssueFn Issue = [&](const std::vector<CollectiveCall> &Group,
+                      cudaStream_t On) {
     const char *Failed = nullptr;
-    if (ncclResult_t R = issueGroup(Group, Arena, Comm, S, Failed)) {
+    if (ncclResult_t R = issueGroup(Group, Arena, Comm, On, Failed)) {
       fprintf(stderr, "dsrun-bench: %s failed: %s\n", Failed,
               ncclGetErrorString(R));
       exit(1);
     }
   };
-  struct Totals {
-    double Bytes = 0, BusBytes = 0, Ms = 0;
-    unsigned Groups = 0;
-  };
-  std::map<std::string, Totals> ByKind;
+  GroupList Step = stepGroups(P, L);
+  if (Step.empty()) {
+    planCopies(P, L, Arena, S);
+    CHECK(cudaFree(Arena));
+    return;
+  }
+  TotalsByKind ByKind;
   cudaEvent_t A, B;
   cudaEventCreate(&A);
   cudaEventCreate(&B);
   const int Reps = 5;
-  for (uint32_t I = 0; I < P.Program.size(); ++I) {
-    std::vector<CollectiveCall> Group = collectiveCalls(L, I);
-    if (Group.empty())
-      continue;
-    Issue(Group); // Warm-up.
+  for (const std::vector<CollectiveCall> &Group : Step) {
+    Issue(Group, S); // Warm-up.
     cudaEventRecord(A, S);
     for (int R = 0; R < Reps; ++R)
-      Issue(Group);
+      Issue(Group, S);
     cudaEventRecord(B, S);
     CHECK(cudaEventSynchronize(B));
     float Ms = 0;
     cudaEventElapsedTime(&Ms, A, B);
-    Totals &T = ByKind[collectiveName(Group[0].Kind)];
-    for (const CollectiveCall &C : Group)
-      T.Bytes += double(C.messageBytes(L.World));
-    T.BusBytes += busBytes(Group, L.World);
-    T.Ms += Ms / Reps;
-    ++T.Groups;
+    addGroup(ByKind, Group, Ms / Reps, L.World);
   }
+  cudaEventDestroy(A);
+  cudaEventDestroy(B);
+  TotalsByKind Single = oneAtATime(Step, L, Comm, S, Issue);
   if (Me.Rank == 0) {
-    printf("the plan's collectives alone (one step, the calls dsrun makes):\n");
-    for (auto &[Kind, T] : ByKind)
-      printf("  %-15s %4u groups %10.1f MiB in %8.2f ms (bus %.1f GB/s)\n",
-             Kind.c_str(), T.Groups, T.Bytes / (1 << 20), T.Ms,
-             T.Ms > 0 ? T.BusBytes / T.Ms / 1e6 : 0);
+    printTotals("the plan's collectives alone (one step, the calls dsrun "
+                "makes), back to back:",
+                "", ByKind);
+    printTotals("the same, one call at a time, timed as dsrun times them:",
+                "single ", Single);
   }
+  besideCompute(P, L, Step, Arena, Bytes, Issue);
   planCopies(P, L, Arena, S);
   CHECK(cudaFree(Arena));
 }
 
+static int writeWorkload(const dsc::plan::Plan &P, const std::string &Path) {
+  namespace plan = dsc::plan;
+  FILE *F = fopen(Path.c_str(), "w");
+  if (!F) {
+    fprintf(stderr, "dsrun-bench: cannot write %s: %s\n", Path.c_str(),
+            strerror(errno));
+    return 1;
+  }
+  Layout L(P, 0);
+  static const char *const TypeNames[] = {"f32", "f16", "bf16"};
+  BufferView Work = L.buffer("workspace");
+  GemmArea Area{nullptr, P.Estimates.Ranks[L.Class].DeviceArenaBytes, nullptr,
+                Work ? Work.Bytes : 0, L.Param};
+  fprintf(F, "# dsrun workload 1: world %u, GEMMs in %s\n", L.World,
+          TypeNames[unsigned(L.Param)]);
+  for (uint32_t I = 0; I < P.Program.size(); ++I) {
+    const plan::Instruction &In = P.Program[I];
+    if (Work && (In.Kind == plan::InstrKind::Forward ||
+                 In.Kind == plan::InstrKind::Backward))
+      for (const GemmShape &G :
+           opGemmShapes(P.Ops[In.Arg], In.Kind == plan::InstrKind::Backward,
+                        Area))
+        fprintf(F, "gemm %llu %llu %llu %llu\n", (unsigned long long)G.Batch,
+                (unsigned long long)G.M, (unsigned long long)G.N,
+                (unsigned long long)G.K);
+    std::vector<CollectiveCall> Group = collectiveCalls(L, I);
+    if (Group.empty())
+      continue;
+    fprintf(F, "group\n");
+    for (const CollectiveCall &C : Group)
+      fprintf(F, "call %s %llu %s %d\n", collectiveName(C.Kind),
+              (unsigned long long)C.Count, TypeNames[unsigned(C.Type)],
+              C.Root);
+  }
+  bool Failed = ferror(F);
+  Failed |= fclose(F) != 0;
+  if (Failed) {
+    fprintf(stderr, "dsrun-bench: writing %s failed\n", Path.c_str());
+    return 1;
+  }
+  return 0;
+}
+
 static int bench(int argc, char **argv) {
-  std::string PlanPath;
-  for (int I = 1; I + 1 < argc; ++I)
+  std::string PlanPath, WorkloadPath;
+  for (int I = 1; I + 1 < argc; ++I) {
     if (std::string(argv[I]) == "--plan")
       PlanPath = argv[I + 1];
+    if (std::string(argv[I]) == "--workload")
+      WorkloadPath = argv[I + 1];
+  }
+  if (!WorkloadPath.empty() && PlanPath.empty()) {
+    fprintf(stderr, "dsrun-bench: --workload needs --plan\n");
+    return 2;
+  }
   if (argc >= 3 && std::string(argv[1]) == "-n" && !getenv("DSRUN_CHILD")) {
     std::vector<std::string> Args = {argv[0]};
     if (!PlanPath.empty())
@@ -194,6 +444,8 @@ static int bench(int argc, char **argv) {
       fprintf(stderr, "dsrun-bench: %s\n", Error.c_str());
       return 1;
     }
+    if (!WorkloadPath.empty())
+      return writeWorkload(*Plan, WorkloadPath);
   }
   std::string Error;
   std::optional<ProcessInfo> Me = processFromEnvironment(Error);
