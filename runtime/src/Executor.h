@@ -49,10 +49,11 @@ struct RunOptions {
   bool CommPriority = true;
   /// SMs cuBLAS leaves free for NCCL's kernels (0: cuBLAS takes them all).
   unsigned CommSMs = 0;
-  /// Run the ops' GEMMs (--compute synthetic). Without them (--compute
-  /// none) forward and backward take no time but still write the known
-  /// gradients: the step is the plan's communication, copies and optimizer
-  /// alone, which shows what the runtime itself costs its collectives.
+  /// Run the ops' GEMMs and write their activations (--compute
+  /// synthetic). Without them (--compute none) forward and backward still
+  /// write the known gradients but nothing else: the step is the plan's
+  /// communication, copies and optimizer alone, which shows what the
+  /// runtime itself costs its collectives.
   bool Gemms = true;
 };
 

@@ -41,7 +41,7 @@ void Executor::compute(const plan::Instruction &In, bool Backward,
   BufferView Work = L.buffer("workspace");
   if (Options.Gemms && Op.Gemms.empty() && Work)
     launchTouch(at(Work), std::min(Work.Bytes, Op.TransientBytes), S);
-  if (!Backward) {
+  if (!Backward && Options.Gemms) {
     BufferView Saved = L.buffer("act." + std::to_string(In.Arg));
     if (Saved)
       CHECK_CUDA(cudaMemsetAsync(at(Saved), 0, Saved.Bytes, S));
