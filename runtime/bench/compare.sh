@@ -33,7 +33,8 @@ if [ -n "${COMPARE_LOGS:-}" ]; then
   [ -n "$torch" ] && echo "$torch" > "$COMPARE_LOGS/$tag.torch.log"
 fi
 line=$(echo "$run" | grep "step $steps:")
-echo "$(basename "$plan" .bin): $(echo "$line" | grep -o 'step [0-9]*: [0-9.]* ms (compute [0-9.]* ms, waiting [0-9.]* ms)')"
+echo "$(basename "$plan" .bin): $(echo "$line" | grep -o 'step [0-9]*: [0-9.]* ms ([^)]*)')"
+echo "$run" | grep -o 'step time, mean .*' | sed 's/^/  /'
 # Per kind: dsrun, then each peer with dsrun's share of it.
 bus() { grep "^  $1 " | sed 's/.*bus \([0-9.]*\).*/\1/'; }
 for kind in all-reduce reduce reduce-scatter all-gather; do

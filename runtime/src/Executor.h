@@ -14,6 +14,7 @@
 
 #include "Checks.h"
 #include "Collectives.h"
+#include "Exposed.h"
 #include "Launch.h"
 #include "Nvme.h"
 #include "Layout.h"
@@ -74,7 +75,9 @@ struct CollectiveTotals {
 };
 
 struct StepTiming {
-  double StepMs = 0, ComputeMs = 0;
+  double StepMs = 0;
+  /// The step split: compute stream busy, and idle held by what.
+  ExposedTime Split;
   /// Per collective kind ("all-reduce", ...).
   std::map<std::string, CollectiveTotals> Collectives;
   /// Copies alone (the host work around them is in HostMs).
@@ -151,6 +154,8 @@ private:
   // Reporting (Report.cpp).
   void report(uint32_t Step, const StepTiming &T);
   void reportSummary();
+  /// The steady steps' time and its split beside the plan's estimate.
+  void reportTime();
 
   /// Device or host address of Bytes at Offset inside a buffer.
   char *at(const BufferView &V, uint64_t ByteOffset = 0) const;

@@ -59,14 +59,17 @@ StepTiming Executor::measureStep() {
   CHECK_CUDA(cudaEventElapsedTime(&Ms, StepBegin, StepEnd));
   T.StepMs = Ms;
   std::vector<float> Collective = collectiveTimes();
+  std::vector<Span> Spans(P.Program.size());
+  for (uint32_t I = 0; I < P.Program.size(); ++I) {
+    float Begin = 0, End = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&Begin, StepBegin, Start[I]));
+    CHECK_CUDA(cudaEventElapsedTime(&End, StepBegin, Finish[I]));
+    Spans[I] = {Begin, End};
+  }
+  T.Split = exposedTime(P, Spans, T.StepMs);
   for (uint32_t I = 0; I < P.Program.size(); ++I) {
     const plan::Instruction &In = P.Program[I];
     CHECK_CUDA(cudaEventElapsedTime(&Ms, Start[I], Finish[I]));
-    if (In.On == plan::Stream::Compute &&
-        (In.Kind == plan::InstrKind::Forward ||
-         In.Kind == plan::InstrKind::Backward ||
-         In.Kind == plan::InstrKind::OptimizerStep))
-      T.ComputeMs += Ms;
     if (In.On == plan::Stream::Host)
       T.HostMs += Ms;
     if (!Calls[I].empty()) {

@@ -2,6 +2,7 @@
 
 #include "Executor.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <unistd.h>
@@ -75,26 +76,75 @@ void Executor::report(uint32_t Step, const StepTiming &T) {
              gbps(T.NvmeWriteBytes, T.NvmeWriteMs));
     Copies += Line;
   }
-  double Exposed = T.StepMs > T.ComputeMs ? T.StepMs - T.ComputeMs : 0;
+  const ExposedTime &E = T.Split;
   if (Process.Rank == 0) {
-    char Head[160];
+    char Head[240];
     snprintf(Head, sizeof(Head),
-             "dsrun: step %u: %.2f ms (compute %.2f ms, waiting %.2f ms)", Step,
-             T.StepMs, T.ComputeMs, Exposed);
+             "dsrun: step %u: %.2f ms (compute %.2f ms, exposed communication "
+             "%.2f ms, exposed offload %.2f ms, other %.2f ms)",
+             Step, T.StepMs, E.ComputeMs, E.CommunicationMs, E.OffloadMs,
+             E.OtherMs);
     writeLine(Head + Collectives + Copies + "\n");
   }
   if (FILE *Log = openLog(Options.JsonLog, Process.Rank)) {
     fprintf(Log,
             "{\"rank\":%d,\"step\":%u,\"step_ms\":%.3f,\"compute_ms\":%.3f,"
-            "\"exposed_ms\":%.3f,\"copy_in_bytes\":%.0f,\"copy_in_ms\":%.3f,"
+            "\"exposed_comm_ms\":%.3f,\"exposed_offload_ms\":%.3f,"
+            "\"other_ms\":%.3f,\"copy_in_bytes\":%.0f,\"copy_in_ms\":%.3f,"
             "\"copy_out_bytes\":%.0f,\"copy_out_ms\":%.3f,\"host_ms\":%.3f,"
             "\"nvme_read_bytes\":%.0f,\"nvme_read_ms\":%.3f,"
             "\"nvme_write_bytes\":%.0f,\"nvme_write_ms\":%.3f,"
             "\"collectives\":{%s}}\n",
-            Process.Rank, Step, T.StepMs, T.ComputeMs, Exposed, T.CopyInBytes,
-            T.CopyInMs, T.CopyOutBytes, T.CopyOutMs, T.HostMs, T.NvmeReadBytes,
-            T.NvmeReadMs, T.NvmeWriteBytes, T.NvmeWriteMs,
+            Process.Rank, Step, T.StepMs, E.ComputeMs, E.CommunicationMs,
+            E.OffloadMs, E.OtherMs, T.CopyInBytes, T.CopyInMs, T.CopyOutBytes,
+            T.CopyOutMs, T.HostMs, T.NvmeReadBytes, T.NvmeReadMs,
+            T.NvmeWriteBytes, T.NvmeWriteMs,
             Json.empty() ? "" : Json.c_str() + 1);
+    fclose(Log);
+  }
+}
+
+void Executor::reportTime() {
+  // The first step pays for warm-up (NCCL connections, cuBLAS heuristics):
+  // the later ones are the steady state the plan estimates.
+  size_t First = Timings.size() > 1 ? 1 : 0;
+  if (Timings.size() <= First || Process.Rank != 0)
+    return;
+  StepTiming Mean;
+  for (size_t I = First; I < Timings.size(); ++I) {
+    Mean.StepMs += Timings[I].StepMs;
+    Mean.Split.ComputeMs += Timings[I].Split.ComputeMs;
+    Mean.Split.CommunicationMs += Timings[I].Split.CommunicationMs;
+    Mean.Split.OffloadMs += Timings[I].Split.OffloadMs;
+    Mean.Split.OtherMs += Timings[I].Split.OtherMs;
+  }
+  double N = double(Timings.size() - First);
+  const plan::Estimate &E = P.Estimates;
+  double Planned = double(E.StepNanos) / 1e6;
+  double Comm = double(E.ExposedCommNanos) / 1e6;
+  double Offload = double(E.ExposedOffloadNanos) / 1e6;
+  double Compute = std::max(0.0, Planned - Comm - Offload);
+  double Step = Mean.StepMs / N;
+  char Line[400];
+  snprintf(Line, sizeof(Line),
+           "dsrun: step time, mean of steps %zu-%zu: %.2f ms, planned %.2f ms "
+           "(%+.1f%%): compute %.2f (planned %.2f), exposed communication "
+           "%.2f (%.2f), exposed offload %.2f (%.2f), other %.2f\n",
+           First + 1, Timings.size(), Step, Planned,
+           Planned > 0 ? 100 * (Step - Planned) / Planned : 0,
+           Mean.Split.ComputeMs / N, Compute, Mean.Split.CommunicationMs / N,
+           Comm, Mean.Split.OffloadMs / N, Offload, Mean.Split.OtherMs / N);
+  writeLine(Line);
+  if (FILE *Log = openLog(Options.JsonLog, Process.Rank)) {
+    fprintf(Log,
+            "{\"rank\":%d,\"time\":{\"measured_ms\":%.3f,\"planned_ms\":%.3f,"
+            "\"compute_ms\":%.3f,\"planned_compute_ms\":%.3f,"
+            "\"exposed_comm_ms\":%.3f,\"planned_exposed_comm_ms\":%.3f,"
+            "\"exposed_offload_ms\":%.3f,\"planned_exposed_offload_ms\":%.3f,"
+            "\"other_ms\":%.3f}}\n",
+            Process.Rank, Step, Planned, Mean.Split.ComputeMs / N, Compute,
+            Mean.Split.CommunicationMs / N, Comm, Mean.Split.OffloadMs / N,
+            Offload, Mean.Split.OtherMs / N);
     fclose(Log);
   }
 }
@@ -124,6 +174,7 @@ void Executor::reportSummary() {
           mib(Context), mib(Planned[0]), mib(Cublas), mib(Planned[1]),
           mib(Nccl), mib(Planned[2]), mib(Arena), mib(R.DeviceArenaBytes));
   writeLine(Summary);
+  reportTime();
   if (FILE *Log = openLog(Options.JsonLog, Process.Rank)) {
     fprintf(Log,
             "{\"rank\":%d,\"memory\":{\"measured_bytes\":%llu,"

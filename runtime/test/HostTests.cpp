@@ -6,6 +6,7 @@
 //   - the host AdamW against a double-precision reference, and threading
 //     that does not change a bit;
 //   - the launcher environments and the TCP rendezvous between processes;
+//   - a step's idle compute time blamed on communication or offload;
 //   - for every plan given as an argument: each trainable element owned by
 //     exactly one rank, the buffers dsrun looks up present, and memory the
 //     arena reuses never written before its last reader is done.
@@ -15,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Collectives.h"
+#include "Exposed.h"
 #include "HostMath.h"
 #include "Launch.h"
 #include "Layout.h"
@@ -462,6 +464,53 @@ static void planChecks(const char *Path) {
   }
 }
 
+/// Idle time on the compute stream is blamed on what held the instruction
+/// after it, back along the chain of blockers; the parts add up to the step.
+static void exposed() {
+  using plan::Stream;
+  auto Instr = [](Stream On, std::vector<uint32_t> Waits) {
+    plan::Instruction I;
+    I.On = On;
+    I.Waits = std::move(Waits);
+    return I;
+  };
+  auto Near = [](double A, double B) { return std::fabs(A - B) < 1e-9; };
+  auto Sum = [](const ExposedTime &E) {
+    return E.ComputeMs + E.CommunicationMs + E.OffloadMs + E.OtherMs;
+  };
+  plan::Plan P;
+  // A gather the second op waits for: the gap is communication.
+  P.Program = {Instr(Stream::Compute, {}), Instr(Stream::Comm, {}),
+               Instr(Stream::Compute, {1})};
+  ExposedTime E = exposedTime(P, {{0, 2}, {0, 5}, {5.5, 7}}, 7);
+  EXPECT(Near(E.ComputeMs, 3.5) && Near(E.CommunicationMs, 3.5));
+  EXPECT(Near(E.OffloadMs, 0) && Near(E.OtherMs, 0) && Near(Sum(E), 7));
+  // The gather waited for its shard's copy from the host: the stretch
+  // before the gather started is offload.
+  P.Program = {Instr(Stream::CopyIn, {}), Instr(Stream::Comm, {0}),
+               Instr(Stream::Compute, {}), Instr(Stream::Compute, {1})};
+  E = exposedTime(P, {{0, 4}, {4, 6}, {0, 1}, {6, 8}}, 8);
+  EXPECT(Near(E.ComputeMs, 3) && Near(E.CommunicationMs, 2));
+  EXPECT(Near(E.OffloadMs, 3) && Near(Sum(E), 8));
+  // The same gather held by the one before it on its stream instead.
+  P.Program = {Instr(Stream::Comm, {}), Instr(Stream::Comm, {}),
+               Instr(Stream::Compute, {}), Instr(Stream::Compute, {1})};
+  E = exposedTime(P, {{0, 4}, {4, 6}, {0, 1}, {6, 8}}, 8);
+  EXPECT(Near(E.CommunicationMs, 5) && Near(E.OffloadMs, 0));
+  // After the last op: the offloaded optimizer step on the host.
+  P.Program = {Instr(Stream::Compute, {}), Instr(Stream::Host, {0})};
+  E = exposedTime(P, {{0, 2}, {2, 5}}, 5.5);
+  EXPECT(Near(E.ComputeMs, 2) && Near(E.OffloadMs, 3.5) && Near(Sum(E), 5.5));
+  // A gap nothing explains, and a blocker that ended before the gap.
+  P.Program = {Instr(Stream::Compute, {}), Instr(Stream::Comm, {}),
+               Instr(Stream::Compute, {1})};
+  E = exposedTime(P, {{0, 2}, {0, 1}, {3, 4}}, 4);
+  EXPECT(Near(E.OtherMs, 1) && Near(E.CommunicationMs, 0) && Near(Sum(E), 4));
+  // Spans that do not match the program give nothing.
+  E = exposedTime(P, {{0, 1}}, 1);
+  EXPECT(Near(Sum(E), 0));
+}
+
 /// Run by mpiexec: each rank learns who it is from MPI's environment alone
 /// (no MASTER_ADDR) and receives rank 0's id by MPI.
 static int mpiRendezvous() {
@@ -491,6 +540,7 @@ int main(int argc, char **argv) {
   launchers();
   hostConversions();
   swapFiles();
+  exposed();
   for (int I = 1; I < argc; ++I)
     planChecks(argv[I]);
   printf("%s: %d failure(s), %d plan(s) checked\n",
