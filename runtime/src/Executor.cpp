@@ -6,6 +6,7 @@
 #include "Kernels.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -145,6 +146,16 @@ bool Executor::checkBeforeRunning() {
     fprintf(stderr, "dsrun: the plan offloads to NVMe: give --nvme-path DIR, "
                     "a directory on the drive (the config's nvme_path)\n");
     return false;
+  }
+  if (!Options.CalibrationOut.empty() && Process.Rank == 0) {
+    // Found out now, not after the steps have run.
+    FILE *F = fopen(Options.CalibrationOut.c_str(), "a");
+    if (!F) {
+      fprintf(stderr, "dsrun: --calibration-out: cannot write %s: %s\n",
+              Options.CalibrationOut.c_str(), strerror(errno));
+      return false;
+    }
+    fclose(F);
   }
   std::string Short = checkRuntimeNeeds(L);
   if (!Short.empty()) {
@@ -508,7 +519,8 @@ int Executor::run() {
     Timings.push_back(T);
     report(Step, T);
   }
-  reportSummary();
+  if (!reportSummary())
+    return 1;
   if (Options.Verify && !verify(Options.Steps))
     return 1;
   return 0;

@@ -83,6 +83,8 @@ struct StepTiming {
   /// Copies alone (the host work around them is in HostMs).
   double CopyInBytes = 0, CopyInMs = 0, CopyOutBytes = 0, CopyOutMs = 0;
   double HostMs = 0;
+  /// The offloaded AdamW on the host stream: elements updated, time.
+  double HostAdamElems = 0, HostAdamMs = 0;
   double NvmeReadBytes = 0, NvmeReadMs = 0, NvmeWriteBytes = 0,
          NvmeWriteMs = 0;
 };
@@ -153,7 +155,8 @@ private:
 
   // Reporting (Report.cpp).
   void report(uint32_t Step, const StepTiming &T);
-  void reportSummary();
+  /// False when --calibration-out could not be written.
+  bool reportSummary();
   /// The steady steps' time and its split beside the plan's estimate.
   void reportTime();
 

@@ -72,6 +72,12 @@ StepTiming Executor::measureStep() {
     CHECK_CUDA(cudaEventElapsedTime(&Ms, Start[I], Finish[I]));
     if (In.On == plan::Stream::Host)
       T.HostMs += Ms;
+    if (In.On == plan::Stream::Host &&
+        In.Kind == plan::InstrKind::OptimizerStep) {
+      auto [Lo, Hi] = L.SubGroupRange[In.Arg];
+      T.HostAdamElems += double(Hi - Lo);
+      T.HostAdamMs += Ms;
+    }
     if (!Calls[I].empty()) {
       CollectiveTotals &C = T.Collectives[collectiveName(Calls[I][0].Kind)];
       for (const CollectiveCall &Call : Calls[I])

@@ -2,6 +2,8 @@
 
 #include "Executor.h"
 
+#include "Calibration.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -149,7 +151,7 @@ void Executor::reportTime() {
   }
 }
 
-void Executor::reportSummary() {
+bool Executor::reportSummary() {
   const plan::RankEstimate &R = P.Estimates.Ranks[L.Class];
   uint64_t Context = Memory.Context;
   uint64_t Cublas = Memory.Cublas - Memory.Context;
@@ -198,17 +200,41 @@ void Executor::reportSummary() {
                mib(F->bufferedBytes()));
       writeLine(Line);
     }
-  if (!Options.CalibrationOut.empty() && Process.Rank == 0) {
-    if (FILE *F = fopen(Options.CalibrationOut.c_str(), "w")) {
-      fprintf(F,
-              "# Measured by dsrun on %d rank(s): device memory outside the "
-              "plan's arena.\ncuda_context_bytes: %llu\n"
-              "cublas_workspace_bytes: %llu\nnccl_bytes: %llu\n",
-              Process.WorldSize, (unsigned long long)Context,
-              (unsigned long long)Cublas, (unsigned long long)Nccl);
-      fclose(F);
-    }
+  if (Options.CalibrationOut.empty() || Process.Rank != 0)
+    return true;
+  Calibration C;
+  C.Ranks = Process.WorldSize;
+  C.CudaContextBytes = Context;
+  C.CublasWorkspaceBytes = Cublas;
+  C.NcclBytes = Nccl;
+  // Rates of the steady steps (the first pays for warm-up); the planner
+  // has one pinned-copy figure for both directions.
+  double AdamElems = 0, AdamMs = 0, CopyBytes = 0, CopyMs = 0, ReadBytes = 0,
+         ReadMs = 0, WriteBytes = 0, WriteMs = 0;
+  for (size_t I = Timings.size() > 1 ? 1 : 0; I < Timings.size(); ++I) {
+    const StepTiming &T = Timings[I];
+    AdamElems += T.HostAdamElems;
+    AdamMs += T.HostAdamMs;
+    CopyBytes += T.CopyInBytes + T.CopyOutBytes;
+    CopyMs += T.CopyInMs + T.CopyOutMs;
+    ReadBytes += T.NvmeReadBytes;
+    ReadMs += T.NvmeReadMs;
+    WriteBytes += T.NvmeWriteBytes;
+    WriteMs += T.NvmeWriteMs;
   }
+  auto PerSecond = [](double Amount, double Ms) {
+    return Ms > 0 ? uint64_t(Amount / Ms * 1e3) : 0;
+  };
+  C.Rates.HostAdamElemsPerSec = PerSecond(AdamElems, AdamMs);
+  C.Rates.PinnedCopyBytesPerSec = PerSecond(CopyBytes, CopyMs);
+  C.Rates.NVMeReadBytesPerSec = PerSecond(ReadBytes, ReadMs);
+  C.Rates.NVMeWriteBytesPerSec = PerSecond(WriteBytes, WriteMs);
+  std::string WriteError;
+  if (!writeCalibration(Options.CalibrationOut, C, WriteError)) {
+    fprintf(stderr, "dsrun: --calibration-out: %s\n", WriteError.c_str());
+    return false;
+  }
+  return true;
 }
 
 } // namespace dsrun

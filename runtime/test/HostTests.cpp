@@ -7,6 +7,7 @@
 //     that does not change a bit;
 //   - the launcher environments and the TCP rendezvous between processes;
 //   - a step's idle compute time blamed on communication or offload;
+//   - the calibration file dsrun writes (read back by dsc in a lit test);
 //   - for every plan given as an argument: each trainable element owned by
 //     exactly one rank, the buffers dsrun looks up present, and memory the
 //     arena reuses never written before its last reader is done.
@@ -15,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Calibration.h"
 #include "Collectives.h"
 #include "Exposed.h"
 #include "HostMath.h"
@@ -511,6 +513,44 @@ static void exposed() {
   EXPECT(Near(Sum(E), 0));
 }
 
+/// A calibration sample: what --write-calibration writes for the lit test
+/// that reads it back with dsc plan.
+static Calibration sampleCalibration() {
+  Calibration C;
+  C.Ranks = 2;
+  C.CudaContextBytes = 552468480;
+  C.CublasWorkspaceBytes = 75497472;
+  C.NcclBytes = 899678208;
+  C.Rates.HostAdamElemsPerSec = 456000000;
+  C.Rates.NVMeReadBytesPerSec = 1170000000;
+  return C;
+}
+
+/// Measured figures are written under the plan's names; those not
+/// measured are left out, and an unwritable path is an error.
+static void calibrationFile() {
+  char Dir[] = "/tmp/dsrun-calibration-XXXXXX";
+  EXPECT(mkdtemp(Dir) != nullptr);
+  std::string Path = std::string(Dir) + "/c.yaml", Error;
+  EXPECT(writeCalibration(Path, sampleCalibration(), Error));
+  std::ifstream In(Path);
+  std::string Text((std::istreambuf_iterator<char>(In)),
+                   std::istreambuf_iterator<char>());
+  EXPECT(Text.find("\ncuda_context_bytes: 552468480\n") != std::string::npos);
+  EXPECT(Text.find("\nnccl_bytes: 899678208\n") != std::string::npos);
+  EXPECT(Text.find("\nhost_adam_elems_per_sec: 456000000\n") !=
+         std::string::npos);
+  EXPECT(Text.find("\nnvme_read_bytes_per_sec: 1170000000\n") !=
+         std::string::npos);
+  EXPECT(Text.find("pinned_copy") == std::string::npos);
+  EXPECT(Text.find("gpu:") == std::string::npos);
+  unlink(Path.c_str());
+  rmdir(Dir);
+  EXPECT(!writeCalibration(std::string(Dir) + "/gone/c.yaml",
+                           sampleCalibration(), Error));
+  EXPECT(Error.find("cannot write") != std::string::npos);
+}
+
 /// Run by mpiexec: each rank learns who it is from MPI's environment alone
 /// (no MASTER_ADDR) and receives rank 0's id by MPI.
 static int mpiRendezvous() {
@@ -535,12 +575,20 @@ static int mpiRendezvous() {
 int main(int argc, char **argv) {
   if (argc == 2 && std::string(argv[1]) == "--mpi-rendezvous")
     return mpiRendezvous();
+  if (argc == 3 && std::string(argv[1]) == "--write-calibration") {
+    std::string Error;
+    if (writeCalibration(argv[2], sampleCalibration(), Error))
+      return 0;
+    fprintf(stderr, "%s\n", Error.c_str());
+    return 1;
+  }
   conversions();
   adam();
   launchers();
   hostConversions();
   swapFiles();
   exposed();
+  calibrationFile();
   for (int I = 1; I < argc; ++I)
     planChecks(argv[I]);
   printf("%s: %d failure(s), %d plan(s) checked\n",

@@ -1,0 +1,46 @@
+//===- Calibration.cpp - What dsrun measured, for dsc plan --calibration --===//
+
+#include "Calibration.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <type_traits>
+
+namespace dsrun {
+
+bool writeCalibration(const std::string &Path, const Calibration &C,
+                      std::string &Error) {
+  FILE *F = fopen(Path.c_str(), "w");
+  if (!F) {
+    Error = "cannot write " + Path + ": " + strerror(errno);
+    return false;
+  }
+  fprintf(F,
+          "# Measured by dsrun on %d rank(s). dsc plan --calibration FILE.\n"
+          "# Device memory outside the plan's arena:\n"
+          "cuda_context_bytes: %llu\ncublas_workspace_bytes: %llu\n"
+          "nccl_bytes: %llu\n",
+          C.Ranks, (unsigned long long)C.CudaContextBytes,
+          (unsigned long long)C.CublasWorkspaceBytes,
+          (unsigned long long)C.NcclBytes);
+  bool Any = false;
+  dsc::plan::Hardware Rates = C.Rates;
+  Rates.visit([&](const char *Name, const auto &Value) {
+    if constexpr (std::is_integral_v<std::decay_t<decltype(Value)>>) {
+      if (!Value)
+        return;
+      if (!Any)
+        fprintf(F, "# Rates measured in the steady steps, per rank:\n");
+      Any = true;
+      fprintf(F, "%s: %llu\n", Name, (unsigned long long)Value);
+    }
+  });
+  bool Failed = ferror(F) != 0;
+  Failed |= fclose(F) != 0;
+  if (Failed)
+    Error = "writing " + Path + " failed";
+  return !Failed;
+}
+
+} // namespace dsrun
