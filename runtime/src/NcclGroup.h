@@ -21,20 +21,6 @@ inline ncclDataType_t ncclTypeOf(ElementType T) {
                                  : ncclBfloat16;
 }
 
-inline const char *ncclName(CollectiveKind K) {
-  switch (K) {
-  case CollectiveKind::AllReduce:
-    return "ncclAllReduce";
-  case CollectiveKind::Reduce:
-    return "ncclReduce";
-  case CollectiveKind::ReduceScatter:
-    return "ncclReduceScatter";
-  case CollectiveKind::AllGather:
-    return "ncclAllGather";
-  }
-  return "nccl";
-}
-
 /// Issues Group as one NCCL group on stream S; offsets are into Arena.
 /// Returns the first error and sets Failed to the NCCL function's name.
 inline ncclResult_t issueGroup(const std::vector<CollectiveCall> &Group,
@@ -45,20 +31,23 @@ inline ncclResult_t issueGroup(const std::vector<CollectiveCall> &Group,
   for (const CollectiveCall &C : Group) {
     if (R != ncclSuccess)
       break;
-    Failed = ncclName(C.Kind);
     char *Send = Arena + C.Send, *Recv = Arena + C.Recv;
     ncclDataType_t T = ncclTypeOf(C.Type);
     switch (C.Kind) {
     case CollectiveKind::AllReduce:
+      Failed = "ncclAllReduce";
       R = ncclAllReduce(Send, Recv, C.Count, T, ncclSum, Comm, S);
       break;
     case CollectiveKind::Reduce:
+      Failed = "ncclReduce";
       R = ncclReduce(Send, Recv, C.Count, T, ncclSum, C.Root, Comm, S);
       break;
     case CollectiveKind::ReduceScatter:
+      Failed = "ncclReduceScatter";
       R = ncclReduceScatter(Send, Recv, C.Count, T, ncclSum, Comm, S);
       break;
     case CollectiveKind::AllGather:
+      Failed = "ncclAllGather";
       R = ncclAllGather(Send, Recv, C.Count, T, Comm, S);
       break;
     }
