@@ -949,6 +949,19 @@ inline bool unitGathersRankMajor(const Plan &P, uint32_t Unit) {
   return P.FetchUnits[Unit].Tensors.size() > 1 && P.Settings.WorldSize > 1;
 }
 
+/// What an instruction's time counts as when a step is split, in the
+/// planner's estimate and in dsrun's measurement alike: a collective is
+/// communication and a transfer or host work offload, whatever stream it
+/// runs on (without overlap_comm, reductions run on the compute stream).
+inline bool isCommunication(const Instruction &In) {
+  return In.Kind == InstrKind::Reduce || In.Kind == InstrKind::Gather ||
+         In.Kind == InstrKind::GatherParams;
+}
+
+inline bool isOffload(const Instruction &In) {
+  return In.Kind == InstrKind::Transfer || In.On == Stream::Host;
+}
+
 inline std::string checkPlan(const Plan &P) {
   auto Bad = [](const std::string &What, size_t I) {
     return What + " " + std::to_string(I) + " is out of range";

@@ -45,16 +45,6 @@ uint64_t replay(const plan::Plan &P, Pred Free) {
   return Last;
 }
 
-bool isCommunication(const plan::Instruction &In) {
-  return In.Kind == plan::InstrKind::Reduce ||
-         In.Kind == plan::InstrKind::Gather ||
-         In.Kind == plan::InstrKind::GatherParams;
-}
-
-bool isOffload(const plan::Instruction &In) {
-  return In.Kind == plan::InstrKind::Transfer || In.On == plan::Stream::Host;
-}
-
 } // namespace
 
 Error runEstimatePass(plan::Plan &P) {
@@ -122,8 +112,8 @@ Error runEstimatePass(plan::Plan &P) {
 
   E.DeepSpeed = deepspeedEstimate(P);
   E.StepNanos = replay(P, [](const plan::Instruction &) { return false; });
-  E.ExposedCommNanos = E.StepNanos - replay(P, isCommunication);
-  E.ExposedOffloadNanos = E.StepNanos - replay(P, isOffload);
+  E.ExposedCommNanos = E.StepNanos - replay(P, plan::isCommunication);
+  E.ExposedOffloadNanos = E.StepNanos - replay(P, plan::isOffload);
   return Error::success();
 }
 

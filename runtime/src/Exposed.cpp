@@ -12,17 +12,11 @@ namespace {
 
 enum class Blame { Communication, Offload, Other };
 
-Blame blameOf(plan::Stream S) {
-  switch (S) {
-  case plan::Stream::Comm:
-    return Blame::Communication;
-  case plan::Stream::CopyIn:
-  case plan::Stream::CopyOut:
-  case plan::Stream::Host:
-    return Blame::Offload;
-  default:
-    return Blame::Other;
-  }
+/// As the planner counts it (PlanFormat.h): by kind, not by stream.
+Blame blameOf(const plan::Instruction &In) {
+  return plan::isCommunication(In) ? Blame::Communication
+         : plan::isOffload(In)     ? Blame::Offload
+                                   : Blame::Other;
 }
 
 class Walker {
@@ -39,11 +33,12 @@ public:
   }
 
   /// Of I's waits (and, with Stream, the instruction before it on its
-  /// stream), the one that finished last.
+  /// stream), the one that finished last. Only earlier instructions count,
+  /// so that the walk back ends even on an edited plan.
   uint32_t heldBy(uint32_t I, bool Stream) const {
     uint32_t Best = plan::NoIndex;
     auto Consider = [&](uint32_t W) {
-      if (W < S.size() && (Best == plan::NoIndex || S[W].Finish > S[Best].Finish))
+      if (W < I && (Best == plan::NoIndex || S[W].Finish > S[Best].Finish))
         Best = W;
     };
     for (uint32_t W : P.Program[I].Waits)
@@ -53,17 +48,22 @@ public:
     return Best;
   }
 
-  /// Blames the compute stream's idle [From, To) on X and, before X
-  /// started, on what held X.
+  /// Blames the compute stream's idle [From, To) on X while X ran and, before
+  /// X started, on what held X. Time after X ended, before the next in the
+  /// chain started, held nobody back but the host: other.
   void blame(uint32_t X, double From, double To) {
     while (To > From) {
       if (X == plan::NoIndex || S[X].Finish <= From ||
-          blameOf(P.Program[X].On) == Blame::Other) {
+          blameOf(P.Program[X]) == Blame::Other) {
         add(Blame::Other, To - From); // Nothing else was running.
         return;
       }
+      if (S[X].Finish < To) {
+        add(Blame::Other, To - S[X].Finish);
+        To = S[X].Finish;
+      }
       double Begin = std::max(From, S[X].Start);
-      add(blameOf(P.Program[X].On), To - Begin);
+      add(blameOf(P.Program[X]), To - Begin);
       To = Begin;
       X = heldBy(X, true);
     }
@@ -91,25 +91,42 @@ ExposedTime exposedTime(const plan::Plan &P, const std::vector<Span> &Spans,
     return Out;
   Walker W(P, Spans, Out);
   double Busy = 0; // The compute stream is busy until here.
-  // Event timestamps are coarse: gaps shorter than this are none.
+  // Event timestamps are coarse: shorter gaps are not walked back.
   const double Tolerance = 1e-3;
+  auto Idle = [&](uint32_t HeldBy, double To) {
+    if (To > Busy + Tolerance)
+      W.blame(HeldBy, Busy, To);
+    else if (To > Busy)
+      W.add(Blame::Other, To - Busy);
+  };
   for (uint32_t I = 0; I < P.Program.size(); ++I) {
-    if (P.Program[I].On != plan::Stream::Compute)
+    const plan::Instruction &In = P.Program[I];
+    if (In.On != plan::Stream::Compute)
       continue;
     const Span &X = Spans[I];
-    if (X.Start > Busy + Tolerance)
-      W.blame(W.heldBy(I, false), Busy, X.Start);
-    Out.ComputeMs += std::max(0.0, X.Finish - std::max(Busy, X.Start));
+    Idle(W.heldBy(I, false), X.Start);
+    // A collective on the compute stream (no overlap_comm) is exposed
+    // communication, as the planner counts it.
+    double Ran = std::max(0.0, X.Finish - std::max(Busy, X.Start));
+    switch (blameOf(In)) {
+    case Blame::Communication:
+      Out.CommunicationMs += Ran;
+      break;
+    case Blame::Offload:
+      Out.OffloadMs += Ran;
+      break;
+    case Blame::Other:
+      Out.ComputeMs += Ran;
+      break;
+    }
     Busy = std::max(Busy, X.Finish);
   }
   // After the compute stream's last instruction: whatever ended last.
-  if (StepMs > Busy + Tolerance) {
-    uint32_t Last = plan::NoIndex;
-    for (uint32_t I = 0; I < Spans.size(); ++I)
-      if (Last == plan::NoIndex || Spans[I].Finish > Spans[Last].Finish)
-        Last = I;
-    W.blame(Last, Busy, StepMs);
-  }
+  uint32_t Last = plan::NoIndex;
+  for (uint32_t I = 0; I < Spans.size(); ++I)
+    if (Last == plan::NoIndex || Spans[I].Finish > Spans[Last].Finish)
+      Last = I;
+  Idle(Last, StepMs);
   return Out;
 }
 

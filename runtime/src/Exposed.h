@@ -5,9 +5,12 @@
 // on what that instruction waited for, walking back along what held each
 // blocker in turn (its waits and the instruction before it on its stream):
 // a stretch covered by a collective is exposed communication, by a copy,
-// NVMe I/O or host work exposed offload. The planner splits its estimate
-// the same way (exposed_comm_ns, exposed_offload_ns), so the two can be
-// set side by side. Host code, tested without a GPU.
+// NVMe I/O or host work exposed offload, and a stretch after a blocker
+// ended but before what it held started (the host issuing late) is other.
+// What counts as communication or offload is decided by the instruction's
+// kind, as the planner decides it (PlanFormat.h), so a reduction on the
+// compute stream (no overlap_comm) is communication too, and the two
+// splits can be set side by side. Host code, tested without a GPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,10 +30,10 @@ struct Span {
 };
 
 struct ExposedTime {
-  double ComputeMs = 0;       ///< The compute stream busy.
-  double CommunicationMs = 0; ///< Idle, held by collectives.
-  double OffloadMs = 0;       ///< Idle, held by copies, NVMe I/O, host work.
-  double OtherMs = 0;         ///< Idle with nothing else running.
+  double ComputeMs = 0;       ///< The compute stream busy computing.
+  double CommunicationMs = 0; ///< Collectives on it, or idle held by them.
+  double OffloadMs = 0;       ///< Likewise copies, NVMe I/O, host work.
+  double OtherMs = 0;         ///< Idle, held by nothing that ran.
 };
 
 /// Splits StepMs; Spans has one entry per instruction of P.Program.
