@@ -159,6 +159,8 @@ private:
   bool reportSummary();
   /// The steady steps' time and its split beside the plan's estimate.
   void reportTime();
+  /// The index in Timings of the first step past warm-up.
+  size_t firstSteadyStep() const;
 
   /// Device or host address of Bytes at Offset inside a buffer.
   char *at(const BufferView &V, uint64_t ByteOffset = 0) const;

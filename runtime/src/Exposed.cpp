@@ -108,17 +108,10 @@ ExposedTime exposedTime(const plan::Plan &P, const std::vector<Span> &Spans,
     // A collective on the compute stream (no overlap_comm) is exposed
     // communication, as the planner counts it.
     double Ran = std::max(0.0, X.Finish - std::max(Busy, X.Start));
-    switch (blameOf(In)) {
-    case Blame::Communication:
-      Out.CommunicationMs += Ran;
-      break;
-    case Blame::Offload:
-      Out.OffloadMs += Ran;
-      break;
-    case Blame::Other:
+    if (blameOf(In) == Blame::Other)
       Out.ComputeMs += Ran;
-      break;
-    }
+    else
+      W.add(blameOf(In), Ran);
     Busy = std::max(Busy, X.Finish);
   }
   // After the compute stream's last instruction: whatever ended last.

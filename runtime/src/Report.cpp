@@ -106,10 +106,14 @@ void Executor::report(uint32_t Step, const StepTiming &T) {
   }
 }
 
-void Executor::reportTime() {
+size_t Executor::firstSteadyStep() const {
   // The first step pays for warm-up (NCCL connections, cuBLAS heuristics):
   // the later ones are the steady state the plan estimates.
-  size_t First = Timings.size() > 1 ? 1 : 0;
+  return Timings.size() > 1 ? 1 : 0;
+}
+
+void Executor::reportTime() {
+  size_t First = firstSteadyStep();
   if (Timings.size() <= First || Process.Rank != 0)
     return;
   StepTiming Mean;
@@ -207,11 +211,11 @@ bool Executor::reportSummary() {
   C.CudaContextBytes = Context;
   C.CublasWorkspaceBytes = Cublas;
   C.NcclBytes = Nccl;
-  // Rates of the steady steps (the first pays for warm-up); the planner
-  // has one pinned-copy figure for both directions.
+  // Rates of the steady steps; the planner has one pinned-copy figure
+  // for both directions.
   double AdamElems = 0, AdamMs = 0, CopyBytes = 0, CopyMs = 0, ReadBytes = 0,
          ReadMs = 0, WriteBytes = 0, WriteMs = 0;
-  for (size_t I = Timings.size() > 1 ? 1 : 0; I < Timings.size(); ++I) {
+  for (size_t I = firstSteadyStep(); I < Timings.size(); ++I) {
     const StepTiming &T = Timings[I];
     AdamElems += T.HostAdamElems;
     AdamMs += T.HostAdamMs;
