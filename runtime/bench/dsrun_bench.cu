@@ -132,13 +132,6 @@ static void planCopies(const dsc::plan::Plan &P, const Layout &L, char *Arena,
 using IssueFn = std::function<void(const std::vector<CollectiveCall> &,
                                    cudaStream_t)>;
 
-/// Per collective kind: message bytes, bus bytes and time of one step.
-struct Totals {
-  double Bytes = 0, BusBytes = 0, Ms = 0;
-  unsigned Groups = 0;
-};
-using TotalsByKind = std::map<std::string, Totals>;
-
 using GroupList = std::vector<std::vector<CollectiveCall>>;
 
 /// Every collective group of the step, in program order.
@@ -150,22 +143,13 @@ static GroupList stepGroups(const dsc::plan::Plan &P, const Layout &L) {
   return Out;
 }
 
-static void addGroup(TotalsByKind &ByKind, const std::vector<CollectiveCall> &G,
-                     double Ms, unsigned World) {
-  Totals &T = ByKind[collectiveName(G[0].Kind)];
-  for (const CollectiveCall &C : G)
-    T.Bytes += double(C.messageBytes(World));
-  T.BusBytes += busBytes(G, World);
-  T.Ms += Ms;
-  ++T.Groups;
-}
 
 static void printTotals(const char *Title, const char *Prefix,
                         const TotalsByKind &ByKind) {
   printf("%s\n", Title);
   for (auto &[Kind, T] : ByKind)
     printf("  %s%-15s %4u groups %10.1f MiB in %8.2f ms (bus %.1f GB/s)\n",
-           Prefix, Kind.c_str(), T.Groups, T.Bytes / (1 << 20), T.Ms,
+           Prefix, Kind.c_str(), T.Calls, T.Bytes / (1 << 20), T.Ms,
            T.Ms > 0 ? T.BusBytes / T.Ms / 1e6 : 0);
 }
 

@@ -57,6 +57,16 @@ double busBytes(const std::vector<CollectiveCall> &Group, unsigned World) {
   return Sum;
 }
 
+void addGroup(TotalsByKind &ByKind, const std::vector<CollectiveCall> &Group,
+              double Ms, unsigned World) {
+  CollectiveTotals &T = ByKind[collectiveName(Group[0].Kind)];
+  for (const CollectiveCall &C : Group)
+    T.Bytes += double(C.messageBytes(World));
+  T.BusBytes += busBytes(Group, World);
+  T.Ms += Ms;
+  ++T.Calls;
+}
+
 namespace {
 
 uint64_t offsetOf(const Layout &L, const std::string &Name) {

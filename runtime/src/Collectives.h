@@ -12,6 +12,8 @@
 
 #include "Layout.h"
 
+#include <map>
+#include <string>
 #include <vector>
 
 namespace dsrun {
@@ -47,6 +49,19 @@ std::vector<CollectiveCall> collectiveCalls(const Layout &L,
 /// bandwidth. A group of reduces to several roots counts as the
 /// reduce-scatter it amounts to.
 double busBytes(const std::vector<CollectiveCall> &Group, unsigned World);
+
+/// What the collective groups of one kind did in a step.
+struct CollectiveTotals {
+  double Bytes = 0;    ///< Message bytes (nccl-tests' "size").
+  double BusBytes = 0; ///< Bytes times the bus factor.
+  double Ms = 0;
+  unsigned Calls = 0; ///< Groups.
+};
+using TotalsByKind = std::map<std::string, CollectiveTotals>;
+
+/// Adds a group that took Ms to its kind's totals.
+void addGroup(TotalsByKind &ByKind, const std::vector<CollectiveCall> &Group,
+              double Ms, unsigned World);
 
 } // namespace dsrun
 

@@ -66,20 +66,12 @@ struct MemoryReadings {
            Peak = 0;
 };
 
-/// What the collectives of one kind did in a step.
-struct CollectiveTotals {
-  double Bytes = 0;    ///< Message bytes (nccl-tests' "size").
-  double BusBytes = 0; ///< Bytes times the bus factor.
-  double Ms = 0;
-  unsigned Calls = 0;
-};
-
 struct StepTiming {
   double StepMs = 0;
   /// The step split: compute stream busy, and idle held by what.
   ExposedTime Split;
   /// Per collective kind ("all-reduce", ...).
-  std::map<std::string, CollectiveTotals> Collectives;
+  TotalsByKind Collectives;
   /// Copies alone (the host work around them is in HostMs).
   double CopyInBytes = 0, CopyInMs = 0, CopyOutBytes = 0, CopyOutMs = 0;
   double HostMs = 0;

@@ -79,12 +79,7 @@ StepTiming Executor::measureStep() {
       T.HostAdamMs += Ms;
     }
     if (!Calls[I].empty()) {
-      CollectiveTotals &C = T.Collectives[collectiveName(Calls[I][0].Kind)];
-      for (const CollectiveCall &Call : Calls[I])
-        C.Bytes += double(Call.messageBytes(L.World));
-      C.BusBytes += busBytes(Calls[I], L.World);
-      C.Ms += Collective[I];
-      ++C.Calls;
+      addGroup(T.Collectives, Calls[I], Collective[I], L.World);
     } else if (In.Kind == plan::InstrKind::Transfer &&
                (P.Transfers[In.Arg].Kind == plan::TransferKind::NVMeRead ||
                 P.Transfers[In.Arg].Kind == plan::TransferKind::NVMeWrite)) {
