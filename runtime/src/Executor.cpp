@@ -259,7 +259,20 @@ bool Executor::setUp() {
     return false;
   }
   memcpy(&Id, Blob.data(), sizeof(Id));
-  CHECK_NCCL(ncclCommInitRank(&Comm, Process.WorldSize, Id, Process.Rank));
+  ncclConfig_t Config = NCCL_CONFIG_INITIALIZER;
+  if (Options.CommMinCTAs) {
+    // NCCL 2.28 checks the pair and takes an unset maximum for invalid;
+    // 64 is its own default maximum (MAXCHANNELS).
+    Config.minCTAs = int(Options.CommMinCTAs);
+    Config.maxCTAs = 64;
+  }
+  if (ncclResult_t E = ncclCommInitRankConfig(&Comm, Process.WorldSize, Id,
+                                              Process.Rank, &Config);
+      E != ncclSuccess) {
+    fprintf(stderr, "dsrun: rank %d: ncclCommInitRankConfig failed: %s (%s)\n",
+            Process.Rank, ncclGetErrorString(E), ncclGetLastError(nullptr));
+    return false;
+  }
   {
     // NCCL sets up its buffers on the first collective.
     void *One = nullptr;

@@ -50,6 +50,10 @@ struct RunOptions {
   bool CommPriority = true;
   /// SMs cuBLAS leaves free for NCCL's kernels (0: cuBLAS takes them all).
   unsigned CommSMs = 0;
+  /// The fewest CTAs (channels) NCCL's kernels take, through the
+  /// communicator's config (0: NCCL decides). Beside GEMMs NCCL's own
+  /// choice can leave large all-reduces short of what more channels carry.
+  unsigned CommMinCTAs = 0;
   /// Run the ops' GEMMs and write their activations (--compute
   /// synthetic). Without them (--compute none) forward and backward still
   /// write the known gradients but nothing else: the step is the plan's

@@ -23,7 +23,7 @@ static int usage(const char *Message) {
           "usage: dsrun [-n PROCESSES] plan.bin [--steps N] [--verify] "
           "[--compute synthetic|none] [--json FILE] [--calibration-out FILE] "
           "[--timeout SECONDS] [--host-threads N] [--nvme-path DIR] "
-          "[--comm-priority high|normal] [--comm-sms N] "
+          "[--comm-priority high|normal] [--comm-sms N] [--comm-min-ctas N] "
           "[--dry-run]\n",
           Message);
   return 2;
@@ -83,6 +83,10 @@ int main(int argc, char **argv) {
       if (!Value(0, 1024))
         return usage("--comm-sms needs a count of SMs");
       Options.CommSMs = unsigned(V);
+    } else if (A == "--comm-min-ctas") {
+      if (!Value(1, 64))
+        return usage("--comm-min-ctas needs a count of CTAs from 1 to 64");
+      Options.CommMinCTAs = unsigned(V);
     } else if (A == "--dry-run") {
       Options.DryRun = true;
     } else if (A == "--compute") {
