@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <unistd.h>
 
 namespace plan = dsc::plan;
 
@@ -148,14 +149,19 @@ bool Executor::checkBeforeRunning() {
     return false;
   }
   if (!Options.CalibrationOut.empty() && Process.Rank == 0) {
-    // Found out now, not after the steps have run.
-    FILE *F = fopen(Options.CalibrationOut.c_str(), "a");
+    // Found out now, not after the steps have run; a file this check
+    // creates is removed again, so a failed or dry run leaves none.
+    const char *Path = Options.CalibrationOut.c_str();
+    bool Existed = access(Path, F_OK) == 0;
+    FILE *F = fopen(Path, "a");
     if (!F) {
       fprintf(stderr, "dsrun: --calibration-out: cannot write %s: %s\n",
-              Options.CalibrationOut.c_str(), strerror(errno));
+              Path, strerror(errno));
       return false;
     }
     fclose(F);
+    if (!Existed)
+      unlink(Path);
   }
   std::string Short = checkRuntimeNeeds(L);
   if (!Short.empty()) {
