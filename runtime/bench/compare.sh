@@ -58,15 +58,21 @@ for kind in all-reduce reduce reduce-scatter all-gather; do
         printf "\n" }'
 done
 echo "$line" | grep -o 'copies in .*' | sed 's/^/  /'
-# The same copies alone, at the plan's sizes.
+# The same copies alone at the plan's sizes, and with both directions at
+# once (as in a step where gradients leave while parameters arrive).
 for dir in in out; do
   mine=$(echo "$line" | grep -o "copies in .*" |
          sed -n "s/.* $dir [0-9.]* MiB at \([0-9.]*\) GB\/s.*/\1/p")
   raw=$(echo "$alone" | grep "copies alone" |
         sed -n "s/.* $dir [0-9.]* MiB at \([0-9.]*\) GB\/s.*/\1/p")
+  both=$(echo "$alone" | grep "copies both ways" |
+         sed -n "s/.* $dir [0-9.]* MiB at \([0-9.]*\) GB\/s.*/\1/p")
   [ -n "$mine" ] && [ -n "$raw" ] &&
-    awk -v d="$dir" -v a="$mine" -v b="$raw" 'BEGIN { if (b > 0)
-      printf "  copies %-4s  dsrun %6.1f GB/s  alone %6.1f GB/s  %5.1f%%\n",
-             d, a, b, 100 * a / b }'
+    awk -v d="$dir" -v a="$mine" -v b="$raw" -v c="${both:-0}" 'BEGIN {
+      if (b <= 0) exit
+      printf "  copies %-4s  dsrun %6.1f GB/s  alone %6.1f GB/s %5.1f%%",
+             d, a, b, 100 * a / b
+      if (c > 0) printf "  both ways %6.1f GB/s %5.1f%%", c, 100 * a / c
+      printf "\n" }'
 done
 exit 0

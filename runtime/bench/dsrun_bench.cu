@@ -85,23 +85,18 @@ static double copyBandwidth(void *Host, void *Device, size_t Bytes,
          1e9;
 }
 
-/// Times each host<->device copy of a plan's step alone, at the plan's
-/// size, between pinned memory and the arena: what the copy engines give
-/// for those sizes with every rank copying at once, as in dsrun.
+/// Times each host<->device copy of a plan's step at the plan's size,
+/// between pinned memory and the arena, with every rank copying at once as
+/// in dsrun: first each copy alone, then all copies of each direction back
+/// to back with the two directions at the same time (in dsrun gradients
+/// leave while parameters arrive, and the two directions share the host's
+/// memory and the PCIe link's credits).
 static void planCopies(const dsc::plan::Plan &P, const Layout &L, char *Arena,
                        cudaStream_t S) {
   namespace plan = dsc::plan;
-  uint64_t Largest = 0;
-  for (const plan::Transfer &X : P.Transfers)
-    Largest = std::max(Largest, X.Bytes);
-  if (!Largest)
-    return;
   uint64_t ArenaBytes = P.Estimates.Ranks[L.Class].DeviceArenaBytes;
-  char *Host = nullptr;
-  CHECK(cudaHostAlloc(reinterpret_cast<void **>(&Host), Largest,
-                      cudaHostAllocDefault));
-  // Per direction: host to device, device to host.
-  double Bytes[2] = {0, 0}, Ms[2] = {0, 0};
+  // Per direction (0: host to device, 1: device to host), the copy sizes.
+  std::vector<uint64_t> Sizes[2];
   for (const plan::Instruction &In : P.Program) {
     if (In.Kind != plan::InstrKind::Transfer)
       continue;
@@ -114,19 +109,75 @@ static void planCopies(const dsc::plan::Plan &P, const Layout &L, char *Arena,
     uint64_t N = X.Point == plan::TransferPoint::BeforeGather
                      ? L.chunkElems(X.Owner) * elementBytes(L.Param)
                      : X.Bytes;
-    N = std::min(N, ArenaBytes);
-    Bytes[ToDevice ? 0 : 1] += double(N);
-    Ms[ToDevice ? 0 : 1] +=
-        copyMs(Host, Arena, N,
-               ToDevice ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, 1,
-               1, S);
+    Sizes[ToDevice ? 0 : 1].push_back(std::min(N, ArenaBytes));
   }
-  if (L.Rank == 0)
+  uint64_t Largest = 0;
+  for (auto &Dir : Sizes)
+    for (uint64_t N : Dir)
+      Largest = std::max(Largest, N);
+  if (!Largest)
+    return;
+  char *Host[2] = {nullptr, nullptr};
+  for (char *&H : Host)
+    CHECK(cudaHostAlloc(reinterpret_cast<void **>(&H), Largest,
+                        cudaHostAllocDefault));
+  const cudaMemcpyKind Kinds[2] = {cudaMemcpyHostToDevice,
+                                   cudaMemcpyDeviceToHost};
+  double Bytes[2] = {0, 0}, Alone[2] = {0, 0};
+  double BothBytes[2] = {0, 0}, Both[2] = {0, 0};
+  for (int D = 0; D < 2; ++D)
+    for (uint64_t N : Sizes[D]) {
+      Bytes[D] += double(N);
+      Alone[D] += copyMs(Host[D], Arena, N, Kinds[D], 1, 1, S);
+    }
+  // Both directions together: the device side of the two directions is
+  // the arena's two halves, so that neither reads what the other writes.
+  cudaStream_t Dir[2];
+  cudaEvent_t Begin[2], End[2];
+  for (int D = 0; D < 2; ++D) {
+    CHECK(cudaStreamCreateWithFlags(&Dir[D], cudaStreamNonBlocking));
+    cudaEventCreate(&Begin[D]);
+    cudaEventCreate(&End[D]);
+  }
+  uint64_t Half = ArenaBytes / 2;
+  CHECK(cudaDeviceSynchronize());
+  for (int D = 0; D < 2; ++D) {
+    cudaEventRecord(Begin[D], Dir[D]);
+    char *Device = Arena + (D ? Half : 0);
+    for (uint64_t N : Sizes[D]) {
+      N = std::min(N, Half);
+      BothBytes[D] += double(N);
+      CHECK(cudaMemcpyAsync(D ? Host[D] : Device, D ? Device : Host[D], N,
+                            Kinds[D], Dir[D]));
+    }
+    cudaEventRecord(End[D], Dir[D]);
+  }
+  for (int D = 0; D < 2; ++D) {
+    CHECK(cudaEventSynchronize(End[D]));
+    float Ms = 0;
+    cudaEventElapsedTime(&Ms, Begin[D], End[D]);
+    Both[D] = Ms;
+    cudaEventDestroy(Begin[D]);
+    cudaEventDestroy(End[D]);
+    CHECK(cudaStreamDestroy(Dir[D]));
+  }
+  auto Rate = [&](int D, const double *Ms) {
+    const double *B = Ms == Both ? BothBytes : Bytes;
+    return Ms[D] > 0 ? B[D] / Ms[D] / 1e6 : 0;
+  };
+  if (L.Rank == 0) {
     printf("the plan's copies alone: in %.1f MiB at %.1f GB/s, out %.1f MiB "
            "at %.1f GB/s\n",
-           Bytes[0] / (1 << 20), Ms[0] > 0 ? Bytes[0] / Ms[0] / 1e6 : 0,
-           Bytes[1] / (1 << 20), Ms[1] > 0 ? Bytes[1] / Ms[1] / 1e6 : 0);
-  CHECK(cudaFreeHost(Host));
+           Bytes[0] / (1 << 20), Rate(0, Alone), Bytes[1] / (1 << 20),
+           Rate(1, Alone));
+    if (Bytes[0] > 0 && Bytes[1] > 0)
+      printf("the plan's copies both ways at once: in %.1f MiB at %.1f GB/s, "
+             "out %.1f MiB at %.1f GB/s\n",
+             Bytes[0] / (1 << 20), Rate(0, Both), Bytes[1] / (1 << 20),
+             Rate(1, Both));
+  }
+  for (char *H : Host)
+    CHECK(cudaFreeHost(H));
 }
 
 using IssueFn = std::function<void(const std::vector<CollectiveCall> &,
@@ -401,23 +452,42 @@ static int writeWorkload(const dsc::plan::Plan &P, const std::string &Path) {
   return 0;
 }
 
+static int benchUsage(const char *Message) {
+  fprintf(stderr,
+          "dsrun-bench: %s\n"
+          "usage: dsrun-bench -n PROCESSES [--plan plan.bin]\n"
+          "       dsrun-bench --plan plan.bin --workload FILE\n",
+          Message);
+  return 2;
+}
+
 static int bench(int argc, char **argv) {
   std::string PlanPath, WorkloadPath;
-  for (int I = 1; I + 1 < argc; ++I) {
-    if (std::string(argv[I]) == "--plan")
-      PlanPath = argv[I + 1];
-    if (std::string(argv[I]) == "--workload")
-      WorkloadPath = argv[I + 1];
+  int Processes = 0;
+  for (int I = 1; I < argc; ++I) {
+    std::string A = argv[I];
+    if (A != "-n" && A != "--plan" && A != "--workload")
+      return benchUsage(("unknown argument " + A).c_str());
+    if (I + 1 >= argc)
+      return benchUsage((A + " needs a value").c_str());
+    const char *V = argv[++I];
+    if (A == "--plan")
+      PlanPath = V;
+    else if (A == "--workload")
+      WorkloadPath = V;
+    else if ((Processes = atoi(V)) < 1)
+      return benchUsage("-n needs a process count");
   }
-  if (!WorkloadPath.empty() && PlanPath.empty()) {
-    fprintf(stderr, "dsrun-bench: --workload needs --plan\n");
-    return 2;
-  }
-  if (argc >= 3 && std::string(argv[1]) == "-n" && !getenv("DSRUN_CHILD")) {
+  if (!WorkloadPath.empty() && PlanPath.empty())
+    return benchUsage("--workload needs --plan");
+  if (!WorkloadPath.empty() && Processes)
+    return benchUsage("--workload writes the plan's work to a file and runs "
+                      "nothing: leave out -n");
+  if (Processes && !getenv("DSRUN_CHILD")) {
     std::vector<std::string> Args = {argv[0]};
     if (!PlanPath.empty())
       Args.insert(Args.end(), {"--plan", PlanPath});
-    return launchLocal(atoi(argv[2]), Args, 29600, 10);
+    return launchLocal(Processes, Args, 29600, 10);
   }
   std::optional<dsc::plan::Plan> Plan;
   if (!PlanPath.empty()) {
