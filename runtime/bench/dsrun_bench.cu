@@ -24,6 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Agreement.h"
 #include "Collectives.h"
 #include "Gemms.h"
 #include "NcclGroup.h"
@@ -204,13 +205,46 @@ static void printTotals(const char *Title, const char *Prefix,
            T.Ms > 0 ? T.BusBytes / T.Ms / 1e6 : 0);
 }
 
+/// Totals per kind of Reps timings of each group (Ms[G * Reps + R]),
+/// each agreed among the ranks as dsrun agrees on its own (Agreement.h).
+static TotalsByKind agreedTotals(const GroupList &Groups,
+                                 const std::vector<float> &Ms, int Reps,
+                                 const Layout &L, ncclComm_t Comm,
+                                 cudaStream_t S) {
+  RankAgreement Agreement(Ms);
+  void *Scratch = nullptr;
+  CHECK(cudaMalloc(&Scratch, Agreement.scratchBytes()));
+  const char *Failed = Agreement.issue(Scratch, Comm, S);
+  if (!Failed) {
+    CHECK(cudaStreamSynchronize(S));
+    Failed = Agreement.collect(Scratch);
+  }
+  if (Failed) {
+    fprintf(stderr, "dsrun-bench: %s failed while agreeing on times\n",
+            Failed);
+    exit(1);
+  }
+  CHECK(cudaFree(Scratch));
+  TotalsByKind ByKind;
+  for (size_t G = 0; G < Groups.size(); ++G) {
+    bool Reduce = Groups[G][0].Kind == CollectiveKind::Reduce;
+    double Sum = 0;
+    for (int R = 0; R < Reps; ++R)
+      Sum += Agreement.agreed(G * Reps + R, Reduce);
+    addGroup(ByKind, Groups[G], Sum / Reps, L.World);
+  }
+  return ByKind;
+}
+
 /// Issues every collective group of the step on a highest-priority stream,
 /// as dsrun does by default, while a lowest-priority stream runs the
 /// plan's forward and backward GEMMs over and over until they have ended;
-/// times each group.
+/// times each group, the ranks lined up before the first and the times
+/// agreed among them as dsrun agrees on its own.
 static void besideCompute(const dsc::plan::Plan &P, const Layout &L,
                           const GroupList &Groups, char *Arena,
-                          uint64_t ArenaBytes, const IssueFn &Issue) {
+                          uint64_t ArenaBytes, ncclComm_t Comm,
+                          const IssueFn &Issue) {
   namespace plan = dsc::plan;
   BufferView Work = L.buffer("workspace");
   if (!Work) {
@@ -260,7 +294,10 @@ static void besideCompute(const dsc::plan::Plan &P, const Layout &L,
     Step();
     CHECK(cudaEventRecord(E, Compute));
   }
-  CHECK(cudaStreamWaitEvent(CommS, A, 0)); // Start once the GEMMs have.
+  CHECK(cudaStreamWaitEvent(CommS, A, 0)); // Start once the GEMMs have,
+  float *One = nullptr;                     // and every rank with them.
+  CHECK(cudaMalloc(reinterpret_cast<void **>(&One), sizeof(float)));
+  CHECK(ncclAllReduce(One, One, 1, ncclFloat32, ncclSum, Comm, CommS));
   for (size_t G = 0; G < Groups.size(); ++G) {
     CHECK(cudaEventRecord(Marks[G], CommS));
     for (int R = 0; R < Reps; ++R)
@@ -279,12 +316,13 @@ static void besideCompute(const dsc::plan::Plan &P, const Layout &L,
     CHECK(cudaEventRecord(Ahead[K], Compute));
   }
   CHECK(cudaDeviceSynchronize());
-  TotalsByKind ByKind;
+  CHECK(cudaFree(One));
+  std::vector<float> Ms(Groups.size());
   for (size_t G = 0; G < Groups.size(); ++G) {
-    float Ms = 0;
-    CHECK(cudaEventElapsedTime(&Ms, Marks[G], Marks[G + 1]));
-    addGroup(ByKind, Groups[G], Ms / Reps, L.World);
+    CHECK(cudaEventElapsedTime(&Ms[G], Marks[G], Marks[G + 1]));
+    Ms[G] /= Reps;
   }
+  TotalsByKind ByKind = agreedTotals(Groups, Ms, 1, L, Comm, CommS);
   if (L.Rank == 0) {
     char Title[160];
     snprintf(Title, sizeof Title,
@@ -314,42 +352,25 @@ static TotalsByKind oneAtATime(const GroupList &Groups, const Layout &L,
                                ncclComm_t Comm, cudaStream_t S,
                                const IssueFn &Issue) {
   const int Reps = 5;
-  size_t N = Groups.size() * Reps;
-  // Durations d and -d, so that one min-reduction gives both extremes.
-  std::vector<float> Ms(2 * N);
-  float *Device = nullptr;
-  CHECK(cudaMalloc(reinterpret_cast<void **>(&Device), Ms.size() * 4));
+  std::vector<float> Ms(Groups.size() * Reps);
+  float *One = nullptr;
+  CHECK(cudaMalloc(reinterpret_cast<void **>(&One), sizeof(float)));
   cudaEvent_t A, B;
   CHECK(cudaEventCreate(&A));
   CHECK(cudaEventCreate(&B));
   for (size_t G = 0; G < Groups.size(); ++G)
     for (int R = 0; R < Reps; ++R) {
-      CHECK(ncclAllReduce(Device, Device, 1, ncclFloat32, ncclSum, Comm, S));
+      CHECK(ncclAllReduce(One, One, 1, ncclFloat32, ncclSum, Comm, S));
       CHECK(cudaEventRecord(A, S));
       Issue(Groups[G], S);
       CHECK(cudaEventRecord(B, S));
       CHECK(cudaEventSynchronize(B));
-      float D = 0;
-      CHECK(cudaEventElapsedTime(&D, A, B));
-      Ms[G * Reps + R] = D;
-      Ms[N + G * Reps + R] = -D;
+      CHECK(cudaEventElapsedTime(&Ms[G * Reps + R], A, B));
     }
-  CHECK(cudaMemcpy(Device, Ms.data(), Ms.size() * 4, cudaMemcpyHostToDevice));
-  CHECK(ncclAllReduce(Device, Device, Ms.size(), ncclFloat32, ncclMin, Comm, S));
-  CHECK(cudaMemcpyAsync(Ms.data(), Device, Ms.size() * 4,
-                        cudaMemcpyDeviceToHost, S));
-  CHECK(cudaStreamSynchronize(S));
-  TotalsByKind ByKind;
-  for (size_t G = 0; G < Groups.size(); ++G) {
-    bool Reduce = Groups[G][0].Kind == CollectiveKind::Reduce;
-    double Sum = 0;
-    for (int R = 0; R < Reps; ++R)
-      Sum += Reduce ? -Ms[N + G * Reps + R] : Ms[G * Reps + R];
-    addGroup(ByKind, Groups[G], Sum / Reps, L.World);
-  }
+  TotalsByKind ByKind = agreedTotals(Groups, Ms, Reps, L, Comm, S);
   cudaEventDestroy(A);
   cudaEventDestroy(B);
-  CHECK(cudaFree(Device));
+  CHECK(cudaFree(One));
   return ByKind;
 }
 
@@ -404,7 +425,7 @@ static void planCollectives(const dsc::plan::Plan &P, const ProcessInfo &Me,
     printTotals("the same, one call at a time, timed as dsrun times them:",
                 "single ", Single);
   }
-  besideCompute(P, L, Step, Arena, Bytes, Issue);
+  besideCompute(P, L, Step, Arena, Bytes, Comm, Issue);
   planCopies(P, L, Arena, S);
   CHECK(cudaFree(Arena));
 }

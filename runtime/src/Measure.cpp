@@ -3,11 +3,12 @@
 // Each instruction is timed by events on its stream; a collective by the
 // events around its NCCL group alone, a transfer by those around its
 // copies, NVMe I/O inside its host function. Collective durations are then
-// agreed among the ranks, so that waiting for a peer does not pass for
-// transfer time.
+// agreed among the ranks (Agreement.h), so that waiting for a peer does
+// not pass for transfer time.
 //
 //===----------------------------------------------------------------------===//
 
+#include "Agreement.h"
 #include "Executor.h"
 
 namespace plan = dsc::plan;
@@ -15,41 +16,31 @@ namespace plan = dsc::plan;
 namespace dsrun {
 
 std::vector<float> Executor::collectiveTimes() {
-  // A symmetric collective (all-reduce, reduce-scatter, all-gather) ends
-  // on every rank at once, after the last one joined: the smallest
-  // duration among the ranks is the transfer, the rest of the others' is
-  // waiting for a peer. A reduce ends on the root after its senders, so
-  // for reduces the largest duration is taken (which may still include
-  // waiting: an upper bound). Nothing exact exists for them: a sender can
-  // push a whole bucket into NCCL's buffers at the root before the root
-  // joins, so even on aligned GPU clocks the span from the last rank's
-  // start to the last end came out above raw NCCL (up to 144 %). Both
-  // travel in one min-reduction of (d, -d), through the workspace, which
-  // is free between steps.
   size_t N = P.Program.size();
-  std::vector<float> Ms(2 * N, 0);
+  std::vector<float> Ms(N, 0);
   for (uint32_t I = 0; I < N; ++I)
-    if (!Calls[I].empty()) {
+    if (!Calls[I].empty())
       CHECK_CUDA(
           cudaEventElapsedTime(&Ms[I], MeasuredStart[I], MeasuredFinish[I]));
-      Ms[N + I] = -Ms[I];
-    }
+  RankAgreement Agreement(Ms);
   if (TimesTravel) {
-    BufferView Work = L.buffer("workspace");
+    // Through the workspace, which is free between steps.
+    void *Scratch = at(L.buffer("workspace"));
     cudaStream_t S = stream(plan::Stream::Comm);
-    CHECK_CUDA(cudaMemcpyAsync(at(Work), Ms.data(), Ms.size() * sizeof(float),
-                               cudaMemcpyHostToDevice, S));
-    CHECK_NCCL(ncclAllReduce(at(Work), at(Work), Ms.size(), ncclFloat32,
-                             ncclMin, Comm, S));
-    CHECK_CUDA(cudaMemcpyAsync(Ms.data(), at(Work), Ms.size() * sizeof(float),
-                               cudaMemcpyDeviceToHost, S));
+    const char *Failed = Agreement.issue(Scratch, Comm, S);
+    if (Failed)
+      fatalError(std::string(Failed) + " failed while agreeing on the "
+                 "collectives' times");
     CHECK_CUDA(cudaEventRecord(StepEnd, S));
     waitForStep(); // Polls, so that a dead peer cannot hang us here.
+    if ((Failed = Agreement.collect(Scratch)))
+      fatalError(std::string(Failed) + " failed while agreeing on the "
+                 "collectives' times");
   }
   for (uint32_t I = 0; I < N; ++I)
-    if (!Calls[I].empty() && Calls[I][0].Kind == CollectiveKind::Reduce)
-      Ms[I] = -Ms[N + I];
-  Ms.resize(N);
+    if (!Calls[I].empty())
+      Ms[I] = Agreement.agreed(
+          I, Calls[I][0].Kind == CollectiveKind::Reduce);
   return Ms;
 }
 
