@@ -11,9 +11,13 @@ the format dsrun-bench uses, each line prefixed with "torch":
     python3 -m torch.distributed.run --nproc-per-node 2 \\
         runtime/bench/torch_peer.py W
 
-Collectives of one group are issued one after another (PyTorch has no
-public NCCL group for them); dsrun's groups of stage 3 and stages 0-2 are
-one call each, so this changes nothing there.
+A group of several all-gathers, reduce-scatters or all-reduces is issued
+as one NCCL group through PyTorch's coalescing manager, as dsrun issues
+it; reduces one after another, as DeepSpeed's stage 1 and 2 issue them.
+Before its first group each pass lines the ranks up, and each group's
+time is the shortest among the ranks (the longest for reduces), as
+dsrun-bench and dsrun take theirs. The GEMMs' inputs are zeros, as
+dsrun-bench's are.
 """
 
 import argparse
@@ -87,21 +91,32 @@ class Collectives:
         self.world, self.rank = world, dist.get_rank()
 
     def issue(self, group):
+        kinds = {k for k, _, _, _ in group}
+        coalesce = len(group) > 1 and len(kinds) == 1 and "reduce" not in kinds
+        if coalesce and hasattr(dist, "_coalescing_manager"):
+            with dist._coalescing_manager(async_ops=True) as manager:
+                self.issue_each(group, async_op=False)
+            manager.wait()
+        else:
+            self.issue_each(group, async_op=True)
+
+    def issue_each(self, group, async_op):
         works = []
         for kind, count, dtype, root in group:
             whole = self.buffers[dtype][:count * self.world]
             mine = whole[self.rank * count:(self.rank + 1) * count]
             if kind == "all-gather":
-                w = dist.all_gather_into_tensor(whole, mine, async_op=True)
+                w = dist.all_gather_into_tensor(whole, mine, async_op=async_op)
             elif kind == "reduce-scatter":
-                w = dist.reduce_scatter_tensor(mine, whole, async_op=True)
+                w = dist.reduce_scatter_tensor(mine, whole, async_op=async_op)
             elif kind == "all-reduce":
-                w = dist.all_reduce(whole[:count], async_op=True)
+                w = dist.all_reduce(whole[:count], async_op=async_op)
             elif kind == "reduce":
-                w = dist.reduce(whole[:count], dst=root, async_op=True)
+                w = dist.reduce(whole[:count], dst=root, async_op=async_op)
             else:
                 sys.exit(f"torch_peer: unknown collective {kind}")
-            works.append(w)
+            if w is not None:
+                works.append(w)
         # The current stream waits for the collectives, so events on it
         # bracket them.
         for w in works:
@@ -115,7 +130,7 @@ class Gemms:
         self.shapes = shapes
         inputs = max([max(n * k, k * m) for _, m, n, k in shapes] or [1])
         outputs = max([b * m * n for b, m, n, _ in shapes] or [1])
-        self.inputs = torch.randn(inputs, device=device).to(dtype)
+        self.inputs = torch.zeros(inputs, dtype=dtype, device=device)
         self.output = torch.empty(outputs, dtype=dtype, device=device)
 
     def step(self):
@@ -134,6 +149,8 @@ class Gemms:
 def time_groups(groups, issue, reps, stream):
     marks = [torch.cuda.Event(enable_timing=True) for _ in range(len(groups) + 1)]
     with torch.cuda.stream(stream):
+        one = torch.zeros(1, device="cuda")
+        dist.all_reduce(one)  # Every rank starts together.
         for g, group in enumerate(groups):
             marks[g].record()
             for _ in range(reps):
@@ -143,9 +160,16 @@ def time_groups(groups, issue, reps, stream):
 
 
 def totals(groups, marks, reps, world):
+    """Per kind, each group's time agreed among the ranks: the shortest
+    (the last rank to join waited for no one), the longest for reduces."""
+    mine = [marks[g].elapsed_time(marks[g + 1]) / reps
+            for g in range(len(groups))]
+    both = torch.tensor(mine + [-m for m in mine], device="cuda")
+    dist.all_reduce(both, op=dist.ReduceOp.MIN)
+    both = both.tolist()
     by_kind = {}
     for g, group in enumerate(groups):
-        ms = marks[g].elapsed_time(marks[g + 1]) / reps
+        ms = -both[len(groups) + g] if group[0][0] == "reduce" else both[g]
         t = by_kind.setdefault(group[0][0], [0, 0.0, 0.0, 0.0])
         t[0] += 1
         t[1] += sum(message_bytes(k, c, d, world) for k, c, d, _ in group)
