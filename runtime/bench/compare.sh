@@ -4,7 +4,9 @@
 # time (as dsrun times its own), and beside the plan's GEMMs; prints, per
 # collective kind, the bus bandwidth of each and dsrun's share of it. With COMPARE_LOGS=DIR both outputs are kept there. With
 # TORCH_PEER=1 the same collectives and GEMMs also run through PyTorch
-# (torch_peer.py) and its bandwidth beside the GEMMs is printed too.
+# (torch_peer.py) and its bandwidth beside the GEMMs is printed too. Given
+# --comm-min-ctas N, the calls alone also run with NCCL at that setting
+# (column "alone, N CTAs"): raw NCCL at its default and as dsrun runs it.
 #
 #   runtime/bench/compare.sh BINDIR PLAN PROCESSES [DSRUN OPTIONS...]
 set -u
@@ -15,6 +17,12 @@ run=$("$bin/dsrun" -n "$n" "$plan" --steps $steps "$@" 2>&1) || {
   echo "$run" | tail -5; exit 1; }
 alone=$("$bin/dsrun-bench" -n "$n" --plan "$plan" 2>&1) || {
   echo "$alone" | tail -5; exit 1; }
+ctas=$(echo "$*" | sed -n 's/.*--comm-min-ctas \([0-9]*\).*/\1/p')
+tuned=
+if [ -n "$ctas" ]; then
+  tuned=$("$bin/dsrun-bench" -n "$n" --plan "$plan" --comm-min-ctas "$ctas" 2>&1) || {
+    echo "$tuned" | tail -5; exit 1; }
+fi
 torch=
 if [ -n "${TORCH_PEER:-}" ]; then
   work=$(mktemp)
@@ -30,6 +38,7 @@ if [ -n "${COMPARE_LOGS:-}" ]; then
   tag=$(basename "$plan" .bin)$(echo "$*" | tr -c 'a-z0-9\n' '_')
   echo "$run" > "$COMPARE_LOGS/$tag.dsrun.log"
   echo "$alone" > "$COMPARE_LOGS/$tag.bench.log"
+  [ -n "$tuned" ] && echo "$tuned" > "$COMPARE_LOGS/$tag.bench-ctas.log"
   [ -n "$torch" ] && echo "$torch" > "$COMPARE_LOGS/$tag.torch.log"
 fi
 line=$(echo "$run" | grep "step $steps:")
@@ -44,16 +53,18 @@ for kind in all-reduce reduce reduce-scatter all-gather; do
   single=$(echo "$alone" | bus "single $kind")
   beside=$(echo "$alone" | bus "beside $kind")
   peer=$(echo "$torch" | bus "torch beside $kind")
+  same=$(echo "$tuned" | bus "$kind")
   mib=$(echo "$line" | grep -o ", $kind [0-9.]* MiB" | grep -o '[0-9.]* MiB')
   [ -z "$mine" ] && [ -n "$raw" ] && echo "  $kind: not in dsrun's step line"
   [ -n "$mine" ] && [ -n "$raw" ] &&
     awk -v k="$kind" -v m="$mib" -v a="$mine" -v b="$raw" -v s="${single:-0}" \
-        -v c="${beside:-0}" -v t="${peer:-0}" '
+        -v c="${beside:-0}" -v t="${peer:-0}" -v u="${same:-0}" -v n="$ctas" '
       function peer(name, x) {
         if (x > 0) printf "  %s %6.1f GB/s %5.1f%%", name, x, 100 * a / x }
       BEGIN {
         printf "  %-15s %12s  dsrun %6.1f GB/s", k, m, a
-        peer("alone", b); peer("one at a time", s)
+        peer("alone", b); if (u > 0) peer("alone, " n " CTAs", u)
+        peer("one at a time", s)
         peer("beside GEMMs", c); peer("PyTorch beside", t)
         printf "\n" }'
 done

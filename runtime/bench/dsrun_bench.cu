@@ -476,7 +476,8 @@ static int writeWorkload(const dsc::plan::Plan &P, const std::string &Path) {
 static int benchUsage(const char *Message) {
   fprintf(stderr,
           "dsrun-bench: %s\n"
-          "usage: dsrun-bench -n PROCESSES [--plan plan.bin]\n"
+          "usage: dsrun-bench -n PROCESSES [--plan plan.bin] "
+          "[--comm-min-ctas N]\n"
           "       dsrun-bench --plan plan.bin --workload FILE\n",
           Message);
   return 2;
@@ -484,20 +485,25 @@ static int benchUsage(const char *Message) {
 
 static int bench(int argc, char **argv) {
   std::string PlanPath, WorkloadPath;
-  int Processes = 0;
+  int Processes = 0, MinCTAs = 0;
   for (int I = 1; I < argc; ++I) {
     std::string A = argv[I];
-    if (A != "-n" && A != "--plan" && A != "--workload")
+    if (A != "-n" && A != "--plan" && A != "--workload" &&
+        A != "--comm-min-ctas")
       return benchUsage(("unknown argument " + A).c_str());
     if (I + 1 >= argc)
       return benchUsage((A + " needs a value").c_str());
     const char *V = argv[++I];
-    if (A == "--plan")
+    if (A == "--plan") {
       PlanPath = V;
-    else if (A == "--workload")
+    } else if (A == "--workload") {
       WorkloadPath = V;
-    else if ((Processes = atoi(V)) < 1)
+    } else if (A == "--comm-min-ctas") {
+      if ((MinCTAs = atoi(V)) < 1 || MinCTAs > 64)
+        return benchUsage("--comm-min-ctas needs a count from 1 to 64");
+    } else if ((Processes = atoi(V)) < 1) {
       return benchUsage("-n needs a process count");
+    }
   }
   if (!WorkloadPath.empty() && PlanPath.empty())
     return benchUsage("--workload needs --plan");
@@ -508,6 +514,8 @@ static int bench(int argc, char **argv) {
     std::vector<std::string> Args = {argv[0]};
     if (!PlanPath.empty())
       Args.insert(Args.end(), {"--plan", PlanPath});
+    if (MinCTAs)
+      Args.insert(Args.end(), {"--comm-min-ctas", std::to_string(MinCTAs)});
     return launchLocal(Processes, Args, 29600, 10);
   }
   std::optional<dsc::plan::Plan> Plan;
@@ -543,7 +551,13 @@ static int bench(int argc, char **argv) {
   }
   memcpy(&Id, Blob.data(), sizeof(Id));
   ncclComm_t Comm;
-  CHECK(ncclCommInitRank(&Comm, Me->WorldSize, Id, Me->Rank));
+  // As dsrun --comm-min-ctas sets it (Executor.cpp says why the maximum).
+  ncclConfig_t Config = NCCL_CONFIG_INITIALIZER;
+  if (MinCTAs) {
+    Config.minCTAs = MinCTAs;
+    Config.maxCTAs = 64;
+  }
+  CHECK(ncclCommInitRankConfig(&Comm, Me->WorldSize, Id, Me->Rank, &Config));
   cudaStream_t S;
   CHECK(cudaStreamCreate(&S));
   if (Plan) {
