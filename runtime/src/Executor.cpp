@@ -71,6 +71,10 @@ Executor::Executor(const plan::Plan &P, const ProcessInfo &Process,
 }
 
 Executor::~Executor() {
+  if (StepGraph)
+    cudaGraphExecDestroy(StepGraph);
+  if (HostStep)
+    cudaFreeHost(HostStep);
   if (Comm)
     ncclCommDestroy(Comm);
   Current = nullptr;
@@ -103,10 +107,16 @@ char *Executor::host(const std::string &Name) const {
 }
 
 void Executor::measureBegin(cudaStream_t S) {
-  CHECK_CUDA(cudaEventRecord(MeasuredStart[CurrentInstruction], S));
+  mark(MeasuredStart[CurrentInstruction], S);
 }
 void Executor::measureEnd(cudaStream_t S) {
-  CHECK_CUDA(cudaEventRecord(MeasuredFinish[CurrentInstruction], S));
+  mark(MeasuredFinish[CurrentInstruction], S);
+}
+void Executor::mark(cudaEvent_t E, cudaStream_t S) {
+  if (Lean && E != StepBegin && E != StepEnd)
+    return;
+  CHECK_CUDA(cudaEventRecordWithFlags(
+      E, S, Capturing ? cudaEventRecordExternal : cudaEventRecordDefault));
 }
 
 void Executor::onHost(cudaStream_t S, uint32_t Slot, std::function<void()> W) {
@@ -296,9 +306,13 @@ bool Executor::setUp() {
 
   // The arenas: everything the plan places, allocated once.
   ArenaBytes = R.DeviceArenaBytes;
+  uint64_t StepValuesAt = (ArenaBytes + 255) / 256 * 256;
   CHECK_CUDA(cudaMalloc(reinterpret_cast<void **>(&DeviceArena),
-                        std::max<uint64_t>(ArenaBytes, 256)));
+                        StepValuesAt + 256));
   CHECK_CUDA(cudaMemset(DeviceArena, 0, ArenaBytes));
+  DeviceStep = reinterpret_cast<StepValues *>(DeviceArena + StepValuesAt);
+  CHECK_CUDA(cudaHostAlloc(reinterpret_cast<void **>(&HostStep),
+                           sizeof(StepValues), cudaHostAllocDefault));
   if (R.HostArenaBytes) {
     CHECK_CUDA(cudaHostAlloc(reinterpret_cast<void **>(&HostArena),
                              R.HostArenaBytes, cudaHostAllocDefault));
@@ -364,7 +378,12 @@ bool Executor::setUp() {
     CHECK_CUDA(cudaEventCreateWithFlags(&E, cudaEventDisableTiming));
   CHECK_CUDA(cudaEventCreate(&StepBegin));
   CHECK_CUDA(cudaEventCreate(&StepEnd));
+  CHECK_CUDA(cudaEventCreateWithFlags(&StepFork, cudaEventDisableTiming));
   Tasks.resize(P.Program.size() * 2);
+  for (const plan::Instruction &In : P.Program)
+    if (In.On == plan::Stream::Host || In.Kind == plan::InstrKind::Transfer)
+      NoGraphReason = "the plan offloads: its host work and copies are "
+                      "issued from the host each step";
   return true;
 }
 
@@ -437,14 +456,14 @@ void Executor::issue(uint32_t Index, uint32_t Step) {
   cudaStream_t S = stream(In.On);
   for (uint32_t W : In.Waits)
     CHECK_CUDA(cudaStreamWaitEvent(S, Done[W], 0));
-  CHECK_CUDA(cudaEventRecord(Start[Index], S));
+  mark(Start[Index], S);
   switch (In.Kind) {
   case plan::InstrKind::Forward:
-    compute(In, false, Step);
+    compute(In, false);
     break;
   case plan::InstrKind::Backward:
-    compute(In, true, Step);
-    gradients(In.Arg, In.Micro, Step, S);
+    compute(In, true);
+    gradients(In.Arg, In.Micro, S);
     break;
   case plan::InstrKind::Gather:
     gatherUnit(In.Arg, S);
@@ -455,7 +474,7 @@ void Executor::issue(uint32_t Index, uint32_t Step) {
   case plan::InstrKind::Release:
     break; // The memory plan already reuses the bytes after this point.
   case plan::InstrKind::Reduce:
-    reduce(In.Arg, In.Micro, Step, S);
+    reduce(In.Arg, In.Micro, S);
     break;
   case plan::InstrKind::OptimizerStep:
     optimizerStep(In.Arg, Step, S, In.On == plan::Stream::Host);
@@ -464,9 +483,59 @@ void Executor::issue(uint32_t Index, uint32_t Step) {
     transfer(In.Arg, In.Micro, S);
     break;
   }
-  CHECK_CUDA(cudaEventRecord(Finish[Index], S));
+  mark(Finish[Index], S);
   if (Done[Index])
     CHECK_CUDA(cudaEventRecord(Done[Index], S));
+}
+
+void Executor::setStepValues(uint32_t Step) {
+  // Only the previous step, finished, has read them.
+  std::string Error;
+  AdamW A = adamwFor(P.Settings, Step, Error);
+  *HostStep = {Step, A.BiasCorrection1, A.BiasCorrection2};
+}
+
+void Executor::launchLeanStep(uint32_t Step) {
+  setStepValues(Step);
+  cudaStream_t Compute = stream(plan::Stream::Compute);
+  if (!StepGraph && Options.Graph && NoGraphReason.empty()) {
+    CHECK_CUDA(
+        cudaStreamBeginCapture(Compute, cudaStreamCaptureModeThreadLocal));
+    Capturing = true;
+    step(Step);
+    Capturing = false;
+    cudaGraph_t Graph = nullptr;
+    CHECK_CUDA(cudaStreamEndCapture(Compute, &Graph));
+    // Node priorities as captured: the communication stream's kernels
+    // keep the highest priority (by default a graph's kernels take the
+    // priority of the stream it is launched into).
+    CHECK_CUDA(cudaGraphInstantiateWithFlags(
+        &StepGraph, Graph, cudaGraphInstantiateFlagUseNodePriority));
+    CHECK_CUDA(cudaGraphDestroy(Graph));
+  }
+  if (StepGraph)
+    CHECK_CUDA(cudaGraphLaunch(StepGraph, Compute));
+  else
+    step(Step);
+}
+
+void Executor::runLeanSteps() {
+  if (!Options.LeanSteps)
+    return;
+  Lean = true;
+  uint64_t Before = usedDeviceMemory();
+  std::vector<float> Ms;
+  for (uint32_t K = 1; K <= Options.LeanSteps; ++K) {
+    launchLeanStep(Options.Steps + K);
+    waitForStep();
+    float StepMs = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&StepMs, StepBegin, StepEnd));
+    Ms.push_back(StepMs);
+  }
+  // What the graph took (its launch resources), apart from the plan.
+  uint64_t After = usedDeviceMemory();
+  Lean = false;
+  reportLean(Ms, After > Before ? After - Before : 0);
 }
 
 void Executor::step(uint32_t Step) {
@@ -474,10 +543,13 @@ void Executor::step(uint32_t Step) {
   std::fill(CopiesIssued.begin(), CopiesIssued.end(), 0);
   std::fill(IoBytes.begin(), IoBytes.end(), 0);
   std::fill(IoNanos.begin(), IoNanos.end(), 0);
-  CHECK_CUDA(cudaEventRecord(StepBegin, Compute));
+  CHECK_CUDA(cudaMemcpyAsync(DeviceStep, HostStep, sizeof(StepValues),
+                             cudaMemcpyHostToDevice, Compute));
+  mark(StepBegin, Compute);
+  CHECK_CUDA(cudaEventRecord(StepFork, Compute));
   for (cudaStream_t S : Streams)
     if (S != Compute)
-      CHECK_CUDA(cudaStreamWaitEvent(S, StepBegin, 0));
+      CHECK_CUDA(cudaStreamWaitEvent(S, StepFork, 0));
   for (uint32_t I = 0; I < P.Program.size(); ++I)
     issue(I, Step);
   CurrentInstruction = plan::NoIndex;
@@ -487,7 +559,7 @@ void Executor::step(uint32_t Step) {
       CHECK_CUDA(cudaEventRecord(Joins[K], Streams[K]));
       CHECK_CUDA(cudaStreamWaitEvent(Compute, Joins[K], 0));
     }
-  CHECK_CUDA(cudaEventRecord(StepEnd, Compute));
+  mark(StepEnd, Compute);
 }
 
 bool Executor::waitForStep() {
@@ -531,6 +603,7 @@ int Executor::run() {
   }
   initializeWeights();
   for (uint32_t Step = 1; Step <= Options.Steps; ++Step) {
+    setStepValues(Step);
     step(Step);
     waitForStep();
     Memory.Peak = std::max(Memory.Peak, usedDeviceMemory());
@@ -540,7 +613,8 @@ int Executor::run() {
   }
   if (!reportSummary())
     return 1;
-  if (Options.Verify && !verify(Options.Steps))
+  runLeanSteps();
+  if (Options.Verify && !verify(Options.Steps + Options.LeanSteps))
     return 1;
   return 0;
 }

@@ -54,6 +54,17 @@ struct RunOptions {
   /// communicator's config (0: NCCL decides). Beside GEMMs NCCL's own
   /// choice can leave large all-reduces short of what more channels carry.
   unsigned CommMinCTAs = 0;
+  /// Steps run after the measured ones with nothing timed inside them
+  /// but the whole step: the per-instruction events that the step split
+  /// and the collectives' rates need cost the step itself 4-10 ms on 2
+  /// H200s (docs/runtime.md), so these give the step time a run without
+  /// them has.
+  uint32_t LeanSteps = 3;
+  /// Run the lean steps as one captured CUDA graph where the plan allows
+  /// it (no offload: host work and its copies are issued from the host).
+  /// Off by default: 3-8 % shorter stage-1 steps and none shorter at
+  /// stage 3, for 36-76 MiB of device memory the plan does not hold.
+  bool Graph = false;
   /// Run the ops' GEMMs and write their activations (--compute
   /// synthetic). Without them (--compute none) forward and backward still
   /// write the known gradients but nothing else: the step is the plan's
@@ -107,6 +118,13 @@ private:
   bool setUp();
   bool checkBeforeRunning();
   void initializeWeights();
+  /// Writes the step's StepValues for its first copy to read.
+  void setStepValues(uint32_t Step);
+  /// Runs a lean step: the captured graph of one (captured on the first
+  /// call), or issued instruction by instruction.
+  void launchLeanStep(uint32_t Step);
+  /// Runs the lean steps after the measured ones and reports their time.
+  void runLeanSteps();
   void step(uint32_t Step);
   bool waitForStep();
   /// The step's timings, once it has finished.
@@ -117,16 +135,15 @@ private:
   void issue(uint32_t Index, uint32_t Step);
 
   // One function per instruction kind.
-  void compute(const dsc::plan::Instruction &In, bool Backward, uint32_t Step);
-  void gradients(uint32_t Op, uint32_t Micro, uint32_t Step, cudaStream_t S);
-  void gradientOf(uint32_t Tensor, uint32_t Micro, uint32_t Step,
-                  cudaStream_t S);
+  void compute(const dsc::plan::Instruction &In, bool Backward);
+  void gradients(uint32_t Op, uint32_t Micro, cudaStream_t S);
+  void gradientOf(uint32_t Tensor, uint32_t Micro, cudaStream_t S);
   /// Issues the current instruction's NCCL calls as one group.
   void collectives(cudaStream_t S);
   /// Stage 3: gathers a unit (the current instruction) and unpacks a
   /// rank-major gather into the unit's tensor order.
   void gatherUnit(uint32_t Unit, cudaStream_t S);
-  void reduce(uint32_t Bucket, uint32_t Micro, uint32_t Step, cudaStream_t S);
+  void reduce(uint32_t Bucket, uint32_t Micro, cudaStream_t S);
   void optimizerStep(uint32_t SubGroup, uint32_t Step, cudaStream_t S,
                      bool OnHost);
   void transfer(uint32_t Index, uint32_t Micro, cudaStream_t S);
@@ -151,6 +168,8 @@ private:
 
   // Reporting (Report.cpp).
   void report(uint32_t Step, const StepTiming &T);
+  /// The lean steps' times (Ms) beside the measured ones'.
+  void reportLean(const std::vector<float> &Ms, uint64_t GraphBytes);
   /// False when --calibration-out could not be written.
   bool reportSummary();
   /// The steady steps' time and its split beside the plan's estimate.
@@ -181,6 +200,10 @@ private:
   /// MeasuredStart).
   void measureBegin(cudaStream_t S);
   void measureEnd(cudaStream_t S);
+  /// Records a timing event, in a lean step only the step's own two;
+  /// while the step is being captured as an external event, so that every
+  /// launch of the graph records it.
+  void mark(cudaEvent_t E, cudaStream_t S);
   /// Runs Work on stream S as a host callback, after what S has queued.
   void onHost(cudaStream_t S, uint32_t Slot, std::function<void()> Work);
   void gemms(const dsc::plan::Op &Op, bool Backward);
@@ -205,7 +228,17 @@ private:
   /// Whether collective timings are agreed among ranks (collectiveTimes).
   bool TimesTravel = false;
   cudaEvent_t StepBegin = nullptr, StepEnd = nullptr;
+  /// The other streams start after this (StepBegin is for timing).
+  cudaEvent_t StepFork = nullptr;
   cudaEvent_t Joins[5] = {};
+  /// The step number and bias corrections, in pinned host memory and just
+  /// past the device arena: every step copies them over first, so the
+  /// kernels of a captured step read the current step's.
+  StepValues *HostStep = nullptr, *DeviceStep = nullptr;
+  /// Why the step cannot be captured ("" if it can).
+  std::string NoGraphReason;
+  cudaGraphExec_t StepGraph = nullptr;
+  bool Capturing = false, Lean = false;
   cublasHandle_t Cublas = nullptr;
   ncclComm_t Comm = nullptr;
   char *DeviceArena = nullptr, *HostArena = nullptr;

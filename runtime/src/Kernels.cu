@@ -22,8 +22,9 @@ unsigned blocksFor(uint64_t N) {
 }
 
 __global__ void fillGrad(void *Dst, ElementType T, uint64_t N, uint64_t RealN,
-                         uint32_t Rank, uint32_t Step, uint32_t Micro,
+                         uint32_t Rank, const StepValues *Now, uint32_t Micro,
                          uint32_t Tensor, uint64_t ElemBase, bool Accumulate) {
+  uint32_t Step = Now->Step;
   for (uint64_t I = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; I < N;
        I += uint64_t(gridDim.x) * blockDim.x) {
     float G = I < RealN
@@ -74,7 +75,9 @@ __global__ void unpackUnit(Word *Unit, const Word *Chunks, UnpackTable Table,
 }
 
 __global__ void adamw(float *Master, float *M, float *V, const float *Grad,
-                      uint64_t N, AdamW A) {
+                      uint64_t N, AdamW A, const StepValues *Now) {
+  A.BiasCorrection1 = Now->BiasCorrection1;
+  A.BiasCorrection2 = Now->BiasCorrection2;
   for (uint64_t I = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; I < N;
        I += uint64_t(gridDim.x) * blockDim.x)
     adamwUpdate(A, Grad[I], Master[I], M[I], V[I]);
@@ -105,11 +108,11 @@ __global__ void touch(uint4 *Buffer, uint64_t Words) {
 } // namespace
 
 void launchFillGrad(void *Dst, ElementType T, uint64_t N, uint64_t RealN,
-                    uint32_t Rank, uint32_t Step, uint32_t Micro,
+                    uint32_t Rank, const StepValues *Now, uint32_t Micro,
                     uint32_t Tensor, uint64_t ElemBase, bool Accumulate,
                     cudaStream_t S) {
   if (N)
-    fillGrad<<<blocksFor(N), Threads, 0, S>>>(Dst, T, N, RealN, Rank, Step,
+    fillGrad<<<blocksFor(N), Threads, 0, S>>>(Dst, T, N, RealN, Rank, Now,
                                               Micro, Tensor, ElemBase,
                                               Accumulate);
 }
@@ -171,9 +174,10 @@ void launchUnpackUnit(void *Unit, const void *Chunks, unsigned ElementBytes,
 }
 
 void launchAdamW(float *Master, float *M, float *V, const float *Grad,
-                 uint64_t N, const AdamW &A, cudaStream_t S) {
+                 uint64_t N, const AdamW &A, const StepValues *Now,
+                 cudaStream_t S) {
   if (N)
-    adamw<<<blocksFor(N), Threads, 0, S>>>(Master, M, V, Grad, N, A);
+    adamw<<<blocksFor(N), Threads, 0, S>>>(Master, M, V, Grad, N, A, Now);
 }
 
 void launchInitWeights(void *Params, ElementType T, float *Master,

@@ -10,9 +10,9 @@
 namespace dsrun {
 
 /// Dst[i] (+)= the synthetic gradient of element ElemBase + i of Tensor,
-/// for i < N; zero from RealN on (padding).
+/// for i < N, at the step Now holds; zero from RealN on (padding).
 void launchFillGrad(void *Dst, ElementType T, uint64_t N, uint64_t RealN,
-                    uint32_t Rank, uint32_t Step, uint32_t Micro,
+                    uint32_t Rank, const StepValues *Now, uint32_t Micro,
                     uint32_t Tensor, uint64_t ElemBase, bool Accumulate,
                     cudaStream_t S);
 
@@ -45,9 +45,11 @@ void launchUnpackUnit(void *Unit, const void *Chunks, unsigned ElementBytes,
                       const UnpackTable &Elems, uint32_t World,
                       uint64_t ChunkElems, cudaStream_t S);
 
-/// One AdamW step over N elements of fp32 master, moments and gradient.
+/// One AdamW step over N elements of fp32 master, moments and gradient,
+/// with the bias corrections of the step Now holds.
 void launchAdamW(float *Master, float *M, float *V, const float *Grad,
-                 uint64_t N, const AdamW &A, cudaStream_t S);
+                 uint64_t N, const AdamW &A, const StepValues *Now,
+                 cudaStream_t S);
 
 /// The initial weights of elements [ElemBase, ElemBase + N) of Tensor:
 /// Params in type T and, when Master is given, the fp32 master copy.

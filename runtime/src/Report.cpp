@@ -155,6 +155,42 @@ void Executor::reportTime() {
   }
 }
 
+void Executor::reportLean(const std::vector<float> &Ms, uint64_t GraphBytes) {
+  if (Ms.empty() || Process.Rank != 0)
+    return;
+  double Lean = 0, Measured = 0;
+  for (float M : Ms)
+    Lean += M;
+  Lean /= double(Ms.size());
+  size_t First = firstSteadyStep();
+  for (size_t I = First; I < Timings.size(); ++I)
+    Measured += Timings[I].StepMs / double(Timings.size() - First);
+  std::string How =
+      StepGraph ? "as one CUDA graph"
+      : !Options.Graph
+          ? "issued instruction by instruction (--graph off)"
+          : "issued instruction by instruction (" + NoGraphReason + ")";
+  std::string Graph =
+      StepGraph ? "; the graph took " + std::to_string(GraphBytes >> 20) +
+                      " MiB of device memory besides the plan"
+                : "";
+  char Line[500];
+  snprintf(Line, sizeof(Line),
+           "dsrun: lean steps %u-%zu, timed whole and %s: mean %.2f ms (the "
+           "measured steps: %.2f ms)%s\n",
+           Options.Steps + 1, size_t(Options.Steps) + Ms.size(), How.c_str(),
+           Lean, Measured, Graph.c_str());
+  writeLine(Line);
+  if (FILE *Log = openLog(Options.JsonLog, Process.Rank)) {
+    fprintf(Log,
+            "{\"rank\":%d,\"lean\":{\"steps\":%zu,\"mean_ms\":%.3f,"
+            "\"measured_mean_ms\":%.3f,\"graph\":%s,\"graph_bytes\":%llu}}\n",
+            Process.Rank, Ms.size(), Lean, Measured,
+            StepGraph ? "true" : "false", (unsigned long long)GraphBytes);
+    fclose(Log);
+  }
+}
+
 bool Executor::reportSummary() {
   const plan::RankEstimate &R = P.Estimates.Ranks[L.Class];
   uint64_t Context = Memory.Context;

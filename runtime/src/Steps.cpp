@@ -33,8 +33,7 @@ void Executor::gemms(const plan::Op &Op, bool Backward) {
   CHECK_CUBLAS(runOpGemms(Cublas, Op, Backward, Area));
 }
 
-void Executor::compute(const plan::Instruction &In, bool Backward,
-                       uint32_t Step) {
+void Executor::compute(const plan::Instruction &In, bool Backward) {
   const plan::Op &Op = P.Ops[In.Arg];
   cudaStream_t S = stream(plan::Stream::Compute);
   gemms(Op, Backward);
@@ -46,29 +45,26 @@ void Executor::compute(const plan::Instruction &In, bool Backward,
     if (Saved)
       CHECK_CUDA(cudaMemsetAsync(at(Saved), 0, Saved.Bytes, S));
   }
-  (void)Step;
 }
 
 //===----------------------------------------------------------------------===//
 // Gradients and their reduction.
 //===----------------------------------------------------------------------===//
 
-void Executor::gradients(uint32_t Op, uint32_t Micro, uint32_t Step,
-                         cudaStream_t S) {
+void Executor::gradients(uint32_t Op, uint32_t Micro, cudaStream_t S) {
   for (uint32_t T : P.Ops[Op].Params)
     if (P.Tensors[T].FirstUse == Op &&
         P.Tensors[T].Role == plan::TensorRole::Trainable)
-      gradientOf(T, Micro, Step, S);
+      gradientOf(T, Micro, S);
 }
 
-void Executor::gradientOf(uint32_t T, uint32_t Micro, uint32_t Step,
-                          cudaStream_t S) {
+void Executor::gradientOf(uint32_t T, uint32_t Micro, cudaStream_t S) {
   const plan::Tensor &X = P.Tensors[T];
   unsigned PB = elementBytes(L.Param);
   uint32_t Rank = Process.Rank;
   if (L.Stage < 2) {
     launchFillGrad(device("grads16") + X.FlatOffset * PB, L.Param, X.Elems,
-                   X.Elems, Rank, Step, Micro, T, 0, Micro > 0, S);
+                   X.Elems, Rank, DeviceStep, Micro, T, 0, Micro > 0, S);
     return;
   }
   // Stage 2/3: autograd's gradient, then the hook copies it to the bucket.
@@ -76,8 +72,8 @@ void Executor::gradientOf(uint32_t T, uint32_t Micro, uint32_t Step,
   const plan::Bucket &Bucket = P.Buckets[B];
   char *Transient = device("grad_transient");
   uint64_t Padded = L.Stage == 3 ? X.ShardElems * L.World : X.Elems;
-  launchFillGrad(Transient, L.Param, Padded, X.Elems, Rank, Step, Micro, T, 0,
-                 false, S);
+  launchFillGrad(Transient, L.Param, Padded, X.Elems, Rank, DeviceStep, Micro,
+                 T, 0, false, S);
   if (Bucket.BufferIndex == plan::NoIndex)
     return; // Reduced in place, from where autograd left it.
   const BucketLayout &BL = L.Buckets[B];
@@ -91,8 +87,7 @@ void Executor::gradientOf(uint32_t T, uint32_t Micro, uint32_t Step,
                           BL.ChunkOffset[Seg], S);
 }
 
-void Executor::reduce(uint32_t B, uint32_t Micro, uint32_t Step,
-                      cudaStream_t S) {
+void Executor::reduce(uint32_t B, uint32_t Micro, cudaStream_t S) {
   const plan::Bucket &Bucket = P.Buckets[B];
   const BucketLayout &BL = L.Buckets[B];
   unsigned PB = elementBytes(L.Param);
@@ -100,7 +95,7 @@ void Executor::reduce(uint32_t B, uint32_t Micro, uint32_t Step,
   // Parameters no op uses get their gradient only now.
   for (const plan::Segment &Seg : Bucket.Segments)
     if (P.Tensors[Seg.Tensor].FirstUse == plan::NoIndex)
-      gradientOf(Seg.Tensor, Micro, Step, S);
+      gradientOf(Seg.Tensor, Micro, S);
 
   collectives(S);
   if (L.Stage < 2 || Offloaded)
@@ -259,7 +254,8 @@ void Executor::optimizerStep(uint32_t G, uint32_t Step, cudaStream_t S,
   if (MasterIsParams)
     Master = reinterpret_cast<float *>(Params);
   float *States = reinterpret_cast<float *>(device("optimizer_states"));
-  launchAdamW(Master + Lo, States + Lo, States + Owned + Lo, Grad, N, A, S);
+  launchAdamW(Master + Lo, States + Lo, States + Owned + Lo, Grad, N, A,
+              DeviceStep, S);
   if (MasterIsParams)
     return;
   if (L.Stage < 3) {

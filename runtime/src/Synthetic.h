@@ -56,6 +56,14 @@ struct AdamW {
   float GradScale;                        ///< 1 / world size.
 };
 
+/// What changes from step to step on the device, read there from device
+/// memory rather than passed as kernel arguments, so that one captured
+/// step (a CUDA graph) serves every step.
+struct StepValues {
+  uint32_t Step;
+  float BiasCorrection1, BiasCorrection2;
+};
+
 DSRUN_HD void adamwUpdate(const AdamW &A, float Grad, float &Param, float &M,
                           float &V) {
   float G = Grad * A.GradScale;

@@ -24,6 +24,7 @@ static int usage(const char *Message) {
           "[--compute synthetic|none] [--json FILE] [--calibration-out FILE] "
           "[--timeout SECONDS] [--host-threads N] [--nvme-path DIR] "
           "[--comm-priority high|normal] [--comm-sms N] [--comm-min-ctas N] "
+          "[--lean-steps N] [--graph on|off] "
           "[--dry-run]\n",
           Message);
   return 2;
@@ -64,6 +65,10 @@ int main(int argc, char **argv) {
       if (!Value(1, 100000))
         return usage("--steps needs a positive count");
       Options.Steps = uint32_t(V);
+    } else if (A == "--lean-steps") {
+      if (!Value(0, 100000))
+        return usage("--lean-steps needs a count");
+      Options.LeanSteps = uint32_t(V);
     } else if (A == "--timeout") {
       if (!Value(1, 86400))
         return usage("--timeout needs seconds");
@@ -79,6 +84,11 @@ int main(int argc, char **argv) {
           (ChildArgs[I + 1] != "high" && ChildArgs[I + 1] != "normal"))
         return usage("--comm-priority needs 'high' or 'normal'");
       Options.CommPriority = ChildArgs[++I] == "high";
+    } else if (A == "--graph") {
+      if (I + 1 >= ChildArgs.size() ||
+          (ChildArgs[I + 1] != "on" && ChildArgs[I + 1] != "off"))
+        return usage("--graph needs 'on' or 'off'");
+      Options.Graph = ChildArgs[++I] == "on";
     } else if (A == "--comm-sms") {
       if (!Value(0, 1024))
         return usage("--comm-sms needs a count of SMs");
