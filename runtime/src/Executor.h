@@ -215,7 +215,7 @@ private:
   uint32_t CurrentInstruction = dsc::plan::NoIndex;
 
   cudaStream_t Streams[5] = {};
-  std::vector<cudaEvent_t> Done;         ///< Per instruction waited on.
+  std::vector<cudaEvent_t> Done; ///< Waited on, in lean steps (else Finish).
   std::vector<cudaEvent_t> Start, Finish; ///< Timing, per instruction.
   /// Around the part of an instruction whose rate is reported: a
   /// transfer's copies without its host work, a collective's NCCL group
