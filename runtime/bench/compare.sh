@@ -35,7 +35,8 @@ if [ -n "${TORCH_PEER:-}" ]; then
 fi
 if [ -n "${COMPARE_LOGS:-}" ]; then
   mkdir -p "$COMPARE_LOGS"
-  tag=$(basename "$plan" .bin)$(echo "$*" | tr -c 'a-z0-9\n' '_')
+  # The plan's directory too: runtime-plans.sh names plans alike per model.
+  tag=$(basename "$(dirname "$plan")")-$(basename "$plan" .bin)$(echo "$*" | tr -c 'a-z0-9\n' '_')
   echo "$run" > "$COMPARE_LOGS/$tag.dsrun.log"
   echo "$alone" > "$COMPARE_LOGS/$tag.bench.log"
   [ -n "$tuned" ] && echo "$tuned" > "$COMPARE_LOGS/$tag.bench-ctas.log"
