@@ -2,7 +2,8 @@
 # Runs one plan with dsrun, then the same plan's collectives with
 # dsrun-bench: alone back to back (nccl-tests' way), alone one call at a
 # time (as dsrun times its own), and beside the plan's GEMMs; prints, per
-# collective kind, the bus bandwidth of each and dsrun's share of it. With COMPARE_LOGS=DIR both outputs are kept there. With
+# collective kind, the bus bandwidth of each and dsrun's share of it. With
+# COMPARE_LOGS=DIR every tool's output is kept there. With
 # TORCH_PEER=1 the same collectives and GEMMs also run through PyTorch
 # (torch_peer.py) and its bandwidth beside the GEMMs is printed too. Given
 # --comm-min-ctas N, the calls alone also run with NCCL at that setting
@@ -36,7 +37,8 @@ fi
 if [ -n "${COMPARE_LOGS:-}" ]; then
   mkdir -p "$COMPARE_LOGS"
   # The plan's directory too: runtime-plans.sh names plans alike per model.
-  tag=$(basename "$(dirname "$plan")")-$(basename "$plan" .bin)$(echo "$*" | tr -c 'a-z0-9\n' '_')
+  dir=$(basename "$(cd "$(dirname "$plan")" && pwd)")
+  tag=$dir-$(basename "$plan" .bin)$(echo "$*" | tr -c 'a-z0-9\n' '_')
   echo "$run" > "$COMPARE_LOGS/$tag.dsrun.log"
   echo "$alone" > "$COMPARE_LOGS/$tag.bench.log"
   [ -n "$tuned" ] && echo "$tuned" > "$COMPARE_LOGS/$tag.bench-ctas.log"

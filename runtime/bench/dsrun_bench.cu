@@ -137,8 +137,8 @@ static void planCopies(const dsc::plan::Plan &P, const Layout &L, char *Arena,
   cudaEvent_t Begin[2], End[2];
   for (int D = 0; D < 2; ++D) {
     CHECK(cudaStreamCreateWithFlags(&Dir[D], cudaStreamNonBlocking));
-    cudaEventCreate(&Begin[D]);
-    cudaEventCreate(&End[D]);
+    CHECK(cudaEventCreate(&Begin[D]));
+    CHECK(cudaEventCreate(&End[D]));
   }
   uint64_t Half = ArenaBytes / 2;
   CHECK(cudaDeviceSynchronize());
@@ -156,7 +156,7 @@ static void planCopies(const dsc::plan::Plan &P, const Layout &L, char *Arena,
   for (int D = 0; D < 2; ++D) {
     CHECK(cudaEventSynchronize(End[D]));
     float Ms = 0;
-    cudaEventElapsedTime(&Ms, Begin[D], End[D]);
+    CHECK(cudaEventElapsedTime(&Ms, Begin[D], End[D]));
     Both[D] = Ms;
     cudaEventDestroy(Begin[D]);
     cudaEventDestroy(End[D]);
@@ -174,8 +174,8 @@ static void planCopies(const dsc::plan::Plan &P, const Layout &L, char *Arena,
     if (Bytes[0] > 0 && Bytes[1] > 0)
       printf("the plan's copies both ways at once: in %.1f MiB at %.1f GB/s, "
              "out %.1f MiB at %.1f GB/s\n",
-             Bytes[0] / (1 << 20), Rate(0, Both), Bytes[1] / (1 << 20),
-             Rate(1, Both));
+             BothBytes[0] / (1 << 20), Rate(0, Both),
+             BothBytes[1] / (1 << 20), Rate(1, Both));
   }
   for (char *H : Host)
     CHECK(cudaFreeHost(H));
@@ -284,6 +284,10 @@ static void besideCompute(const dsc::plan::Plan &P, const Layout &L,
   std::vector<cudaEvent_t> Marks(Groups.size() + 1);
   for (cudaEvent_t &E : Marks)
     CHECK(cudaEventCreate(&E));
+  // Allocated before the GEMMs are queued: an allocation may wait for
+  // the device's queued work.
+  float *One = nullptr;
+  CHECK(cudaMalloc(reinterpret_cast<void **>(&One), sizeof(float)));
   // Two steps of GEMMs queued ahead, then one more each time one ends,
   // until the collectives have: every collective runs beside GEMMs.
   cudaEvent_t Ahead[2];
@@ -294,9 +298,8 @@ static void besideCompute(const dsc::plan::Plan &P, const Layout &L,
     Step();
     CHECK(cudaEventRecord(E, Compute));
   }
-  CHECK(cudaStreamWaitEvent(CommS, A, 0)); // Start once the GEMMs have,
-  float *One = nullptr;                     // and every rank with them.
-  CHECK(cudaMalloc(reinterpret_cast<void **>(&One), sizeof(float)));
+  // Start once the GEMMs have, and every rank with them.
+  CHECK(cudaStreamWaitEvent(CommS, A, 0));
   CHECK(ncclAllReduce(One, One, 1, ncclFloat32, ncclSum, Comm, CommS));
   for (size_t G = 0; G < Groups.size(); ++G) {
     CHECK(cudaEventRecord(Marks[G], CommS));
@@ -499,10 +502,17 @@ static int bench(int argc, char **argv) {
     } else if (A == "--workload") {
       WorkloadPath = V;
     } else if (A == "--comm-min-ctas") {
-      if ((MinCTAs = atoi(V)) < 1 || MinCTAs > 64)
+      char *End = nullptr;
+      long N = strtol(V, &End, 10);
+      if (*End || N < 1 || N > 64)
         return benchUsage("--comm-min-ctas needs a count from 1 to 64");
-    } else if ((Processes = atoi(V)) < 1) {
-      return benchUsage("-n needs a process count");
+      MinCTAs = int(N);
+    } else {
+      char *End = nullptr;
+      long N = strtol(V, &End, 10);
+      if (*End || N < 1 || N > 64)
+        return benchUsage("-n needs a process count from 1 to 64");
+      Processes = int(N);
     }
   }
   if (!WorkloadPath.empty() && PlanPath.empty())

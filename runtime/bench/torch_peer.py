@@ -21,6 +21,7 @@ dsrun-bench's are.
 """
 
 import argparse
+import inspect
 import os
 import sys
 
@@ -28,6 +29,18 @@ import torch
 import torch.distributed as dist
 
 TYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
+
+# PyTorch 2.1 and later: one NCCL group for several same-kind calls.
+COALESCING = hasattr(dist, "_coalescing_manager") and \
+    "async_ops" in inspect.signature(dist._coalescing_manager).parameters
+
+_warned = set()
+
+
+def warn_once(message):
+    if message not in _warned:
+        _warned.add(message)
+        print(message, file=sys.stderr)
 
 
 def read_workload(path):
@@ -93,7 +106,10 @@ class Collectives:
     def issue(self, group):
         kinds = {k for k, _, _, _ in group}
         coalesce = len(group) > 1 and len(kinds) == 1 and "reduce" not in kinds
-        if coalesce and hasattr(dist, "_coalescing_manager"):
+        if coalesce and not COALESCING:
+            warn_once("torch_peer: this PyTorch has no coalescing manager "
+                      "taking async_ops; a group's calls go one by one")
+        if coalesce and COALESCING:
             with dist._coalescing_manager(async_ops=True) as manager:
                 self.issue_each(group, async_op=False)
             manager.wait()

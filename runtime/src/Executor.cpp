@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace plan = dsc::plan;
@@ -162,7 +163,8 @@ bool Executor::checkBeforeRunning() {
     // Found out now, not after the steps have run; a file this check
     // creates is removed again, so a failed or dry run leaves none.
     const char *Path = Options.CalibrationOut.c_str();
-    bool Existed = access(Path, F_OK) == 0;
+    struct stat Info;
+    bool Existed = lstat(Path, &Info) == 0; // A link counts, dangling or not.
     FILE *F = fopen(Path, "a");
     if (!F) {
       fprintf(stderr, "dsrun: --calibration-out: cannot write %s: %s\n",
@@ -353,6 +355,7 @@ bool Executor::setUp() {
   CopiesIssued.assign(N, 0);
   IoBytes.assign(N, 0);
   IoNanos.assign(N, 0);
+  HostAdamNanos.assign(N, 0);
   Calls.resize(N);
   // Every rank must agree on whether the timings are reduced (a rank that
   // skipped the reduction would leave the others waiting in it): decided
@@ -455,8 +458,9 @@ void Executor::issue(uint32_t Index, uint32_t Step) {
   CurrentInstruction = Index;
   const plan::Instruction &In = P.Program[Index];
   cudaStream_t S = stream(In.On);
-  // A measured step waits on the timing events themselves: another record
-  // per instruction would cost the step time (docs/runtime.md).
+  // A measured step waits on the timing events themselves, which saves a
+  // record per waited-on instruction (lean steps record no timing events
+  // and wait on their own).
   for (uint32_t W : In.Waits)
     CHECK_CUDA(cudaStreamWaitEvent(S, Lean ? Done[W] : Finish[W], 0));
   mark(Start[Index], S);
@@ -495,11 +499,12 @@ void Executor::setStepValues(uint32_t Step) {
   // Only the previous step, finished, has read them.
   std::string Error;
   AdamW A = adamwFor(P.Settings, Step, Error);
+  if (!Error.empty())
+    fatalError(Error);
   *HostStep = {Step, A.BiasCorrection1, A.BiasCorrection2};
 }
 
 void Executor::launchLeanStep(uint32_t Step) {
-  setStepValues(Step);
   cudaStream_t Compute = stream(plan::Stream::Compute);
   if (!StepGraph && Options.Graph && NoGraphReason.empty()) {
     CHECK_CUDA(
@@ -515,11 +520,15 @@ void Executor::launchLeanStep(uint32_t Step) {
     CHECK_CUDA(cudaGraphInstantiateWithFlags(
         &StepGraph, Graph, cudaGraphInstantiateFlagUseNodePriority));
     CHECK_CUDA(cudaGraphDestroy(Graph));
+    // Uploaded now, so that the first launch is timed like the others.
+    CHECK_CUDA(cudaGraphUpload(StepGraph, Compute));
   }
-  if (StepGraph)
-    CHECK_CUDA(cudaGraphLaunch(StepGraph, Compute));
-  else
+  if (!StepGraph) {
     step(Step);
+    return;
+  }
+  setStepValues(Step); // A launch replays the copy; step() wrote them once.
+  CHECK_CUDA(cudaGraphLaunch(StepGraph, Compute));
 }
 
 void Executor::runLeanSteps() {
@@ -538,7 +547,7 @@ void Executor::runLeanSteps() {
   // What the graph took (its launch resources), apart from the plan.
   uint64_t After = usedDeviceMemory();
   Lean = false;
-  reportLean(Ms, After > Before ? After - Before : 0);
+  reportLean(Ms, StepGraph && After > Before ? After - Before : 0);
 }
 
 void Executor::step(uint32_t Step) {
@@ -546,6 +555,7 @@ void Executor::step(uint32_t Step) {
   std::fill(CopiesIssued.begin(), CopiesIssued.end(), 0);
   std::fill(IoBytes.begin(), IoBytes.end(), 0);
   std::fill(IoNanos.begin(), IoNanos.end(), 0);
+  setStepValues(Step);
   CHECK_CUDA(cudaMemcpyAsync(DeviceStep, HostStep, sizeof(StepValues),
                              cudaMemcpyHostToDevice, Compute));
   mark(StepBegin, Compute);
@@ -606,7 +616,6 @@ int Executor::run() {
   }
   initializeWeights();
   for (uint32_t Step = 1; Step <= Options.Steps; ++Step) {
-    setStepValues(Step);
     step(Step);
     waitForStep();
     Memory.Peak = std::max(Memory.Peak, usedDeviceMemory());
@@ -614,12 +623,13 @@ int Executor::run() {
     Timings.push_back(T);
     report(Step, T);
   }
-  if (!reportSummary())
-    return 1;
+  // Every rank runs the lean steps and the verification (collectives
+  // both), even where rank 0 could not write its calibration.
+  bool Reported = reportSummary();
   runLeanSteps();
   if (Options.Verify && !verify(Options.Steps + Options.LeanSteps))
     return 1;
-  return 0;
+  return Reported ? 0 : 1;
 }
 
 } // namespace dsrun

@@ -4,8 +4,10 @@
 // every buffer at its planned offset; five CUDA streams (compute,
 // communication, copy in, copy out, and a host stream whose work runs as
 // host callbacks) execute the instructions in program order per stream,
-// ordered across streams by an event per instruction someone waits for.
-// Nothing is allocated inside the step loop.
+// ordered across streams by the event recorded after each instruction
+// someone waits for. Nothing is allocated inside the step loop (a CUDA
+// graph of the lean steps, with --graph on, is instantiated before the
+// first of them).
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,9 +58,10 @@ struct RunOptions {
   unsigned CommMinCTAs = 0;
   /// Steps run after the measured ones with nothing timed inside them
   /// but the whole step: the per-instruction events that the step split
-  /// and the collectives' rates need cost the step itself 4-10 ms on 2
+  /// and the collectives' rates need cost the step itself 4-12 ms on 2
   /// H200s (docs/runtime.md), so these give the step time a run without
-  /// them has.
+  /// them has. --verify checks the state after them too (its host
+  /// reference costs time in proportion to every step run).
   uint32_t LeanSteps = 3;
   /// Run the lean steps as one captured CUDA graph where the plan allows
   /// it (no offload: host work and its copies are issued from the host).
@@ -90,7 +93,8 @@ struct StepTiming {
   /// Copies alone (the host work around them is in HostMs).
   double CopyInBytes = 0, CopyInMs = 0, CopyOutBytes = 0, CopyOutMs = 0;
   double HostMs = 0;
-  /// The offloaded AdamW on the host stream: elements updated, time.
+  /// The offloaded AdamW on the host stream: elements updated, and the
+  /// time of the update alone (host clock, inside its host function).
   double HostAdamElems = 0, HostAdamMs = 0;
   double NvmeReadBytes = 0, NvmeReadMs = 0, NvmeWriteBytes = 0,
          NvmeWriteMs = 0;
@@ -254,6 +258,9 @@ private:
   std::vector<uint32_t> SwapSlot;
   /// Per NVMe instruction this step: bytes moved and nanoseconds of I/O.
   std::vector<uint64_t> IoBytes, IoNanos;
+  /// Per host optimizer step this step: nanoseconds of AdamW alone (not
+  /// the 16-bit copy of the update that follows it with CPU parameters).
+  std::vector<uint64_t> HostAdamNanos;
   MemoryReadings Memory;
   std::vector<StepTiming> Timings;
   bool Failed = false;

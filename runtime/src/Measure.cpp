@@ -67,7 +67,7 @@ StepTiming Executor::measureStep() {
         In.Kind == plan::InstrKind::OptimizerStep) {
       auto [Lo, Hi] = L.SubGroupRange[In.Arg];
       T.HostAdamElems += double(Hi - Lo);
-      T.HostAdamMs += Ms;
+      T.HostAdamMs += double(HostAdamNanos[I]) / 1e6;
     }
     if (!Calls[I].empty()) {
       addGroup(T.Collectives, Calls[I], Collective[I], L.World);

@@ -66,8 +66,8 @@ int main(int argc, char **argv) {
         return usage("--steps needs a positive count");
       Options.Steps = uint32_t(V);
     } else if (A == "--lean-steps") {
-      if (!Value(0, 100000))
-        return usage("--lean-steps needs a count");
+      if (!Value(0, 1000))
+        return usage("--lean-steps needs a count up to 1000");
       Options.LeanSteps = uint32_t(V);
     } else if (A == "--timeout") {
       if (!Value(1, 86400))
