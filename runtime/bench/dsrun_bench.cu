@@ -246,10 +246,18 @@ static void besideCompute(const dsc::plan::Plan &P, const Layout &L,
                           uint64_t ArenaBytes, ncclComm_t Comm,
                           const IssueFn &Issue) {
   namespace plan = dsc::plan;
+  // Decided from every rank class's workspace, so that all ranks take the
+  // same way (the collectives below need every rank).
+  bool Everywhere = false;
+  for (const plan::Buffer &B : P.Buffers)
+    if (B.Name == "workspace" && !B.Live.empty())
+      Everywhere = std::all_of(B.Bytes.begin(), B.Bytes.end(),
+                               [](uint64_t N) { return N > 0; });
   BufferView Work = L.buffer("workspace");
-  if (!Work) {
+  if (!Everywhere || !Work) {
     if (L.Rank == 0)
-      printf("the plan has no workspace: no GEMMs to run beside\n");
+      printf("the plan has no workspace on every rank: no GEMMs to run "
+             "beside\n");
     return;
   }
   int Least = 0, Greatest = 0;
