@@ -36,7 +36,7 @@ namespace dsc::plan {
 constexpr char FileMagic[8] = {'D', 'S', 'C', 'P', 'L', 'A', 'N', '\0'};
 /// Bumped whenever an existing section's encoding changes; new sections
 /// do not need a bump (old readers skip them).
-constexpr uint32_t FormatVersion = 1;
+constexpr uint32_t FormatVersion = 2;
 constexpr uint32_t NoIndex = std::numeric_limits<uint32_t>::max();
 /// Ranks of different layouts beyond this many are merged (see RankClass).
 constexpr uint32_t MaxRankClasses = 8;
@@ -175,6 +175,9 @@ struct Hardware {
   uint64_t NVMeReadBytesPerSec = 0;
   uint64_t NVMeWriteBytesPerSec = 0;
   uint64_t HostAdamElemsPerSec = 0; ///< CPU optimizer throughput per rank.
+  /// Elements a rank converts per second on the host between 16-bit and
+  /// fp32 (offloaded gradients in, updated parameters out).
+  uint64_t HostConvertElemsPerSec = 0;
   template <class V> void visit(V &&F) {
     F("gpu", GpuName);
     F("gpu_memory_bytes", GpuMemoryBytes);
@@ -187,6 +190,7 @@ struct Hardware {
     F("nvme_read_bytes_per_sec", NVMeReadBytesPerSec);
     F("nvme_write_bytes_per_sec", NVMeWriteBytesPerSec);
     F("host_adam_elems_per_sec", HostAdamElemsPerSec);
+    F("host_convert_elems_per_sec", HostConvertElemsPerSec);
   }
 };
 

@@ -35,6 +35,12 @@ constexpr uint64_t TutorialNVMeRead = 3.69 * GB, TutorialNVMeWrite = 3.18 * GB;
 // DeepSpeedCPUAdam updates on the order of 1e9 elements per second per
 // process with AVX-512 (assumed; calibrate with dsrun).
 constexpr uint64_t AssumedHostAdamElemsPerSec = 1000000000;
+// Converting offloaded gradients to fp32 and updated parameters back to
+// 16 bits on the host, on dsrun's 8 host threads: what was left of the
+// measured exposed offload on 2 H200s once the calibrated copies and
+// AdamW were counted came to 2.3-3.9 G conversions per second
+// (docs/planner.md).
+constexpr uint64_t MeasuredHostConvertElemsPerSec = 3000000000;
 // Device memory outside the arena, assumed until dsrun calibrates it: the
 // CUDA context with lazy module loading, cuBLAS's default workspace on
 // Hopper, NCCL's default 4 MiB buffers over 16 channels.
@@ -58,6 +64,7 @@ HardwareProfile make(StringRef Name, uint64_t MemoryBytes,
   H.Figures.NVMeReadBytesPerSec = TutorialNVMeRead;
   H.Figures.NVMeWriteBytesPerSec = TutorialNVMeWrite;
   H.Figures.HostAdamElemsPerSec = AssumedHostAdamElemsPerSec;
+  H.Figures.HostConvertElemsPerSec = MeasuredHostConvertElemsPerSec;
   H.CudaContextBytes = AssumedCudaContext;
   H.CublasWorkspaceBytes = AssumedCublasWorkspace;
   H.NcclChannels = AssumedNcclChannels;

@@ -51,8 +51,20 @@ private:
     default:
       Rate = Pinned ? H.PinnedCopyBytesPerSec : H.PageableCopyBytesPerSec;
     }
-    P.Transfers.push_back(
-        {Kind, What, Point, Owner, Bytes, Pinned, transferNanos(Bytes, Rate)});
+    uint64_t Nanos = transferNanos(Bytes, Rate);
+    // Offloaded gradients are converted to fp32 on the host after their
+    // copy, updated parameters to 16 bits before theirs.
+    bool GradsIn = Point == plan::TransferPoint::AfterReduce &&
+                   Kind == plan::TransferKind::DeviceToHost;
+    bool ParamsOut = Point == plan::TransferPoint::AfterStep &&
+                     Kind == plan::TransferKind::HostToDevice;
+    if (GradsIn || ParamsOut) {
+      plan::DType T = GradsIn && S.ZeroStage == 3 ? S.GradAccumDType
+                                                  : S.ParamDType;
+      Nanos += transferNanos(Bytes / plan::dtypeBytes(T),
+                             H.HostConvertElemsPerSec);
+    }
+    P.Transfers.push_back({Kind, What, Point, Owner, Bytes, Pinned, Nanos});
   }
 
   void gradientsOut() {

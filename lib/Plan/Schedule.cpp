@@ -355,6 +355,9 @@ void Scheduler::optimizerStep() {
     uint64_t Nanos;
     if (Host) {
       Nanos = transferNanos(Elems, H.HostAdamElemsPerSec);
+      // Parameters kept on the host get their 16-bit copy right there.
+      if (S.ParamOffload != plan::OffloadDevice::None)
+        Nanos += transferNanos(Elems, H.HostConvertElemsPerSec);
     } else {
       // Memory-bound: read and write master, states and gradient.
       uint64_t Bytes = 2 * (bytesOf(Elems, S.MasterDType) +

@@ -271,6 +271,42 @@ TEST(PlanSchedule, Stage3GathersPrefetchesAndReleases) {
   EXPECT_EQ(P.Program[2].Waits, (std::vector<uint32_t>{0}));
 }
 
+TEST(PlanSchedule, OffloadTimesCountTheHostConversions) {
+  // Round rates: a byte copied or an element converted costs 1 ns, an
+  // element updated by the host AdamW 2 ns.
+  for (uint32_t Stage : {2u, 3u}) {
+    MLPConfig C;
+    C.Stage = Stage;
+    C.OptimizerOffload = plan::OffloadDevice::CPU;
+    C.ParamOffload = Stage == 3 ? plan::OffloadDevice::CPU
+                                : plan::OffloadDevice::None;
+    plan::Plan P = mlp(Widths, C);
+    P.Settings.Machine.PinnedCopyBytesPerSec = 1000000000;
+    P.Settings.Machine.HostConvertElemsPerSec = 1000000000;
+    P.Settings.Machine.HostAdamElemsPerSec = 500000000;
+    runPasses(P);
+    unsigned GradsOut = 0;
+    for (const plan::Transfer &X : P.Transfers) {
+      // bf16 both ways: a gradient to the host is converted to fp32 after
+      // its copy, an updated parameter to bf16 before its copy.
+      bool Converted = (X.Point == plan::TransferPoint::AfterReduce &&
+                        X.Kind == plan::TransferKind::DeviceToHost) ||
+                       (X.Point == plan::TransferPoint::AfterStep &&
+                        X.Kind == plan::TransferKind::HostToDevice);
+      EXPECT_EQ(X.Nanos, X.Bytes + (Converted ? X.Bytes / 2 : 0))
+          << "stage " << Stage << ", " << plan::enumName(X.Point);
+      GradsOut += X.Point == plan::TransferPoint::AfterReduce;
+    }
+    EXPECT_GT(GradsOut, 0u);
+    // With parameters on the host the step writes their bf16 copy itself.
+    for (const plan::Instruction &In : P.Program)
+      if (In.Kind == plan::InstrKind::OptimizerStep) {
+        uint64_t Elems = P.Layout.SubGroups[In.Arg].Elems;
+        EXPECT_EQ(In.Nanos, 2 * Elems + (Stage == 3 ? Elems : 0));
+      }
+  }
+}
+
 TEST(PlanMemory, Stage3UnitsOfSeveralTensorsGatherRankMajor) {
   MLPConfig C;
   C.Stage = 3;
