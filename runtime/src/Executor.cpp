@@ -356,6 +356,8 @@ bool Executor::setUp() {
   IoBytes.assign(N, 0);
   IoNanos.assign(N, 0);
   HostAdamNanos.assign(N, 0);
+  ConvertElems.assign(N, 0);
+  ConvertNanos.assign(N, 0);
   Calls.resize(N);
   // Every rank must agree on whether the timings are reduced (a rank that
   // skipped the reduction would leave the others waiting in it): decided
@@ -555,6 +557,8 @@ void Executor::step(uint32_t Step) {
   std::fill(CopiesIssued.begin(), CopiesIssued.end(), 0);
   std::fill(IoBytes.begin(), IoBytes.end(), 0);
   std::fill(IoNanos.begin(), IoNanos.end(), 0);
+  std::fill(ConvertElems.begin(), ConvertElems.end(), 0);
+  std::fill(ConvertNanos.begin(), ConvertNanos.end(), 0);
   setStepValues(Step);
   CHECK_CUDA(cudaMemcpyAsync(DeviceStep, HostStep, sizeof(StepValues),
                              cudaMemcpyHostToDevice, Compute));

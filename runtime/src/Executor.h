@@ -96,6 +96,8 @@ struct StepTiming {
   /// The offloaded AdamW on the host stream: elements updated, and the
   /// time of the update alone (host clock, inside its host function).
   double HostAdamElems = 0, HostAdamMs = 0;
+  /// Host conversions between 16-bit and fp32: elements, time.
+  double ConvertElems = 0, ConvertMs = 0;
   double NvmeReadBytes = 0, NvmeReadMs = 0, NvmeWriteBytes = 0,
          NvmeWriteMs = 0;
 };
@@ -166,6 +168,11 @@ private:
   /// the instruction's.
   void timedIo(uint32_t Instruction, uint64_t Bytes,
                const std::function<void()> &Io);
+  /// Converts Elems elements with convertOnHost's arguments (inside a host
+  /// callback) and adds them and their time to the instruction's.
+  void timedConvert(uint32_t Instruction, void *Dst, ElementType DstType,
+                    const void *Src, ElementType SrcType, uint64_t Elems,
+                    bool Accumulate);
 
   // Verification (Verify.cpp).
   bool verify(uint32_t Steps);
@@ -261,6 +268,9 @@ private:
   /// Per host optimizer step this step: nanoseconds of AdamW alone (not
   /// the 16-bit copy of the update that follows it with CPU parameters).
   std::vector<uint64_t> HostAdamNanos;
+  /// Per instruction this step: elements converted on the host between
+  /// 16-bit and fp32, and the nanoseconds it took.
+  std::vector<uint64_t> ConvertElems, ConvertNanos;
   MemoryReadings Memory;
   std::vector<StepTiming> Timings;
   bool Failed = false;

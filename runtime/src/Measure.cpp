@@ -63,6 +63,8 @@ StepTiming Executor::measureStep() {
     CHECK_CUDA(cudaEventElapsedTime(&Ms, Start[I], Finish[I]));
     if (In.On == plan::Stream::Host)
       T.HostMs += Ms;
+    T.ConvertElems += double(ConvertElems[I]);
+    T.ConvertMs += double(ConvertNanos[I]) / 1e6;
     if (In.On == plan::Stream::Host &&
         In.Kind == plan::InstrKind::OptimizerStep) {
       auto [Lo, Hi] = L.SubGroupRange[In.Arg];

@@ -249,12 +249,15 @@ bool Executor::reportSummary() {
   C.NcclBytes = Nccl;
   // Rates of the steady steps; the planner has one pinned-copy figure
   // for both directions.
-  double AdamElems = 0, AdamMs = 0, CopyBytes = 0, CopyMs = 0, ReadBytes = 0,
-         ReadMs = 0, WriteBytes = 0, WriteMs = 0;
+  double AdamElems = 0, AdamMs = 0, ConvertElems = 0, ConvertMs = 0,
+         CopyBytes = 0, CopyMs = 0, ReadBytes = 0, ReadMs = 0, WriteBytes = 0,
+         WriteMs = 0;
   for (size_t I = firstSteadyStep(); I < Timings.size(); ++I) {
     const StepTiming &T = Timings[I];
     AdamElems += T.HostAdamElems;
     AdamMs += T.HostAdamMs;
+    ConvertElems += T.ConvertElems;
+    ConvertMs += T.ConvertMs;
     CopyBytes += T.CopyInBytes + T.CopyOutBytes;
     CopyMs += T.CopyInMs + T.CopyOutMs;
     ReadBytes += T.NvmeReadBytes;
@@ -266,6 +269,7 @@ bool Executor::reportSummary() {
     return Ms > 0 ? uint64_t(Amount / Ms * 1e3) : 0;
   };
   C.Rates.HostAdamElemsPerSec = PerSecond(AdamElems, AdamMs);
+  C.Rates.HostConvertElemsPerSec = PerSecond(ConvertElems, ConvertMs);
   C.Rates.PinnedCopyBytesPerSec = PerSecond(CopyBytes, CopyMs);
   C.Rates.NVMeReadBytesPerSec = PerSecond(ReadBytes, ReadMs);
   C.Rates.NVMeWriteBytesPerSec = PerSecond(WriteBytes, WriteMs);

@@ -215,9 +215,9 @@ void Executor::optimizerStep(uint32_t G, uint32_t Step, cudaStream_t S,
         if (O.PartitionOffset < Lo || O.PartitionOffset >= Hi ||
             P.Tensors[O.Tensor].Persistent)
           continue;
-        convertOnHost(host("params16") + L.shardOffset(O.Tensor) * PB, L.Param,
-                      H.Master + (O.PartitionOffset - Lo), ElementType::F32,
-                      O.End - O.Begin, false, Options.HostThreads);
+        timedConvert(I, host("params16") + L.shardOffset(O.Tensor) * PB,
+                     L.Param, H.Master + (O.PartitionOffset - Lo),
+                     ElementType::F32, O.End - O.Begin, false);
       }
     });
     (void)Rank;

@@ -229,8 +229,8 @@ void Executor::swapOut(const plan::Transfer &X, cudaStream_t S) {
           P.Tensors[O.Tensor].Persistent)
         continue;
       uint64_t N = O.End - O.Begin;
-      convertOnHost(ParamStaging, L.Param, H.Master + (O.PartitionOffset - Lo),
-                    ElementType::F32, N, false, Options.HostThreads);
+      timedConvert(I, ParamStaging, L.Param, H.Master + (O.PartitionOffset - Lo),
+                   ElementType::F32, N, false);
       uint32_t U = L.UnitOfTensor[O.Tensor];
       // Only the write is timed; the conversion is host work.
       timedIo(I, N * elementBytes(L.Param), [&] {

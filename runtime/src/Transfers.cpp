@@ -12,6 +12,7 @@
 #include "HostMath.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace plan = dsc::plan;
 
@@ -61,11 +62,26 @@ void Executor::copyBatch(std::vector<CopyPiece> Pieces, cudaStream_t S) {
     copy(C.Dst, C.Src, C.Bytes, cudaMemcpyDefault, S);
 }
 
+void Executor::timedConvert(uint32_t Instruction, void *Dst,
+                            ElementType DstType, const void *Src,
+                            ElementType SrcType, uint64_t Elems,
+                            bool Accumulate) {
+  auto Begin = std::chrono::steady_clock::now();
+  convertOnHost(Dst, DstType, Src, SrcType, Elems, Accumulate,
+                Options.HostThreads);
+  ConvertNanos[Instruction] += uint64_t(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::steady_clock::now() - Begin)
+          .count());
+  ConvertElems[Instruction] += Elems;
+}
+
 void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
   const plan::Transfer &X = P.Transfers[Index];
   unsigned PB = elementBytes(L.Param), GB = elementBytes(L.GradAccum);
   uint32_t Rank = Process.Rank;
-  uint32_t Slot = uint32_t(P.Program.size()) + CurrentInstruction;
+  uint32_t I = CurrentInstruction;
+  uint32_t Slot = uint32_t(P.Program.size()) + I;
   switch (X.Point) {
   case plan::TransferPoint::AfterReduce: {
     const plan::Bucket &Bucket = P.Buckets[X.Owner];
@@ -85,9 +101,9 @@ void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
       bool Accumulate = L.Stage == 2 && Micro > 0;
       uint64_t Begin = L.PartitionBegin;
       onHost(S, Slot, [=] {
-        convertOnHost(host("grads_fp32") + (Lo - Begin) * 4, ElementType::F32,
-                      GradStaging, L.Param, Hi - Lo, Accumulate,
-                      Options.HostThreads);
+        timedConvert(I, host("grads_fp32") + (Lo - Begin) * 4,
+                     ElementType::F32, GradStaging, L.Param, Hi - Lo,
+                     Accumulate);
       });
       return;
     }
@@ -102,9 +118,9 @@ void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
       for (size_t K = 0; K < Bucket.Segments.size(); ++K) {
         uint32_t T = Bucket.Segments[K].Tensor;
         uint64_t From = BL.ChunkOffset[K];
-        convertOnHost(host("grads_partition") + L.orderOffset(T) * GB,
-                      L.GradAccum, GradStaging + From * SB, SourceType,
-                      P.Tensors[T].ShardElems, Micro > 0, Options.HostThreads);
+        timedConvert(I, host("grads_partition") + L.orderOffset(T) * GB,
+                     L.GradAccum, GradStaging + From * SB, SourceType,
+                     P.Tensors[T].ShardElems, Micro > 0);
       }
     });
     return;
@@ -115,8 +131,8 @@ void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
     auto [Lo, Hi] = L.SubGroupRange[X.Owner];
     uint32_t G = X.Owner;
     onHost(S, Slot, [=] {
-      convertOnHost(ParamStaging, L.Param, hostState(G).Master,
-                    ElementType::F32, Hi - Lo, false, Options.HostThreads);
+      timedConvert(I, ParamStaging, L.Param, hostState(G).Master,
+                   ElementType::F32, Hi - Lo, false);
     });
     char *Params = device("params16");
     measureBegin(S);

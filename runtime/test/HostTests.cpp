@@ -541,6 +541,7 @@ static Calibration sampleCalibration() {
   C.CublasWorkspaceBytes = 75497472;
   C.NcclBytes = 899678208;
   C.Rates.HostAdamElemsPerSec = 456000000;
+  C.Rates.HostConvertElemsPerSec = 2500000000;
   C.Rates.NVMeReadBytesPerSec = 1170000000;
   return C;
 }
@@ -557,6 +558,8 @@ static void calibrationFile() {
                    std::istreambuf_iterator<char>());
   EXPECT(Text.find("\ncuda_context_bytes: 552468480\n") != std::string::npos);
   EXPECT(Text.find("\nnccl_bytes: 899678208\n") != std::string::npos);
+  EXPECT(Text.find("\nhost_convert_elems_per_sec: 2500000000\n") !=
+         std::string::npos);
   EXPECT(Text.find("\nhost_adam_elems_per_sec: 456000000\n") !=
          std::string::npos);
   EXPECT(Text.find("\nnvme_read_bytes_per_sec: 1170000000\n") !=
