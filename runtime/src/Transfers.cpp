@@ -130,9 +130,22 @@ void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
       return swapOut(X, S);
     auto [Lo, Hi] = L.SubGroupRange[X.Owner];
     uint32_t G = X.Owner;
+    bool HostParams = P.Settings.ParamOffload != plan::OffloadDevice::None;
     onHost(S, Slot, [=] {
-      timedConvert(I, ParamStaging, L.Param, hostState(G).Master,
-                   ElementType::F32, Hi - Lo, false);
+      float *Master = hostState(G).Master;
+      if (!HostParams) {
+        timedConvert(I, ParamStaging, L.Param, Master, ElementType::F32,
+                     Hi - Lo, false);
+        return;
+      }
+      // The others were written on the host by the optimizer step: only
+      // the persistent shards go back, so only they are converted.
+      for (const OwnedRange &O : L.Owned)
+        if (O.PartitionOffset >= Lo && O.PartitionOffset < Hi &&
+            P.Tensors[O.Tensor].Persistent)
+          timedConvert(I, ParamStaging + (O.PartitionOffset - Lo) * PB,
+                       L.Param, Master + (O.PartitionOffset - Lo),
+                       ElementType::F32, O.End - O.Begin, false);
     });
     char *Params = device("params16");
     measureBegin(S);
@@ -142,7 +155,6 @@ void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
       measureEnd(S);
       return;
     }
-    bool HostParams = P.Settings.ParamOffload != plan::OffloadDevice::None;
     std::vector<CopyPiece> Pieces;
     for (const OwnedRange &O : L.Owned) {
       if (O.PartitionOffset < Lo || O.PartitionOffset >= Hi)
