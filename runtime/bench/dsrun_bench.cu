@@ -569,12 +569,7 @@ static int bench(int argc, char **argv) {
   }
   memcpy(&Id, Blob.data(), sizeof(Id));
   ncclComm_t Comm;
-  // As dsrun --comm-min-ctas sets it (Executor.cpp says why the maximum).
-  ncclConfig_t Config = NCCL_CONFIG_INITIALIZER;
-  if (MinCTAs) {
-    Config.minCTAs = MinCTAs;
-    Config.maxCTAs = 64;
-  }
+  ncclConfig_t Config = commConfig(unsigned(MinCTAs)); // As dsrun's.
   CHECK(ncclCommInitRankConfig(&Comm, Me->WorldSize, Id, Me->Rank, &Config));
   cudaStream_t S;
   CHECK(cudaStreamCreate(&S));

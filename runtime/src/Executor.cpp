@@ -4,6 +4,7 @@
 
 #include "HostMath.h"
 #include "Kernels.h"
+#include "NcclGroup.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -277,13 +278,7 @@ bool Executor::setUp() {
     return false;
   }
   memcpy(&Id, Blob.data(), sizeof(Id));
-  ncclConfig_t Config = NCCL_CONFIG_INITIALIZER;
-  if (Options.CommMinCTAs) {
-    // NCCL 2.28 checks the pair and takes an unset maximum for invalid;
-    // 64 is its own default maximum (MAXCHANNELS).
-    Config.minCTAs = int(Options.CommMinCTAs);
-    Config.maxCTAs = 64;
-  }
+  ncclConfig_t Config = commConfig(Options.CommMinCTAs);
   if (ncclResult_t E = ncclCommInitRankConfig(&Comm, Process.WorldSize, Id,
                                               Process.Rank, &Config);
       E != ncclSuccess) {

@@ -21,6 +21,19 @@ inline ncclDataType_t ncclTypeOf(ElementType T) {
                                  : ncclBfloat16;
 }
 
+/// The communicator's config: NCCL's defaults, or at least MinCTAs CTAs
+/// (channels) for every collective when MinCTAs is not 0. NCCL 2.28 checks
+/// the pair and takes an unset maximum for invalid, so the maximum is set
+/// to its own default, 64 (MAXCHANNELS).
+inline ncclConfig_t commConfig(unsigned MinCTAs) {
+  ncclConfig_t Config = NCCL_CONFIG_INITIALIZER;
+  if (MinCTAs) {
+    Config.minCTAs = int(MinCTAs);
+    Config.maxCTAs = 64;
+  }
+  return Config;
+}
+
 /// Issues Group as one NCCL group on stream S; offsets are into Arena.
 /// Returns the first error and sets Failed to the NCCL function's name.
 inline ncclResult_t issueGroup(const std::vector<CollectiveCall> &Group,
