@@ -7,6 +7,7 @@
 
 #include "HostMath.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <thread>
@@ -32,6 +33,14 @@ AdamW adamwFor(const plan::Info &S, uint32_t Step, std::string &Error) {
   A.BiasCorrection2 = float(1.0 - std::pow(double(A.Beta2), double(Step)));
   A.GradScale = 1.0f / float(S.WorldSize);
   return A;
+}
+
+uint64_t nanosToRun(const std::function<void()> &Work) {
+  auto Begin = std::chrono::steady_clock::now();
+  Work();
+  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now() - Begin)
+                      .count());
 }
 
 void parallelFor(uint64_t N, unsigned Threads,

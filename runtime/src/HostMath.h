@@ -18,6 +18,10 @@ namespace dsrun {
 AdamW adamwFor(const dsc::plan::Info &Settings, uint32_t Step,
                std::string &Error);
 
+/// Runs Work and returns how long it took on the host clock, in
+/// nanoseconds: host work is timed inside its own callback.
+uint64_t nanosToRun(const std::function<void()> &Work);
+
 /// Runs Work(Begin, End) over [0, N) split among up to Threads threads.
 void parallelFor(uint64_t N, unsigned Threads,
                  const std::function<void(uint64_t, uint64_t)> &Work);

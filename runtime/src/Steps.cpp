@@ -15,7 +15,6 @@
 #include "NcclGroup.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 
 namespace plan = dsc::plan;
@@ -200,13 +199,10 @@ void Executor::optimizerStep(uint32_t G, uint32_t Step, cudaStream_t S,
         Grads = host("grads_partition") + Lo * GB;
         GradType = L.GradAccum;
       }
-      auto Begin = std::chrono::steady_clock::now();
-      hostAdamW(A, Grads, GradType, H.Master, H.M, H.V, N,
-                Options.HostThreads);
-      HostAdamNanos[I] = uint64_t(
-          std::chrono::duration_cast<std::chrono::nanoseconds>(
-              std::chrono::steady_clock::now() - Begin)
-              .count());
+      HostAdamNanos[I] = nanosToRun([&] {
+        hostAdamW(A, Grads, GradType, H.Master, H.M, H.V, N,
+                  Options.HostThreads);
+      });
       if (P.Settings.ParamOffload != plan::OffloadDevice::CPU)
         return; // On NVMe: written by the transfer after the step.
       // Parameters live on the host: the update lands there directly

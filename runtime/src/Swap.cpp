@@ -15,7 +15,6 @@
 #include "HostMath.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 
 namespace plan = dsc::plan;
@@ -57,12 +56,7 @@ char *Executor::paramSwapBuffer() const {
 
 void Executor::timedIo(uint32_t Instruction, uint64_t Bytes,
                        const std::function<void()> &Io) {
-  auto Begin = std::chrono::steady_clock::now();
-  Io();
-  IoNanos[Instruction] = uint64_t(std::chrono::duration_cast<
-                                      std::chrono::nanoseconds>(
-                                      std::chrono::steady_clock::now() - Begin)
-                                      .count());
+  IoNanos[Instruction] = nanosToRun(Io);
   IoBytes[Instruction] = Bytes;
 }
 

@@ -12,7 +12,6 @@
 #include "HostMath.h"
 
 #include <algorithm>
-#include <chrono>
 
 namespace plan = dsc::plan;
 
@@ -66,13 +65,10 @@ void Executor::timedConvert(uint32_t Instruction, void *Dst,
                             ElementType DstType, const void *Src,
                             ElementType SrcType, uint64_t Elems,
                             bool Accumulate) {
-  auto Begin = std::chrono::steady_clock::now();
-  convertOnHost(Dst, DstType, Src, SrcType, Elems, Accumulate,
-                Options.HostThreads);
-  ConvertNanos[Instruction] += uint64_t(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(
-          std::chrono::steady_clock::now() - Begin)
-          .count());
+  ConvertNanos[Instruction] += nanosToRun([&] {
+    convertOnHost(Dst, DstType, Src, SrcType, Elems, Accumulate,
+                  Options.HostThreads);
+  });
   ConvertElems[Instruction] += Elems;
 }
 
