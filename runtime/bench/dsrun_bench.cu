@@ -162,20 +162,19 @@ static void planCopies(const dsc::plan::Plan &P, const Layout &L, char *Arena,
     cudaEventDestroy(End[D]);
     CHECK(cudaStreamDestroy(Dir[D]));
   }
-  auto Rate = [&](int D, const double *Ms) {
-    const double *B = Ms == Both ? BothBytes : Bytes;
-    return Ms[D] > 0 ? B[D] / Ms[D] / 1e6 : 0;
+  auto Rate = [](double Bytes, double Ms) {
+    return Ms > 0 ? Bytes / Ms / 1e6 : 0;
   };
   if (L.Rank == 0) {
     printf("the plan's copies alone: in %.1f MiB at %.1f GB/s, out %.1f MiB "
            "at %.1f GB/s\n",
-           Bytes[0] / (1 << 20), Rate(0, Alone), Bytes[1] / (1 << 20),
-           Rate(1, Alone));
+           Bytes[0] / (1 << 20), Rate(Bytes[0], Alone[0]),
+           Bytes[1] / (1 << 20), Rate(Bytes[1], Alone[1]));
     if (Bytes[0] > 0 && Bytes[1] > 0)
       printf("the plan's copies both ways at once: in %.1f MiB at %.1f GB/s, "
              "out %.1f MiB at %.1f GB/s\n",
-             BothBytes[0] / (1 << 20), Rate(0, Both),
-             BothBytes[1] / (1 << 20), Rate(1, Both));
+             BothBytes[0] / (1 << 20), Rate(BothBytes[0], Both[0]),
+             BothBytes[1] / (1 << 20), Rate(BothBytes[1], Both[1]));
   }
   for (char *H : Host)
     CHECK(cudaFreeHost(H));
@@ -505,23 +504,21 @@ static int bench(int argc, char **argv) {
     if (I + 1 >= argc)
       return benchUsage((A + " needs a value").c_str());
     const char *V = argv[++I];
-    if (A == "--plan") {
+    // Both counts run from 1 to 64 (processes on a node, NCCL's channels).
+    auto Count = [&](int &Out) {
+      char *End = nullptr;
+      long N = strtol(V, &End, 10);
+      Out = int(N);
+      return *V && !*End && N >= 1 && N <= 64;
+    };
+    if (A == "--plan")
       PlanPath = V;
-    } else if (A == "--workload") {
+    else if (A == "--workload")
       WorkloadPath = V;
-    } else if (A == "--comm-min-ctas") {
-      char *End = nullptr;
-      long N = strtol(V, &End, 10);
-      if (*End || N < 1 || N > 64)
-        return benchUsage("--comm-min-ctas needs a count from 1 to 64");
-      MinCTAs = int(N);
-    } else {
-      char *End = nullptr;
-      long N = strtol(V, &End, 10);
-      if (*End || N < 1 || N > 64)
-        return benchUsage("-n needs a process count from 1 to 64");
-      Processes = int(N);
-    }
+    else if (A == "--comm-min-ctas" && !Count(MinCTAs))
+      return benchUsage("--comm-min-ctas needs a count from 1 to 64");
+    else if (A == "-n" && !Count(Processes))
+      return benchUsage("-n needs a process count from 1 to 64");
   }
   if (!WorkloadPath.empty() && PlanPath.empty())
     return benchUsage("--workload needs --plan");
