@@ -36,9 +36,12 @@ public:
   }
 
 private:
+  /// A transfer; ConvertedElems are converted between 16-bit and fp32 on
+  /// the host beside it (an offloaded gradient after its copy, an updated
+  /// parameter before its copy).
   void add(plan::TransferKind Kind, plan::Category What,
            plan::TransferPoint Point, uint32_t Owner, uint64_t Bytes,
-           bool Pinned) {
+           bool Pinned, uint64_t ConvertedElems = 0) {
     const plan::Hardware &H = S.Machine;
     uint64_t Rate;
     switch (Kind) {
@@ -51,19 +54,8 @@ private:
     default:
       Rate = Pinned ? H.PinnedCopyBytesPerSec : H.PageableCopyBytesPerSec;
     }
-    uint64_t Nanos = transferNanos(Bytes, Rate);
-    // Offloaded gradients are converted to fp32 on the host after their
-    // copy, updated parameters to 16 bits before theirs.
-    bool GradsIn = Point == plan::TransferPoint::AfterReduce &&
-                   Kind == plan::TransferKind::DeviceToHost;
-    bool ParamsOut = Point == plan::TransferPoint::AfterStep &&
-                     Kind == plan::TransferKind::HostToDevice;
-    if (GradsIn || ParamsOut) {
-      plan::DType T = GradsIn && S.ZeroStage == 3 ? S.GradAccumDType
-                                                  : S.ParamDType;
-      Nanos += transferNanos(Bytes / plan::dtypeBytes(T),
-                             H.HostConvertElemsPerSec);
-    }
+    uint64_t Nanos = transferNanos(Bytes, Rate) +
+                     transferNanos(ConvertedElems, H.HostConvertElemsPerSec);
     P.Transfers.push_back({Kind, What, Point, Owner, Bytes, Pinned, Nanos});
   }
 
@@ -77,7 +69,7 @@ private:
       add(plan::TransferKind::DeviceToHost, plan::Category::Grads,
           plan::TransferPoint::AfterReduce, B,
           bytesOf(Share, S.ZeroStage == 3 ? S.GradAccumDType : S.ParamDType),
-          S.OptimizerOffloadPinned);
+          S.OptimizerOffloadPinned, Share);
     }
   }
 
@@ -97,7 +89,7 @@ private:
       if (S.ParamOffload == plan::OffloadDevice::None) {
         add(plan::TransferKind::HostToDevice, plan::Category::Params16,
             plan::TransferPoint::AfterStep, G, bytesOf(Elems, S.ParamDType),
-            S.OptimizerOffloadPinned);
+            S.OptimizerOffloadPinned, Elems);
         continue;
       }
       // Parameters live on the host, except the persistent ones every
@@ -110,7 +102,8 @@ private:
       if (Persistent)
         add(plan::TransferKind::HostToDevice, plan::Category::Params16,
             plan::TransferPoint::AfterStep, G,
-            bytesOf(Persistent, S.ParamDType), S.OptimizerOffloadPinned);
+            bytesOf(Persistent, S.ParamDType), S.OptimizerOffloadPinned,
+            Persistent);
       if (S.ParamOffload == plan::OffloadDevice::NVMe)
         add(plan::TransferKind::NVMeWrite, plan::Category::Params16,
             plan::TransferPoint::AfterStep, G, bytesOf(Elems, S.ParamDType),
