@@ -83,6 +83,22 @@ int readNested(CodedInputStream &In, ParseFn Parse) {
   return OK ? 1 : -1;
 }
 
+/// Where an inline payload (raw_data, packed float_data) lies in the
+/// file, kept as two private external_data entries of the stripped proto
+/// (its data_location stays DEFAULT) for readInitializer.
+constexpr const char *PayloadOffsetKey = "dsc.payload_offset";
+constexpr const char *PayloadLengthKey = "dsc.payload_length";
+
+void notePayload(onnx::TensorProto &T, int Offset, uint32_t Length) {
+  auto Add = [&](const char *Key, uint64_t V) {
+    onnx::StringStringEntryProto *E = T.add_external_data();
+    E->set_key(Key);
+    E->set_value(std::to_string(V));
+  };
+  Add(PayloadOffsetKey, uint64_t(Offset));
+  Add(PayloadLengthKey, Length);
+}
+
 /// A TensorProto without its data: dims, type, name, where the data is.
 bool parseStrippedTensor(CodedInputStream &In, onnx::TensorProto &T) {
   std::string Unused;
@@ -137,15 +153,26 @@ bool parseStrippedTensor(CodedInputStream &In, onnx::TensorProto &T) {
           return 1;
         }
         case 9: { // raw_data: kept only when small (shape and axis
-                  // constants); a weight is skipped without being read.
+                  // constants); a weight is skipped without being read,
+                  // and where it lies in the file is noted instead.
           uint32_t Length;
           if (!S.ReadVarint32(&Length))
             return -1;
+          notePayload(T, S.CurrentPosition(), Length);
           // Fields arrive in number order, so data_type (2) is known here.
           if (Length > MaxKeptPayloadBytes ||
               isFloating(dtypeFromOnnx(T.data_type())))
             return S.Skip(int(Length)) ? 1 : -1;
           return S.ReadString(T.mutable_raw_data(), int(Length)) ? 1 : -1;
+        }
+        case 4: { // float_data: packed, it is raw little-endian floats.
+          if (Type != WFL::WIRETYPE_LENGTH_DELIMITED)
+            return WFL::SkipField(&S, WFL::MakeTag(Field, Type)) ? 1 : -1;
+          uint32_t Length;
+          if (!S.ReadVarint32(&Length))
+            return -1;
+          notePayload(T, S.CurrentPosition(), Length);
+          return S.Skip(int(Length)) ? 1 : -1;
         }
         case 7: { // int64_data, packed or not: small ones kept likewise.
           if (Type == WFL::WIRETYPE_VARINT) {
@@ -314,7 +341,7 @@ std::string scopeOf(const onnx::NodeProto &N) {
 }
 
 /// Checks an external data location the way a loader should: relative and
-/// inside the model's folder. dsc never opens it either way.
+/// inside the model's folder; readInitializer opens nothing else.
 Error checkLocation(StringRef Path, const Initializer &I) {
   StringRef L = I.Location;
   if (L.empty())
@@ -325,7 +352,7 @@ Error checkLocation(StringRef Path, const Initializer &I) {
     return fail(Path, "initializer '" + I.Name +
                           "' points at the absolute path '" + L +
                           "'; external data must be relative to the model's "
-                          "folder (dsc never opens it)");
+                          "folder");
   int Depth = 0;
   for (auto It = sys::path::begin(L, sys::path::Style::posix),
             End = sys::path::end(L);
@@ -337,7 +364,7 @@ Error checkLocation(StringRef Path, const Initializer &I) {
     if (Depth < 0)
       return fail(Path, "initializer '" + I.Name + "' points outside the "
                                                    "model's folder ('" +
-                            L + "'); dsc never opens it");
+                            L + "'); dsc opens nothing outside it");
   }
   return Error::success();
 }
@@ -381,7 +408,11 @@ Expected<Model> ModelBuilder::build(std::shared_ptr<onnx::ModelProto> P,
     }
     I.External = T.data_location() == onnx::TensorProto_DataLocation_EXTERNAL;
     for (const onnx::StringStringEntryProto &E : T.external_data()) {
-      if (E.key() == "location")
+      if (E.key() == PayloadOffsetKey)
+        StringRef(E.value()).getAsInteger(10, I.PayloadOffset);
+      else if (E.key() == PayloadLengthKey)
+        StringRef(E.value()).getAsInteger(10, I.PayloadLength);
+      else if (E.key() == "location")
         I.Location = E.value();
       else if (E.key() == "offset")
         StringRef(E.value()).getAsInteger(10, I.Offset);
@@ -527,6 +558,40 @@ Expected<Model> importOnnxBuffer(StringRef Bytes, StringRef Path) {
   if (!Proto->has_graph() && !Proto->has_ir_version())
     return fail(Path, "not an ONNX model: no graph and no IR version");
   return ModelBuilder::build(std::move(Proto), Path);
+}
+
+Expected<std::vector<char>> readInitializer(const Model &M,
+                                           const Initializer &I) {
+  uint64_t Want = I.bytes();
+  std::string File = M.Path;
+  int64_t Offset = I.PayloadOffset, Length = I.PayloadLength;
+  if (I.External) {
+    SmallString<256> Dir(M.Path);
+    sys::path::remove_filename(Dir);
+    sys::path::append(Dir, I.Location);
+    File = std::string(Dir);
+    Offset = I.Offset;
+    Length = I.Length >= 0 ? I.Length : int64_t(Want);
+  }
+  if (Offset < 0)
+    return fail(M.Path, "initializer '" + I.Name +
+                            "' has no data in the file (a graph-only export, "
+                            "or data dsc does not read); export the model "
+                            "with its weights");
+  if (uint64_t(Length) != Want)
+    return fail(M.Path, formatv("initializer '{0}' has {1} bytes of data "
+                                "where its shape and type need {2}",
+                                I.Name, Length, Want));
+  ErrorOr<std::unique_ptr<MemoryBuffer>> Buffer = MemoryBuffer::getFileSlice(
+      File, uint64_t(Length), uint64_t(Offset), /*IsVolatile=*/false);
+  if (!Buffer)
+    return fail(File, "cannot read the data of initializer '" + I.Name +
+                          "': " + Buffer.getError().message());
+  StringRef B = (*Buffer)->getBuffer();
+  if (B.size() != Want)
+    return fail(File, "the data of initializer '" + I.Name +
+                          "' is truncated");
+  return std::vector<char>(B.begin(), B.end());
 }
 
 Expected<Model> importOnnx(StringRef Path) {

@@ -99,6 +99,10 @@ struct Initializer {
   std::string Location;
   int64_t Offset = 0;
   int64_t Length = -1;
+  /// Inline data (raw_data, or packed float_data, which is the same bytes
+  /// for fp32): its byte range in the ONNX file; -1 when there is none.
+  int64_t PayloadOffset = -1;
+  int64_t PayloadLength = -1;
 
   /// Elements (1 for a scalar).
   uint64_t numel() const;
@@ -158,6 +162,13 @@ llvm::Expected<Model> importOnnx(llvm::StringRef Path);
 /// judge external data locations.
 llvm::Expected<Model> importOnnxBuffer(llvm::StringRef Bytes,
                                        llvm::StringRef Path);
+
+/// The raw little-endian bytes of an initializer's data, from the ONNX
+/// file (inline) or its external data file: what the graph was exported
+/// with. Fails, naming the tensor and the file, when the data is not
+/// there (a graph-only export) or is stored in a form dsc does not read.
+llvm::Expected<std::vector<char>> readInitializer(const Model &M,
+                                                  const Initializer &I);
 
 /// Files above this cannot be one protobuf message (ONNX's 2 GiB limit).
 constexpr uint64_t MaxSingleFileModelBytes = (uint64_t(1) << 31) - 1;
