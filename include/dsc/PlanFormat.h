@@ -48,9 +48,28 @@ constexpr uint32_t MaxRankClasses = 8;
 #define DSC_PLAN_ENUM(Name, ...)                                               \
   enum class Name : uint8_t { __VA_ARGS__ };
 
-DSC_PLAN_ENUM(DType, F32, F16, BF16)
-inline const char *const DTypeNames[] = {"fp32", "fp16", "bf16"};
-inline unsigned dtypeBytes(DType T) { return T == DType::F32 ? 4 : 2; }
+/// Element types. Parameters, gradients and optimizer states are one of
+/// the three floating-point ones; the compute program also holds token ids
+/// and targets (int32), index and shape values (int64) and masks (uint8).
+DSC_PLAN_ENUM(DType, F32, F16, BF16, I32, I64, U8)
+inline const char *const DTypeNames[] = {"fp32", "fp16",  "bf16",
+                                         "int32", "int64", "uint8"};
+inline unsigned dtypeBytes(DType T) {
+  switch (T) {
+  case DType::F16:
+  case DType::BF16:
+    return 2;
+  case DType::I64:
+    return 8;
+  case DType::U8:
+    return 1;
+  default:
+    return 4;
+  }
+}
+inline bool isFloatType(DType T) {
+  return T == DType::F32 || T == DType::F16 || T == DType::BF16;
+}
 
 DSC_PLAN_ENUM(OffloadDevice, None, CPU, NVMe)
 inline const char *const OffloadDeviceNames[] = {"none", "cpu", "nvme"};
