@@ -1,0 +1,582 @@
+//===- OpsNN.cpp - Norms, dropout, attention, the loss ---------------------===//
+//
+// The fused operators a transformer trains with. LayerNormalization is the
+// ONNX op itself (with its Mean and InvStdDev outputs always made, since
+// its gradient needs them); dsc.RMSNorm and dsc.Attention are what the
+// fusion passes turn the exporters' decompositions into; dsc.CrossEntropy
+// is the loss dsc appends. Each backward is an operator of its own, whose
+// host evaluation is the reference the runtime's kernel is tested against.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dsc/Compute/Ops.h"
+#include "dsc/Random.h"
+
+#include <cmath>
+
+using namespace llvm;
+
+namespace dsc::compute {
+
+namespace {
+
+/// Rows of a contiguous [Rows, Cols] view of a tensor normalized over its
+/// dims [Axis, rank).
+std::pair<int64_t, int64_t> rowsCols(const Shape &S, int64_t Axis) {
+  int64_t Cols = numel(ArrayRef<int64_t>(S).drop_front(size_t(Axis)));
+  return {numel(S) / std::max<int64_t>(Cols, 1), Cols};
+}
+
+Expected<int64_t> normAxis(InferContext &C) {
+  int64_t Rank = int64_t(C.shape(0).size());
+  int64_t Axis = C.N.A.i("axis", -1);
+  if (Axis < 0)
+    Axis += Rank;
+  if (Axis < 0 || Axis >= Rank)
+    return C.error("normalizes from axis " + Twine(Axis) +
+                   " of a tensor of rank " + Twine(Rank));
+  C.N.A.set("axis", Axis);
+  return Axis;
+}
+
+/// The shape of per-row statistics: the leading dims, then 1s.
+Shape statShape(const Shape &X, int64_t Axis) {
+  Shape S = X;
+  for (size_t K = size_t(Axis); K < S.size(); ++K)
+    S[K] = 1;
+  return S;
+}
+
+/// Checks that a weight covers the normalized dims.
+Error checkWeight(InferContext &C, unsigned I, int64_t Axis) {
+  if (!C.has(I))
+    return Error::success();
+  int64_t Cols = rowsCols(C.shape(0), Axis).second;
+  if (numel(C.shape(I)) != Cols)
+    return C.error("its weight " + shapeText(C.shape(I)) +
+                   " does not cover the normalized dims of " +
+                   shapeText(C.shape(0)));
+  return Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// LayerNormalization
+//===----------------------------------------------------------------------===//
+
+Error inferLayerNorm(InferContext &C) {
+  if (C.N.Inputs.size() < 2 || !C.has(0) || !C.has(1) ||
+      C.N.Outputs.size() != 3)
+    return C.error("takes X, Scale and an optional B, and makes Y, Mean and "
+                   "InvStdDev");
+  Expected<int64_t> Axis = normAxis(C);
+  if (!Axis)
+    return Axis.takeError();
+  if (Error E = checkWeight(C, 1, *Axis))
+    return E;
+  if (Error E = checkWeight(C, 2, *Axis))
+    return E;
+  C.out(0, C.shape(0), C.in(0).Type);
+  C.out(1, statShape(C.shape(0), *Axis), DType::F32);
+  C.out(2, statShape(C.shape(0), *Axis), DType::F32);
+  return Error::success();
+}
+
+Error evalLayerNorm(EvalContext &C) {
+  HostTensor X = C.In[0]->contiguousCopy();
+  std::vector<float> W = C.In[1]->floats();
+  std::vector<float> B = C.In.size() > 2 && C.In[2]
+                             ? C.In[2]->floats()
+                             : std::vector<float>(W.size(), 0.0f);
+  double Eps = C.N.A.f("epsilon", 1e-5);
+  auto [Rows, Cols] = rowsCols(X.shape(), C.N.A.i("axis", -1));
+  HostTensor &Y = C.fresh(0), &Mean = C.fresh(1), &Rstd = C.fresh(2);
+  const float *PX = X.floatData();
+  for (int64_t R = 0; R < Rows; ++R) {
+    const float *Row = PX + R * Cols;
+    double Mu = 0, Var = 0;
+    for (int64_t K = 0; K < Cols; ++K)
+      Mu += Row[K];
+    Mu /= double(Cols);
+    for (int64_t K = 0; K < Cols; ++K)
+      Var += (Row[K] - Mu) * (Row[K] - Mu);
+    double S = 1 / std::sqrt(Var / double(Cols) + Eps);
+    for (int64_t K = 0; K < Cols; ++K)
+      Y.floatData()[R * Cols + K] =
+          float((Row[K] - Mu) * S * W[size_t(K)] + B[size_t(K)]);
+    Mean.floatData()[R] = float(Mu);
+    Rstd.floatData()[R] = float(S);
+  }
+  return Error::success();
+}
+
+void gradLayerNorm(GradContext &C) {
+  if (!C.needs(0) && !C.needs(1) && !C.needs(2))
+    return;
+  Attributes A;
+  A.set("axis", C.node().A.i("axis", -1));
+  std::vector<ValueId> G = C.emitN(
+      "dsc.LayerNormGrad",
+      {C.dOut(0), C.input(0), C.input(1), C.output(1), C.output(2)}, A, 3);
+  C.setGrad(0, G[0]);
+  C.setGrad(1, C.reshape(G[1], C.shape(C.input(1))));
+  if (C.node().Inputs.size() > 2 && C.input(2) != NoValue)
+    C.setGrad(2, C.reshape(G[2], C.shape(C.input(2))));
+}
+
+/// dsc.LayerNormGrad(dy, x, w, mean, rstd) -> dx, dw, db; dw and db are of
+/// the normalized dims' size, flat.
+Error inferLayerNormGrad(InferContext &C) {
+  if (C.N.Inputs.size() != 5 || C.N.Outputs.size() != 3)
+    return C.error("takes dy, x, w, mean, rstd; makes dx, dw, db");
+  int64_t Axis = C.N.A.i("axis", -1);
+  int64_t Cols = rowsCols(C.shape(1), Axis).second;
+  C.out(0, C.shape(1), C.in(0).Type);
+  C.out(1, {Cols}, C.in(0).Type);
+  C.out(2, {Cols}, C.in(0).Type);
+  return Error::success();
+}
+
+Error evalLayerNormGrad(EvalContext &C) {
+  HostTensor Dy = C.In[0]->contiguousCopy(), X = C.In[1]->contiguousCopy();
+  std::vector<float> W = C.In[2]->floats(), Mu = C.In[3]->floats(),
+                     S = C.In[4]->floats();
+  bool Rms = C.N.Op == "dsc.RMSNormGrad";
+  auto [Rows, Cols] = rowsCols(X.shape(), C.N.A.i("axis", -1));
+  HostTensor &Dx = C.fresh(0), &Dw = C.fresh(1);
+  HostTensor *Db = Rms ? nullptr : &C.fresh(2);
+  std::vector<double> SumW(size_t(Cols), 0), SumB(size_t(Cols), 0);
+  for (int64_t R = 0; R < Rows; ++R) {
+    const float *PX = X.floatData() + R * Cols, *PG = Dy.floatData() + R * Cols;
+    double M = Rms ? 0 : Mu[size_t(R)];
+    double Rs = Rms ? Mu[size_t(R)] : S[size_t(R)];
+    double MeanG = 0, MeanGX = 0;
+    for (int64_t K = 0; K < Cols; ++K) {
+      double Xh = (PX[K] - M) * Rs, G = double(PG[K]) * W[size_t(K)];
+      MeanG += G;
+      MeanGX += G * Xh;
+      SumW[size_t(K)] += double(PG[K]) * Xh;
+      SumB[size_t(K)] += PG[K];
+    }
+    MeanG /= double(Cols);
+    MeanGX /= double(Cols);
+    for (int64_t K = 0; K < Cols; ++K) {
+      double Xh = (PX[K] - M) * Rs, G = double(PG[K]) * W[size_t(K)];
+      double D = Rms ? Rs * (G - Xh * MeanGX) : Rs * (G - MeanG - Xh * MeanGX);
+      Dx.floatData()[R * Cols + K] = float(D);
+    }
+  }
+  for (int64_t K = 0; K < Cols; ++K) {
+    Dw.floatData()[K] = float(SumW[size_t(K)]);
+    if (Db)
+      Db->floatData()[K] = float(SumB[size_t(K)]);
+  }
+  return Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// dsc.RMSNorm(x, w) {axis, epsilon} -> y, rstd
+//===----------------------------------------------------------------------===//
+
+Error inferRMSNorm(InferContext &C) {
+  if (C.N.Inputs.size() != 2 || C.N.Outputs.size() != 2)
+    return C.error("takes x and w, makes y and rstd");
+  Expected<int64_t> Axis = normAxis(C);
+  if (!Axis)
+    return Axis.takeError();
+  if (Error E = checkWeight(C, 1, *Axis))
+    return E;
+  C.out(0, C.shape(0), C.in(0).Type);
+  C.out(1, statShape(C.shape(0), *Axis), DType::F32);
+  return Error::success();
+}
+
+Error evalRMSNorm(EvalContext &C) {
+  HostTensor X = C.In[0]->contiguousCopy();
+  std::vector<float> W = C.In[1]->floats();
+  double Eps = C.N.A.f("epsilon", 1e-6);
+  auto [Rows, Cols] = rowsCols(X.shape(), C.N.A.i("axis", -1));
+  HostTensor &Y = C.fresh(0), &Rstd = C.fresh(1);
+  for (int64_t R = 0; R < Rows; ++R) {
+    const float *Row = X.floatData() + R * Cols;
+    double Ms = 0;
+    for (int64_t K = 0; K < Cols; ++K)
+      Ms += double(Row[K]) * Row[K];
+    double S = 1 / std::sqrt(Ms / double(Cols) + Eps);
+    for (int64_t K = 0; K < Cols; ++K)
+      Y.floatData()[R * Cols + K] = float(Row[K] * S * W[size_t(K)]);
+    Rstd.floatData()[R] = float(S);
+  }
+  return Error::success();
+}
+
+void gradRMSNorm(GradContext &C) {
+  Attributes A;
+  A.set("axis", C.node().A.i("axis", -1));
+  std::vector<ValueId> G = C.emitN(
+      "dsc.RMSNormGrad", {C.dOut(0), C.input(0), C.input(1), C.output(1)}, A,
+      2);
+  C.setGrad(0, G[0]);
+  C.setGrad(1, C.reshape(G[1], C.shape(C.input(1))));
+}
+
+/// dsc.RMSNormGrad(dy, x, w, rstd) -> dx, dw.
+Error inferRMSNormGrad(InferContext &C) {
+  if (C.N.Inputs.size() != 4 || C.N.Outputs.size() != 2)
+    return C.error("takes dy, x, w, rstd; makes dx, dw");
+  int64_t Cols = rowsCols(C.shape(1), C.N.A.i("axis", -1)).second;
+  C.out(0, C.shape(1), C.in(0).Type);
+  C.out(1, {Cols}, C.in(0).Type);
+  return Error::success();
+}
+
+Error evalRMSNormGrad(EvalContext &C) {
+  // The LayerNorm rule with no mean; its inputs in LayerNormGrad's order.
+  EvalContext L{C.G, C.N, {C.In[0], C.In[1], C.In[2], C.In[3], C.In[3]}, {},
+                C.Seed};
+  L.Out.resize(3);
+  if (Error E = evalLayerNormGrad(L))
+    return E;
+  C.Out[0] = std::move(L.Out[0]);
+  C.Out[1] = std::move(L.Out[1]);
+  return Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Dropout(x, ratio, training_mode): training with a ratio above 0 only;
+// canonicalization removes the others. The mask is recomputed, not kept.
+//===----------------------------------------------------------------------===//
+
+Error inferDropout(InferContext &C) {
+  if (!C.has(0))
+    return C.error("has no input");
+  double Ratio = C.N.A.f("ratio", 0.5);
+  if (C.has(1)) {
+    const HostTensor *R = C.constant(1);
+    if (!R)
+      return C.error("its ratio is computed at run time");
+    Ratio = R->at(0);
+  }
+  if (Ratio < 0 || Ratio >= 1)
+    return C.error("has ratio " + std::to_string(Ratio) +
+                   "; it must be in [0, 1)");
+  C.N.A.setFloat("ratio", Ratio);
+  C.out(0, C.shape(0), C.in(0).Type);
+  for (unsigned I = 1; I < C.N.Outputs.size(); ++I)
+    C.out(I, C.shape(0), DType::U8);
+  return Error::success();
+}
+
+Error evalDropout(EvalContext &C) {
+  HostTensor X = C.In[0]->contiguousCopy();
+  HostTensor &Y = C.fresh(0);
+  float Ratio = float(C.N.A.f("ratio", 0.5));
+  uint64_t Stream = uint64_t(C.N.A.i("dsc_stream", 0));
+  bool Grad = C.N.Op == "dsc.DropoutGrad";
+  for (int64_t I = 0; I < X.numel(); ++I) {
+    bool Keep = dropoutKeeps(C.Seed, Stream, uint64_t(I), Ratio);
+    Y.floatData()[I] = Keep ? X.floatData()[I] / (1 - Ratio) : 0.0f;
+    if (!Grad && C.Out.size() > 1) {
+      if (I == 0)
+        C.fresh(1);
+      C.Out[1].set(I, Keep);
+    }
+  }
+  return Error::success();
+}
+
+void gradDropout(GradContext &C) {
+  Attributes A;
+  A.setFloat("ratio", C.node().A.f("ratio", 0.5));
+  A.set("dsc_stream", C.node().A.i("dsc_stream", 0));
+  C.setGrad(0, C.emit("dsc.DropoutGrad", {C.dOut(0)}, A));
+}
+
+//===----------------------------------------------------------------------===//
+// dsc.Attention(q, k, v, [bias]) {causal, scale} -> out, lse
+//   q [B, Hq, T, D], k [B, Hkv, S, D], v [B, Hkv, S, Dv]; Hq a multiple of
+//   Hkv (grouped-query attention); bias broadcasts to [B, Hq, T, S].
+//===----------------------------------------------------------------------===//
+
+Error inferAttention(InferContext &C) {
+  if (C.N.Inputs.size() < 3 || C.N.Inputs.size() > 4 || C.N.Outputs.size() != 2)
+    return C.error("takes q, k, v and an optional bias; makes out and lse");
+  const Shape &Q = C.shape(0), &K = C.shape(1), &V = C.shape(2);
+  if (Q.size() != 4 || K.size() != 4 || V.size() != 4 || Q[0] != K[0] ||
+      K[0] != V[0] || Q[3] != K[3] || K[1] != V[1] || K[2] != V[2] ||
+      K[1] == 0 || Q[1] % K[1])
+    return C.error("expects q [B, Hq, T, D], k [B, Hkv, S, D], v [B, Hkv, "
+                   "S, Dv] with Hq a multiple of Hkv; has " +
+                   shapeText(Q) + ", " + shapeText(K) + ", " + shapeText(V));
+  if (C.has(3) && !broadcastShapes(C.shape(3), {Q[0], Q[1], Q[2], K[2]}))
+    return C.error("its bias " + shapeText(C.shape(3)) +
+                   " does not broadcast to the scores");
+  C.out(0, {Q[0], Q[1], Q[2], V[3]}, C.in(0).Type);
+  C.out(1, {Q[0], Q[1], Q[2]}, DType::F32);
+  return Error::success();
+}
+
+/// The scores of one (batch, head) pair, masked and scaled, into P (T x S).
+struct AttentionProblem {
+  int64_t B, Hq, Hkv, T, S, D, Dv;
+  double Scale;
+  bool Causal;
+  HostTensor Q, K, V, Bias;
+  bool HasBias;
+
+  AttentionProblem(const EvalContext &C) {
+    Q = C.In[0]->contiguousCopy();
+    K = C.In[1]->contiguousCopy();
+    V = C.In[2]->contiguousCopy();
+    B = Q.shape()[0], Hq = Q.shape()[1], T = Q.shape()[2], D = Q.shape()[3];
+    Hkv = K.shape()[1], S = K.shape()[2], Dv = V.shape()[3];
+    Scale = C.N.A.f("scale", 1 / std::sqrt(double(D)));
+    Causal = C.N.A.i("causal", 0);
+    HasBias = C.In.size() > 3 && C.In[3];
+    if (HasBias)
+      Bias = C.In[3]->expanded({B, Hq, T, S});
+  }
+  const float *q(int64_t Bi, int64_t H) const {
+    return Q.floatData() + ((Bi * Hq + H) * T) * D;
+  }
+  const float *k(int64_t Bi, int64_t H) const {
+    return K.floatData() + ((Bi * Hkv + H / (Hq / Hkv)) * S) * D;
+  }
+  const float *v(int64_t Bi, int64_t H) const {
+    return V.floatData() + ((Bi * Hkv + H / (Hq / Hkv)) * S) * Dv;
+  }
+  /// Scaled, masked scores; -inf where masked.
+  void scores(int64_t Bi, int64_t H, std::vector<double> &P) const {
+    P.assign(size_t(T * S), 0);
+    const float *PQ = q(Bi, H), *PK = k(Bi, H);
+    for (int64_t I = 0; I < T; ++I)
+      for (int64_t J = 0; J < S; ++J) {
+        if (Causal && J > I) {
+          P[size_t(I * S + J)] = -INFINITY;
+          continue;
+        }
+        double Dot = 0;
+        for (int64_t L = 0; L < D; ++L)
+          Dot += double(PQ[I * D + L]) * PK[J * D + L];
+        double X = Dot * Scale;
+        if (HasBias)
+          X += Bias.at(std::vector<int64_t>{Bi, H, I, J});
+        P[size_t(I * S + J)] = X;
+      }
+  }
+};
+
+Error evalAttention(EvalContext &C) {
+  AttentionProblem A(C);
+  HostTensor &O = C.fresh(0), &Lse = C.fresh(1);
+  std::vector<double> P;
+  for (int64_t Bi = 0; Bi < A.B; ++Bi)
+    for (int64_t H = 0; H < A.Hq; ++H) {
+      A.scores(Bi, H, P);
+      const float *PV = A.v(Bi, H);
+      for (int64_t I = 0; I < A.T; ++I) {
+        double Max = -INFINITY, Sum = 0;
+        for (int64_t J = 0; J < A.S; ++J)
+          Max = std::max(Max, P[size_t(I * A.S + J)]);
+        for (int64_t J = 0; J < A.S; ++J)
+          Sum += Max == -INFINITY ? 0 : std::exp(P[size_t(I * A.S + J)] - Max);
+        int64_t Row = (Bi * A.Hq + H) * A.T + I;
+        // A row with every key masked attends to nothing: zeros.
+        Lse.floatData()[Row] =
+            float(Sum > 0 ? Max + std::log(Sum) : INFINITY);
+        for (int64_t L = 0; L < A.Dv; ++L) {
+          double Acc = 0;
+          for (int64_t J = 0; J < A.S && Sum > 0; ++J)
+            Acc += std::exp(P[size_t(I * A.S + J)] - Max) / Sum *
+                   PV[J * A.Dv + L];
+          O.floatData()[Row * A.Dv + L] = float(Acc);
+        }
+      }
+    }
+  return Error::success();
+}
+
+void gradAttention(GradContext &C) {
+  std::vector<ValueId> Ins = {C.dOut(0),   C.input(0), C.input(1),
+                              C.input(2),  C.output(0), C.output(1)};
+  if (C.node().Inputs.size() > 3)
+    Ins.push_back(C.input(3));
+  if (C.needs(3))
+    C.fail("the attention bias needs a gradient; dsc trains only constant "
+           "masks");
+  std::vector<ValueId> G =
+      C.emitN("dsc.AttentionGrad", Ins, C.node().A, 3);
+  for (unsigned I = 0; I < 3; ++I)
+    C.setGrad(I, G[I]);
+}
+
+/// dsc.AttentionGrad(dout, q, k, v, out, lse, [bias]) -> dq, dk, dv.
+Error inferAttentionGrad(InferContext &C) {
+  if (C.N.Inputs.size() < 6 || C.N.Outputs.size() != 3)
+    return C.error("takes dout, q, k, v, out, lse and an optional bias");
+  for (unsigned I = 0; I < 3; ++I)
+    C.out(I, C.shape(I + 1), C.in(0).Type);
+  return Error::success();
+}
+
+Error evalAttentionGrad(EvalContext &C) {
+  EvalContext Fwd{C.G, C.N, {C.In[1], C.In[2], C.In[3]}, {}, C.Seed};
+  if (C.In.size() > 6)
+    Fwd.In.push_back(C.In[6]);
+  AttentionProblem A(Fwd);
+  HostTensor Dout = C.In[0]->contiguousCopy(), O = C.In[4]->contiguousCopy(),
+             Lse = C.In[5]->contiguousCopy();
+  HostTensor &Dq = C.fresh(0), &Dk = C.fresh(1), &Dv = C.fresh(2);
+  std::vector<double> P, Ds(size_t(A.T * A.S));
+  int64_t Group = A.Hq / A.Hkv;
+  for (int64_t Bi = 0; Bi < A.B; ++Bi)
+    for (int64_t H = 0; H < A.Hq; ++H) {
+      A.scores(Bi, H, P);
+      int64_t Rows = (Bi * A.Hq + H) * A.T;
+      const float *PQ = A.q(Bi, H), *PK = A.k(Bi, H), *PV = A.v(Bi, H);
+      const float *PdO = Dout.floatData() + Rows * A.Dv;
+      const float *PO = O.floatData() + Rows * A.Dv;
+      int64_t Kv = (Bi * A.Hkv + H / Group) * A.S;
+      float *PdQ = Dq.floatData() + Rows * A.D;
+      float *PdK = Dk.floatData() + Kv * A.D, *PdV = Dv.floatData() + Kv * A.Dv;
+      for (int64_t I = 0; I < A.T; ++I) {
+        double L = Lse.floatData()[Rows + I];
+        double Delta = 0;
+        for (int64_t X = 0; X < A.Dv; ++X)
+          Delta += double(PdO[I * A.Dv + X]) * PO[I * A.Dv + X];
+        for (int64_t J = 0; J < A.S; ++J) {
+          double Pij = std::isinf(L) ? 0 : std::exp(P[size_t(I * A.S + J)] - L);
+          double Dp = 0;
+          for (int64_t X = 0; X < A.Dv; ++X) {
+            Dp += double(PdO[I * A.Dv + X]) * PV[J * A.Dv + X];
+            PdV[J * A.Dv + X] += float(Pij * PdO[I * A.Dv + X]);
+          }
+          Ds[size_t(I * A.S + J)] = Pij * (Dp - Delta) * A.Scale;
+        }
+      }
+      for (int64_t I = 0; I < A.T; ++I)
+        for (int64_t J = 0; J < A.S; ++J) {
+          double G = Ds[size_t(I * A.S + J)];
+          if (G == 0)
+            continue;
+          for (int64_t X = 0; X < A.D; ++X) {
+            PdQ[I * A.D + X] += float(G * PK[J * A.D + X]);
+            PdK[J * A.D + X] += float(G * PQ[I * A.D + X]);
+          }
+        }
+    }
+  return Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// dsc.CrossEntropy(logits [..., V], targets [...]) {ignore_index} -> loss,
+// lse: the mean over targets other than ignore_index (HF's -100) of
+// -log softmax(logits)[target], as torch.nn.functional.cross_entropy.
+//===----------------------------------------------------------------------===//
+
+Error inferCrossEntropy(InferContext &C) {
+  if (C.N.Inputs.size() != 2 || C.N.Outputs.size() != 2)
+    return C.error("takes logits and targets; makes loss and lse");
+  Shape L = C.shape(0);
+  if (L.empty() || Shape(L.begin(), L.end() - 1) != C.shape(1))
+    return C.error("logits " + shapeText(L) + " do not match targets " +
+                   shapeText(C.shape(1)));
+  if (C.in(1).isFloat())
+    return C.error("its targets are not integers");
+  C.out(0, {}, DType::F32);
+  C.out(1, C.shape(1), DType::F32);
+  return Error::success();
+}
+
+Error evalCrossEntropy(EvalContext &C) {
+  HostTensor X = C.In[0]->contiguousCopy();
+  std::vector<int64_t> T = C.In[1]->ints();
+  int64_t V = X.shape().back(), Ignore = C.N.A.i("ignore_index", -100);
+  HostTensor &Loss = C.fresh(0), &Lse = C.fresh(1);
+  double Sum = 0;
+  int64_t Count = 0;
+  for (size_t R = 0; R < T.size(); ++R) {
+    const float *Row = X.floatData() + int64_t(R) * V;
+    double Max = -INFINITY, S = 0;
+    for (int64_t K = 0; K < V; ++K)
+      Max = std::max(Max, double(Row[K]));
+    for (int64_t K = 0; K < V; ++K)
+      S += std::exp(Row[K] - Max);
+    double L = Max + std::log(S);
+    Lse.floatData()[R] = float(L);
+    if (T[R] == Ignore)
+      continue;
+    if (T[R] < 0 || T[R] >= V)
+      return C.error("target " + Twine(T[R]) + " is outside the " + Twine(V) +
+                     " classes");
+    Sum += L - Row[T[R]];
+    ++Count;
+  }
+  Loss.floatData()[0] = float(Count ? Sum / double(Count) : 0.0);
+  return Error::success();
+}
+
+void gradCrossEntropy(GradContext &C) {
+  Attributes A;
+  A.set("ignore_index", C.node().A.i("ignore_index", -100));
+  C.setGrad(0, C.emit("dsc.CrossEntropyGrad",
+                      {C.input(0), C.input(1), C.output(1), C.dOut(0)}, A));
+}
+
+/// dsc.CrossEntropyGrad(logits, targets, lse, dloss) -> dlogits.
+Error inferCrossEntropyGrad(InferContext &C) {
+  if (C.N.Inputs.size() != 4)
+    return C.error("takes logits, targets, lse and dloss");
+  C.out(0, C.shape(0), C.in(0).Type);
+  return Error::success();
+}
+
+Error evalCrossEntropyGrad(EvalContext &C) {
+  HostTensor X = C.In[0]->contiguousCopy();
+  std::vector<int64_t> T = C.In[1]->ints();
+  std::vector<float> L = C.In[2]->floats();
+  double Dl = C.In[3]->at(0);
+  int64_t V = X.shape().back(), Ignore = C.N.A.i("ignore_index", -100);
+  int64_t Count = 0;
+  for (int64_t Tg : T)
+    Count += Tg != Ignore;
+  HostTensor &D = C.fresh(0);
+  for (size_t R = 0; R < T.size() && Count; ++R) {
+    if (T[R] == Ignore)
+      continue;
+    const float *Row = X.floatData() + int64_t(R) * V;
+    float *Out = D.floatData() + int64_t(R) * V;
+    for (int64_t K = 0; K < V; ++K)
+      Out[K] = float((std::exp(Row[K] - L[R]) - (K == T[R])) * Dl /
+                     double(Count));
+  }
+  return Error::success();
+}
+
+const OpDef Ops[] = {
+    {"LayerNormalization", inferLayerNorm, evalLayerNorm, gradLayerNorm, 0,
+     "layer normalization over the trailing dims"},
+    {"dsc.LayerNormGrad", inferLayerNormGrad, evalLayerNormGrad, nullptr, 0,
+     "dx, dw, db of a layer normalization"},
+    {"dsc.RMSNorm", inferRMSNorm, evalRMSNorm, gradRMSNorm, 0,
+     "x / sqrt(mean(x^2) + eps) * w"},
+    {"dsc.RMSNormGrad", inferRMSNormGrad, evalRMSNormGrad, nullptr, 0,
+     "dx, dw of an RMS normalization"},
+    {"Dropout", inferDropout, evalDropout, gradDropout, Random,
+     "x with elements zeroed at random, the rest scaled"},
+    {"dsc.DropoutGrad", inferDropout, evalDropout, nullptr, Random,
+     "dy through the same mask"},
+    {"dsc.Attention", inferAttention, evalAttention, gradAttention, 0,
+     "scaled dot-product attention (causal, grouped-query, biased)"},
+    {"dsc.AttentionGrad", inferAttentionGrad, evalAttentionGrad, nullptr, 0,
+     "dq, dk, dv of attention"},
+    {"dsc.CrossEntropy", inferCrossEntropy, evalCrossEntropy,
+     gradCrossEntropy, 0, "mean softmax cross-entropy of the targets"},
+    {"dsc.CrossEntropyGrad", inferCrossEntropyGrad, evalCrossEntropyGrad,
+     nullptr, 0, "dlogits of the cross-entropy"},
+};
+
+} // namespace
+
+ArrayRef<OpDef> nnOps() { return Ops; }
+
+} // namespace dsc::compute
