@@ -24,6 +24,7 @@ int main(int argc, char **argv) {
           "  dsc explain KEY              what a config key means and does\n"
           "  dsc schema                   the JSON Schema of ds_config\n"
           "  dsc inspect model.onnx       parameters, modules, hidden size\n"
+          "  dsc lower model.onnx         the training program, pass by pass\n"
           "  dsc resolve ds_config.json [model.onnx]  fill every \"auto\"\n"
           "  dsc plan ds_config.json model.onnx -o plan.bin  lower to a plan\n"
           "  dsc estimate ds_config.json model.onnx  memory per rank\n"
@@ -39,6 +40,8 @@ int main(int argc, char **argv) {
     return runSchema();
   if (InspectCommand)
     return runInspect();
+  if (LowerCommand)
+    return runLower();
   if (ResolveCommand)
     return runResolve();
   if (PlanCommand)
