@@ -1,0 +1,134 @@
+//===- ComputeFixtureTest.cpp - The reference interpreter against PyTorch -===//
+//
+// Tiny GPT-2, Llama (grouped-query attention, RMSNorm, rotary, SwiGLU,
+// untied head), BERT (masked LM) and ViT (patch projection, classification)
+// were exported on the GPU machine by both exporters with their weights,
+// and PyTorch computed their loss and every parameter's gradient on one
+// batch in fp32 (utils/make_training_fixtures.py). dsc imports each export,
+// runs its passes (with and without fusion), and its interpreter must give
+// the same loss and gradients to 1e-4 relative.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ComputeTestUtil.h"
+
+#include "dsc/Compute/Interpreter.h"
+#include "dsc/Compute/Passes.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+
+using namespace dsc;
+using namespace dsc::compute;
+
+namespace {
+
+/// Whether A equals B to Rel relative to ||B||. A gradient that is zero
+/// in exact arithmetic (a key projection's bias: softmax ignores a shift
+/// shared by a row) is rounding noise in both, so a floor of 1e-7 per
+/// element applies.
+::testing::AssertionResult close(const HostTensor &A, const HostTensor &B,
+                                 double Rel) {
+  std::vector<double> X = A.values(), Y = B.values();
+  if (X.size() != Y.size())
+    return ::testing::AssertionFailure() << "sizes differ";
+  double Diff = 0, Norm = 0;
+  for (size_t I = 0; I < X.size(); ++I) {
+    Diff += (X[I] - Y[I]) * (X[I] - Y[I]);
+    Norm += Y[I] * Y[I];
+  }
+  Diff = std::sqrt(Diff), Norm = std::sqrt(Norm);
+  if (Diff <= Rel * Norm + 1e-7 * std::sqrt(double(X.size())))
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "||ours - pytorch|| = " << Diff << ", ||pytorch|| = " << Norm;
+}
+
+/// HF deduplicates a tied weight under the first module's name.
+std::string hfName(const std::string &Name,
+                   const std::map<std::string, HostTensor> &Fixture) {
+  if (Fixture.count("grad." + Name))
+    return Name;
+  static const std::map<std::string, std::string> Tied = {
+      {"lm_head.weight", "transformer.wte.weight"},
+      {"cls.predictions.decoder.weight",
+       "bert.embeddings.word_embeddings.weight"},
+      {"cls.predictions.decoder.bias", "cls.predictions.bias"}};
+  auto It = Tied.find(Name);
+  return It == Tied.end() ? Name : It->second;
+}
+
+void checkAgainstPyTorch(const std::string &Export, const std::string &Model,
+                         LossKind Loss, bool Fuse) {
+  SCOPED_TRACE(Export + (Fuse ? " (fused)" : " (unfused)"));
+  std::map<std::string, HostTensor> Fixture =
+      readSafeTensors(fixturePath(Model + ".fixture.safetensors"));
+  ASSERT_TRUE(Fixture.count("loss"));
+  bool Image = Fixture.count("pixel_values");
+  const HostTensor &X = Fixture[Image ? "pixel_values" : "input_ids"];
+  LoweredModel L = lowerModel(inputPath(Export + ".onnx"), X.shape()[0],
+                              Image ? 0 : X.shape()[1], Loss, Fuse);
+  ASSERT_TRUE(L.G.Loss != NoValue) << L.Error;
+
+  Interpreter I(L.G);
+  loadWeights(I, L);
+  ASSERT_TRUE(ok(I.set(L.G.Inputs[0], X.cast(L.G.Values[L.G.Inputs[0]].Type))));
+  ASSERT_TRUE(ok(I.set(L.G.Targets[0], Fixture["labels"].cast(plan::DType::I32))));
+  ASSERT_TRUE(ok(I.run()));
+
+  double Want = Fixture["loss"].at(0), Got = I.value(L.G.Loss).at(0);
+  EXPECT_NEAR(Got, Want, 1e-4 * std::fabs(Want)) << "loss";
+  unsigned Checked = 0;
+  for (const ParamInfo &P : L.G.Params) {
+    std::string Name = hfName(P.Name, Fixture);
+    auto It = Fixture.find("grad." + Name);
+    ASSERT_NE(It, Fixture.end()) << "PyTorch has no gradient for " << P.Name;
+    ASSERT_NE(P.Grad, NoValue) << P.Name << " got no gradient";
+    EXPECT_TRUE(close(I.value(P.Grad), It->second, 1e-4))
+        << "gradient of " << P.Name;
+    ++Checked;
+  }
+  // Every parameter PyTorch trains is one of the graph's.
+  unsigned Want2 = 0;
+  for (const auto &[K, V] : Fixture)
+    Want2 += llvm::StringRef(K).startswith("grad.");
+  EXPECT_EQ(Checked, Want2);
+}
+
+struct Case {
+  const char *Export, *Model;
+  LossKind Loss;
+};
+
+class MatchesPyTorch : public ::testing::TestWithParam<Case> {};
+
+TEST_P(MatchesPyTorch, Unfused) {
+  checkAgainstPyTorch(GetParam().Export, GetParam().Model, GetParam().Loss,
+                      false);
+}
+TEST_P(MatchesPyTorch, Fused) {
+  checkAgainstPyTorch(GetParam().Export, GetParam().Model, GetParam().Loss,
+                      true);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Exports, MatchesPyTorch,
+    ::testing::Values(
+        Case{"gpt2-train.dynamo", "gpt2-train", LossKind::CausalLM},
+        Case{"llama-train.dynamo", "llama-train", LossKind::CausalLM},
+        Case{"bert-train.dynamo", "bert-train", LossKind::MaskedLM},
+        Case{"bert-train.torchscript", "bert-train", LossKind::MaskedLM},
+        Case{"vit-train.dynamo", "vit-train",
+             LossKind::SequenceClassification},
+        Case{"vit-train.torchscript", "vit-train",
+             LossKind::SequenceClassification}),
+    [](const ::testing::TestParamInfo<Case> &I) {
+      std::string S = I.param.Export;
+      for (char &C : S)
+        if (!isalnum(C))
+          C = '_';
+      return S;
+    });
+
+} // namespace
