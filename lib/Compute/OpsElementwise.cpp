@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dsc/Compute/Ops.h"
+#include "dsc/ReferenceKernels.h"
 
 #include "llvm/ADT/StringMap.h"
 
@@ -17,6 +18,8 @@
 using namespace llvm;
 
 namespace dsc::compute {
+
+using plan::PointwiseOp;
 
 namespace {
 
@@ -29,13 +32,70 @@ enum class ResultType {
   LikeSecond,  ///< The second input's (CastLike).
 };
 
-using ScalarFn = double (*)(const double *X, const Attributes &A);
-
+/// An elementwise op: its arity, result type, and the pointwise
+/// instruction that computes it (nullopt: a copy, as Identity and Cast;
+/// the store converts the type).
 struct ElementwiseInfo {
   unsigned Arity;
   ResultType Result;
-  ScalarFn Fn;
+  std::optional<PointwiseOp> Op;
 };
+
+bool tanhGelu(const Attributes &A) { return A.s("approximate") == "tanh"; }
+
+const StringMap<ElementwiseInfo> &table() {
+  using R = ResultType;
+  using P = PointwiseOp;
+  static const StringMap<ElementwiseInfo> T = {
+      {"Add", {2, R::SameAsFirst, P::Add}},
+      {"Sub", {2, R::SameAsFirst, P::Sub}},
+      {"Mul", {2, R::SameAsFirst, P::Mul}},
+      {"Div", {2, R::SameAsFirst, P::Div}},
+      {"Pow", {2, R::SameAsFirst, P::Pow}},
+      {"Max", {2, R::SameAsFirst, P::Max}},
+      {"Min", {2, R::SameAsFirst, P::Min}},
+      {"Mod", {2, R::SameAsFirst, P::Mod}},
+      {"Equal", {2, R::Bool, P::Equal}},
+      {"Less", {2, R::Bool, P::Less}},
+      {"LessOrEqual", {2, R::Bool, P::LessOrEqual}},
+      {"Greater", {2, R::Bool, P::Greater}},
+      {"GreaterOrEqual", {2, R::Bool, P::GreaterOrEqual}},
+      {"And", {2, R::Bool, P::And}},
+      {"Or", {2, R::Bool, P::Or}},
+      {"Xor", {2, R::Bool, P::Xor}},
+      {"Not", {1, R::Bool, P::Not}},
+      {"IsNaN", {1, R::Bool, P::IsNaN}},
+      {"IsInf", {1, R::Bool, P::IsInf}},
+      {"Where", {3, R::SameAsValue, P::Where}},
+      {"Neg", {1, R::SameAsFirst, P::Neg}},
+      {"Abs", {1, R::SameAsFirst, P::Abs}},
+      {"Sign", {1, R::SameAsFirst, P::Sign}},
+      {"Sqrt", {1, R::SameAsFirst, P::Sqrt}},
+      {"Reciprocal", {1, R::SameAsFirst, P::Reciprocal}},
+      {"Exp", {1, R::SameAsFirst, P::Exp}},
+      {"Log", {1, R::SameAsFirst, P::Log}},
+      {"Tanh", {1, R::SameAsFirst, P::Tanh}},
+      {"Erf", {1, R::SameAsFirst, P::Erf}},
+      {"Sigmoid", {1, R::SameAsFirst, P::Sigmoid}},
+      {"Relu", {1, R::SameAsFirst, P::Relu}},
+      {"Cos", {1, R::SameAsFirst, P::Cos}},
+      {"Sin", {1, R::SameAsFirst, P::Sin}},
+      {"Floor", {1, R::SameAsFirst, P::Floor}},
+      {"Ceil", {1, R::SameAsFirst, P::Ceil}},
+      {"Identity", {1, R::SameAsFirst, std::nullopt}},
+      {"Cast", {1, R::CastTo, std::nullopt}},
+      {"CastLike", {2, R::LikeSecond, std::nullopt}},
+      // The form (erf or tanh) comes from the "approximate" attribute.
+      {"Gelu", {1, R::SameAsFirst, P::GeluErf}},
+      // dsc.GeluGrad(x, dy) = dy * gelu'(x), either form.
+      {"dsc.GeluGrad", {2, R::SameAsFirst, P::GeluErfGrad}},
+  };
+  return T;
+}
+
+const ElementwiseInfo &infoOf(const Node &N) { return table().find(N.Op)->second; }
+
+constexpr double Pi = 3.14159265358979323846;
 
 /// Integer arithmetic done exactly: shape and index values (Slice bounds
 /// of INT64_MAX among them) do not survive a trip through double.
@@ -67,85 +127,6 @@ std::optional<int64_t> integerOp(StringRef Op, const int64_t *X,
   }
   return std::nullopt;
 }
-
-constexpr double Pi = 3.14159265358979323846;
-
-double geluErf(double X) { return 0.5 * X * (1 + std::erf(X / std::sqrt(2.0))); }
-double geluTanh(double X) {
-  double K = std::sqrt(2 / Pi);
-  return 0.5 * X * (1 + std::tanh(K * (X + 0.044715 * X * X * X)));
-}
-double geluErfGrad(double X) {
-  double Cdf = 0.5 * (1 + std::erf(X / std::sqrt(2.0)));
-  double Pdf = std::exp(-0.5 * X * X) / std::sqrt(2 * Pi);
-  return Cdf + X * Pdf;
-}
-double geluTanhGrad(double X) {
-  double K = std::sqrt(2 / Pi);
-  double U = K * (X + 0.044715 * X * X * X);
-  double T = std::tanh(U);
-  return 0.5 * (1 + T) + 0.5 * X * (1 - T * T) * K * (1 + 3 * 0.044715 * X * X);
-}
-bool tanhGelu(const Attributes &A) { return A.s("approximate") == "tanh"; }
-
-const StringMap<ElementwiseInfo> &table() {
-  using R = ResultType;
-  static const StringMap<ElementwiseInfo> T = {
-      {"Add", {2, R::SameAsFirst, [](const double *X, const Attributes &) { return X[0] + X[1]; }}},
-      {"Sub", {2, R::SameAsFirst, [](const double *X, const Attributes &) { return X[0] - X[1]; }}},
-      {"Mul", {2, R::SameAsFirst, [](const double *X, const Attributes &) { return X[0] * X[1]; }}},
-      {"Div", {2, R::SameAsFirst, [](const double *X, const Attributes &) { return X[0] / X[1]; }}},
-      {"Pow", {2, R::SameAsFirst, [](const double *X, const Attributes &) { return std::pow(X[0], X[1]); }}},
-      {"Max", {2, R::SameAsFirst, [](const double *X, const Attributes &) { return std::max(X[0], X[1]); }}},
-      {"Min", {2, R::SameAsFirst, [](const double *X, const Attributes &) { return std::min(X[0], X[1]); }}},
-      {"Mod", {2, R::SameAsFirst, [](const double *X, const Attributes &A) {
-         if (A.i("fmod", 0))
-           return std::fmod(X[0], X[1]);
-         double M = std::fmod(X[0], X[1]);
-         return M != 0 && ((M < 0) != (X[1] < 0)) ? M + X[1] : M;
-       }}},
-      {"Equal", {2, R::Bool, [](const double *X, const Attributes &) { return double(X[0] == X[1]); }}},
-      {"Less", {2, R::Bool, [](const double *X, const Attributes &) { return double(X[0] < X[1]); }}},
-      {"LessOrEqual", {2, R::Bool, [](const double *X, const Attributes &) { return double(X[0] <= X[1]); }}},
-      {"Greater", {2, R::Bool, [](const double *X, const Attributes &) { return double(X[0] > X[1]); }}},
-      {"GreaterOrEqual", {2, R::Bool, [](const double *X, const Attributes &) { return double(X[0] >= X[1]); }}},
-      {"And", {2, R::Bool, [](const double *X, const Attributes &) { return double(X[0] != 0 && X[1] != 0); }}},
-      {"Or", {2, R::Bool, [](const double *X, const Attributes &) { return double(X[0] != 0 || X[1] != 0); }}},
-      {"Xor", {2, R::Bool, [](const double *X, const Attributes &) { return double((X[0] != 0) != (X[1] != 0)); }}},
-      {"Not", {1, R::Bool, [](const double *X, const Attributes &) { return double(X[0] == 0); }}},
-      {"IsNaN", {1, R::Bool, [](const double *X, const Attributes &) { return double(std::isnan(X[0])); }}},
-      {"IsInf", {1, R::Bool, [](const double *X, const Attributes &) { return double(std::isinf(X[0])); }}},
-      {"Where", {3, R::SameAsValue, [](const double *X, const Attributes &) { return X[0] != 0 ? X[1] : X[2]; }}},
-      {"Neg", {1, R::SameAsFirst, [](const double *X, const Attributes &) { return -X[0]; }}},
-      {"Abs", {1, R::SameAsFirst, [](const double *X, const Attributes &) { return std::fabs(X[0]); }}},
-      {"Sign", {1, R::SameAsFirst, [](const double *X, const Attributes &) { return double((X[0] > 0) - (X[0] < 0)); }}},
-      {"Sqrt", {1, R::SameAsFirst, [](const double *X, const Attributes &) { return std::sqrt(X[0]); }}},
-      {"Reciprocal", {1, R::SameAsFirst, [](const double *X, const Attributes &) { return 1 / X[0]; }}},
-      {"Exp", {1, R::SameAsFirst, [](const double *X, const Attributes &) { return std::exp(X[0]); }}},
-      {"Log", {1, R::SameAsFirst, [](const double *X, const Attributes &) { return std::log(X[0]); }}},
-      {"Tanh", {1, R::SameAsFirst, [](const double *X, const Attributes &) { return std::tanh(X[0]); }}},
-      {"Erf", {1, R::SameAsFirst, [](const double *X, const Attributes &) { return std::erf(X[0]); }}},
-      {"Sigmoid", {1, R::SameAsFirst, [](const double *X, const Attributes &) { return 1 / (1 + std::exp(-X[0])); }}},
-      {"Relu", {1, R::SameAsFirst, [](const double *X, const Attributes &) { return X[0] > 0 ? X[0] : 0.0; }}},
-      {"Cos", {1, R::SameAsFirst, [](const double *X, const Attributes &) { return std::cos(X[0]); }}},
-      {"Sin", {1, R::SameAsFirst, [](const double *X, const Attributes &) { return std::sin(X[0]); }}},
-      {"Floor", {1, R::SameAsFirst, [](const double *X, const Attributes &) { return std::floor(X[0]); }}},
-      {"Ceil", {1, R::SameAsFirst, [](const double *X, const Attributes &) { return std::ceil(X[0]); }}},
-      {"Identity", {1, R::SameAsFirst, [](const double *X, const Attributes &) { return X[0]; }}},
-      {"Cast", {1, R::CastTo, [](const double *X, const Attributes &) { return X[0]; }}},
-      {"CastLike", {2, R::LikeSecond, [](const double *X, const Attributes &) { return X[0]; }}},
-      {"Gelu", {1, R::SameAsFirst, [](const double *X, const Attributes &A) {
-         return tanhGelu(A) ? geluTanh(X[0]) : geluErf(X[0]);
-       }}},
-      // dsc.GeluGrad(x, dy) = dy * gelu'(x), either form.
-      {"dsc.GeluGrad", {2, R::SameAsFirst, [](const double *X, const Attributes &A) {
-         return X[1] * (tanhGelu(A) ? geluTanhGrad(X[0]) : geluErfGrad(X[0]));
-       }}},
-  };
-  return T;
-}
-
-const ElementwiseInfo &infoOf(const Node &N) { return table().find(N.Op)->second; }
 
 /// ONNX's element type numbers, for Cast's "to".
 std::optional<DType> castTarget(int64_t To) {
@@ -253,6 +234,9 @@ Error evalElementwise(EvalContext &C) {
     Ptrs.push_back(&T);
   HostTensor R(OutV.isFloat() ? DType::F32 : OutV.Type, Compact);
   bool Float = OutV.isFloat();
+  std::optional<PointwiseOp> Op = pointwiseOpOf(C.N);
+  if (Op == PointwiseOp::Mod && C.N.A.i("fmod", 0))
+    return C.error("has fmod=1, which dsc does not compute");
   bool Integers = !Float && OutV.Type != DType::U8;
   for (const HostTensor *T : Ptrs)
     Integers &= !T->isFloat();
@@ -269,7 +253,7 @@ Error evalElementwise(EvalContext &C) {
     }
     for (size_t J = 0; J < Ptrs.size(); ++J)
       Args[J] = Ptrs[J]->storageAt(Off[J]);
-    double V = I.Fn(Args, C.N.A);
+    double V = Op ? reference::pointwise(*Op, Args) : Args[0];
     if (Float)
       R.floatData()[Flat] = float(V);
     else
@@ -444,5 +428,17 @@ const OpDef Ops[] = {
 } // namespace
 
 ArrayRef<OpDef> elementwiseOps() { return Ops; }
+
+std::optional<PointwiseOp> pointwiseOpOf(const Node &N) {
+  auto It = table().find(N.Op);
+  if (It == table().end())
+    return std::nullopt;
+  std::optional<PointwiseOp> Op = It->second.Op;
+  if (tanhGelu(N.A) && Op == PointwiseOp::GeluErf)
+    return PointwiseOp::GeluTanh;
+  if (tanhGelu(N.A) && Op == PointwiseOp::GeluErfGrad)
+    return PointwiseOp::GeluTanhGrad;
+  return Op;
+}
 
 } // namespace dsc::compute

@@ -1,6 +1,7 @@
 //===- OpsMath.cpp - Matrix products, softmax, reductions -----------------===//
 
 #include "dsc/Compute/Ops.h"
+#include "dsc/ReferenceKernels.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -135,42 +136,16 @@ Error inferSoftmax(InferContext &C) {
   return Error::success();
 }
 
-/// Calls F(base offset, stride, count) for every row along Axis of a
-/// contiguous tensor of shape S.
-template <typename Fn> void forEachRow(const Shape &S, int64_t Axis, Fn F) {
-  int64_t Dim = S[size_t(Axis)];
-  int64_t Post = numel(ArrayRef<int64_t>(S).drop_front(size_t(Axis) + 1));
-  int64_t Pre = numel(ArrayRef<int64_t>(S).take_front(size_t(Axis)));
-  for (int64_t P = 0; P < Pre; ++P)
-    for (int64_t Q = 0; Q < Post; ++Q)
-      F(P * Dim * Post + Q, Post, Dim);
-}
-
 Error evalSoftmax(EvalContext &C) {
+  // The axis is the last (exporters write it so; the kernel needs it).
   HostTensor X = C.In[0]->contiguousCopy();
+  int64_t Axis = C.N.A.i("axis", -1);
+  if (Axis != X.rank() - 1)
+    return C.error("dsc computes softmax along the last axis only");
   HostTensor &Out = C.fresh(0);
-  bool Log = C.N.Op == "LogSoftmax";
-  bool ZeroMasked = C.N.A.i("zero_masked_rows", 0);
-  const float *In = X.floatData();
-  float *O = Out.floatData();
-  forEachRow(X.shape(), C.N.A.i("axis", -1), [&](int64_t B, int64_t S,
-                                                 int64_t N) {
-    double Max = -INFINITY;
-    for (int64_t I = 0; I < N; ++I)
-      Max = std::max(Max, double(In[B + I * S]));
-    if (ZeroMasked && Max == -INFINITY) {
-      for (int64_t I = 0; I < N; ++I)
-        O[B + I * S] = 0;
-      return;
-    }
-    double Sum = 0;
-    for (int64_t I = 0; I < N; ++I)
-      Sum += std::exp(double(In[B + I * S]) - Max);
-    for (int64_t I = 0; I < N; ++I) {
-      double Z = double(In[B + I * S]) - Max;
-      O[B + I * S] = float(Log ? Z - std::log(Sum) : std::exp(Z) / Sum);
-    }
-  });
+  int64_t Cols = X.shape().back();
+  reference::softmax(X.floatData(), Out.floatData(), X.numel() / Cols, Cols,
+                     C.N.Op == "LogSoftmax", C.N.A.i("zero_masked_rows", 0));
   return Error::success();
 }
 
@@ -193,21 +168,10 @@ Error inferSoftmaxGrad(InferContext &C) {
 Error evalSoftmaxGrad(EvalContext &C) {
   HostTensor Y = C.In[0]->contiguousCopy(), G = C.In[1]->contiguousCopy();
   HostTensor &Out = C.fresh(0);
-  bool Log = C.N.Op == "dsc.LogSoftmaxGrad";
-  const float *PY = Y.floatData(), *PG = G.floatData();
-  float *O = Out.floatData();
-  forEachRow(Y.shape(), C.N.A.i("axis", -1), [&](int64_t B, int64_t S,
-                                                 int64_t N) {
-    double Dot = 0;
-    for (int64_t I = 0; I < N; ++I)
-      Dot += Log ? double(PG[B + I * S])
-                 : double(PG[B + I * S]) * double(PY[B + I * S]);
-    for (int64_t I = 0; I < N; ++I) {
-      int64_t K = B + I * S;
-      O[K] = float(Log ? double(PG[K]) - std::exp(double(PY[K])) * Dot
-                       : double(PY[K]) * (double(PG[K]) - Dot));
-    }
-  });
+  int64_t Cols = Y.shape().back();
+  reference::softmaxGrad(Y.floatData(), G.floatData(), Out.floatData(),
+                         Y.numel() / Cols, Cols,
+                         C.N.Op == "dsc.LogSoftmaxGrad");
   return Error::success();
 }
 

@@ -11,6 +11,7 @@
 
 #include "dsc/Compute/Ops.h"
 #include "dsc/Random.h"
+#include "dsc/ReferenceKernels.h"
 
 #include <cmath>
 
@@ -84,28 +85,14 @@ Error inferLayerNorm(InferContext &C) {
 Error evalLayerNorm(EvalContext &C) {
   HostTensor X = C.In[0]->contiguousCopy();
   std::vector<float> W = C.In[1]->floats();
-  std::vector<float> B = C.In.size() > 2 && C.In[2]
-                             ? C.In[2]->floats()
-                             : std::vector<float>(W.size(), 0.0f);
-  double Eps = C.N.A.f("epsilon", 1e-5);
+  std::vector<float> B;
+  if (C.In.size() > 2 && C.In[2])
+    B = C.In[2]->floats();
   auto [Rows, Cols] = rowsCols(X.shape(), C.N.A.i("axis", -1));
   HostTensor &Y = C.fresh(0), &Mean = C.fresh(1), &Rstd = C.fresh(2);
-  const float *PX = X.floatData();
-  for (int64_t R = 0; R < Rows; ++R) {
-    const float *Row = PX + R * Cols;
-    double Mu = 0, Var = 0;
-    for (int64_t K = 0; K < Cols; ++K)
-      Mu += Row[K];
-    Mu /= double(Cols);
-    for (int64_t K = 0; K < Cols; ++K)
-      Var += (Row[K] - Mu) * (Row[K] - Mu);
-    double S = 1 / std::sqrt(Var / double(Cols) + Eps);
-    for (int64_t K = 0; K < Cols; ++K)
-      Y.floatData()[R * Cols + K] =
-          float((Row[K] - Mu) * S * W[size_t(K)] + B[size_t(K)]);
-    Mean.floatData()[R] = float(Mu);
-    Rstd.floatData()[R] = float(S);
-  }
+  reference::layerNorm(X.floatData(), W.data(), B.empty() ? nullptr : B.data(),
+                       Y.floatData(), Mean.floatData(), Rstd.floatData(), Rows,
+                       Cols, C.N.A.f("epsilon", 1e-5));
   return Error::success();
 }
 
@@ -137,39 +124,16 @@ Error inferLayerNormGrad(InferContext &C) {
 }
 
 Error evalLayerNormGrad(EvalContext &C) {
-  HostTensor Dy = C.In[0]->contiguousCopy(), X = C.In[1]->contiguousCopy();
-  std::vector<float> W = C.In[2]->floats(), Mu = C.In[3]->floats(),
-                     S = C.In[4]->floats();
   bool Rms = C.N.Op == "dsc.RMSNormGrad";
+  HostTensor Dy = C.In[0]->contiguousCopy(), X = C.In[1]->contiguousCopy();
+  std::vector<float> W = C.In[2]->floats(), Mean = C.In[3]->floats();
+  std::vector<float> Rstd = Rms ? Mean : C.In[4]->floats();
   auto [Rows, Cols] = rowsCols(X.shape(), C.N.A.i("axis", -1));
   HostTensor &Dx = C.fresh(0), &Dw = C.fresh(1);
-  HostTensor *Db = Rms ? nullptr : &C.fresh(2);
-  std::vector<double> SumW(size_t(Cols), 0), SumB(size_t(Cols), 0);
-  for (int64_t R = 0; R < Rows; ++R) {
-    const float *PX = X.floatData() + R * Cols, *PG = Dy.floatData() + R * Cols;
-    double M = Rms ? 0 : Mu[size_t(R)];
-    double Rs = Rms ? Mu[size_t(R)] : S[size_t(R)];
-    double MeanG = 0, MeanGX = 0;
-    for (int64_t K = 0; K < Cols; ++K) {
-      double Xh = (PX[K] - M) * Rs, G = double(PG[K]) * W[size_t(K)];
-      MeanG += G;
-      MeanGX += G * Xh;
-      SumW[size_t(K)] += double(PG[K]) * Xh;
-      SumB[size_t(K)] += PG[K];
-    }
-    MeanG /= double(Cols);
-    MeanGX /= double(Cols);
-    for (int64_t K = 0; K < Cols; ++K) {
-      double Xh = (PX[K] - M) * Rs, G = double(PG[K]) * W[size_t(K)];
-      double D = Rms ? Rs * (G - Xh * MeanGX) : Rs * (G - MeanG - Xh * MeanGX);
-      Dx.floatData()[R * Cols + K] = float(D);
-    }
-  }
-  for (int64_t K = 0; K < Cols; ++K) {
-    Dw.floatData()[K] = float(SumW[size_t(K)]);
-    if (Db)
-      Db->floatData()[K] = float(SumB[size_t(K)]);
-  }
+  float *Db = Rms ? nullptr : C.fresh(2).floatData();
+  reference::layerNormGrad(Dy.floatData(), X.floatData(), W.data(),
+                           Rms ? nullptr : Mean.data(), Rstd.data(),
+                           Dx.floatData(), Dw.floatData(), Db, Rows, Cols);
   return Error::success();
 }
 
@@ -193,19 +157,10 @@ Error inferRMSNorm(InferContext &C) {
 Error evalRMSNorm(EvalContext &C) {
   HostTensor X = C.In[0]->contiguousCopy();
   std::vector<float> W = C.In[1]->floats();
-  double Eps = C.N.A.f("epsilon", 1e-6);
   auto [Rows, Cols] = rowsCols(X.shape(), C.N.A.i("axis", -1));
   HostTensor &Y = C.fresh(0), &Rstd = C.fresh(1);
-  for (int64_t R = 0; R < Rows; ++R) {
-    const float *Row = X.floatData() + R * Cols;
-    double Ms = 0;
-    for (int64_t K = 0; K < Cols; ++K)
-      Ms += double(Row[K]) * Row[K];
-    double S = 1 / std::sqrt(Ms / double(Cols) + Eps);
-    for (int64_t K = 0; K < Cols; ++K)
-      Y.floatData()[R * Cols + K] = float(Row[K] * S * W[size_t(K)]);
-    Rstd.floatData()[R] = float(S);
-  }
+  reference::rmsNorm(X.floatData(), W.data(), Y.floatData(), Rstd.floatData(),
+                     Rows, Cols, C.N.A.f("epsilon", 1e-6));
   return Error::success();
 }
 
@@ -229,17 +184,7 @@ Error inferRMSNormGrad(InferContext &C) {
   return Error::success();
 }
 
-Error evalRMSNormGrad(EvalContext &C) {
-  // The LayerNorm rule with no mean; its inputs in LayerNormGrad's order.
-  EvalContext L{C.G, C.N, {C.In[0], C.In[1], C.In[2], C.In[3], C.In[3]}, {},
-                C.Seed};
-  L.Out.resize(3);
-  if (Error E = evalLayerNormGrad(L))
-    return E;
-  C.Out[0] = std::move(L.Out[0]);
-  C.Out[1] = std::move(L.Out[1]);
-  return Error::success();
-}
+Error evalRMSNormGrad(EvalContext &C) { return evalLayerNormGrad(C); }
 
 //===----------------------------------------------------------------------===//
 // Dropout(x, ratio, training_mode): training with a ratio above 0 only;
@@ -315,83 +260,38 @@ Error inferAttention(InferContext &C) {
   return Error::success();
 }
 
-/// The scores of one (batch, head) pair, masked and scaled, into P (T x S).
-struct AttentionProblem {
-  int64_t B, Hq, Hkv, T, S, D, Dv;
-  double Scale;
-  bool Causal;
+/// The shape of an attention node's problem, its operands made contiguous
+/// (the bias keeps its broadcast strides).
+struct AttentionOperands {
+  reference::AttentionShape S;
   HostTensor Q, K, V, Bias;
-  bool HasBias;
 
-  AttentionProblem(const EvalContext &C) {
-    Q = C.In[0]->contiguousCopy();
-    K = C.In[1]->contiguousCopy();
-    V = C.In[2]->contiguousCopy();
-    B = Q.shape()[0], Hq = Q.shape()[1], T = Q.shape()[2], D = Q.shape()[3];
-    Hkv = K.shape()[1], S = K.shape()[2], Dv = V.shape()[3];
-    Scale = C.N.A.f("scale", 1 / std::sqrt(double(D)));
-    Causal = C.N.A.i("causal", 0);
-    HasBias = C.In.size() > 3 && C.In[3];
-    if (HasBias)
-      Bias = C.In[3]->expanded({B, Hq, T, S});
-  }
-  const float *q(int64_t Bi, int64_t H) const {
-    return Q.floatData() + ((Bi * Hq + H) * T) * D;
-  }
-  const float *k(int64_t Bi, int64_t H) const {
-    return K.floatData() + ((Bi * Hkv + H / (Hq / Hkv)) * S) * D;
-  }
-  const float *v(int64_t Bi, int64_t H) const {
-    return V.floatData() + ((Bi * Hkv + H / (Hq / Hkv)) * S) * Dv;
-  }
-  /// Scaled, masked scores; -inf where masked.
-  void scores(int64_t Bi, int64_t H, std::vector<double> &P) const {
-    P.assign(size_t(T * S), 0);
-    const float *PQ = q(Bi, H), *PK = k(Bi, H);
-    for (int64_t I = 0; I < T; ++I)
-      for (int64_t J = 0; J < S; ++J) {
-        if (Causal && J > I) {
-          P[size_t(I * S + J)] = -INFINITY;
-          continue;
-        }
-        double Dot = 0;
-        for (int64_t L = 0; L < D; ++L)
-          Dot += double(PQ[I * D + L]) * PK[J * D + L];
-        double X = Dot * Scale;
-        if (HasBias)
-          X += Bias.at(std::vector<int64_t>{Bi, H, I, J});
-        P[size_t(I * S + J)] = X;
-      }
+  AttentionOperands(const EvalContext &C, unsigned First) {
+    Q = C.In[First]->contiguousCopy();
+    K = C.In[First + 1]->contiguousCopy();
+    V = C.In[First + 2]->contiguousCopy();
+    S.B = Q.shape()[0], S.Hq = Q.shape()[1], S.T = Q.shape()[2];
+    S.D = Q.shape()[3], S.Hkv = K.shape()[1], S.S = K.shape()[2];
+    S.Dv = V.shape()[3];
+    S.Scale = C.N.A.f("scale", 1 / std::sqrt(double(S.D)));
+    S.Causal = C.N.A.i("causal", 0);
+    unsigned BiasAt = First == 0 ? 3 : 6;
+    if (C.In.size() > BiasAt && C.In[BiasAt]) {
+      // The broadcast view's strides index the bias's own storage.
+      Bias = C.In[BiasAt]->expanded({S.B, S.Hq, S.T, S.S}).contiguousCopy();
+      S.Bias = Bias.floatData();
+      Shape St = contiguousStrides(Bias.shape());
+      for (int K = 0; K < 4; ++K)
+        S.BiasStrides[K] = St[size_t(K)];
+    }
   }
 };
 
 Error evalAttention(EvalContext &C) {
-  AttentionProblem A(C);
+  AttentionOperands A(C, 0);
   HostTensor &O = C.fresh(0), &Lse = C.fresh(1);
-  std::vector<double> P;
-  for (int64_t Bi = 0; Bi < A.B; ++Bi)
-    for (int64_t H = 0; H < A.Hq; ++H) {
-      A.scores(Bi, H, P);
-      const float *PV = A.v(Bi, H);
-      for (int64_t I = 0; I < A.T; ++I) {
-        double Max = -INFINITY, Sum = 0;
-        for (int64_t J = 0; J < A.S; ++J)
-          Max = std::max(Max, P[size_t(I * A.S + J)]);
-        for (int64_t J = 0; J < A.S; ++J)
-          Sum += Max == -INFINITY ? 0 : std::exp(P[size_t(I * A.S + J)] - Max);
-        int64_t Row = (Bi * A.Hq + H) * A.T + I;
-        // A row with every key masked attends to nothing: zeros.
-        Lse.floatData()[Row] =
-            float(Sum > 0 ? Max + std::log(Sum) : INFINITY);
-        for (int64_t L = 0; L < A.Dv; ++L) {
-          double Acc = 0;
-          for (int64_t J = 0; J < A.S && Sum > 0; ++J)
-            Acc += std::exp(P[size_t(I * A.S + J)] - Max) / Sum *
-                   PV[J * A.Dv + L];
-          O.floatData()[Row * A.Dv + L] = float(Acc);
-        }
-      }
-    }
+  reference::attention(A.S, A.Q.floatData(), A.K.floatData(), A.V.floatData(),
+                       O.floatData(), Lse.floatData());
   return Error::success();
 }
 
@@ -419,51 +319,14 @@ Error inferAttentionGrad(InferContext &C) {
 }
 
 Error evalAttentionGrad(EvalContext &C) {
-  EvalContext Fwd{C.G, C.N, {C.In[1], C.In[2], C.In[3]}, {}, C.Seed};
-  if (C.In.size() > 6)
-    Fwd.In.push_back(C.In[6]);
-  AttentionProblem A(Fwd);
+  AttentionOperands A(C, 1);
   HostTensor Dout = C.In[0]->contiguousCopy(), O = C.In[4]->contiguousCopy(),
              Lse = C.In[5]->contiguousCopy();
   HostTensor &Dq = C.fresh(0), &Dk = C.fresh(1), &Dv = C.fresh(2);
-  std::vector<double> P, Ds(size_t(A.T * A.S));
-  int64_t Group = A.Hq / A.Hkv;
-  for (int64_t Bi = 0; Bi < A.B; ++Bi)
-    for (int64_t H = 0; H < A.Hq; ++H) {
-      A.scores(Bi, H, P);
-      int64_t Rows = (Bi * A.Hq + H) * A.T;
-      const float *PQ = A.q(Bi, H), *PK = A.k(Bi, H), *PV = A.v(Bi, H);
-      const float *PdO = Dout.floatData() + Rows * A.Dv;
-      const float *PO = O.floatData() + Rows * A.Dv;
-      int64_t Kv = (Bi * A.Hkv + H / Group) * A.S;
-      float *PdQ = Dq.floatData() + Rows * A.D;
-      float *PdK = Dk.floatData() + Kv * A.D, *PdV = Dv.floatData() + Kv * A.Dv;
-      for (int64_t I = 0; I < A.T; ++I) {
-        double L = Lse.floatData()[Rows + I];
-        double Delta = 0;
-        for (int64_t X = 0; X < A.Dv; ++X)
-          Delta += double(PdO[I * A.Dv + X]) * PO[I * A.Dv + X];
-        for (int64_t J = 0; J < A.S; ++J) {
-          double Pij = std::isinf(L) ? 0 : std::exp(P[size_t(I * A.S + J)] - L);
-          double Dp = 0;
-          for (int64_t X = 0; X < A.Dv; ++X) {
-            Dp += double(PdO[I * A.Dv + X]) * PV[J * A.Dv + X];
-            PdV[J * A.Dv + X] += float(Pij * PdO[I * A.Dv + X]);
-          }
-          Ds[size_t(I * A.S + J)] = Pij * (Dp - Delta) * A.Scale;
-        }
-      }
-      for (int64_t I = 0; I < A.T; ++I)
-        for (int64_t J = 0; J < A.S; ++J) {
-          double G = Ds[size_t(I * A.S + J)];
-          if (G == 0)
-            continue;
-          for (int64_t X = 0; X < A.D; ++X) {
-            PdQ[I * A.D + X] += float(G * PK[J * A.D + X]);
-            PdK[J * A.D + X] += float(G * PQ[I * A.D + X]);
-          }
-        }
-    }
+  reference::attentionGrad(A.S, Dout.floatData(), A.Q.floatData(),
+                           A.K.floatData(), A.V.floatData(), O.floatData(),
+                           Lse.floatData(), Dq.floatData(), Dk.floatData(),
+                           Dv.floatData());
   return Error::success();
 }
 
@@ -490,28 +353,12 @@ Error inferCrossEntropy(InferContext &C) {
 Error evalCrossEntropy(EvalContext &C) {
   HostTensor X = C.In[0]->contiguousCopy();
   std::vector<int64_t> T = C.In[1]->ints();
-  int64_t V = X.shape().back(), Ignore = C.N.A.i("ignore_index", -100);
+  int64_t V = X.shape().back();
   HostTensor &Loss = C.fresh(0), &Lse = C.fresh(1);
-  double Sum = 0;
-  int64_t Count = 0;
-  for (size_t R = 0; R < T.size(); ++R) {
-    const float *Row = X.floatData() + int64_t(R) * V;
-    double Max = -INFINITY, S = 0;
-    for (int64_t K = 0; K < V; ++K)
-      Max = std::max(Max, double(Row[K]));
-    for (int64_t K = 0; K < V; ++K)
-      S += std::exp(Row[K] - Max);
-    double L = Max + std::log(S);
-    Lse.floatData()[R] = float(L);
-    if (T[R] == Ignore)
-      continue;
-    if (T[R] < 0 || T[R] >= V)
-      return C.error("target " + Twine(T[R]) + " is outside the " + Twine(V) +
-                     " classes");
-    Sum += L - Row[T[R]];
-    ++Count;
-  }
-  Loss.floatData()[0] = float(Count ? Sum / double(Count) : 0.0);
+  if (!reference::crossEntropy(X.floatData(), T.data(), Loss.floatData(),
+                               Lse.floatData(), int64_t(T.size()), V,
+                               C.N.A.i("ignore_index", -100)))
+    return C.error("a target is outside the " + Twine(V) + " classes");
   return Error::success();
 }
 
@@ -534,21 +381,10 @@ Error evalCrossEntropyGrad(EvalContext &C) {
   HostTensor X = C.In[0]->contiguousCopy();
   std::vector<int64_t> T = C.In[1]->ints();
   std::vector<float> L = C.In[2]->floats();
-  double Dl = C.In[3]->at(0);
-  int64_t V = X.shape().back(), Ignore = C.N.A.i("ignore_index", -100);
-  int64_t Count = 0;
-  for (int64_t Tg : T)
-    Count += Tg != Ignore;
   HostTensor &D = C.fresh(0);
-  for (size_t R = 0; R < T.size() && Count; ++R) {
-    if (T[R] == Ignore)
-      continue;
-    const float *Row = X.floatData() + int64_t(R) * V;
-    float *Out = D.floatData() + int64_t(R) * V;
-    for (int64_t K = 0; K < V; ++K)
-      Out[K] = float((std::exp(Row[K] - L[R]) - (K == T[R])) * Dl /
-                     double(Count));
-  }
+  reference::crossEntropyGrad(X.floatData(), T.data(), L.data(),
+                              C.In[3]->at(0), D.floatData(), int64_t(T.size()),
+                              X.shape().back(), C.N.A.i("ignore_index", -100));
   return Error::success();
 }
 

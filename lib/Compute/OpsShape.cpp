@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dsc/Compute/Ops.h"
+#include "dsc/ReferenceKernels.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -637,40 +638,43 @@ Error inferGather(InferContext &C) {
   return Error::success();
 }
 
-/// out[pre, idx..., post] = x[pre, index[idx...], post] (or, scattered,
-/// the reverse: grad[pre, index[idx...], post] += dy[...]).
-template <typename Fn>
-void gatherLoop(const Shape &X, int64_t Axis, const HostTensor &Index, Fn F) {
-  int64_t Pre = numel(ArrayRef<int64_t>(X).take_front(size_t(Axis)));
-  int64_t Post = numel(ArrayRef<int64_t>(X).drop_front(size_t(Axis) + 1));
-  int64_t Dim = X[size_t(Axis)], N = Index.numel();
-  std::vector<int64_t> Idx = Index.ints();
-  for (int64_t P = 0; P < Pre; ++P)
-    for (int64_t J = 0; J < N; ++J) {
-      int64_t K = Idx[size_t(J)] < 0 ? Idx[size_t(J)] + Dim : Idx[size_t(J)];
-      for (int64_t Q = 0; Q < Post; ++Q)
-        F((P * N + J) * Post + Q, (P * Dim + K) * Post + Q, K);
-    }
+/// The [outer, dim, inner] view of a gathered tensor of shape S.
+std::tuple<int64_t, int64_t, int64_t> gatherView(const Shape &S,
+                                                 int64_t Axis) {
+  return {numel(ArrayRef<int64_t>(S).take_front(size_t(Axis))),
+          S[size_t(Axis)],
+          numel(ArrayRef<int64_t>(S).drop_front(size_t(Axis) + 1))};
 }
 
 Error evalGather(EvalContext &C) {
   HostTensor &Out = C.fresh(0);
-  HostTensor X = C.In[0]->contiguousCopy();
-  const Shape &XS = X.shape();
-  int64_t Axis = C.N.A.i("axis", 0), Dim = XS[size_t(Axis)];
-  bool Bad = false;
-  gatherLoop(XS, Axis, *C.In[1], [&](int64_t O, int64_t I, int64_t K) {
-    if (K < 0 || K >= Dim) {
-      Bad = true;
-      return;
-    }
-    Out.set(O, X.at(I));
-  });
-  if (Bad)
+  std::vector<int64_t> Idx = C.In[1]->ints();
+  auto [Outer, Dim, Inner] = gatherView(C.In[0]->shape(), C.N.A.i("axis", 0));
+  if (!C.In[0]->isFloat()) { // Shapes and indices: exact, in int64.
+    std::vector<int64_t> X = C.In[0]->ints();
+    int64_t Count = int64_t(Idx.size());
+    for (int64_t O = 0; O < Outer; ++O)
+      for (int64_t J = 0; J < Count; ++J) {
+        int64_t K = Idx[size_t(J)] < 0 ? Idx[size_t(J)] + Dim : Idx[size_t(J)];
+        if (K < 0 || K >= Dim)
+          return C.error("an index is outside the gathered dimension of " +
+                         Twine(Dim));
+        for (int64_t I = 0; I < Inner; ++I)
+          Out.intData()[(O * Count + J) * Inner + I] =
+              X[size_t((O * Dim + K) * Inner + I)];
+      }
+    return Error::success();
+  }
+  HostTensor X = C.In[0]->contiguousCopy().cast(DType::F32);
+  HostTensor R(DType::F32, Out.shape());
+  if (!reference::gather(X.floatData(), Idx.data(), R.floatData(), Outer, Dim,
+                         Inner, int64_t(Idx.size())))
     return C.error("an index is outside the gathered dimension of " +
                    Twine(Dim));
+  Out = R.cast(C.outValue(0).Type);
   return Error::success();
 }
+
 void gradGather(GradContext &C) {
   Attributes A;
   A.set("axis", C.node().A.i("axis", 0)).set("shape", C.shape(C.input(0)));
@@ -688,18 +692,10 @@ Error inferGatherGrad(InferContext &C) {
 Error evalGatherGrad(EvalContext &C) {
   HostTensor &Out = C.fresh(0);
   HostTensor Dy = C.In[1]->contiguousCopy();
-  float *O = Out.floatData();
-  const Shape &XS = C.outValue(0).Dims;
-  int64_t Axis = C.N.A.i("axis", 0), Dim = XS[size_t(Axis)];
-  bool Bad = false;
-  gatherLoop(XS, Axis, *C.In[0], [&](int64_t Src, int64_t Dst, int64_t K) {
-    if (K < 0 || K >= Dim) {
-      Bad = true;
-      return;
-    }
-    O[Dst] += float(Dy.at(Src));
-  });
-  if (Bad)
+  std::vector<int64_t> Idx = C.In[0]->ints();
+  auto [Outer, Dim, Inner] = gatherView(C.outValue(0).Dims, C.N.A.i("axis", 0));
+  if (!reference::gatherGrad(Idx.data(), Dy.floatData(), Out.floatData(),
+                             Outer, Dim, Inner, int64_t(Idx.size())))
     return C.error("an index is outside the gathered dimension");
   return Error::success();
 }

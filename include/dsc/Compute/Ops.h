@@ -175,6 +175,10 @@ llvm::ArrayRef<OpDef> shapeOps();
 llvm::ArrayRef<OpDef> mathOps();
 llvm::ArrayRef<OpDef> nnOps();
 
+/// The pointwise instruction an elementwise node computes; nullopt for a
+/// copy (Identity, Cast) or a node that is not elementwise.
+std::optional<plan::PointwiseOp> pointwiseOpOf(const Node &N);
+
 /// Runs Op's host evaluation on inputs of the given shapes and types
 /// (used by folding and the interpreter).
 llvm::Error evaluate(const Graph &G, const Node &N,
