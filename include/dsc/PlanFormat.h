@@ -1,34 +1,28 @@
-//===- PlanFormat.h - The plan: its IR and its binary file ------*- C++ -*-===//
+//===- PlanFormat.h - The plan: its IR --------------------------*- C++ -*-===//
 //
 // A plan says, for one (config, model, world size), what every rank holds,
-// when every byte moves and where every buffer lives. dsc writes it; dsrun
-// executes it. This header is all the two share, so it depends on nothing
-// but the C++17 standard library: the runtime builds where there is no
-// LLVM, RapidJSON or ONNX.
+// when every byte moves, where every buffer lives and which kernels compute
+// the step. dsc writes it; dsrun executes it. The three headers the two
+// share depend on nothing but the C++17 standard library, so the runtime
+// builds where there is no LLVM, RapidJSON or ONNX:
+//
+//   PlanFormat.h   the IR: enumerations and structs (this file)
+//   PlanCodec.h    plan.bin, written and read (lib/PlanFormat/PlanCodec.cpp)
+//   PlanCheck.h    checkPlan, the verifier (lib/PlanFormat/PlanCheck.cpp)
 //
 // Each struct lists its fields once, in `visit`, with the names the YAML
 // form uses; the binary writer, the binary reader and the YAML mapping
 // (lib/Plan/PlanYAML.cpp) all walk that list, so they cannot disagree.
-//
-// plan.bin layout (little-endian; docs/plan-format.md):
-//   header   "DSCPLAN\0", u32 version, u32 section count, u64 file size,
-//            u64 FNV-1a checksum of every byte after the header
-//   sections table: per section u32 id, u32 reserved, u64 offset, u64 size
-//   sections, each the visit() encoding of one part of the plan
-// A reader skips sections it does not know.
+// Each enumeration is one list of (value, name) pairs.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef DSC_PLANFORMAT_H
 #define DSC_PLANFORMAT_H
 
-#include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <limits>
-#include <optional>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 namespace dsc::plan {
@@ -36,112 +30,125 @@ namespace dsc::plan {
 constexpr char FileMagic[8] = {'D', 'S', 'C', 'P', 'L', 'A', 'N', '\0'};
 /// Bumped whenever an existing section's encoding changes; new sections
 /// do not need a bump (old readers skip them).
-constexpr uint32_t FormatVersion = 2;
+constexpr uint32_t FormatVersion = 3;
 constexpr uint32_t NoIndex = std::numeric_limits<uint32_t>::max();
 /// Ranks of different layouts beyond this many are merged (see RankClass).
 constexpr uint32_t MaxRankClasses = 8;
 
 //===----------------------------------------------------------------------===//
-// Enumerations. Each has a names table used by YAML and by reports.
+// Enumerations: one list each, of (value, name) pairs; X(Value, "name").
 //===----------------------------------------------------------------------===//
-
-#define DSC_PLAN_ENUM(Name, ...)                                               \
-  enum class Name : uint8_t { __VA_ARGS__ };
 
 /// Element types. Parameters, gradients and optimizer states are one of
 /// the three floating-point ones; the compute program also holds token ids
-/// and targets (int32), index and shape values (int64) and masks (uint8).
-DSC_PLAN_ENUM(DType, F32, F16, BF16, I32, I64, U8)
-inline const char *const DTypeNames[] = {"fp32", "fp16",  "bf16",
-                                         "int32", "int64", "uint8"};
-inline unsigned dtypeBytes(DType T) {
-  switch (T) {
-  case DType::F16:
-  case DType::BF16:
-    return 2;
-  case DType::I64:
-    return 8;
-  case DType::U8:
-    return 1;
-  default:
-    return 4;
-  }
-}
-inline bool isFloatType(DType T) {
-  return T == DType::F32 || T == DType::F16 || T == DType::BF16;
-}
-
-DSC_PLAN_ENUM(OffloadDevice, None, CPU, NVMe)
-inline const char *const OffloadDeviceNames[] = {"none", "cpu", "nvme"};
-
-DSC_PLAN_ENUM(TensorRole, Trainable, Frozen)
-inline const char *const TensorRoleNames[] = {"trainable", "frozen"};
-
-DSC_PLAN_ENUM(Collective, AllReduce, ReduceScatter, AllGather)
-inline const char *const CollectiveNames[] = {"all-reduce", "reduce-scatter",
-                                              "all-gather"};
-
+/// and targets (int32), index values (int64) and masks (uint8).
+#define DSC_PLAN_DTYPE(X)                                                      \
+  X(F32, "fp32") X(F16, "fp16") X(BF16, "bf16") X(I32, "int32")                \
+  X(I64, "int64") X(U8, "uint8")
+#define DSC_PLAN_OFFLOADDEVICE(X) X(None, "none") X(CPU, "cpu") X(NVMe, "nvme")
+#define DSC_PLAN_TENSORROLE(X) X(Trainable, "trainable") X(Frozen, "frozen")
+#define DSC_PLAN_COLLECTIVE(X)                                                 \
+  X(AllReduce, "all-reduce") X(ReduceScatter, "reduce-scatter")                \
+  X(AllGather, "all-gather")
 /// Where an instruction runs. Compute and Comm are CUDA streams; the copy
 /// streams carry offload transfers; Host is CPU work (the offloaded
 /// optimizer step, NVMe I/O).
-DSC_PLAN_ENUM(Stream, Compute, Comm, CopyIn, CopyOut, Host)
-inline const char *const StreamNames[] = {"compute", "comm", "copy-in",
-                                          "copy-out", "host"};
-
-/// What an instruction does; its Arg indexes the table named here.
-DSC_PLAN_ENUM(InstrKind,
-              Forward,         ///< Arg: op. Forward compute of one op.
-              Backward,        ///< Arg: op. Backward compute of one op.
-              Gather,          ///< Arg: fetch unit. Stage 3 all-gather.
-              Release,         ///< Arg: fetch unit. Free gathered params.
-              Reduce,          ///< Arg: bucket. Gradient reduction.
-              OptimizerStep,   ///< Arg: sub-group. Update owned shard.
-              GatherParams,    ///< Arg: unused. Stage 1/2 param all-gather.
-              Transfer)        ///< Arg: transfer. Offload copy or NVMe I/O.
-inline const char *const InstrKindNames[] = {
-    "forward", "backward",      "gather",        "release",
-    "reduce",  "optimizer-step", "gather-params", "transfer"};
-
-DSC_PLAN_ENUM(MemorySpace, Device, Host)
-inline const char *const MemorySpaceNames[] = {"device", "host"};
-
-/// What a buffer holds; estimates are broken down by these.
-DSC_PLAN_ENUM(Category,
-              Params16,        ///< 16-bit (model dtype) parameters held.
-              GatheredParams,  ///< Stage 3 parameters gathered for use.
-              Grads,           ///< Model-dtype gradients.
-              GradsFP32,       ///< fp32 gradients of the partition.
-              MasterParams,    ///< fp32 master copy of the partition.
-              OptimizerStates, ///< Adam moments and the like.
-              ReduceBuckets,   ///< Gradient reduction (IPG) buckets.
-              Activations,     ///< Tensors saved for backward.
-              Workspace,       ///< Transient activation gradients.
-              OffloadStaging)  ///< Buffers offload copies go through.
-inline const char *const CategoryNames[] = {
-    "params16",   "gathered_params",  "grads",         "grads_fp32",
-    "master_params", "optimizer_states", "reduce_buckets", "activations",
-    "workspace",  "offload_staging"};
-constexpr unsigned NumCategories = 10;
-
-DSC_PLAN_ENUM(TransferKind, HostToDevice, DeviceToHost, NVMeRead, NVMeWrite)
-inline const char *const TransferKindNames[] = {"host-to-device",
-                                                "device-to-host", "nvme-read",
-                                                "nvme-write"};
-
+#define DSC_PLAN_STREAM(X)                                                     \
+  X(Compute, "compute") X(Comm, "comm") X(CopyIn, "copy-in")                   \
+  X(CopyOut, "copy-out") X(Host, "host")
+/// What an instruction does; its Arg indexes the table named here:
+/// Forward, Backward: op; Gather, Release: fetch unit (stage 3); Reduce:
+/// bucket; OptimizerStep: sub-group; GatherParams: unused (stage 1/2 param
+/// all-gather); Transfer: transfer (offload copy or NVMe I/O).
+#define DSC_PLAN_INSTRKIND(X)                                                  \
+  X(Forward, "forward") X(Backward, "backward") X(Gather, "gather")            \
+  X(Release, "release") X(Reduce, "reduce")                                    \
+  X(OptimizerStep, "optimizer-step") X(GatherParams, "gather-params")          \
+  X(Transfer, "transfer")
+#define DSC_PLAN_MEMORYSPACE(X) X(Device, "device") X(Host, "host")
+/// What a buffer holds; estimates are broken down by these. Params16: the
+/// model-dtype parameters held; GatheredParams: stage-3 parameters
+/// gathered for use; Grads: model-dtype gradients; GradsFP32: fp32
+/// gradients of the partition; MasterParams, OptimizerStates: the
+/// partition's fp32 copy and Adam moments; ReduceBuckets: gradient
+/// reduction buckets; Activations: forward values backward reads;
+/// Workspace: values of one instruction, activation gradients, library
+/// workspaces; OffloadStaging: buffers offload copies go through;
+/// Inputs: token ids and targets; Constants: the program's constants.
+#define DSC_PLAN_CATEGORY(X)                                                   \
+  X(Params16, "params16") X(GatheredParams, "gathered_params")                 \
+  X(Grads, "grads") X(GradsFP32, "grads_fp32")                                 \
+  X(MasterParams, "master_params") X(OptimizerStates, "optimizer_states")      \
+  X(ReduceBuckets, "reduce_buckets") X(Activations, "activations")             \
+  X(Workspace, "workspace") X(OffloadStaging, "offload_staging")               \
+  X(Inputs, "inputs") X(Constants, "constants")
+#define DSC_PLAN_TRANSFERKIND(X)                                               \
+  X(HostToDevice, "host-to-device") X(DeviceToHost, "device-to-host")          \
+  X(NVMeRead, "nvme-read") X(NVMeWrite, "nvme-write")
 /// When a transfer happens, relative to what it serves (Transfer::Owner
-/// indexes the table named here).
-DSC_PLAN_ENUM(TransferPoint,
-              AfterReduce,    ///< Owner: bucket. Reduced gradients out.
-              BeforeStep,     ///< Owner: sub-group. Optimizer state in.
-              AfterStep,      ///< Owner: sub-group. States out, params in.
-              BeforeGather,   ///< Owner: fetch unit. Host shard in.
-              CheckpointOut,  ///< Owner: op starting a layer.
-              CheckpointIn)   ///< Owner: op starting a layer.
-inline const char *const TransferPointNames[] = {
-    "after-reduce", "before-step",    "after-step",
-    "before-gather", "checkpoint-out", "checkpoint-in"};
+/// indexes the table named here): AfterReduce: bucket (reduced gradients
+/// out); BeforeStep: sub-group (optimizer state in); AfterStep: sub-group
+/// (states out, params in); BeforeGather: fetch unit (host shard in);
+/// CheckpointOut, CheckpointIn: the op starting a layer.
+#define DSC_PLAN_TRANSFERPOINT(X)                                              \
+  X(AfterReduce, "after-reduce") X(BeforeStep, "before-step")                  \
+  X(AfterStep, "after-step") X(BeforeGather, "before-gather")                  \
+  X(CheckpointOut, "checkpoint-out") X(CheckpointIn, "checkpoint-in")
+/// What a value of the compute program is: a model input or target,
+/// filled every micro step; a parameter or its gradient, where the ZeRO
+/// layout keeps them; a constant of the program; an activation or an
+/// activation gradient; the loss.
+#define DSC_PLAN_VALUEKIND(X)                                                  \
+  X(Input, "input") X(Target, "target") X(Param, "param")                      \
+  X(ParamGrad, "param-grad") X(Constant, "constant")                           \
+  X(Activation, "activation") X(Gradient, "gradient") X(Loss, "loss")
+/// The kernels dsrun implements; each kind's operands and attributes are
+/// in docs/plan-format.md.
+#define DSC_PLAN_KERNELKIND(X)                                                 \
+  X(Gemm, "gemm") X(Pointwise, "pointwise") X(Reduce, "reduce")                \
+  X(Softmax, "softmax") X(SoftmaxGrad, "softmax-grad")                         \
+  X(LayerNorm, "layer-norm") X(LayerNormGrad, "layer-norm-grad")               \
+  X(RMSNorm, "rms-norm") X(RMSNormGrad, "rms-norm-grad")                       \
+  X(Attention, "attention") X(AttentionGrad, "attention-grad")                 \
+  X(Gather, "gather") X(GatherGrad, "gather-grad")                             \
+  X(CrossEntropy, "cross-entropy") X(CrossEntropyGrad, "cross-entropy-grad")   \
+  X(Fill, "fill")
+/// Instructions of a pointwise kernel's program (see Kernel).
+#define DSC_PLAN_POINTWISEOP(X)                                                \
+  X(Const, "const") X(Add, "add") X(Sub, "sub") X(Mul, "mul") X(Div, "div")   \
+  X(Pow, "pow") X(Max, "max") X(Min, "min") X(Neg, "neg") X(Abs, "abs")        \
+  X(Sign, "sign") X(Sqrt, "sqrt") X(Reciprocal, "reciprocal") X(Exp, "exp")   \
+  X(Log, "log") X(Tanh, "tanh") X(Erf, "erf") X(Sigmoid, "sigmoid")            \
+  X(Relu, "relu") X(Cos, "cos") X(Sin, "sin") X(Floor, "floor")                \
+  X(Ceil, "ceil") X(GeluErf, "gelu-erf") X(GeluTanh, "gelu-tanh")              \
+  X(GeluErfGrad, "gelu-erf-grad") X(GeluTanhGrad, "gelu-tanh-grad")            \
+  X(Where, "where") X(Equal, "equal") X(Less, "less")                          \
+  X(LessOrEqual, "less-or-equal") X(Greater, "greater")                        \
+  X(GreaterOrEqual, "greater-or-equal") X(Not, "not") X(And, "and")            \
+  X(Or, "or") X(Xor, "xor") X(IsNaN, "is-nan") X(IsInf, "is-inf")              \
+  X(Dropout, "dropout") X(Mod, "mod") X(Trunc, "trunc")
 
+#define DSC_PLAN_ENUM_VALUE(V, N) V,
+#define DSC_PLAN_ENUM_NAME(V, N) N,
+#define DSC_PLAN_ENUM(Name, LIST)                                              \
+  enum class Name : uint8_t { LIST(DSC_PLAN_ENUM_VALUE) };                     \
+  inline const char *const Name##Names[] = {LIST(DSC_PLAN_ENUM_NAME)};
+DSC_PLAN_ENUM(DType, DSC_PLAN_DTYPE)
+DSC_PLAN_ENUM(OffloadDevice, DSC_PLAN_OFFLOADDEVICE)
+DSC_PLAN_ENUM(TensorRole, DSC_PLAN_TENSORROLE)
+DSC_PLAN_ENUM(Collective, DSC_PLAN_COLLECTIVE)
+DSC_PLAN_ENUM(Stream, DSC_PLAN_STREAM)
+DSC_PLAN_ENUM(InstrKind, DSC_PLAN_INSTRKIND)
+DSC_PLAN_ENUM(MemorySpace, DSC_PLAN_MEMORYSPACE)
+DSC_PLAN_ENUM(Category, DSC_PLAN_CATEGORY)
+DSC_PLAN_ENUM(TransferKind, DSC_PLAN_TRANSFERKIND)
+DSC_PLAN_ENUM(TransferPoint, DSC_PLAN_TRANSFERPOINT)
+DSC_PLAN_ENUM(ValueKind, DSC_PLAN_VALUEKIND)
+DSC_PLAN_ENUM(KernelKind, DSC_PLAN_KERNELKIND)
+DSC_PLAN_ENUM(PointwiseOp, DSC_PLAN_POINTWISEOP)
 #undef DSC_PLAN_ENUM
+#undef DSC_PLAN_ENUM_VALUE
+#undef DSC_PLAN_ENUM_NAME
 
 template <typename E> struct EnumInfo;
 #define DSC_PLAN_ENUM_INFO(E)                                                  \
@@ -160,11 +167,35 @@ DSC_PLAN_ENUM_INFO(MemorySpace)
 DSC_PLAN_ENUM_INFO(Category)
 DSC_PLAN_ENUM_INFO(TransferKind)
 DSC_PLAN_ENUM_INFO(TransferPoint)
+DSC_PLAN_ENUM_INFO(ValueKind)
+DSC_PLAN_ENUM_INFO(KernelKind)
+DSC_PLAN_ENUM_INFO(PointwiseOp)
 #undef DSC_PLAN_ENUM_INFO
 
 template <typename E> const char *enumName(E V) {
   unsigned I = unsigned(V);
   return I < EnumInfo<E>::Count ? EnumInfo<E>::Names[I] : "?";
+}
+/// Counts used as array bounds (the runtime's streams, the estimate's
+/// categories).
+constexpr unsigned NumStreams = EnumInfo<Stream>::Count;
+constexpr unsigned NumCategories = EnumInfo<Category>::Count;
+
+inline unsigned dtypeBytes(DType T) {
+  switch (T) {
+  case DType::F16:
+  case DType::BF16:
+    return 2;
+  case DType::I64:
+    return 8;
+  case DType::U8:
+    return 1;
+  default:
+    return 4;
+  }
+}
+inline bool isFloatType(DType T) {
+  return T == DType::F32 || T == DType::F16 || T == DType::BF16;
 }
 
 //===----------------------------------------------------------------------===//
@@ -256,9 +287,6 @@ struct Info {
   uint64_t AioBufferBytes = 0;
   bool CheckpointLayers = false;  ///< Activation checkpointing per layer.
   bool CpuCheckpointing = false;
-  /// Activations whose size shape inference could not find: not in the
-  /// memory plan, and said so in every report.
-  uint32_t UnknownActivations = 0;
   Hardware Machine;
   template <class V> void visit(V &&F) {
     F("producer", Producer);
@@ -302,7 +330,6 @@ struct Info {
     F("aio_buffer_bytes", AioBufferBytes);
     F("checkpoint_layers", CheckpointLayers);
     F("cpu_checkpointing", CpuCheckpointing);
-    F("unknown_activations", UnknownActivations);
     F("hardware", Machine);
   }
 };
@@ -347,47 +374,39 @@ struct Module {
   }
 };
 
-/// One matrix product of an op, for time estimates and synthetic compute:
-/// Batch x [M x K] . [K x N].
-struct Gemm {
-  uint64_t Batch = 1, M = 0, N = 0, K = 0;
+/// Instructions [Begin, End) during which a buffer holds live data; for
+/// an op, the kernels [Begin, End) of its forward or backward.
+struct Interval {
+  uint32_t Begin = 0, End = 0;
   template <class V> void visit(V &&F) {
-    F("batch", Batch);
-    F("m", M);
-    F("n", N);
-    F("k", K);
+    F("begin", Begin);
+    F("end", End);
   }
 };
 
-/// A compute op of the forward graph (shape-only ops are left out).
+/// A compute op of the forward program: one forward kernel (with the views
+/// it reads through), and the backward kernels that differentiate it. The
+/// schedule orders ops; stage 3 gathers the parameters an op reads before
+/// it; a layer's ops are checkpointed together.
 struct Op {
   std::string Name;
-  std::string Type;
+  std::string Type;              ///< The forward kernel's operator.
   uint32_t Module = NoIndex;     ///< Fetch scope (module of its params).
   uint32_t Layer = NoIndex;      ///< Repeated block it belongs to.
   std::vector<uint32_t> Params;  ///< Tensors it reads as weights.
-  std::vector<Gemm> Gemms;       ///< Per micro batch.
-  uint64_t ForwardFlops = 0;     ///< Per micro batch.
-  /// Bytes of its outputs saved for backward, per micro batch, and the op
-  /// whose backward releases them (the earliest op that saves them).
-  uint64_t SavedBytes = 0;
-  uint32_t SavedUntil = NoIndex;
+  Interval Forward, Backward;    ///< Its kernels.
   /// First op of a layer: bytes of the layer's inputs, which activation
-  /// checkpointing keeps instead of the layer's saved tensors.
+  /// checkpointing keeps instead of the layer's saved values.
   uint64_t CheckpointBytes = 0;
-  uint64_t TransientBytes = 0;   ///< Gradient workspace of its backward.
   template <class V> void visit(V &&F) {
     F("name", Name);
     F("type", Type);
     F("module", Module);
     F("layer", Layer);
     F("params", Params);
-    F("gemms", Gemms);
-    F("forward_flops", ForwardFlops);
-    F("saved_bytes", SavedBytes);
-    F("saved_until", SavedUntil);
+    F("forward", Forward);
+    F("backward", Backward);
     F("checkpoint_bytes", CheckpointBytes);
-    F("transient_bytes", TransientBytes);
   }
 };
 
@@ -539,15 +558,6 @@ struct Instruction {
   }
 };
 
-/// Instructions [Begin, End) during which a buffer holds live data.
-struct Interval {
-  uint32_t Begin = 0, End = 0;
-  template <class V> void visit(V &&F) {
-    F("begin", Begin);
-    F("end", End);
-  }
-};
-
 /// A buffer of the static memory plan. Sizes and offsets are per rank
 /// class (index into Partition::RankClasses).
 struct Buffer {
@@ -643,6 +653,111 @@ struct Estimate {
   }
 };
 
+//===----------------------------------------------------------------------===//
+// The compute program: values, kernels and constants.
+//===----------------------------------------------------------------------===//
+
+/// A value of the compute program with storage of its own: where it lives
+/// and how large it is. Parameters and their gradients live where the
+/// ZeRO layout puts tensor Tensor; inputs, targets, activations,
+/// gradients and the loss in memory-plan buffer Buffer; constants in
+/// buffer Buffer, filled at start-up from constant Constant.
+struct Value {
+  std::string Name;
+  ValueKind Kind = ValueKind::Activation;
+  DType Type = DType::F32;
+  uint64_t Elems = 0;
+  uint32_t Tensor = NoIndex;
+  uint32_t Buffer = NoIndex;
+  uint32_t Constant = NoIndex;
+  template <class V> void visit(V &&F) {
+    F("name", Name);
+    F("kind", Kind);
+    F("dtype", Type);
+    F("elems", Elems);
+    F("tensor", Tensor);
+    F("buffer", Buffer);
+    F("constant", Constant);
+  }
+};
+
+/// A kernel operand: a strided view of a value's storage. Offset and
+/// strides count elements of the value's type; a stride of 0 broadcasts.
+struct TensorRef {
+  uint32_t Value = NoIndex;
+  uint64_t Offset = 0;
+  std::vector<int64_t> Shape, Strides;
+  template <class V> void visit(V &&F) {
+    F("value", Value);
+    F("offset", Offset);
+    F("shape", Shape);
+    F("strides", Strides);
+  }
+};
+
+/// One kernel launch. Ints and Floats hold the kind's attributes in the
+/// order docs/plan-format.md gives; a pointwise kernel's program is
+///   Ints  = [registers, instructions, (op, dst, a, b, c) x instructions,
+///            outputs, register of each output]
+/// over float registers, the first ones holding the inputs; op Const
+/// loads Floats[a], Dropout keeps register a with probability 1 - Floats[b]
+/// in stream c.
+struct Kernel {
+  KernelKind Kind = KernelKind::Pointwise;
+  std::string Name;           ///< What it computes, for reports.
+  uint32_t Op = NoIndex;      ///< The op whose forward or backward it is.
+  bool Backward = false;
+  std::vector<TensorRef> Inputs, Outputs;
+  std::vector<int64_t> Ints;
+  std::vector<double> Floats;
+  uint64_t Flops = 0;         ///< Per launch.
+  uint64_t Bytes = 0;         ///< Memory traffic per launch.
+  uint64_t WorkspaceBytes = 0;
+  template <class V> void visit(V &&F) {
+    F("kind", Kind);
+    F("name", Name);
+    F("op", Op);
+    F("backward", Backward);
+    F("inputs", Inputs);
+    F("outputs", Outputs);
+    F("ints", Ints);
+    F("floats", Floats);
+    F("flops", Flops);
+    F("bytes", Bytes);
+    F("workspace_bytes", WorkspaceBytes);
+  }
+};
+
+/// The elements of a constant value, little-endian in its type.
+struct Constant {
+  uint32_t Value = NoIndex;
+  std::vector<uint8_t> Bytes;
+  template <class V> void visit(V &&F) {
+    F("value", Value);
+    F("bytes", Bytes);
+  }
+};
+
+/// The training program as a whole: what the loss is, which values the
+/// runtime fills, and what keeps the plan from training, if anything.
+struct Compute {
+  std::string Loss;            ///< causal-lm, masked-lm, ...
+  int64_t IgnoreIndex = -100;
+  std::vector<uint32_t> Inputs, Targets;
+  uint32_t LossValue = NoIndex;
+  /// Why this plan cannot train (a constant whose data the model file
+  /// does not carry); empty when it can.
+  std::vector<std::string> Missing;
+  template <class V> void visit(V &&F) {
+    F("loss", Loss);
+    F("ignore_index", IgnoreIndex);
+    F("inputs", Inputs);
+    F("targets", Targets);
+    F("loss_value", LossValue);
+    F("missing", Missing);
+  }
+};
+
 struct Plan {
   Info Settings;
   std::string ConfigText; ///< The resolved config the plan was made from.
@@ -656,6 +771,10 @@ struct Plan {
   std::vector<Instruction> Program;
   std::vector<Buffer> Buffers;
   Estimate Estimates;
+  std::vector<Value> Values;
+  std::vector<Kernel> Kernels;
+  std::vector<Constant> Constants;
+  Compute Training;
 };
 
 /// Section ids of plan.bin, and how Plan's members map to them. A section
@@ -673,7 +792,12 @@ enum class SectionId : uint32_t {
   Program = 10,
   Buffers = 11,
   Estimate = 12,
+  Values = 13,
+  Kernels = 14,
+  Constants = 15,
+  Compute = 16,
 };
+constexpr uint32_t LastSection = uint32_t(SectionId::Compute);
 
 template <class V> void visitSections(Plan &P, V &&F) {
   F(SectionId::Info, "info", P.Settings);
@@ -688,266 +812,16 @@ template <class V> void visitSections(Plan &P, V &&F) {
   F(SectionId::Program, "program", P.Program);
   F(SectionId::Buffers, "buffers", P.Buffers);
   F(SectionId::Estimate, "estimate", P.Estimates);
+  F(SectionId::Values, "values", P.Values);
+  F(SectionId::Kernels, "kernels", P.Kernels);
+  F(SectionId::Constants, "constants", P.Constants);
+  F(SectionId::Compute, "compute", P.Training);
 }
 
 //===----------------------------------------------------------------------===//
-// Binary encoding.
+// Facts both sides derive the same way.
 //===----------------------------------------------------------------------===//
 
-inline uint64_t fnv1a(const uint8_t *Data, size_t Size,
-                      uint64_t Hash = 14695981039346656037ull) {
-  for (size_t I = 0; I < Size; ++I)
-    Hash = (Hash ^ Data[I]) * 1099511628211ull;
-  return Hash;
-}
-
-namespace detail {
-
-/// Stands for any field visitor when detecting visit().
-struct AnyField {
-  template <typename T> void operator()(const char *, T &) const;
-};
-template <typename T, typename = void> struct HasVisit : std::false_type {};
-template <typename T>
-struct HasVisit<T, std::void_t<decltype(std::declval<T &>().visit(
-                       std::declval<AnyField>()))>> : std::true_type {};
-
-/// The fewest bytes an encoded T takes: a count in a damaged file larger
-/// than the bytes left divided by this is refused before allocating.
-template <typename T> size_t minEncodedBytes() {
-  if constexpr (std::is_same_v<T, bool> || std::is_enum_v<T>)
-    return 1;
-  else if constexpr (std::is_integral_v<T>)
-    return sizeof(T);
-  else if constexpr (HasVisit<T>::value) {
-    static const size_t Bytes = [] {
-      T V;
-      size_t Sum = 0;
-      V.visit([&](const char *, auto &Field) {
-        Sum += minEncodedBytes<std::decay_t<decltype(Field)>>();
-      });
-      return Sum;
-    }();
-    return Bytes;
-  } else {
-    return 4; // A string or a list: its count.
-  }
-}
-
-class Writer {
-public:
-  std::vector<uint8_t> Out;
-
-  void raw(const void *P, size_t N) {
-    const uint8_t *B = static_cast<const uint8_t *>(P);
-    Out.insert(Out.end(), B, B + N);
-  }
-  template <typename I> void integer(I V) {
-    uint8_t B[sizeof(I)];
-    for (size_t K = 0; K < sizeof(I); ++K)
-      B[K] = uint8_t(uint64_t(V) >> (8 * K));
-    raw(B, sizeof(I));
-  }
-  template <typename T> void value(const T &V) {
-    if constexpr (std::is_same_v<T, bool>)
-      integer(uint8_t(V));
-    else if constexpr (std::is_enum_v<T>)
-      integer(uint8_t(V));
-    else if constexpr (std::is_integral_v<T>)
-      integer(V);
-    else if constexpr (std::is_same_v<T, std::string>) {
-      integer(uint32_t(V.size()));
-      raw(V.data(), V.size());
-    } else if constexpr (HasVisit<T>::value) {
-      const_cast<T &>(V).visit(
-          [&](const char *, const auto &Field) { this->value(Field); });
-    } else {
-      integer(uint32_t(V.size()));
-      for (const auto &E : V)
-        value(E);
-    }
-  }
-};
-
-class Reader {
-public:
-  Reader(const uint8_t *Data, size_t Size) : P(Data), End(Data + Size) {}
-  bool Failed = false;
-
-  bool atEnd() const { return P == End; }
-  template <typename I> I integer() {
-    if (size_t(End - P) < sizeof(I)) {
-      Failed = true;
-      P = End;
-      return I();
-    }
-    uint64_t V = 0;
-    for (size_t K = 0; K < sizeof(I); ++K)
-      V |= uint64_t(P[K]) << (8 * K);
-    P += sizeof(I);
-    return I(V);
-  }
-  template <typename T> void value(T &V) {
-    if (Failed)
-      return;
-    if constexpr (std::is_same_v<T, bool>) {
-      uint8_t B = integer<uint8_t>();
-      Failed |= B > 1;
-      V = B;
-    } else if constexpr (std::is_enum_v<T>) {
-      uint8_t B = integer<uint8_t>();
-      Failed |= B >= EnumInfo<T>::Count;
-      V = T(B);
-    } else if constexpr (std::is_integral_v<T>) {
-      V = integer<T>();
-    } else if constexpr (std::is_same_v<T, std::string>) {
-      uint32_t N = integer<uint32_t>();
-      if (N > size_t(End - P)) {
-        Failed = true;
-        return;
-      }
-      V.assign(reinterpret_cast<const char *>(P), N);
-      P += N;
-    } else if constexpr (HasVisit<T>::value) {
-      V.visit([&](const char *, auto &Field) { this->value(Field); });
-    } else {
-      uint32_t N = integer<uint32_t>();
-      // A count beyond what the bytes left can hold is damage, refused
-      // before allocating for it.
-      using E = typename T::value_type;
-      if (N > size_t(End - P) / std::max<size_t>(1, minEncodedBytes<E>())) {
-        Failed = true;
-        return;
-      }
-      V.clear();
-      V.resize(N);
-      for (auto &E : V)
-        value(E);
-    }
-  }
-
-private:
-  const uint8_t *P;
-  const uint8_t *End;
-};
-
-constexpr size_t HeaderBytes = 32;
-constexpr size_t SectionEntryBytes = 24;
-
-} // namespace detail
-
-/// Encodes a plan as plan.bin bytes.
-inline std::vector<uint8_t> writePlan(const Plan &Source) {
-  Plan &P = const_cast<Plan &>(Source); // visit() is shared with the reader.
-  std::vector<std::pair<SectionId, std::vector<uint8_t>>> Sections;
-  visitSections(P, [&](SectionId Id, const char *, auto &Member) {
-    detail::Writer W;
-    W.value(Member);
-    Sections.emplace_back(Id, std::move(W.Out));
-  });
-  detail::Writer Table;
-  uint64_t Offset =
-      detail::HeaderBytes + detail::SectionEntryBytes * Sections.size();
-  for (auto &[Id, Bytes] : Sections) {
-    Table.integer(uint32_t(Id));
-    Table.integer(uint32_t(0));
-    Table.integer(Offset);
-    Table.integer(uint64_t(Bytes.size()));
-    Offset += Bytes.size();
-  }
-  std::vector<uint8_t> Body = std::move(Table.Out);
-  for (auto &S : Sections)
-    Body.insert(Body.end(), S.second.begin(), S.second.end());
-  detail::Writer Header;
-  Header.raw(FileMagic, sizeof(FileMagic));
-  Header.integer(FormatVersion);
-  Header.integer(uint32_t(Sections.size()));
-  Header.integer(uint64_t(detail::HeaderBytes + Body.size()));
-  Header.integer(fnv1a(Body.data(), Body.size()));
-  std::vector<uint8_t> File = std::move(Header.Out);
-  File.insert(File.end(), Body.begin(), Body.end());
-  return File;
-}
-
-/// Decodes plan.bin bytes. On failure returns nullopt and sets Error to
-/// what is wrong and what to do.
-inline std::optional<Plan> readPlan(const uint8_t *Data, size_t Size,
-                                    std::string &Error) {
-  if (Size < detail::HeaderBytes ||
-      std::memcmp(Data, FileMagic, sizeof(FileMagic)) != 0) {
-    Error = "not a dsc plan (no DSCPLAN header); make one with dsc plan";
-    return std::nullopt;
-  }
-  detail::Reader H(Data + 8, detail::HeaderBytes - 8);
-  uint32_t Version = H.integer<uint32_t>();
-  uint32_t Count = H.integer<uint32_t>();
-  uint64_t FileSize = H.integer<uint64_t>();
-  uint64_t Checksum = H.integer<uint64_t>();
-  if (Version != FormatVersion) {
-    Error = "plan format version " + std::to_string(Version) +
-            ", this build reads version " + std::to_string(FormatVersion) +
-            "; make the plan again with this dsc";
-    return std::nullopt;
-  }
-  if (FileSize != Size) {
-    Error = "the file is " + std::to_string(Size) + " bytes but its header "
-            "says " + std::to_string(FileSize) + ": truncated or appended to";
-    return std::nullopt;
-  }
-  if (fnv1a(Data + detail::HeaderBytes, Size - detail::HeaderBytes) !=
-      Checksum) {
-    Error = "checksum mismatch: the file is damaged; make the plan again";
-    return std::nullopt;
-  }
-  if (Count > (Size - detail::HeaderBytes) / detail::SectionEntryBytes) {
-    Error = "the section table is larger than the file";
-    return std::nullopt;
-  }
-  Plan P;
-  detail::Reader Table(Data + detail::HeaderBytes,
-                       Count * detail::SectionEntryBytes);
-  std::vector<bool> Seen(16, false);
-  for (uint32_t I = 0; I < Count; ++I) {
-    uint32_t Id = Table.integer<uint32_t>();
-    Table.integer<uint32_t>();
-    uint64_t Offset = Table.integer<uint64_t>();
-    uint64_t Bytes = Table.integer<uint64_t>();
-    if (Offset < detail::HeaderBytes || Offset > Size ||
-        Bytes > Size - Offset) {
-      Error = "section " + std::to_string(Id) + " lies outside the file";
-      return std::nullopt;
-    }
-    bool Known = false;
-    visitSections(P, [&](SectionId S, const char *Name, auto &Member) {
-      if (uint32_t(S) != Id || !Error.empty())
-        return;
-      Known = true;
-      if (Seen[Id]) {
-        Error = std::string("section '") + Name + "' appears twice";
-        return;
-      }
-      Seen[Id] = true;
-      detail::Reader R(Data + Offset, Bytes);
-      R.value(Member);
-      if (R.Failed || !R.atEnd())
-        Error = std::string("section '") + Name +
-                "' is malformed; make the plan again";
-    });
-    if (!Error.empty())
-      return std::nullopt;
-    (void)Known; // Unknown sections come from newer writers: skipped.
-  }
-  for (uint32_t Id = 1; Id <= uint32_t(SectionId::Estimate); ++Id)
-    if (!Seen[Id]) {
-      Error = "section " + std::to_string(Id) + " is missing";
-      return std::nullopt;
-    }
-  return P;
-}
-
-/// Checks that every index in the plan points where it should, so that a
-/// reader can follow them without bounds checks. Returns "" when the plan
-/// is consistent, else what is wrong.
 /// NVMe swap I/O (ZeRO-Infinity) runs with O_DIRECT: file offsets, sizes
 /// and host addresses in multiples of this.
 constexpr uint64_t SwapAlignment = 4096;
@@ -985,225 +859,6 @@ inline bool isOffload(const Instruction &In) {
   return In.Kind == InstrKind::Transfer || In.On == Stream::Host;
 }
 
-inline std::string checkPlan(const Plan &P) {
-  auto Bad = [](const std::string &What, size_t I) {
-    return What + " " + std::to_string(I) + " is out of range";
-  };
-  const Info &S = P.Settings;
-  size_t NT = P.Tensors.size(), NM = P.Modules.size(), NO = P.Ops.size(),
-         NI = P.Program.size(), NC = P.Layout.RankClasses.size(),
-         NB = P.Buckets.size(), NU = P.FetchUnits.size(),
-         NG = P.Layout.SubGroups.size(), NX = P.Transfers.size();
-  if (S.WorldSize == 0 || S.ZeroStage > 3 || S.MicroBatch == 0 ||
-      S.GradAccum == 0 || uint64_t(S.Nodes) * S.GpusPerNode != S.WorldSize)
-    return "settings: world size 0, ZeRO stage above 3, micro batch or "
-           "accumulation 0, or nodes x GPUs per node is not the world size";
-  const uint64_t W = S.WorldSize;
-
-  for (size_t I = 0; I < NT; ++I) {
-    const Tensor &T = P.Tensors[I];
-    if (T.Module != NoIndex && T.Module >= NM)
-      return Bad("module of tensor", I);
-    if ((T.FirstUse != NoIndex && T.FirstUse >= NO) ||
-        (T.LastUse != NoIndex && T.LastUse >= NO))
-      return Bad("the first or last use of tensor", I);
-    uint64_t Product = 1;
-    for (int64_t D : T.Shape) {
-      if (D < 0 || (D && Product > UINT64_MAX / uint64_t(D)))
-        return Bad("a dimension of tensor", I);
-      Product *= uint64_t(D);
-    }
-    if (Product != T.Elems)
-      return "tensor " + std::to_string(I) + ": its shape does not have " +
-             std::to_string(T.Elems) + " elements";
-    if (S.ZeroStage == 3 && T.ShardElems != (T.Elems + W - 1) / W)
-      return "tensor " + std::to_string(I) + ": its shard is not its "
-             "elements divided over the ranks";
-  }
-  for (size_t I = 0; I < NM; ++I)
-    for (uint32_t T : P.Modules[I].Tensors)
-      if (T >= NT)
-        return Bad("a tensor of module", I);
-  for (size_t I = 0; I < NO; ++I) {
-    if (P.Ops[I].Module != NoIndex && P.Ops[I].Module >= NM)
-      return Bad("module of op", I);
-    if (P.Ops[I].SavedUntil != NoIndex &&
-        (P.Ops[I].SavedUntil < I || P.Ops[I].SavedUntil >= NO))
-      return Bad("the release point of the saved outputs of op", I);
-    for (uint32_t T : P.Ops[I].Params)
-      if (T >= NT)
-        return Bad("a parameter of op", I);
-  }
-
-  const Partition &L = P.Layout;
-  std::vector<bool> InOrder(NT, false);
-  for (uint32_t T : L.Order) {
-    if (T >= NT || InOrder[T] || P.Tensors[T].Role != TensorRole::Trainable)
-      return "the partition order names a missing, repeated or frozen "
-             "tensor";
-    InOrder[T] = true;
-    if (S.ZeroStage == 1 || S.ZeroStage == 2) {
-      const Tensor &X = P.Tensors[T];
-      if (X.FlatOffset > L.FlatElems || X.Elems > L.FlatElems - X.FlatOffset)
-        return Bad("the flat range of tensor", T);
-    }
-  }
-  if (S.ZeroStage > 0 && (L.PartitionElems > UINT64_MAX / W ||
-                          L.PartitionElems * W != L.PaddedElems ||
-                          L.PaddedElems < L.FlatElems))
-    return "partition: the padded size is not the partition times the "
-           "world size, or is below the flat size";
-  for (const SubGroup &G : L.SubGroups)
-    if (G.FirstTensor > G.EndTensor || G.EndTensor > L.Order.size())
-      return "a sub-group lies outside the partition order";
-  if (NC == 0)
-    return "no rank classes";
-  std::vector<RankRange> Ranges;
-  for (const RankClass &C : L.RankClasses)
-    for (const RankRange &R : C.Ranges())
-      Ranges.push_back(R);
-  std::sort(Ranges.begin(), Ranges.end(),
-            [](const RankRange &A, const RankRange &B) {
-              return A.First < B.First;
-            });
-  uint64_t Next = 0;
-  for (const RankRange &R : Ranges) {
-    if (R.Count == 0 || R.First != Next)
-      return "rank classes do not cover every rank exactly once";
-    Next = uint64_t(R.First) + R.Count;
-  }
-  if (Next != W)
-    return "rank classes do not cover every rank exactly once";
-
-  for (size_t I = 0; I < NB; ++I) {
-    if (P.Buckets[I].BufferIndex != NoIndex && P.Buckets[I].BufferIndex > 1)
-      return Bad("the buffer of bucket", I);
-  }
-  for (size_t I = 0; I < NB; ++I)
-    for (const Segment &Seg : P.Buckets[I].Segments)
-      if (Seg.Tensor >= NT || Seg.Begin > Seg.End ||
-          Seg.End > P.Tensors[Seg.Tensor].Elems)
-        return Bad("a segment of bucket", I);
-  for (size_t I = 0; I < NU; ++I) {
-    if (P.FetchUnits[I].Module >= NM)
-      return Bad("module of fetch unit", I);
-    for (uint32_t T : P.FetchUnits[I].Tensors)
-      if (T >= NT)
-        return Bad("a tensor of fetch unit", I);
-  }
-  for (size_t I = 0; I < NX; ++I) {
-    const Transfer &X = P.Transfers[I];
-    size_t Limit = 0;
-    switch (X.Point) {
-    case TransferPoint::AfterReduce:
-      Limit = NB;
-      break;
-    case TransferPoint::BeforeStep:
-    case TransferPoint::AfterStep:
-      Limit = NG;
-      break;
-    case TransferPoint::BeforeGather:
-      Limit = NU;
-      break;
-    case TransferPoint::CheckpointOut:
-    case TransferPoint::CheckpointIn:
-      Limit = NO;
-      break;
-    }
-    if (X.Owner >= Limit)
-      return Bad("the owner of transfer", I);
-  }
-
-  std::vector<bool> Gathered(NU, false);
-  for (size_t I = 0; I < NI; ++I) {
-    const Instruction &In = P.Program[I];
-    size_t Limit = 0;
-    bool StreamOK = false;
-    switch (In.Kind) {
-    case InstrKind::Forward:
-    case InstrKind::Backward:
-      Limit = NO;
-      StreamOK = In.On == Stream::Compute;
-      break;
-    case InstrKind::Gather:
-    case InstrKind::Release:
-      Limit = NU;
-      StreamOK = In.On == (In.Kind == InstrKind::Gather ? Stream::Comm
-                                                        : Stream::Compute);
-      break;
-    case InstrKind::Reduce:
-      Limit = NB;
-      StreamOK = In.On == Stream::Comm || In.On == Stream::Compute;
-      break;
-    case InstrKind::OptimizerStep:
-      Limit = NG;
-      StreamOK = In.On == Stream::Compute || In.On == Stream::Host;
-      break;
-    case InstrKind::Transfer:
-      Limit = NX;
-      if (In.Arg < NX) {
-        TransferKind K = P.Transfers[In.Arg].Kind;
-        StreamOK = In.On == (K == TransferKind::HostToDevice   ? Stream::CopyIn
-                             : K == TransferKind::DeviceToHost ? Stream::CopyOut
-                                                               : Stream::Host);
-      }
-      break;
-    case InstrKind::GatherParams:
-      Limit = NoIndex;
-      StreamOK = In.On == Stream::Comm;
-      break;
-    }
-    if (In.Kind != InstrKind::GatherParams && In.Arg >= Limit)
-      return Bad("the argument of instruction", I);
-    if (!StreamOK)
-      return "instruction " + std::to_string(I) + " runs on a stream its "
-             "kind cannot use";
-    for (uint32_t Wt : In.Waits)
-      if (Wt >= I)
-        return Bad("a wait of instruction", I);
-    if (In.Micro >= S.GradAccum)
-      return Bad("the micro step of instruction", I);
-    if (In.Kind == InstrKind::Gather || In.Kind == InstrKind::Release) {
-      bool Gather = In.Kind == InstrKind::Gather;
-      if (Gathered[In.Arg] == Gather)
-        return "instruction " + std::to_string(I) +
-               (Gather ? " gathers a unit already gathered"
-                       : " releases a unit that is not gathered");
-      Gathered[In.Arg] = Gather;
-    }
-  }
-  for (bool G : Gathered)
-    if (G)
-      return "a fetch unit is still gathered at the end of the step";
-
-  if (P.Estimates.Ranks.size() != NC)
-    return "the estimate does not have one entry per rank class";
-  for (size_t I = 0; I < P.Buffers.size(); ++I) {
-    const Buffer &B = P.Buffers[I];
-    if (B.Bytes.size() != NC || B.Offsets.size() != NC)
-      return Bad("sizes or offsets (one per rank class) of buffer", I);
-    uint32_t After = 0;
-    for (const Interval &Lv : B.Live) {
-      if (Lv.Begin >= Lv.End || Lv.End > NI || Lv.Begin < After)
-        return Bad("a lifetime (ordered, disjoint, inside the program) of "
-                   "buffer",
-                   I);
-      After = Lv.End;
-    }
-    for (size_t C = 0; C < NC; ++C) {
-      const RankEstimate &R = P.Estimates.Ranks[C];
-      uint64_t Arena = B.Space == MemorySpace::Device ? R.DeviceArenaBytes
-                                                      : R.HostArenaBytes;
-      if (!B.Live.empty() &&
-          (B.Offsets[C] > Arena || B.Bytes[C] > Arena - B.Offsets[C]))
-        return "buffer " + std::to_string(I) + " lies outside its arena";
-    }
-  }
-  for (const RankEstimate &R : P.Estimates.Ranks)
-    if (NI && R.PeakInstruction >= NI)
-      return "the peak instruction is out of range";
-  return "";
-}
 
 } // namespace dsc::plan
 

@@ -1,0 +1,54 @@
+//===- Kernels.h - From the compute IR to the kernels dsrun runs -*- C++ -*-===//
+//
+// Every node becomes zero or more kernels of the closed set dsrun
+// implements (plan::KernelKind). Views (Reshape, Transpose, Slice, Expand,
+// Split, ...) cost no kernel: they become strided operands of the kernels
+// that read them, and a copy is made only where a kernel needs a layout a
+// view cannot give (a Gemm operand whose batch dims do not collapse, a
+// norm's rows). Every value gets storage of its own or a view of another
+// value's, and a type: activations and gradients in the training dtype,
+// statistics (norm rstd, attention and loss log-sum-exp, the loss) in
+// fp32.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSC_COMPUTE_KERNELS_H
+#define DSC_COMPUTE_KERNELS_H
+
+#include "dsc/Compute/Graph.h"
+#include "dsc/PlanFormat.h"
+
+#include <functional>
+
+namespace dsc::compute {
+
+struct KernelOptions {
+  /// The type activations, gradients and parameters compute in.
+  DType Activation = DType::F32;
+  /// The plan tensor of a parameter (by its name); NoIndex if none.
+  std::function<uint32_t(const ParamInfo &)> TensorOf;
+};
+
+/// The kernel program in plan form. Kernels are in program order, each
+/// with the graph node it computes (Kernel::Op holds that node's index
+/// until the planner assigns ops).
+struct KernelProgram {
+  std::vector<plan::Value> Values;
+  std::vector<plan::Kernel> Kernels;
+  std::vector<plan::Constant> Constants;
+  plan::Compute Training;
+  /// Per kernel: the node of the graph it comes from.
+  std::vector<uint32_t> Node;
+  /// Per graph value: the plan value holding it (NoIndex: none).
+  std::vector<uint32_t> ValueOf;
+};
+
+llvm::Expected<KernelProgram> selectKernels(const Graph &G,
+                                            const KernelOptions &Options);
+
+/// FLOPs and bytes moved of a kernel, from its kind and operands.
+void costKernel(plan::Kernel &K, const std::vector<plan::Value> &Values);
+
+} // namespace dsc::compute
+
+#endif

@@ -1,0 +1,717 @@
+//===- Kernels.cpp - Kernel selection, views and storage ------------------===//
+
+#include "dsc/Compute/Kernels.h"
+#include "dsc/Compute/Ops.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <cmath>
+#include <cstring>
+#include <set>
+
+using namespace llvm;
+
+namespace dsc::compute {
+
+namespace {
+
+using plan::KernelKind;
+using plan::PointwiseOp;
+
+/// Where a value's elements are: a view of a plan value's storage.
+struct Loc {
+  uint32_t Value = plan::NoIndex;
+  int64_t Offset = 0;
+  Shape Strides;
+  bool valid() const { return Value != plan::NoIndex; }
+};
+
+/// Strides for viewing (Shape, Strides) as NewShape without copying, as
+/// torch's view does; nullopt when the elements are not laid out for it.
+std::optional<Shape> reshapeStrides(const Shape &Old, const Shape &Strides,
+                                    const Shape &New) {
+  if (numel(Old) == 0 || Old.empty())
+    return contiguousStrides(New);
+  Shape Out(New.size(), 1);
+  int64_t ViewD = int64_t(New.size()) - 1;
+  int64_t Chunk = Strides.back(), TensorNumel = 1, ViewNumel = 1;
+  for (int64_t D = int64_t(Old.size()) - 1; D >= 0; --D) {
+    TensorNumel *= Old[size_t(D)];
+    if (D == 0 || (Old[size_t(D - 1)] != 1 &&
+                   Strides[size_t(D - 1)] != TensorNumel * Chunk)) {
+      while (ViewD >= 0 &&
+             (ViewNumel < TensorNumel || New[size_t(ViewD)] == 1)) {
+        Out[size_t(ViewD)] = ViewNumel * Chunk;
+        ViewNumel *= New[size_t(ViewD)];
+        --ViewD;
+      }
+      if (ViewNumel != TensorNumel)
+        return std::nullopt;
+      if (D > 0) {
+        Chunk = Strides[size_t(D - 1)];
+        TensorNumel = 1;
+        ViewNumel = 1;
+      }
+    }
+  }
+  if (ViewD != -1)
+    return std::nullopt;
+  return Out;
+}
+
+bool isContiguous(const Shape &S, const Shape &Strides) {
+  Shape Want = contiguousStrides(S);
+  for (size_t K = 0; K < S.size(); ++K)
+    if (S[K] != 1 && Strides[K] != Want[K])
+      return false;
+  return true;
+}
+
+/// The strides of (S, Strides) broadcast to Out's shape.
+Shape broadcastStrides(const Shape &S, const Shape &Strides, const Shape &Out) {
+  Shape R(Out.size(), 0);
+  size_t Lead = Out.size() - S.size();
+  for (size_t K = 0; K < S.size(); ++K)
+    if (S[K] != 1)
+      R[Lead + K] = Strides[K];
+  return R;
+}
+
+/// Outputs kept in fp32 whatever the training dtype: statistics.
+bool isStatistic(const Node &N, unsigned Output) {
+  StringRef Op = N.Op;
+  return (Op == "LayerNormalization" && Output > 0) ||
+         (Op == "dsc.RMSNorm" && Output == 1) ||
+         (Op == "dsc.Attention" && Output == 1) || Op == "dsc.CrossEntropy";
+}
+
+/// A one-instruction (or copy) program over NumInputs registers.
+std::vector<int64_t> program(PointwiseOp Op, unsigned NumInputs,
+                             std::vector<int64_t> Args = {}) {
+  if (Args.empty())
+    for (unsigned K = 0; K < NumInputs; ++K)
+      Args.push_back(K);
+  Args.resize(3, 0);
+  return {int64_t(NumInputs) + 1, 1,       int64_t(Op), int64_t(NumInputs),
+          Args[0],                Args[1], Args[2],     1,
+          int64_t(NumInputs)};
+}
+/// The program that copies register 0 to the output.
+std::vector<int64_t> copyProgram() { return {1, 0, 1, 0}; }
+
+class Selector {
+public:
+  Selector(const Graph &G, const KernelOptions &O) : G(G), O(O) {
+    Locs.resize(G.Values.size());
+    P.ValueOf.assign(G.Values.size(), plan::NoIndex);
+    GradOf.assign(G.Values.size(), -1);
+    for (size_t I = 0; I < G.Params.size(); ++I)
+      if (G.Params[I].Grad != NoValue)
+        GradOf[G.Params[I].Grad] = int32_t(I);
+  }
+
+  Expected<KernelProgram> run();
+
+private:
+  DType typeOf(ValueId V) const {
+    const Value &X = G.Values[V];
+    if (!X.isFloat())
+      return X.Type == DType::U8 ? DType::U8 : DType::I32;
+    if (X.Producer >= 0) {
+      const Node &N = G.Nodes[X.Producer];
+      for (unsigned K = 0; K < N.Outputs.size(); ++K)
+        if (N.Outputs[K] == V && isStatistic(N, K))
+          return DType::F32;
+    }
+    return O.Activation;
+  }
+  uint32_t newValue(std::string Name, plan::ValueKind Kind, DType Type,
+                    uint64_t Elems, uint32_t Tensor = plan::NoIndex) {
+    plan::Value V;
+    V.Name = std::move(Name);
+    V.Kind = Kind;
+    V.Type = Type;
+    V.Elems = Elems;
+    V.Tensor = Tensor;
+    P.Values.push_back(std::move(V));
+    return uint32_t(P.Values.size() - 1);
+  }
+  /// Gives graph value V storage of its own.
+  Loc own(ValueId V) {
+    const Value &X = G.Values[V];
+    plan::ValueKind Kind = Backward ? plan::ValueKind::Gradient
+                                    : plan::ValueKind::Activation;
+    uint32_t Tensor = plan::NoIndex;
+    if (V == G.Loss)
+      Kind = plan::ValueKind::Loss;
+    if (GradOf[V] >= 0 && GradClaimed.insert(V).second) {
+      Kind = plan::ValueKind::ParamGrad;
+      Tensor = O.TensorOf(G.Params[size_t(GradOf[V])]);
+    }
+    uint32_t Id = newValue(X.Name, Kind, Kind == plan::ValueKind::ParamGrad
+                                             ? O.Activation
+                                             : typeOf(V),
+                           uint64_t(numel(X.Dims)), Tensor);
+    Loc L{Id, 0, contiguousStrides(X.Dims)};
+    Locs[V] = L;
+    P.ValueOf[V] = Id;
+    return L;
+  }
+  plan::TensorRef ref(const Loc &L, const Shape &S) const {
+    return {L.Value, uint64_t(L.Offset), S, L.Strides};
+  }
+  /// V's storage; a constant gets its own when a kernel first reads it.
+  const Loc &loc(ValueId V);
+  plan::TensorRef ref(ValueId V) { return ref(loc(V), G.Values[V].Dims); }
+  /// V's operand broadcast to Out's shape.
+  plan::TensorRef broadcastRef(ValueId V, const Shape &Out) {
+    const Loc &L = loc(V);
+    return {L.Value, uint64_t(L.Offset), Out,
+            broadcastStrides(G.Values[V].Dims, L.Strides, Out)};
+  }
+  void emit(plan::Kernel K) {
+    K.Op = CurrentNode;
+    K.Backward = Backward;
+    costKernel(K, P.Values);
+    P.Kernels.push_back(std::move(K));
+    P.Node.push_back(CurrentNode);
+  }
+  /// A contiguous copy of V (for a kernel that needs one), broadcast to
+  /// Full when given.
+  Loc contiguousCopy(ValueId V, std::optional<Shape> Full = std::nullopt) {
+    const Value &X = G.Values[V];
+    Shape S = Full ? *Full : X.Dims;
+    uint32_t Id = newValue(X.Name + ".contiguous",
+                           Backward ? plan::ValueKind::Gradient
+                                    : plan::ValueKind::Activation,
+                           typeOf(V), uint64_t(numel(S)));
+    Loc L{Id, 0, contiguousStrides(S)};
+    plan::Kernel K;
+    K.Kind = KernelKind::Pointwise;
+    K.Name = X.Name + " (copy)";
+    K.Inputs = {broadcastRef(V, S)};
+    K.Outputs = {ref(L, S)};
+    K.Ints = copyProgram();
+    emit(std::move(K));
+    return L;
+  }
+  /// V laid out row-major (a kernel reading rows).
+  Loc rows(ValueId V) {
+    const Loc &L = loc(V);
+    return isContiguous(G.Values[V].Dims, L.Strides) ? L : contiguousCopy(V);
+  }
+  plan::TensorRef rowsRef(ValueId V) { return ref(rows(V), G.Values[V].Dims); }
+
+  Error view(const Node &N);
+  Error kernel(const Node &N);
+  Error gemm(const Node &N);
+  Error pointwise(const Node &N);
+  /// A parameter's gradient that is a view of another value: copied into
+  /// the gradient's own storage.
+  void materializeParamGrad(ValueId V);
+
+  const Graph &G;
+  const KernelOptions &O;
+  KernelProgram P;
+  std::vector<Loc> Locs;
+  std::vector<int32_t> GradOf;
+  std::set<ValueId> GradClaimed;
+  uint32_t CurrentNode = 0;
+  bool Backward = false;
+  Error ConstantError = Error::success();
+};
+
+void Selector::materializeParamGrad(ValueId V) {
+  if (GradOf[V] < 0 || GradClaimed.count(V))
+    return;
+  GradClaimed.insert(V);
+  const Value &X = G.Values[V];
+  uint32_t Id = newValue(X.Name, plan::ValueKind::ParamGrad, O.Activation,
+                         uint64_t(numel(X.Dims)),
+                         O.TensorOf(G.Params[size_t(GradOf[V])]));
+  Loc L{Id, 0, contiguousStrides(X.Dims)};
+  plan::Kernel K;
+  K.Kind = KernelKind::Pointwise;
+  K.Name = X.Name + " (gradient)";
+  K.Inputs = {ref(V)};
+  K.Outputs = {ref(L, X.Dims)};
+  K.Ints = copyProgram();
+  emit(std::move(K));
+  Locs[V] = L;
+  P.ValueOf[V] = Id;
+}
+
+Error Selector::view(const Node &N) {
+  ValueId X = N.Inputs[0];
+  const Loc In = loc(X);
+  const Shape &XS = G.Values[X].Dims;
+  StringRef Op = N.Op;
+  auto Set = [&](ValueId Out, Loc L) {
+    Locs[Out] = std::move(L);
+    P.ValueOf[Out] = Locs[Out].Value;
+  };
+  if (Op == "Transpose") {
+    std::vector<int64_t> Perm =
+        N.A.ints("perm").value_or(std::vector<int64_t>());
+    if (Perm.empty())
+      for (int64_t K = int64_t(XS.size()) - 1; K >= 0; --K)
+        Perm.push_back(K);
+    Loc L = In;
+    for (size_t K = 0; K < Perm.size(); ++K)
+      L.Strides[K] = In.Strides[size_t(Perm[K])];
+    Set(N.Outputs[0], L);
+  } else if (Op == "Expand") {
+    const Shape &Out = G.Values[N.Outputs[0]].Dims;
+    Set(N.Outputs[0], {In.Value, In.Offset, broadcastStrides(XS, In.Strides, Out)});
+  } else if (Op == "Slice") {
+    Loc L = In;
+    std::vector<int64_t> A = *N.A.ints("dsc_axes"), S = *N.A.ints("dsc_starts"),
+                         St = *N.A.ints("dsc_steps");
+    for (size_t K = 0; K < A.size(); ++K) {
+      L.Offset += S[K] * L.Strides[size_t(A[K])];
+      L.Strides[size_t(A[K])] *= St[K];
+    }
+    Set(N.Outputs[0], L);
+  } else if (Op == "Split") {
+    int64_t Axis = N.A.i("axis", 0), At = 0;
+    std::vector<int64_t> Sizes = *N.A.ints("split");
+    for (size_t K = 0; K < Sizes.size(); ++K) {
+      Loc L = In;
+      L.Offset += At * In.Strides[size_t(Axis)];
+      Set(N.Outputs[K], L);
+      At += Sizes[K];
+    }
+  } else { // Reshape, Flatten, Squeeze, Unsqueeze.
+    const Shape &Out = G.Values[N.Outputs[0]].Dims;
+    if (std::optional<Shape> S = reshapeStrides(XS, In.Strides, Out)) {
+      Set(N.Outputs[0], {In.Value, In.Offset, *S});
+    } else {
+      Loc C = contiguousCopy(X);
+      Set(N.Outputs[0], {C.Value, 0, contiguousStrides(Out)});
+    }
+  }
+  for (ValueId V : N.Outputs)
+    materializeParamGrad(V);
+  return Error::success();
+}
+
+Error Selector::pointwise(const Node &N) {
+  const Shape &Out = G.Values[N.Outputs[0]].Dims;
+  plan::Kernel K;
+  K.Kind = KernelKind::Pointwise;
+  K.Name = N.Name;
+  StringRef Op = N.Op;
+  unsigned Used = Op == "CastLike" ? 1 : unsigned(N.Inputs.size());
+  for (unsigned I = 0; I < Used; ++I)
+    K.Inputs.push_back(broadcastRef(N.Inputs[I], Out));
+  if (Op == "Dropout" || Op == "dsc.DropoutGrad") {
+    K.Inputs.resize(1);
+    K.Floats = {N.A.f("ratio", 0.5)};
+    K.Ints = program(PointwiseOp::Dropout, 1,
+                     {0, 0, N.A.i("dsc_stream", 0)});
+  } else if (std::optional<PointwiseOp> P = pointwiseOpOf(N)) {
+    if (*P == PointwiseOp::Mod && N.A.i("fmod", 0))
+      return G.nodeError(N, "dsc has no kernel for fmod=1");
+    K.Ints = program(*P, Used);
+  } else {
+    // A copy (Identity, Cast): the store converts to the output's type; a
+    // float to an integer truncates, as ONNX's Cast does.
+    K.Ints = G.Values[N.Outputs[0]].isFloat() || !G.Values[N.Inputs[0]].isFloat()
+                 ? copyProgram()
+                 : program(PointwiseOp::Trunc, 1);
+  }
+  Loc L = own(N.Outputs[0]);
+  K.Outputs = {ref(L, Out)};
+  emit(std::move(K));
+  return Error::success();
+}
+
+/// A matrix operand of a Gemm: its storage as (batch stride, leading
+/// dimension, transposed), or nullopt when the layout needs a copy.
+struct MatrixLayout {
+  int64_t BatchStride, Ld;
+  bool Trans;
+};
+std::optional<MatrixLayout> matrixLayout(const Shape &S, const Shape &Strides,
+                                         const Shape &Batch) {
+  size_t R = S.size();
+  int64_t Rows = S[R - 2], Cols = S[R - 1];
+  int64_t RS = Strides[R - 2], CS = Strides[R - 1];
+  MatrixLayout L{0, 0, false};
+  if ((CS == 1 || Cols == 1) && (RS >= std::max<int64_t>(Cols, 1) || Rows == 1)) {
+    L.Ld = Rows == 1 ? std::max<int64_t>(Cols, 1) : RS;
+  } else if ((RS == 1 || Rows == 1) &&
+             (CS >= std::max<int64_t>(Rows, 1) || Cols == 1)) {
+    L.Trans = true;
+    L.Ld = Cols == 1 ? std::max<int64_t>(Rows, 1) : CS;
+  } else {
+    return std::nullopt;
+  }
+  // The batch dims (broadcast to Batch) must collapse to one stride.
+  Shape BS = broadcastStrides(Shape(S.begin(), S.end() - 2),
+                              Shape(Strides.begin(), Strides.end() - 2), Batch);
+  int64_t Stride = -1, Span = 1;
+  for (size_t K = Batch.size(); K-- > 0;) {
+    if (Batch[K] == 1)
+      continue;
+    if (Stride < 0)
+      Stride = BS[K];
+    else if (BS[K] != Stride * Span)
+      return std::nullopt;
+    Span *= Batch[K];
+  }
+  L.BatchStride = Stride < 0 ? 0 : Stride;
+  return L;
+}
+
+Error Selector::gemm(const Node &N) {
+  ValueId A = N.Inputs[0], B = N.Inputs[1], C = N.Outputs[0];
+  Shape SA = G.Values[A].Dims, SB = G.Values[B].Dims, SC = G.Values[C].Dims;
+  if (SA.size() < 2 || SB.size() < 2)
+    return G.nodeError(N, "dsc has no kernel for a matrix-vector product");
+  Shape Batch(SC.begin(), SC.end() - 2);
+  int64_t M = SA[SA.size() - 2], K = SA.back(), Nn = SB.back();
+  int64_t Count = numel(Batch);
+  // Each operand as stored, else a contiguous copy, else a copy expanded
+  // to the whole batch (batch dims broadcast unevenly).
+  auto Operand = [&](ValueId V, Shape &S, Loc &L) {
+    L = loc(V);
+    std::optional<MatrixLayout> M = matrixLayout(S, L.Strides, Batch);
+    if (!M) {
+      L = contiguousCopy(V);
+      M = matrixLayout(S, L.Strides, Batch);
+    }
+    if (!M) {
+      Shape Full = Batch;
+      Full.push_back(S[S.size() - 2]);
+      Full.push_back(S.back());
+      L = contiguousCopy(V, Full);
+      S = Full;
+      M = matrixLayout(S, L.Strides, Batch);
+    }
+    return M;
+  };
+  Loc LA, LB;
+  std::optional<MatrixLayout> MA = Operand(A, SA, LA);
+  std::optional<MatrixLayout> MB = Operand(B, SB, LB);
+  if (!MA || !MB)
+    return G.nodeError(N, "no strided batched product can read its operands");
+  // A weight shared by the whole batch, and rows of A evenly spaced: one
+  // product of Batch * M rows.
+  if (Count > 1 && MB->BatchStride == 0 && !MA->Trans &&
+      MA->BatchStride == M * MA->Ld) {
+    M *= Count;
+    Count = 1;
+    MA->BatchStride = MB->BatchStride = 0;
+  }
+  Loc LC = own(C);
+  plan::Kernel Kr;
+  Kr.Kind = KernelKind::Gemm;
+  Kr.Name = N.Name;
+  int64_t RowsA = MA->Trans ? K : M, ColsA = MA->Trans ? M : K;
+  int64_t RowsB = MB->Trans ? Nn : K, ColsB = MB->Trans ? K : Nn;
+  Kr.Inputs = {plan::TensorRef{LA.Value, uint64_t(LA.Offset),
+                               {Count, RowsA, ColsA},
+                               {MA->BatchStride, MA->Ld, 1}},
+               plan::TensorRef{LB.Value, uint64_t(LB.Offset),
+                               {Count, RowsB, ColsB},
+                               {MB->BatchStride, MB->Ld, 1}}};
+  Kr.Outputs = {plan::TensorRef{LC.Value, 0, {Count, M, Nn}, {M * Nn, Nn, 1}}};
+  Kr.Ints = {M,          Nn,          K,       Count, MA->Trans, MB->Trans,
+             MA->Ld,     MB->Ld,      Nn,      MA->BatchStride,
+             MB->BatchStride, M * Nn, 0};
+  Kr.Floats = {1.0, 0.0};
+  emit(std::move(Kr));
+  return Error::success();
+}
+
+Error Selector::kernel(const Node &N) {
+  StringRef Op = N.Op;
+  if (N.Def->Flags & Elementwise || Op == "Dropout" || Op == "dsc.DropoutGrad")
+    return pointwise(N);
+  if (Op == "MatMul")
+    return gemm(N);
+  plan::Kernel K;
+  K.Name = N.Name;
+  auto Outputs = [&] {
+    for (ValueId V : N.Outputs)
+      K.Outputs.push_back(ref(own(V), G.Values[V].Dims));
+  };
+  const Shape &X = G.Values[N.Inputs[0]].Dims;
+  auto RowsCols = [&](const Shape &S, int64_t Axis) {
+    int64_t Cols = numel(ArrayRef<int64_t>(S).drop_front(size_t(Axis)));
+    return std::pair<int64_t, int64_t>{numel(S) / std::max<int64_t>(Cols, 1),
+                                       Cols};
+  };
+  if (Op == "ReduceSum" || Op == "ReduceMean") {
+    K.Kind = KernelKind::Reduce;
+    K.Inputs = {ref(N.Inputs[0])};
+    int64_t Mask = 0, Count = 1;
+    std::vector<int64_t> Axes = *N.A.ints("axes");
+    for (int64_t A : Axes) {
+      Mask |= int64_t(1) << A;
+      Count *= X[size_t(A)];
+    }
+    K.Ints = {Mask};
+    K.Floats = {Op == "ReduceMean" ? 1.0 / double(Count) : 1.0};
+    Loc L = own(N.Outputs[0]);
+    Shape Kept = X;
+    for (int64_t A : Axes)
+      Kept[size_t(A)] = 1;
+    K.Outputs = {ref({L.Value, 0, contiguousStrides(Kept)}, Kept)};
+  } else if (Op == "Softmax" || Op == "LogSoftmax") {
+    K.Kind = KernelKind::Softmax;
+    int64_t Axis = N.A.i("axis", -1);
+    if (Axis != int64_t(X.size()) - 1)
+      return G.nodeError(N, "dsc's softmax kernel works along the last axis");
+    auto [R, C] = RowsCols(X, Axis);
+    K.Inputs = {rowsRef(N.Inputs[0])};
+    K.Ints = {R, C, N.A.i("zero_masked_rows", 0), Op == "LogSoftmax"};
+    Outputs();
+  } else if (Op == "dsc.SoftmaxGrad" || Op == "dsc.LogSoftmaxGrad") {
+    K.Kind = KernelKind::SoftmaxGrad;
+    auto [R, C] = RowsCols(X, int64_t(X.size()) - 1);
+    K.Inputs = {rowsRef(N.Inputs[0]), rowsRef(N.Inputs[1])};
+    K.Ints = {R, C, Op == "dsc.LogSoftmaxGrad"};
+    Outputs();
+  } else if (Op == "LayerNormalization" || Op == "dsc.RMSNorm") {
+    bool Rms = Op == "dsc.RMSNorm";
+    K.Kind = Rms ? KernelKind::RMSNorm : KernelKind::LayerNorm;
+    auto [R, C] = RowsCols(X, N.A.i("axis", -1));
+    for (ValueId V : N.Inputs)
+      if (V != NoValue)
+        K.Inputs.push_back(rowsRef(V));
+    K.Ints = {R, C};
+    K.Floats = {N.A.f("epsilon", Rms ? 1e-6 : 1e-5)};
+    Outputs();
+  } else if (Op == "dsc.LayerNormGrad" || Op == "dsc.RMSNormGrad") {
+    K.Kind = Op == "dsc.RMSNormGrad" ? KernelKind::RMSNormGrad
+                                     : KernelKind::LayerNormGrad;
+    const Shape &XS = G.Values[N.Inputs[1]].Dims;
+    auto [R, C] = RowsCols(XS, N.A.i("axis", -1));
+    for (ValueId V : N.Inputs)
+      K.Inputs.push_back(rowsRef(V));
+    K.Ints = {R, C};
+    Outputs();
+  } else if (Op == "dsc.Attention" || Op == "dsc.AttentionGrad") {
+    bool Grad = Op == "dsc.AttentionGrad";
+    K.Kind = Grad ? KernelKind::AttentionGrad : KernelKind::Attention;
+    unsigned Q = Grad ? 1 : 0;
+    const Shape &QS = G.Values[N.Inputs[Q]].Dims,
+                &KS = G.Values[N.Inputs[Q + 1]].Dims,
+                &VS = G.Values[N.Inputs[Q + 2]].Dims;
+    for (size_t I = 0; I < N.Inputs.size(); ++I) {
+      ValueId V = N.Inputs[I];
+      const Loc L = loc(V);
+      bool Bias = I == Q + 3 + (Grad ? 2 : 0);
+      if (Bias) {
+        K.Inputs.push_back(broadcastRef(V, {QS[0], QS[1], QS[2], KS[2]}));
+        continue;
+      }
+      // Strided is fine along every dim but the last.
+      bool Inner = L.Strides.empty() || L.Strides.back() == 1 ||
+                   G.Values[V].Dims.back() == 1;
+      K.Inputs.push_back(Inner ? ref(V) : ref(contiguousCopy(V),
+                                             G.Values[V].Dims));
+    }
+    K.Ints = {QS[0], QS[1], KS[1], QS[2], KS[2], QS[3], VS[3],
+              N.A.i("causal", 0)};
+    K.Floats = {N.A.f("scale", 1 / std::sqrt(double(QS[3])))};
+    Outputs();
+    if (Grad) // cuDNN's backward accumulates dQ in fp32 and keeps row sums.
+      K.WorkspaceBytes = uint64_t(numel(QS)) * 4 + uint64_t(numel(QS) / QS[3]) * 4;
+  } else if (Op == "Gather" || Op == "dsc.GatherGrad") {
+    bool Grad = Op == "dsc.GatherGrad";
+    K.Kind = Grad ? KernelKind::GatherGrad : KernelKind::Gather;
+    int64_t Axis = N.A.i("axis", 0);
+    const Shape &T = Grad ? G.Values[N.Outputs[0]].Dims : X;
+    ValueId Idx = N.Inputs[Grad ? 0 : 1];
+    int64_t Outer = numel(ArrayRef<int64_t>(T).take_front(size_t(Axis)));
+    int64_t Inner = numel(ArrayRef<int64_t>(T).drop_front(size_t(Axis) + 1));
+    K.Inputs = {rowsRef(N.Inputs[0]), rowsRef(N.Inputs[1])};
+    K.Ints = {Axis, Outer, T[size_t(Axis)], Inner,
+              numel(G.Values[Idx].Dims)};
+    Outputs();
+  } else if (Op == "dsc.CrossEntropy" || Op == "dsc.CrossEntropyGrad") {
+    bool Grad = Op == "dsc.CrossEntropyGrad";
+    K.Kind = Grad ? KernelKind::CrossEntropyGrad : KernelKind::CrossEntropy;
+    for (ValueId V : N.Inputs)
+      K.Inputs.push_back(rowsRef(V));
+    K.Ints = {numel(X) / X.back(), X.back(), N.A.i("ignore_index", -100)};
+    Outputs();
+    if (!Grad)
+      P.Training.Loss = N.A.s("loss", "causal-lm");
+  } else if (Op == "Concat") {
+    Loc Out = own(N.Outputs[0]);
+    const Shape &OS = G.Values[N.Outputs[0]].Dims;
+    int64_t Axis = N.A.i("axis", 0), At = 0;
+    for (ValueId V : N.Inputs) {
+      const Shape &S = G.Values[V].Dims;
+      plan::Kernel Copy;
+      Copy.Kind = KernelKind::Pointwise;
+      Copy.Name = N.Name + " (part)";
+      Copy.Inputs = {ref(V)};
+      Copy.Outputs = {plan::TensorRef{
+          Out.Value, uint64_t(At * Out.Strides[size_t(Axis)]), S, Out.Strides}};
+      Copy.Ints = copyProgram();
+      emit(std::move(Copy));
+      At += S[size_t(Axis)];
+    }
+    (void)OS;
+    return Error::success();
+  } else if (Op == "dsc.SliceGrad") {
+    Loc Out = own(N.Outputs[0]);
+    const Shape &OS = G.Values[N.Outputs[0]].Dims;
+    plan::Kernel Fill;
+    Fill.Kind = KernelKind::Fill;
+    Fill.Name = N.Name + " (zeros)";
+    Fill.Outputs = {ref(Out, OS)};
+    Fill.Floats = {0.0};
+    emit(std::move(Fill));
+    Loc Window = Out;
+    std::vector<int64_t> A = *N.A.ints("dsc_axes"), S = *N.A.ints("dsc_starts"),
+                         St = *N.A.ints("dsc_steps");
+    for (size_t I = 0; I < A.size(); ++I) {
+      Window.Offset += S[I] * Window.Strides[size_t(A[I])];
+      Window.Strides[size_t(A[I])] *= St[I];
+    }
+    plan::Kernel Copy;
+    Copy.Kind = KernelKind::Pointwise;
+    Copy.Name = N.Name;
+    Copy.Inputs = {ref(N.Inputs[0])};
+    Copy.Outputs = {ref(Window, G.Values[N.Inputs[0]].Dims)};
+    Copy.Ints = copyProgram();
+    emit(std::move(Copy));
+    return Error::success();
+  } else {
+    return G.nodeError(N, "dsc has no kernel for it");
+  }
+  emit(std::move(K));
+  return Error::success();
+}
+
+Expected<KernelProgram> Selector::run() {
+  // Storage the runtime fills: parameters, inputs, targets, constants.
+  for (const ParamInfo &Pi : G.Params) {
+    const Value &X = G.Values[Pi.Value];
+    uint32_t Id = newValue(Pi.Name, plan::ValueKind::Param, O.Activation,
+                           uint64_t(numel(X.Dims)), O.TensorOf(Pi));
+    Locs[Pi.Value] = {Id, 0, contiguousStrides(X.Dims)};
+    P.ValueOf[Pi.Value] = Id;
+  }
+  for (auto [List, Kind] :
+       {std::pair{&G.Inputs, plan::ValueKind::Input},
+        std::pair{&G.Targets, plan::ValueKind::Target}})
+    for (ValueId V : *List) {
+      const Value &X = G.Values[V];
+      uint32_t Id = newValue(X.Name, Kind, typeOf(V), uint64_t(numel(X.Dims)));
+      Locs[V] = {Id, 0, contiguousStrides(X.Dims)};
+      P.ValueOf[V] = Id;
+      (Kind == plan::ValueKind::Input ? P.Training.Inputs : P.Training.Targets)
+          .push_back(Id);
+    }
+  for (uint32_t I = 0; I < G.Nodes.size(); ++I) {
+    const Node &N = G.Nodes[I];
+    if (N.Dead)
+      continue;
+    CurrentNode = I;
+    Backward = N.Ph == Phase::Backward;
+    for (ValueId V : N.Inputs)
+      if (V != NoValue && !Locs[V].valid() &&
+          G.Values[V].Kind != ValueKind::Constant)
+        return G.nodeError(N, "reads '" + G.Values[V].Name +
+                                  "', which has no storage");
+    if (Error E = (N.Def->Flags & ViewOp) ? view(N) : kernel(N))
+      return E;
+  }
+  if (G.Loss != NoValue)
+    P.Training.LossValue = P.ValueOf[G.Loss];
+  if (ConstantError)
+    return std::move(ConstantError);
+  return std::move(P);
+}
+
+const Loc &Selector::loc(ValueId V) {
+  if (Locs[V].valid() || G.Values[V].Kind != ValueKind::Constant)
+    return Locs[V];
+  // A constant a kernel reads (shape and axis inputs of views are read at
+  // plan time, and never get storage).
+  const Value &X = G.Values[V];
+  DType T = X.isFloat() ? DType::F32 : typeOf(V);
+  uint32_t Id = newValue(X.Name, plan::ValueKind::Constant, T,
+                         uint64_t(numel(X.Dims)));
+  Locs[V] = {Id, 0, contiguousStrides(X.Dims)};
+  P.ValueOf[V] = Id;
+  if (!X.Data) {
+    P.Training.Missing.push_back(
+        "'" + X.Name + "', a buffer of the model whose data the ONNX "
+                       "file does not carry");
+    return Locs[V];
+  }
+  plan::Constant C;
+  C.Value = Id;
+  C.Bytes.resize(size_t(numel(X.Dims)) * plan::dtypeBytes(T));
+  std::vector<double> Elems = X.Data->values();
+  for (size_t K = 0; K < Elems.size(); ++K) {
+    if (T == DType::F32) {
+      float F = float(Elems[K]);
+      std::memcpy(&C.Bytes[K * 4], &F, 4);
+    } else if (T == DType::I32) {
+      if ((Elems[K] > 2147483647.0 || Elems[K] < -2147483648.0) &&
+          !ConstantError)
+        ConstantError = createStringError(
+            inconvertibleErrorCode(),
+            "constant '%s', read at run time, holds a value beyond int32",
+            X.Name.c_str());
+      int32_t I = int32_t(Elems[K]);
+      std::memcpy(&C.Bytes[K * 4], &I, 4);
+    } else {
+      C.Bytes[K] = uint8_t(Elems[K] != 0);
+    }
+  }
+  P.Values[Id].Constant = uint32_t(P.Constants.size());
+  P.Constants.push_back(std::move(C));
+  return Locs[V];
+}
+
+} // namespace
+
+void costKernel(plan::Kernel &K, const std::vector<plan::Value> &Values) {
+  auto Elems = [](const plan::TensorRef &R) { return uint64_t(numel(R.Shape)); };
+  auto Bytes = [&](const plan::TensorRef &R) {
+    return Elems(R) * plan::dtypeBytes(Values[R.Value].Type);
+  };
+  K.Bytes = 0;
+  for (const plan::TensorRef &R : K.Inputs)
+    K.Bytes += Bytes(R);
+  for (const plan::TensorRef &R : K.Outputs)
+    K.Bytes += Bytes(R);
+  const std::vector<int64_t> &I = K.Ints;
+  switch (K.Kind) {
+  case KernelKind::Gemm:
+    K.Flops = 2 * uint64_t(I[0]) * uint64_t(I[1]) * uint64_t(I[2]) *
+              uint64_t(I[3]);
+    break;
+  case KernelKind::Attention:
+  case KernelKind::AttentionGrad: {
+    // QK^T and PV (half the work when causal); backward recomputes P and
+    // does four more products.
+    uint64_t F = 2 * uint64_t(I[0]) * uint64_t(I[1]) * uint64_t(I[3]) *
+                 uint64_t(I[4]) * uint64_t(I[5] + I[6]);
+    if (I[7])
+      F /= 2;
+    K.Flops = K.Kind == KernelKind::Attention ? F : F * 5 / 2;
+    break;
+  }
+  default:
+    K.Flops = K.Outputs.empty() ? 0 : 4 * Elems(K.Outputs[0]);
+  }
+}
+
+Expected<KernelProgram> selectKernels(const Graph &G,
+                                      const KernelOptions &Options) {
+  return Selector(G, Options).run();
+}
+
+} // namespace dsc::compute

@@ -1,0 +1,472 @@
+//===- PlanCheck.cpp - The plan's verifier ---------------------------------===//
+
+#include "dsc/PlanCheck.h"
+
+#include <algorithm>
+
+namespace dsc::plan {
+
+namespace {
+
+std::string bad(const std::string &What, size_t I) {
+  return What + " " + std::to_string(I) + " is out of range";
+}
+
+/// Operand counts and attribute lengths of each kernel kind: inputs
+/// [MinIn, MaxIn], outputs, Ints, Floats (-1: any, as a program's).
+struct KernelShape {
+  unsigned MinIn, MaxIn, Outputs;
+  int Ints, Floats;
+};
+
+KernelShape shapeOf(KernelKind K) {
+  switch (K) {
+  case KernelKind::Gemm:
+    return {2, 3, 1, 13, 2};
+  case KernelKind::Pointwise:
+    return {0, 8, 1, -1, -1};
+  case KernelKind::Reduce:
+    return {1, 1, 1, 1, 1};
+  case KernelKind::Softmax:
+    return {1, 1, 1, 4, 0};
+  case KernelKind::SoftmaxGrad:
+    return {2, 2, 1, 3, 0};
+  case KernelKind::LayerNorm:
+    return {2, 3, 3, 2, 1};
+  case KernelKind::LayerNormGrad:
+    return {5, 5, 3, 2, 0};
+  case KernelKind::RMSNorm:
+    return {2, 2, 2, 2, 1};
+  case KernelKind::RMSNormGrad:
+    return {4, 4, 2, 2, 0};
+  case KernelKind::Attention:
+    return {3, 4, 2, 8, 1};
+  case KernelKind::AttentionGrad:
+    return {6, 7, 3, 8, 1};
+  case KernelKind::Gather:
+    return {2, 2, 1, 5, 0};
+  case KernelKind::GatherGrad:
+    return {2, 2, 1, 5, 0};
+  case KernelKind::CrossEntropy:
+    return {2, 2, 2, 3, 0};
+  case KernelKind::CrossEntropyGrad:
+    return {4, 4, 1, 3, 0};
+  case KernelKind::Fill:
+    return {0, 0, 1, 0, 1};
+  }
+  return {0, 0, 0, 0, 0};
+}
+
+/// A pointwise program reads registers only after writing them, and its
+/// outputs name registers it has.
+std::string checkProgram(const Kernel &K) {
+  const std::vector<int64_t> &I = K.Ints;
+  if (I.size() < 2)
+    return "a pointwise program without its header";
+  int64_t Regs = I[0], N = I[1];
+  if (Regs < int64_t(K.Inputs.size()) || Regs > 256 || N < 0 ||
+      N > 4096 || size_t(2 + 5 * N + 1) > I.size())
+    return "a pointwise program of the wrong size";
+  std::vector<bool> Written(size_t(Regs), false);
+  for (size_t R = 0; R < K.Inputs.size(); ++R)
+    Written[R] = true;
+  for (int64_t J = 0; J < N; ++J) {
+    const int64_t *X = &I[size_t(2 + 5 * J)];
+    if (X[0] < 0 || X[0] >= int64_t(EnumInfo<PointwiseOp>::Count) || X[1] < 0 ||
+        X[1] >= Regs)
+      return "a pointwise instruction with a bad op or destination";
+    PointwiseOp Op = PointwiseOp(X[0]);
+    if (Op == PointwiseOp::Const) {
+      if (X[2] < 0 || size_t(X[2]) >= K.Floats.size())
+        return "a pointwise constant out of range";
+    } else {
+      unsigned Args = Op == PointwiseOp::Where ? 3
+                      : Op == PointwiseOp::Dropout ? 1
+                      : (Op >= PointwiseOp::Add && Op <= PointwiseOp::Min) ||
+                              (Op >= PointwiseOp::GeluErfGrad &&
+                               Op <= PointwiseOp::GeluTanhGrad) ||
+                              (Op >= PointwiseOp::Equal &&
+                               Op <= PointwiseOp::GreaterOrEqual) ||
+                              (Op >= PointwiseOp::And && Op <= PointwiseOp::Xor) ||
+                              Op == PointwiseOp::Mod
+                        ? 2
+                        : 1;
+      for (unsigned A = 0; A < Args; ++A)
+        if (X[2 + A] < 0 || X[2 + A] >= Regs || !Written[size_t(X[2 + A])])
+          return "a pointwise instruction reads a register not yet written";
+      if (Op == PointwiseOp::Dropout &&
+          (X[3] < 0 || size_t(X[3]) >= K.Floats.size()))
+        return "a dropout ratio out of range";
+    }
+    Written[size_t(X[1])] = true;
+  }
+  size_t At = size_t(2 + 5 * N);
+  int64_t Outs = I[At];
+  if (Outs != int64_t(K.Outputs.size()) || At + 1 + size_t(Outs) != I.size())
+    return "a pointwise program whose outputs do not match the kernel's";
+  for (int64_t O = 0; O < Outs; ++O) {
+    int64_t R = I[At + 1 + size_t(O)];
+    if (R < 0 || R >= Regs || !Written[size_t(R)])
+      return "a pointwise output names a register never written";
+  }
+  return "";
+}
+
+std::string checkCompute(const Plan &P) {
+  size_t NV = P.Values.size(), NK = P.Kernels.size(), NO = P.Ops.size(),
+         NT = P.Tensors.size(), NBuf = P.Buffers.size(),
+         NCst = P.Constants.size(), NC = P.Layout.RankClasses.size();
+  for (size_t I = 0; I < NV; ++I) {
+    const Value &V = P.Values[I];
+    bool InTensor = V.Kind == ValueKind::Param || V.Kind == ValueKind::ParamGrad;
+    if (InTensor) {
+      if (V.Tensor >= NT || P.Tensors[V.Tensor].Elems != V.Elems)
+        return "value " + std::to_string(I) + " names no tensor of its size";
+      continue;
+    }
+    if (V.Kind == ValueKind::Constant && V.Constant != NoIndex &&
+        (V.Constant >= NCst || P.Constants[V.Constant].Value != I))
+      return bad("the data of constant value", I);
+    if (V.Elems > (uint64_t(1) << 56))
+      return "value " + std::to_string(I) + " is too large";
+    if (!NBuf)
+      continue; // Before the memory plan.
+    if (V.Buffer >= NBuf)
+      return bad("the buffer of value", I);
+    const Buffer &B = P.Buffers[V.Buffer];
+    for (size_t C = 0; C < NC && C < B.Bytes.size(); ++C)
+      if (B.Bytes[C] < V.Elems * dtypeBytes(V.Type))
+        return "value " + std::to_string(I) + " does not fit its buffer";
+  }
+  for (size_t I = 0; I < NCst; ++I) {
+    const Constant &C = P.Constants[I];
+    if (C.Value >= NV || P.Values[C.Value].Kind != ValueKind::Constant ||
+        C.Bytes.size() != P.Values[C.Value].Elems *
+                              dtypeBytes(P.Values[C.Value].Type))
+      return "constant " + std::to_string(I) +
+             " does not match its value's size";
+  }
+  // Each value is written first by kernel FirstWrite - 1; 0 for what the
+  // runtime fills before any kernel runs (inputs, targets, parameters,
+  // constants); NK + 1 for never.
+  std::vector<size_t> FirstWrite(NV, NK + 1);
+  for (size_t I = 0; I < NV; ++I) {
+    ValueKind K = P.Values[I].Kind;
+    if (K == ValueKind::Input || K == ValueKind::Target ||
+        K == ValueKind::Param || K == ValueKind::Constant)
+      FirstWrite[I] = 0;
+  }
+  for (size_t I = 0; I < NK; ++I) {
+    const Kernel &K = P.Kernels[I];
+    if (K.Op >= NO)
+      return bad("the op of kernel", I);
+    KernelShape Sh = shapeOf(K.Kind);
+    if (K.Inputs.size() < Sh.MinIn || K.Inputs.size() > Sh.MaxIn ||
+        (K.Kind != KernelKind::Pointwise && K.Outputs.size() != Sh.Outputs) ||
+        (K.Kind == KernelKind::Pointwise &&
+         (K.Outputs.empty() || K.Outputs.size() > 4)) ||
+        (Sh.Ints >= 0 && K.Ints.size() != size_t(Sh.Ints)) ||
+        (Sh.Floats >= 0 && K.Floats.size() != size_t(Sh.Floats)))
+      return "kernel " + std::to_string(I) + " (" + enumName(K.Kind) +
+             ") has the wrong number of operands or attributes";
+    if (K.Kind == KernelKind::Pointwise)
+      if (std::string E = checkProgram(K); !E.empty())
+        return "kernel " + std::to_string(I) + ": " + E;
+    for (int Out = 0; Out < 2; ++Out)
+      for (const TensorRef &R : Out ? K.Outputs : K.Inputs) {
+        if (R.Value >= NV || R.Shape.size() != R.Strides.size() ||
+            R.Shape.size() > 8)
+          return "kernel " + std::to_string(I) +
+                 " has an operand outside the values";
+        const Value &V = P.Values[R.Value];
+        // The elements the view reaches must lie inside the value.
+        int64_t Low = int64_t(R.Offset), High = int64_t(R.Offset);
+        bool Empty = false;
+        for (size_t D = 0; D < R.Shape.size(); ++D) {
+          if (R.Shape[D] < 0 || R.Shape[D] > (int64_t(1) << 40) ||
+              R.Strides[D] > (int64_t(1) << 50) ||
+              R.Strides[D] < -(int64_t(1) << 50))
+            return "kernel " + std::to_string(I) + " has a bad operand shape";
+          Empty |= R.Shape[D] == 0;
+          int64_t Reach = (R.Shape[D] - 1) * R.Strides[D];
+          (Reach < 0 ? Low : High) += Reach;
+        }
+        if (!Empty && (Low < 0 || uint64_t(High) >= V.Elems))
+          return "kernel " + std::to_string(I) + " reaches outside value " +
+                 std::to_string(R.Value);
+        if (Out) {
+          if (V.Kind == ValueKind::Input || V.Kind == ValueKind::Target ||
+              V.Kind == ValueKind::Param || V.Kind == ValueKind::Constant)
+            return "kernel " + std::to_string(I) + " writes value " +
+                   std::to_string(R.Value) + ", which only the runtime fills";
+          FirstWrite[R.Value] = std::min(FirstWrite[R.Value], I + 1);
+        } else if (FirstWrite[R.Value] > I) {
+          return "kernel " + std::to_string(I) + " reads value " +
+                 std::to_string(R.Value) + " before anything writes it";
+        }
+      }
+  }
+  // Ops own their kernels: forwards in op order, then backwards in reverse.
+  uint32_t Next = 0;
+  for (size_t O = 0; O < NO; ++O) {
+    const Interval &F = P.Ops[O].Forward;
+    if (F.Begin != Next || F.End < F.Begin || F.End > NK)
+      return "the forward kernels of op " + std::to_string(O) +
+             " do not follow the previous op's";
+    Next = F.End;
+  }
+  for (size_t O = NO; O-- > 0;) {
+    const Interval &B = P.Ops[O].Backward;
+    if (B.Begin != Next || B.End < B.Begin || B.End > NK)
+      return "the backward kernels of op " + std::to_string(O) +
+             " do not follow the next op's";
+    Next = B.End;
+  }
+  if (NO && Next != NK)
+    return "kernels belong to no op";
+  for (size_t O = 0; O < NO; ++O)
+    for (int Bwd = 0; Bwd < 2; ++Bwd) {
+      const Interval &R = Bwd ? P.Ops[O].Backward : P.Ops[O].Forward;
+      for (uint32_t K = R.Begin; K < R.End; ++K)
+        if (P.Kernels[K].Op != O || P.Kernels[K].Backward != bool(Bwd))
+          return "kernel " + std::to_string(K) + " does not say it is op " +
+                 std::to_string(O) + "'s";
+    }
+  const Compute &T = P.Training;
+  for (uint32_t V : T.Inputs)
+    if (V >= NV || P.Values[V].Kind != ValueKind::Input)
+      return "a training input is not an input value";
+  for (uint32_t V : T.Targets)
+    if (V >= NV || P.Values[V].Kind != ValueKind::Target)
+      return "a training target is not a target value";
+  if (NK && (T.LossValue >= NV || P.Values[T.LossValue].Kind != ValueKind::Loss))
+    return "the loss is not a loss value";
+  return "";
+}
+
+} // namespace
+
+std::string checkPlan(const Plan &P) {
+  auto Bad = [](const std::string &What, size_t I) {
+    return What + " " + std::to_string(I) + " is out of range";
+  };
+  const Info &S = P.Settings;
+  size_t NT = P.Tensors.size(), NM = P.Modules.size(), NO = P.Ops.size(),
+         NI = P.Program.size(), NC = P.Layout.RankClasses.size(),
+         NB = P.Buckets.size(), NU = P.FetchUnits.size(),
+         NG = P.Layout.SubGroups.size(), NX = P.Transfers.size();
+  if (S.WorldSize == 0 || S.ZeroStage > 3 || S.MicroBatch == 0 ||
+      S.GradAccum == 0 || uint64_t(S.Nodes) * S.GpusPerNode != S.WorldSize)
+    return "settings: world size 0, ZeRO stage above 3, micro batch or "
+           "accumulation 0, or nodes x GPUs per node is not the world size";
+  const uint64_t W = S.WorldSize;
+  if (!isFloatType(S.ParamDType) || !isFloatType(S.CommDType) ||
+      !isFloatType(S.GradAccumDType) || !isFloatType(S.MasterDType) ||
+      !isFloatType(S.OptimizerStateDType))
+    return "settings: a parameter, gradient or optimizer type is not a "
+           "floating-point type";
+
+  for (size_t I = 0; I < NT; ++I) {
+    const Tensor &T = P.Tensors[I];
+    if (T.Module != NoIndex && T.Module >= NM)
+      return Bad("module of tensor", I);
+    if ((T.FirstUse != NoIndex && T.FirstUse >= NO) ||
+        (T.LastUse != NoIndex && T.LastUse >= NO))
+      return Bad("the first or last use of tensor", I);
+    uint64_t Product = 1;
+    for (int64_t D : T.Shape) {
+      if (D < 0 || (D && Product > UINT64_MAX / uint64_t(D)))
+        return Bad("a dimension of tensor", I);
+      Product *= uint64_t(D);
+    }
+    if (Product != T.Elems)
+      return "tensor " + std::to_string(I) + ": its shape does not have " +
+             std::to_string(T.Elems) + " elements";
+    if (S.ZeroStage == 3 && T.ShardElems != (T.Elems + W - 1) / W)
+      return "tensor " + std::to_string(I) + ": its shard is not its "
+             "elements divided over the ranks";
+  }
+  for (size_t I = 0; I < NM; ++I)
+    for (uint32_t T : P.Modules[I].Tensors)
+      if (T >= NT)
+        return Bad("a tensor of module", I);
+  for (size_t I = 0; I < NO; ++I) {
+    if (P.Ops[I].Module != NoIndex && P.Ops[I].Module >= NM)
+      return Bad("module of op", I);
+    for (uint32_t T : P.Ops[I].Params)
+      if (T >= NT)
+        return Bad("a parameter of op", I);
+  }
+
+  const Partition &L = P.Layout;
+  std::vector<bool> InOrder(NT, false);
+  for (uint32_t T : L.Order) {
+    if (T >= NT || InOrder[T] || P.Tensors[T].Role != TensorRole::Trainable)
+      return "the partition order names a missing, repeated or frozen "
+             "tensor";
+    InOrder[T] = true;
+    if (S.ZeroStage == 1 || S.ZeroStage == 2) {
+      const Tensor &X = P.Tensors[T];
+      if (X.FlatOffset > L.FlatElems || X.Elems > L.FlatElems - X.FlatOffset)
+        return Bad("the flat range of tensor", T);
+    }
+  }
+  if (S.ZeroStage > 0 && (L.PartitionElems > UINT64_MAX / W ||
+                          L.PartitionElems * W != L.PaddedElems ||
+                          L.PaddedElems < L.FlatElems))
+    return "partition: the padded size is not the partition times the "
+           "world size, or is below the flat size";
+  for (const SubGroup &G : L.SubGroups)
+    if (G.FirstTensor > G.EndTensor || G.EndTensor > L.Order.size())
+      return "a sub-group lies outside the partition order";
+  if (NC == 0)
+    return "no rank classes";
+  std::vector<RankRange> Ranges;
+  for (const RankClass &C : L.RankClasses)
+    for (const RankRange &R : C.Ranges())
+      Ranges.push_back(R);
+  std::sort(Ranges.begin(), Ranges.end(),
+            [](const RankRange &A, const RankRange &B) {
+              return A.First < B.First;
+            });
+  uint64_t Next = 0;
+  for (const RankRange &R : Ranges) {
+    if (R.Count == 0 || R.First != Next)
+      return "rank classes do not cover every rank exactly once";
+    Next = uint64_t(R.First) + R.Count;
+  }
+  if (Next != W)
+    return "rank classes do not cover every rank exactly once";
+
+  for (size_t I = 0; I < NB; ++I) {
+    if (P.Buckets[I].BufferIndex != NoIndex && P.Buckets[I].BufferIndex > 1)
+      return Bad("the buffer of bucket", I);
+  }
+  for (size_t I = 0; I < NB; ++I)
+    for (const Segment &Seg : P.Buckets[I].Segments)
+      if (Seg.Tensor >= NT || Seg.Begin > Seg.End ||
+          Seg.End > P.Tensors[Seg.Tensor].Elems)
+        return Bad("a segment of bucket", I);
+  for (size_t I = 0; I < NU; ++I) {
+    if (P.FetchUnits[I].Module >= NM)
+      return Bad("module of fetch unit", I);
+    for (uint32_t T : P.FetchUnits[I].Tensors)
+      if (T >= NT)
+        return Bad("a tensor of fetch unit", I);
+  }
+  for (size_t I = 0; I < NX; ++I) {
+    const Transfer &X = P.Transfers[I];
+    size_t Limit = 0;
+    switch (X.Point) {
+    case TransferPoint::AfterReduce:
+      Limit = NB;
+      break;
+    case TransferPoint::BeforeStep:
+    case TransferPoint::AfterStep:
+      Limit = NG;
+      break;
+    case TransferPoint::BeforeGather:
+      Limit = NU;
+      break;
+    case TransferPoint::CheckpointOut:
+    case TransferPoint::CheckpointIn:
+      Limit = NO;
+      break;
+    }
+    if (X.Owner >= Limit)
+      return Bad("the owner of transfer", I);
+  }
+
+  std::vector<bool> Gathered(NU, false);
+  for (size_t I = 0; I < NI; ++I) {
+    const Instruction &In = P.Program[I];
+    size_t Limit = 0;
+    bool StreamOK = false;
+    switch (In.Kind) {
+    case InstrKind::Forward:
+    case InstrKind::Backward:
+      Limit = NO;
+      StreamOK = In.On == Stream::Compute;
+      break;
+    case InstrKind::Gather:
+    case InstrKind::Release:
+      Limit = NU;
+      StreamOK = In.On == (In.Kind == InstrKind::Gather ? Stream::Comm
+                                                        : Stream::Compute);
+      break;
+    case InstrKind::Reduce:
+      Limit = NB;
+      StreamOK = In.On == Stream::Comm || In.On == Stream::Compute;
+      break;
+    case InstrKind::OptimizerStep:
+      Limit = NG;
+      StreamOK = In.On == Stream::Compute || In.On == Stream::Host;
+      break;
+    case InstrKind::Transfer:
+      Limit = NX;
+      if (In.Arg < NX) {
+        TransferKind K = P.Transfers[In.Arg].Kind;
+        StreamOK = In.On == (K == TransferKind::HostToDevice   ? Stream::CopyIn
+                             : K == TransferKind::DeviceToHost ? Stream::CopyOut
+                                                               : Stream::Host);
+      }
+      break;
+    case InstrKind::GatherParams:
+      Limit = NoIndex;
+      StreamOK = In.On == Stream::Comm;
+      break;
+    }
+    if (In.Kind != InstrKind::GatherParams && In.Arg >= Limit)
+      return Bad("the argument of instruction", I);
+    if (!StreamOK)
+      return "instruction " + std::to_string(I) + " runs on a stream its "
+             "kind cannot use";
+    for (uint32_t Wt : In.Waits)
+      if (Wt >= I)
+        return Bad("a wait of instruction", I);
+    if (In.Micro >= S.GradAccum)
+      return Bad("the micro step of instruction", I);
+    if (In.Kind == InstrKind::Gather || In.Kind == InstrKind::Release) {
+      bool Gather = In.Kind == InstrKind::Gather;
+      if (Gathered[In.Arg] == Gather)
+        return "instruction " + std::to_string(I) +
+               (Gather ? " gathers a unit already gathered"
+                       : " releases a unit that is not gathered");
+      Gathered[In.Arg] = Gather;
+    }
+  }
+  for (bool G : Gathered)
+    if (G)
+      return "a fetch unit is still gathered at the end of the step";
+
+  if (P.Estimates.Ranks.size() != NC)
+    return "the estimate does not have one entry per rank class";
+  for (size_t I = 0; I < P.Buffers.size(); ++I) {
+    const Buffer &B = P.Buffers[I];
+    if (B.Bytes.size() != NC || B.Offsets.size() != NC)
+      return Bad("sizes or offsets (one per rank class) of buffer", I);
+    uint32_t After = 0;
+    for (const Interval &Lv : B.Live) {
+      if (Lv.Begin >= Lv.End || Lv.End > NI || Lv.Begin < After)
+        return Bad("a lifetime (ordered, disjoint, inside the program) of "
+                   "buffer",
+                   I);
+      After = Lv.End;
+    }
+    for (size_t C = 0; C < NC; ++C) {
+      const RankEstimate &R = P.Estimates.Ranks[C];
+      uint64_t Arena = B.Space == MemorySpace::Device ? R.DeviceArenaBytes
+                                                      : R.HostArenaBytes;
+      if (!B.Live.empty() &&
+          (B.Offsets[C] > Arena || B.Bytes[C] > Arena - B.Offsets[C]))
+        return "buffer " + std::to_string(I) + " lies outside its arena";
+    }
+  }
+  for (const RankEstimate &R : P.Estimates.Ranks)
+    if (NI && R.PeakInstruction >= NI)
+      return "the peak instruction is out of range";
+  return checkCompute(P);
+}
+
+
+} // namespace dsc::plan
