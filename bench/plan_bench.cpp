@@ -14,6 +14,7 @@
 #include "dsc/Config/Json.h"
 #include "dsc/Graph/ModelGen.h"
 #include "dsc/Plan/Planner.h"
+#include "dsc/PlanCodec.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -44,8 +45,7 @@ Result planOnce(const std::string &Graph, const std::string &Config,
       exit(1);
     }
     llvm::Expected<ModelFacts> F = analyzeModel(*M, {});
-    ShapeInfo Shapes = inferShapes(*M);
-    PlanInputs In{View, Config, *M, *F, Shapes, 0};
+    PlanInputs In{View, Config, *M, *F, 0};
     PlanOptions O;
     O.WorldSize = World;
     O.GpusPerNode = 8;

@@ -24,8 +24,10 @@
 //     a unit of several tensors the rank-major buffer NCCL gathers it
 //     into, until the first op that uses it (DeepSpeed's coalesced
 //     all-gather frees its flat buffer after unpacking there);
-//   saved activations, from the forward that makes them to the backward
-//   that last needs them; one gradient workspace for the largest op.
+//   every value of the compute program -- activations from the kernel that
+//   writes them to the last that reads them, autograd's gradient of a
+//   parameter until its hook has copied it into the bucket, activation
+//   gradients, inputs, constants -- and the kernels' workspace.
 //
 //===----------------------------------------------------------------------===//
 
@@ -195,7 +197,9 @@ private:
   void gradients();
   void buckets();
   void gatheredUnits();
-  void activations();
+  /// The compute program's values (activations, gradients, inputs,
+  /// constants), each from its first write to its last read.
+  void values();
   void offloadStaging();
   void place(MemorySpace Space, size_t Class);
   void synchronizeAsyncFrees();
@@ -255,19 +259,8 @@ void MemoryPlanner::modelStates() {
 
 void MemoryPlanner::gradients() {
   uint64_t PB = plan::dtypeBytes(S.ParamDType);
-  uint64_t Trainable = P.Layout.FlatElems, Largest = 0;
-  // Stage 3 reduce-scatters a gradient padded to the world size.
-  for (uint32_t T : P.Layout.Order)
-    Largest = std::max(Largest, S.ZeroStage == 3
-                                    ? P.Tensors[T].ShardElems * S.WorldSize
-                                    : P.Tensors[T].Elems);
+  uint64_t Trainable = P.Layout.FlatElems;
   uint32_t FirstBackward = X.FirstBackward[0];
-  std::vector<plan::Interval> Backwards;
-  for (uint32_t M = 0; M < X.Micros; ++M)
-    if (X.FirstBackward[M] != plan::NoIndex)
-      Backwards.push_back(
-          {X.FirstBackward[M],
-           std::max(X.LastBackward[M], X.LastInPlaceRead[M]) + 1});
 
   switch (S.ZeroStage) {
   case 0:
@@ -298,11 +291,6 @@ void MemoryPlanner::gradients() {
     break;
   }
   }
-  // Stage 2/3: autograd's gradient of one parameter exists until its hook
-  // copies it into the bucket.
-  if (S.ZeroStage >= 2)
-    add("grad_transient", Category::Grads, MemorySpace::Device, Largest * PB,
-        Backwards);
 
   // fp32 gradients for the step.
   if (S.ZeroStage == 0) {
@@ -435,62 +423,145 @@ void MemoryPlanner::gatheredUnits() {
   }
 }
 
-void MemoryPlanner::activations() {
-  uint64_t Workspace = 0;
-  for (uint32_t O = 0; O < P.Ops.size(); ++O) {
-    const plan::Op &Op = P.Ops[O];
-    Workspace = std::max(Workspace, Op.TransientBytes);
-    bool Checkpointed = S.CheckpointLayers && Op.Layer != plan::NoIndex;
-    if (Op.SavedBytes && Op.SavedUntil != plan::NoIndex) {
-      std::vector<plan::Interval> Live;
-      for (uint32_t M = 0; M < X.Micros; ++M) {
-        uint32_t Begin = Checkpointed ? X.Recompute[M][O] : X.Forward[M][O];
-        uint32_t End = X.Backward[M][Op.SavedUntil];
-        // A checkpointed op's output saved by the next layer is that
-        // layer's checkpointed input, counted there.
-        if (Begin == plan::NoIndex || End == plan::NoIndex || End < Begin)
-          continue;
-        Live.push_back({Begin, End + 1});
+void MemoryPlanner::values() {
+  // Each value's accesses, per micro step, by instruction: a kernel runs
+  // in its op's forward (and recomputation) or backward instruction.
+  struct Access {
+    uint32_t Instr;
+    bool Write;
+  };
+  size_t NV = P.Values.size();
+  std::vector<std::vector<Access>> Accesses(NV);
+  std::vector<bool> ReadInBackward(NV, false);
+  for (uint32_t M = 0; M < X.Micros; ++M)
+    for (const plan::Kernel &K : P.Kernels) {
+      uint32_t Instrs[2] = {plan::NoIndex, plan::NoIndex};
+      if (K.Backward) {
+        Instrs[0] = X.Backward[M][K.Op];
+      } else {
+        Instrs[0] = X.Forward[M][K.Op];
+        Instrs[1] = X.Recompute[M][K.Op];
       }
-      if (!Live.empty())
-        add(formatv("act.{0}", O).str(), Category::Activations,
-            MemorySpace::Device, Op.SavedBytes, std::move(Live));
+      for (uint32_t I : Instrs) {
+        if (I == plan::NoIndex)
+          continue;
+        for (const plan::TensorRef &R : K.Inputs) {
+          Accesses[R.Value].push_back({I, false});
+          ReadInBackward[R.Value] = ReadInBackward[R.Value] || K.Backward;
+        }
+        for (const plan::TensorRef &R : K.Outputs)
+          Accesses[R.Value].push_back({I, true});
+      }
     }
-    if (Checkpointed && Op.CheckpointBytes) {
-      std::vector<plan::Interval> Device, Host;
-      for (uint32_t M = 0; M < X.Micros; ++M) {
-        uint32_t Begin = X.Forward[M][O], End = X.Backward[M][O] + 1;
-        if (!S.CpuCheckpointing) {
-          Device.push_back({Begin, End});
-          continue;
-        }
-        Host.push_back({Begin, End});
-        // On the device until copied out, and again from the copy back.
-        for (uint32_t T = 0; T < P.Transfers.size(); ++T) {
-          const plan::Transfer &Tr = P.Transfers[T];
-          if (Tr.Owner != O || X.TransferInstrs[T].size() <= M)
-            continue;
-          uint32_t I = X.TransferInstrs[T][M];
-          if (Tr.Point == plan::TransferPoint::CheckpointOut)
-            Device.push_back({Begin, I + 1});
-          else if (Tr.Point == plan::TransferPoint::CheckpointIn)
-            Device.push_back({I, End});
-        }
+  // The runtime writes inputs and targets before a micro step's first
+  // compute; it reads a parameter's gradient into the reduction layout in
+  // the instruction that completes it, and a gradient reduced in place
+  // until that reduction has read it.
+  std::vector<uint32_t> BucketOfTensor(P.Tensors.size(), plan::NoIndex);
+  for (uint32_t B = 0; B < P.Buckets.size(); ++B)
+    for (const plan::Segment &Seg : P.Buckets[B].Segments)
+      BucketOfTensor[Seg.Tensor] = B;
+  for (uint32_t V = 0; V < NV; ++V) {
+    const plan::Value &Val = P.Values[V];
+    for (uint32_t M = 0; M < X.Micros; ++M) {
+      if (Val.Kind == plan::ValueKind::Input ||
+          Val.Kind == plan::ValueKind::Target)
+        Accesses[V].push_back({X.FirstCompute[M], true});
+      if (Val.Kind == plan::ValueKind::ParamGrad && S.ZeroStage >= 2 &&
+          Val.Tensor != plan::NoIndex) {
+        uint32_t B = BucketOfTensor[Val.Tensor];
+        if (B != plan::NoIndex &&
+            (P.Buckets[B].InPlace || !S.ContiguousGradients))
+          Accesses[V].push_back({X.LastInPlaceRead[M], false});
       }
-      add(formatv("ckpt.{0}", O).str(), Category::Activations,
-          MemorySpace::Device, Op.CheckpointBytes, std::move(Device));
-      if (!Host.empty())
-        add(formatv("ckpt_host.{0}", O).str(), Category::Activations,
-            MemorySpace::Host, Op.CheckpointBytes, std::move(Host), true);
     }
   }
+
+  auto CategoryOf = [&](uint32_t V) {
+    switch (P.Values[V].Kind) {
+    case plan::ValueKind::Input:
+    case plan::ValueKind::Target:
+      return Category::Inputs;
+    case plan::ValueKind::Constant:
+      return Category::Constants;
+    case plan::ValueKind::ParamGrad:
+      return Category::Grads;
+    case plan::ValueKind::Activation:
+      return ReadInBackward[V] ? Category::Activations : Category::Workspace;
+    default:
+      return Category::Workspace;
+    }
+  };
+  for (uint32_t V = 0; V < NV; ++V) {
+    plan::Value &Val = P.Values[V];
+    if (Val.Kind == plan::ValueKind::Param)
+      continue; // Where the ZeRO layout keeps its tensor.
+    std::vector<plan::Interval> Live;
+    if (Val.Kind == plan::ValueKind::Constant) {
+      Live = whole();
+    } else {
+      // A write after the last access starts a new lifetime: the value
+      // is dead between a forward's last read and its recomputation, and
+      // between micro steps.
+      std::vector<Access> &A = Accesses[V];
+      llvm::stable_sort(A, [](const Access &L, const Access &R) {
+        return L.Instr < R.Instr;
+      });
+      for (const Access &Ac : A) {
+        if (Ac.Instr == plan::NoIndex)
+          continue;
+        if (Live.empty() || (Ac.Write && Ac.Instr >= Live.back().End))
+          Live.push_back({Ac.Instr, Ac.Instr + 1});
+        else
+          Live.back().End = std::max(Live.back().End, Ac.Instr + 1);
+      }
+    }
+    if (Live.empty())
+      continue;
+    // Stage 3 reduce-scatters a gradient that goes alone from where the
+    // backward left it, padded to the world size.
+    uint64_t Elems = Val.Elems;
+    if (Val.Kind == plan::ValueKind::ParamGrad && S.ZeroStage == 3 &&
+        Val.Tensor != plan::NoIndex)
+      Elems = P.Tensors[Val.Tensor].ShardElems * S.WorldSize;
+    Val.Buffer = P.Buffers.size();
+    add(Val.Name, CategoryOf(V), MemorySpace::Device,
+        Elems * plan::dtypeBytes(Val.Type), std::move(Live));
+  }
+
+  // The runtime's own scratch: the ranks agree on the collectives' timings
+  // through it (a float per instruction each way).
+  add("scratch", Category::Workspace, MemorySpace::Device,
+      std::max<uint64_t>(4096, 2 * sizeof(float) * P.Program.size()), whole());
+
+  // One workspace for the kernels that need one (attention's backward).
+  uint64_t Workspace = 0;
+  for (const plan::Kernel &K : P.Kernels)
+    Workspace = std::max(Workspace, K.WorkspaceBytes);
   std::vector<plan::Interval> Compute;
   for (uint32_t M = 0; M < X.Micros; ++M)
     if (X.FirstCompute[M] != plan::NoIndex)
       Compute.push_back({X.FirstCompute[M], X.LastBackward[M] + 1});
   if (Workspace)
-    add("workspace", Category::Workspace, MemorySpace::Device, Workspace,
-        Compute);
+    add("kernel_workspace", Category::Workspace, MemorySpace::Device,
+        Workspace, Compute);
+
+  // CPU checkpointing keeps each checkpointed layer's inputs on the host
+  // between its forward and its recomputation.
+  if (!S.CheckpointLayers || !S.CpuCheckpointing)
+    return;
+  for (uint32_t O = 0; O < P.Ops.size(); ++O) {
+    const plan::Op &Op = P.Ops[O];
+    if (!Op.CheckpointBytes || Op.Layer == plan::NoIndex)
+      continue;
+    std::vector<plan::Interval> Host;
+    for (uint32_t M = 0; M < X.Micros; ++M)
+      if (X.Forward[M][O] != plan::NoIndex && X.Backward[M][O] != plan::NoIndex)
+        Host.push_back({X.Forward[M][O], X.Backward[M][O] + 1});
+    if (!Host.empty())
+      add(formatv("ckpt_host.{0}", O).str(), Category::Activations,
+          MemorySpace::Host, Op.CheckpointBytes, std::move(Host), true);
+  }
 }
 
 void MemoryPlanner::offloadStaging() {
@@ -591,8 +662,9 @@ void MemoryPlanner::place(MemorySpace Space, size_t Class) {
 /// after the last read.
 void MemoryPlanner::synchronizeAsyncFrees() {
   size_t N = P.Program.size();
-  std::vector<std::vector<uint32_t>> NextOn(5, std::vector<uint32_t>(N + 1));
-  for (unsigned S = 0; S < 5; ++S) {
+  std::vector<std::vector<uint32_t>> NextOn(plan::NumStreams,
+                                           std::vector<uint32_t>(N + 1));
+  for (unsigned S = 0; S < plan::NumStreams; ++S) {
     NextOn[S][N] = plan::NoIndex;
     for (size_t I = N; I-- > 0;)
       NextOn[S][I] = unsigned(P.Program[I].On) == S ? uint32_t(I)
@@ -604,7 +676,7 @@ void MemoryPlanner::synchronizeAsyncFrees() {
       plan::Stream On = P.Program[Last].On;
       if (On == plan::Stream::Compute || L.End >= N)
         continue;
-      for (unsigned S = 0; S < 5; ++S) {
+      for (unsigned S = 0; S < plan::NumStreams; ++S) {
         if (S == unsigned(On))
           continue;
         uint32_t Next = NextOn[S][L.End];
@@ -626,7 +698,7 @@ Error MemoryPlanner::run() {
   gradients();
   buckets();
   gatheredUnits();
-  activations();
+  values();
   offloadStaging();
   for (size_t C = 0; C < Classes; ++C) {
     place(MemorySpace::Device, C);

@@ -6,6 +6,9 @@
 
 #include "dsc/Plan/PlanYAML.h"
 
+#include "dsc/PlanCheck.h"
+#include "dsc/PlanCodec.h"
+
 #include "dsc/Support/YAMLInput.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -44,7 +47,6 @@ namespace plan = dsc::plan;
 LLVM_YAML_IS_FLOW_SEQUENCE_VECTOR(plan::DimBinding)
 LLVM_YAML_IS_SEQUENCE_VECTOR(plan::Tensor)
 LLVM_YAML_IS_SEQUENCE_VECTOR(plan::Module)
-LLVM_YAML_IS_FLOW_SEQUENCE_VECTOR(plan::Gemm)
 LLVM_YAML_IS_SEQUENCE_VECTOR(plan::Op)
 LLVM_YAML_IS_FLOW_SEQUENCE_VECTOR(plan::RankRange)
 LLVM_YAML_IS_SEQUENCE_VECTOR(plan::RankClass)
@@ -59,6 +61,10 @@ LLVM_YAML_IS_SEQUENCE_VECTOR(plan::Buffer)
 LLVM_YAML_IS_FLOW_SEQUENCE_VECTOR(plan::CategoryBytes)
 LLVM_YAML_IS_SEQUENCE_VECTOR(plan::FixedCost)
 LLVM_YAML_IS_SEQUENCE_VECTOR(plan::RankEstimate)
+LLVM_YAML_IS_SEQUENCE_VECTOR(plan::Value)
+LLVM_YAML_IS_FLOW_SEQUENCE_VECTOR(plan::TensorRef)
+LLVM_YAML_IS_SEQUENCE_VECTOR(plan::Kernel)
+LLVM_YAML_IS_SEQUENCE_VECTOR(plan::Constant)
 
 namespace llvm::yaml {
 DSC_PLAN_YAML_ENUM(DType)
@@ -71,12 +77,13 @@ DSC_PLAN_YAML_ENUM(MemorySpace)
 DSC_PLAN_YAML_ENUM(Category)
 DSC_PLAN_YAML_ENUM(TransferKind)
 DSC_PLAN_YAML_ENUM(TransferPoint)
+DSC_PLAN_YAML_ENUM(ValueKind)
+DSC_PLAN_YAML_ENUM(KernelKind)
 DSC_PLAN_YAML_FLOW_MAPPING(DimBinding)
 DSC_PLAN_YAML_MAPPING(Hardware)
 DSC_PLAN_YAML_MAPPING(Info)
 DSC_PLAN_YAML_MAPPING(Tensor)
 DSC_PLAN_YAML_MAPPING(Module)
-DSC_PLAN_YAML_FLOW_MAPPING(Gemm)
 DSC_PLAN_YAML_MAPPING(Op)
 DSC_PLAN_YAML_FLOW_MAPPING(RankRange)
 DSC_PLAN_YAML_MAPPING(RankClass)
@@ -94,6 +101,11 @@ DSC_PLAN_YAML_MAPPING(FixedCost)
 DSC_PLAN_YAML_MAPPING(RankEstimate)
 DSC_PLAN_YAML_MAPPING(DeepSpeedEstimate)
 DSC_PLAN_YAML_MAPPING(Estimate)
+DSC_PLAN_YAML_FLOW_MAPPING(Value)
+DSC_PLAN_YAML_FLOW_MAPPING(TensorRef)
+DSC_PLAN_YAML_MAPPING(Kernel)
+DSC_PLAN_YAML_MAPPING(Constant)
+DSC_PLAN_YAML_MAPPING(Compute)
 
 template <> struct MappingTraits<plan::Plan> {
   static void mapping(IO &IO, plan::Plan &P) {

@@ -2,6 +2,8 @@
 
 #include "PlanInternal.h"
 
+#include "dsc/PlanCheck.h"
+
 using namespace llvm;
 
 namespace dsc {

@@ -134,10 +134,16 @@ void printEstimateText(raw_ostream &OS, const plan::Plan &P) {
                 P.Program.size(), millis(P.Estimates.StepNanos),
                 S.Machine.GpuName, millis(P.Estimates.ExposedCommNanos),
                 millis(P.Estimates.ExposedOffloadNanos));
-  if (S.UnknownActivations)
-    WithColor::warning(OS)
-        << S.UnknownActivations
-        << " activation tensors have no known size and are not counted\n";
+  size_t Backward = 0;
+  for (const plan::Kernel &K : P.Kernels)
+    Backward += K.Backward;
+  OS << formatv("training: {0} kernels ({1} forward, {2} backward) in {3} "
+                "ops, {4} loss\n",
+                P.Kernels.size(), P.Kernels.size() - Backward, Backward,
+                P.Ops.size(), P.Training.Loss);
+  for (const std::string &M : P.Training.Missing)
+    WithColor::warning(OS) << "this plan cannot train: it needs " << M
+                           << "; export the model with its weights\n";
 
   // One line per rank layout, then the fullest rank in detail.
   size_t Worst = 0;
@@ -253,7 +259,8 @@ json::Value estimateJSON(const plan::Plan &P) {
       {"micro_batch", int64_t(S.MicroBatch)},
       {"gradient_accumulation", int64_t(S.GradAccum)},
       {"param_dtype", plan::enumName(S.ParamDType)},
-      {"unknown_activations", int64_t(S.UnknownActivations)},
+      {"kernels", int64_t(P.Kernels.size())},
+      {"can_train", P.Training.Missing.empty()},
       {"ranks", std::move(Ranks)},
       {"deepspeed_estimate",
        json::Object{{"device_bytes", int64_t(P.Estimates.DeepSpeed.DeviceBytes)},

@@ -67,7 +67,9 @@ private:
                 std::vector<uint32_t> Waits, uint64_t Nanos);
   std::vector<Turn> turnsOfMicroStep() const;
   std::vector<uint32_t> unitsOf(uint32_t Op) const;
-  uint64_t computeNanos(const plan::Op &Op) const;
+  /// An op's forward or backward: its kernels, each at the slower of its
+  /// arithmetic and its memory traffic.
+  uint64_t computeNanos(const plan::Op &Op, bool Backward) const;
   void computeTurn(const Turn &T, uint32_t Micro, bool Reduces,
                    const std::vector<std::vector<uint32_t>> &UnitsAt,
                    size_t Position);
@@ -158,12 +160,16 @@ std::vector<uint32_t> Scheduler::unitsOf(uint32_t Op) const {
   return Units;
 }
 
-uint64_t Scheduler::computeNanos(const plan::Op &Op) const {
-  uint64_t Flops = Op.ForwardFlops ? transferNanos(Op.ForwardFlops,
-                                                   H.DenseFlopsPerSec)
-                                   : 0;
-  uint64_t Memory = transferNanos(Op.TransientBytes, H.MemoryBytesPerSec);
-  return std::max(Flops, Memory);
+uint64_t Scheduler::computeNanos(const plan::Op &Op, bool Backward) const {
+  const plan::Interval &R = Backward ? Op.Backward : Op.Forward;
+  uint64_t Total = 0;
+  for (uint32_t K = R.Begin; K < R.End; ++K) {
+    const plan::Kernel &Kr = P.Kernels[K];
+    uint64_t Flops = transferNanos(Kr.Flops, H.DenseFlopsPerSec);
+    uint64_t Memory = transferNanos(Kr.Bytes, H.MemoryBytesPerSec);
+    Total += std::max(Flops, Memory);
+  }
+  return Total;
 }
 
 void Scheduler::transfersAt(plan::TransferPoint Point, uint32_t Owner,
@@ -313,7 +319,7 @@ void Scheduler::computeTurn(const Turn &T, uint32_t Micro, bool Reduces,
     Waits.push_back(PendingInPlace);
     PendingInPlace = plan::NoIndex;
   }
-  uint64_t Nanos = computeNanos(Op) * (T.Kind == InstrKind::Backward ? 2 : 1);
+  uint64_t Nanos = computeNanos(Op, T.Kind == InstrKind::Backward);
   uint32_t I = emit(T.Kind, Stream::Compute, Micro, T.Op, Waits, Nanos);
 
   if (T.Kind == InstrKind::Forward && !T.Recompute && Op.CheckpointBytes)

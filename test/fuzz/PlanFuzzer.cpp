@@ -12,6 +12,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "dsc/Plan/PlanYAML.h"
+#include "dsc/PlanCheck.h"
+#include "dsc/PlanCodec.h"
 #include "dsc/Plan/Report.h"
 
 #include "Collectives.h"

@@ -132,3 +132,70 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// The same, through kernel selection: the plan's values, views and kernels
+// run by the reference executor give PyTorch's loss and gradients.
+//===----------------------------------------------------------------------===//
+
+#include "dsc/Compute/Kernels.h"
+#include "dsc/ReferenceExecutor.h"
+
+namespace {
+
+void checkKernelsAgainstPyTorch(const std::string &Export,
+                                const std::string &Model, LossKind Loss) {
+  SCOPED_TRACE(Export + " (kernels)");
+  std::map<std::string, HostTensor> Fixture =
+      readSafeTensors(fixturePath(Model + ".fixture.safetensors"));
+  bool Image = Fixture.count("pixel_values");
+  const HostTensor &X = Fixture[Image ? "pixel_values" : "input_ids"];
+  LoweredModel L = lowerModel(inputPath(Export + ".onnx"), X.shape()[0],
+                              Image ? 0 : X.shape()[1], Loss, true);
+  ASSERT_TRUE(L.G.Loss != NoValue) << L.Error;
+  KernelOptions O;
+  O.Activation = plan::DType::F32;
+  O.TensorOf = [](const ParamInfo &) { return plan::NoIndex; };
+  llvm::Expected<KernelProgram> P = selectKernels(L.G, O);
+  if (!P)
+    FAIL() << toString(P.takeError());
+  EXPECT_TRUE(P->Training.Missing.empty())
+      << (P->Training.Missing.empty() ? "" : P->Training.Missing[0]);
+
+  reference::Executor E(P->Values, P->Constants);
+  auto Fill = [&](ValueId V, const HostTensor &T) {
+    std::vector<float> F = T.floats();
+    E.storage(P->ValueOf[V]).assign(F.begin(), F.end());
+  };
+  Interpreter Weights(L.G); // Only to decode the export's weights.
+  loadWeights(Weights, L);
+  for (const ParamInfo &Pi : L.G.Params)
+    Fill(Pi.Value, Weights.value(Pi.Value));
+  Fill(L.G.Inputs[0], X);
+  Fill(L.G.Targets[0], Fixture["labels"]);
+  for (const plan::Kernel &K : P->Kernels) {
+    std::string Problem = E.run(K);
+    ASSERT_EQ(Problem, "") << K.Name;
+  }
+  double Want = Fixture["loss"].at(0);
+  double Got = E.storage(P->Training.LossValue)[0];
+  EXPECT_NEAR(Got, Want, 1e-4 * std::fabs(Want)) << "loss";
+  for (const ParamInfo &Pi : L.G.Params) {
+    auto It = Fixture.find("grad." + hfName(Pi.Name, Fixture));
+    ASSERT_NE(It, Fixture.end());
+    uint32_t V = P->ValueOf[Pi.Grad];
+    ASSERT_NE(V, plan::NoIndex) << Pi.Name;
+    EXPECT_EQ(P->Values[V].Kind, plan::ValueKind::ParamGrad) << Pi.Name;
+    const std::vector<float> &G = E.storage(V);
+    HostTensor Ours = HostTensor::fromFloats(It->second.shape(),
+                                             std::vector<float>(G.begin(), G.end()));
+    EXPECT_TRUE(close(Ours, It->second, 1e-4)) << "gradient of " << Pi.Name;
+  }
+}
+
+TEST_P(MatchesPyTorch, Kernels) {
+  checkKernelsAgainstPyTorch(GetParam().Export, GetParam().Model,
+                             GetParam().Loss);
+}
+
+} // namespace

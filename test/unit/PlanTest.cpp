@@ -12,6 +12,8 @@
 #include "dsc/Plan/Hardware.h"
 #include "dsc/Plan/PlanYAML.h"
 #include "dsc/Plan/Planner.h"
+#include "dsc/PlanCheck.h"
+#include "dsc/PlanCodec.h"
 
 #include "llvm/Support/Error.h"
 #include "gtest/gtest.h"
@@ -38,9 +40,16 @@ struct MLPConfig {
   uint64_t SavedBytes = 100;
 };
 
+/// A one-dimensional operand over all of a value.
+plan::TensorRef whole(const plan::Plan &P, uint32_t V) {
+  return {V, 0, {int64_t(P.Values[V].Elems)}, {1}};
+}
+
 /// Layers of [In x Out] weights and [Out] biases; ops MatMul, Add, Relu per
-/// layer (no Relu after the last). Each op but the last saves SavedBytes
-/// for the next op's backward.
+/// layer (no Relu after the last), each one kernel forward and one
+/// backward. Op O's output "act.O" (SavedBytes, bf16) is what op O+1's
+/// backward reads; op O's backward writes the gradient "grad.O" (50 bytes)
+/// that op O-1's backward reads, and its parameters' gradients.
 plan::Plan mlp(const std::vector<uint64_t> &Widths, const MLPConfig &C) {
   plan::Plan P;
   plan::Info &S = P.Settings;
@@ -81,8 +90,6 @@ plan::Plan mlp(const std::vector<uint64_t> &Widths, const MLPConfig &C) {
     Mm.Type = "MatMul";
     Mm.Module = M;
     Mm.Params = {W};
-    Mm.Gemms = {{1, 8, Widths[L + 1], Widths[L]}};
-    Mm.ForwardFlops = 2 * 8 * Widths[L] * Widths[L + 1];
     plan::Op Add;
     Add.Name = "add" + std::to_string(L);
     Add.Type = "Add";
@@ -97,10 +104,75 @@ plan::Plan mlp(const std::vector<uint64_t> &Widths, const MLPConfig &C) {
       P.Ops.push_back(Relu);
     }
   }
-  for (uint32_t O = 0; O + 1 < P.Ops.size(); ++O) {
-    P.Ops[O].SavedBytes = C.SavedBytes;
-    P.Ops[O].SavedUntil = O + 1;
-    P.Ops[O].TransientBytes = 50;
+  // The program: values, then one kernel forward and one backward per op.
+  auto Value = [&](std::string Name, plan::ValueKind K, uint64_t Elems,
+                   uint32_t Tensor = NoIndex) {
+    plan::Value V;
+    V.Name = std::move(Name);
+    V.Kind = K;
+    V.Type = plan::DType::BF16;
+    V.Elems = Elems;
+    V.Tensor = Tensor;
+    P.Values.push_back(V);
+    return uint32_t(P.Values.size() - 1);
+  };
+  uint32_t Input = Value("x", plan::ValueKind::Input, 8 * Widths[0]);
+  P.Values[Input].Type = plan::DType::I32;
+  std::vector<uint32_t> ParamOf, GradOf;
+  for (uint32_t T = 0; T < P.Tensors.size(); ++T) {
+    ParamOf.push_back(Value(P.Tensors[T].Name, plan::ValueKind::Param,
+                            P.Tensors[T].Elems, T));
+    GradOf.push_back(Value(P.Tensors[T].Name, plan::ValueKind::ParamGrad,
+                           P.Tensors[T].Elems, T));
+  }
+  uint32_t N = P.Ops.size();
+  std::vector<uint32_t> Act, Grad;
+  for (uint32_t O = 0; O < N; ++O) {
+    Act.push_back(Value("act." + std::to_string(O), plan::ValueKind::Activation,
+                        O + 1 < N ? C.SavedBytes / 2 : 8));
+    Grad.push_back(
+        Value("grad." + std::to_string(O), plan::ValueKind::Gradient, 25));
+  }
+  P.Values[Act[N - 1]].Kind = plan::ValueKind::Loss;
+  P.Values[Act[N - 1]].Type = plan::DType::F32;
+  P.Training.Inputs = {Input};
+  P.Training.LossValue = Act[N - 1];
+  P.Training.Loss = "causal-lm";
+  auto Kernel = [&](uint32_t O, bool Backward, std::vector<uint32_t> In,
+                    std::vector<uint32_t> Out) {
+    plan::Kernel K;
+    K.Kind = plan::KernelKind::Pointwise;
+    K.Name = P.Ops[O].Name;
+    K.Op = O;
+    K.Backward = Backward;
+    for (uint32_t V : In)
+      K.Inputs.push_back(whole(P, V));
+    for (uint32_t V : Out)
+      K.Outputs.push_back(whole(P, V));
+    // Register 0 copied to every output.
+    K.Ints = {int64_t(In.size()), 0, int64_t(Out.size())};
+    for (size_t I = 0; I < Out.size(); ++I)
+      K.Ints.push_back(0);
+    K.Bytes = 100;
+    P.Kernels.push_back(K);
+  };
+  for (uint32_t O = 0; O < N; ++O) {
+    std::vector<uint32_t> In = {O ? Act[O - 1] : Input};
+    for (uint32_t T : P.Ops[O].Params)
+      In.push_back(ParamOf[T]);
+    Kernel(O, false, In, {Act[O]});
+    P.Ops[O].Forward = {O, O + 1};
+  }
+  for (uint32_t O = N; O-- > 0;) {
+    std::vector<uint32_t> In = {O + 1 < N ? Grad[O + 1] : Act[O]};
+    if (O)
+      In.push_back(Act[O - 1]);
+    std::vector<uint32_t> Out = {Grad[O]};
+    for (uint32_t T : P.Ops[O].Params)
+      Out.push_back(GradOf[T]);
+    uint32_t K = P.Kernels.size();
+    Kernel(O, true, In, Out);
+    P.Ops[O].Backward = {K, K + 1};
   }
   P.Estimates.Fixed = {};
   return P;
@@ -224,27 +296,36 @@ TEST(PlanMemory, Stage0ArenaByHand) {
         return B.Offsets[0];
     return -1;
   };
-  // Largest first (sizes rounded to 256): states 688 B at 0, master 344 at
-  // 768, fp32 gradients 344 at 1280 (BF16_Optimizer keeps them all step);
-  // then the 256-byte ones by first use: params16 1792, act.0 2048,
-  // workspace 2304, act.1-6 2560..3840, grads16 (from the first backward)
-  // 4096, and the flattened bucket of the stage-0 all-reduce, live only
-  // during it (instruction 16), in the gap at 2048 that act.0 left.
-  EXPECT_EQ(Offset("optimizer_states"), 0);
-  EXPECT_EQ(Offset("master_params"), 768);
-  EXPECT_EQ(Offset("grads_fp32"), 1280);
-  EXPECT_EQ(Offset("params16"), 1792);
-  EXPECT_EQ(Offset("act.0"), 2048);
-  EXPECT_EQ(Offset("workspace"), 2304);
-  EXPECT_EQ(Offset("act.6"), 3840);
-  EXPECT_EQ(Offset("grads16"), 4096);
-  EXPECT_EQ(Offset("reduce_flat"), 2048);
+  // Largest first (sizes rounded to 256): the runtime's 4 KiB scratch at
+  // 0, then states 688 B at 4096, master 344 at 4864, fp32 gradients 344
+  // at 5376 (BF16_Optimizer keeps them all step); then the 256-byte ones
+  // by first use: params16 5888; the input x, live only in op 0's
+  // forward, 6144; act.0 (read by op 1's backward at instruction 14)
+  // 6400; act.1 takes x's place at 6144, act.2-6 6656..7680; the loss
+  // 7936; at the first backward grads16 8192, then the gradient of
+  // l2.bias (made and copied into grads16 there) 8448 and grad.7 8704;
+  // from then on the others fill what the forward values left, and the
+  // flattened bucket of the stage-0 all-reduce, live only during it
+  // (instruction 16), sits at 6144 again.
+  EXPECT_EQ(Offset("scratch"), 0);
+  EXPECT_EQ(Offset("optimizer_states"), 4096);
+  EXPECT_EQ(Offset("master_params"), 4864);
+  EXPECT_EQ(Offset("grads_fp32"), 5376);
+  EXPECT_EQ(Offset("params16"), 5888);
+  EXPECT_EQ(Offset("x"), 6144);
+  EXPECT_EQ(Offset("act.0"), 6400);
+  EXPECT_EQ(Offset("act.1"), 6144);
+  EXPECT_EQ(Offset("act.6"), 7680);
+  EXPECT_EQ(Offset("grads16"), 8192);
+  EXPECT_EQ(Offset("grad.7"), 8704);
+  EXPECT_EQ(Offset("reduce_flat"), 6144);
   const plan::RankEstimate &R = P.Estimates.Ranks[0];
-  EXPECT_EQ(R.DeviceArenaBytes, 4352u);
-  // At the first backward everything is live: 172 + 344 + 688 + 344
-  // (params, master, states, fp32 grads) + 172 (grads) + 50 (workspace)
-  // + 7 x 100 (activations).
-  EXPECT_EQ(R.DeviceLiveBoundBytes, 2470u);
+  EXPECT_EQ(R.DeviceArenaBytes, 8960u);
+  // At the first backward: 4096 (scratch) + 172 + 344 + 688 + 344
+  // (params, master, states, fp32 grads) + 172 (grads16) + 7 x 100
+  // (activations) + 32 (the loss) + 50 (grad.7) + 4 (the gradient of
+  // l2.bias).
+  EXPECT_EQ(R.DeviceLiveBoundBytes, 6602u);
   EXPECT_EQ(R.PeakInstruction, 8u);
 }
 

@@ -3,7 +3,9 @@
 #include "Commands.h"
 
 #include "dsc/Config/Lint.h"
+#include "dsc/Compute/Graph.h"
 #include "dsc/Plan/Hardware.h"
+#include "dsc/PlanCodec.h"
 #include "dsc/Plan/PlanYAML.h"
 #include "dsc/Plan/Planner.h"
 #include "dsc/Plan/Report.h"
@@ -113,6 +115,12 @@ static cl::opt<std::string> Calibration(
     "calibration",
     cl::desc("YAML file of measured hardware figures and fixed costs"),
     cl::value_desc("file"), PLAN_SUBS, cl::cat(PlanOptionsCategory));
+static cl::opt<std::string> Loss(
+    "loss",
+    cl::desc("What the step minimizes: causal-lm (the next token; default), "
+             "masked-lm (labels, -100 where ignored) or "
+             "sequence-classification"),
+    cl::init("causal-lm"), PLAN_SUBS, cl::cat(PlanOptionsCategory));
 enum class ReportFormat { Text, JSON };
 static cl::opt<ReportFormat> Format(
     "format", cl::desc("Report format"),
@@ -126,7 +134,9 @@ static cl::opt<std::string> DotOutput(
     "dot", cl::desc("Also draw the plan (--view) to this file"),
     cl::value_desc("file.svg"), cl::sub(PlanCommand));
 static cl::list<std::string> PrintAfter(
-    "print-after", cl::desc("Print the plan (YAML) after this pass"),
+    "print-after",
+    cl::desc("Print the plan (YAML) after this planner pass, or the compute "
+             "IR after this compute pass (dsc lower --list-passes)"),
     cl::value_desc("pass"), cl::CommaSeparated, PLAN_SUBS);
 static cl::opt<bool> PrintAfterAll("print-after-all",
                                    cl::desc("Print the plan after every pass"),
@@ -197,6 +207,13 @@ static Expected<PlanOptions> planOptions(StringRef Tool) {
     O.SeqLen = SeqLen;
   }
   O.CheckpointLayers = CheckpointLayers;
+  std::optional<compute::LossKind> K = compute::lossNamed(Loss);
+  if (!K)
+    return createStringError(inconvertibleErrorCode(),
+                             "--loss %s: expected causal-lm, masked-lm or "
+                             "sequence-classification",
+                             Loss.c_str());
+  O.Loss = *K;
   if (!Gpu.empty()) {
     std::optional<HardwareProfile> H = hardwarePreset(Gpu);
     if (!H)
@@ -276,7 +293,6 @@ static int runPlanOrEstimate(StringRef Tool, bool WritePlan) {
   Expected<ModelFacts> Facts = analyzeModel(*M, Analysis);
   if (!Facts)
     return usage(Tool, toString(Facts.takeError()));
-  ShapeInfo Shapes = inferShapes(*M);
   uint64_t ModelHash = 0;
   if (ErrorOr<std::unique_ptr<MemoryBuffer>> B =
           MemoryBuffer::getFile(ModelPath, false, false)) {
@@ -285,23 +301,36 @@ static int runPlanOrEstimate(StringRef Tool, bool WritePlan) {
                             Bytes.size());
   }
 
-  PlanInputs In{View, ConfigText, *M, *Facts, Shapes, ModelHash};
+  PlanInputs In{View, ConfigText, *M, *Facts, ModelHash};
   auto After = [&](StringRef Pass, const plan::Plan &P) {
     if (PrintAfterAll || is_contained(PrintAfter, Pass.str())) {
       errs() << "# *** plan after " << Pass << " ***\n";
       writePlanYAML(errs(), P);
     }
   };
+  auto IsComputePass = [](StringRef Pass) {
+    return any_of(compute::computePasses(),
+                  [&](const compute::ComputePass &P) { return Pass == P.Name; });
+  };
   for (const std::string &Pass : PrintAfter)
-    if (Pass != "lower" &&
+    if (Pass != "lower" && !IsComputePass(Pass) &&
         none_of(planPasses(),
                 [&](const PlanPass &P) { return Pass == P.Name; })) {
-      std::string Names = "lower";
+      std::string Names;
+      for (const compute::ComputePass &P : compute::computePasses())
+        Names += std::string(P.Name) + ", ";
+      Names += "lower";
       for (const PlanPass &P : planPasses())
         Names += std::string(", ") + P.Name;
       return usage(Tool, "--print-after=" + Pass + ": no such pass; the "
                          "passes are " + Names);
     }
+  Options->AfterComputePass = [&](StringRef Pass, const compute::Graph &G) {
+    if (PrintAfterAll || is_contained(PrintAfter, Pass.str())) {
+      errs() << "# *** compute IR after " << Pass << " ***\n";
+      G.print(errs());
+    }
+  };
   Expected<plan::Plan> P = buildPlan(In, *Options, After);
   if (!P) {
     WithColor::error(errs(), Tool) << toString(P.takeError()) << "\n";

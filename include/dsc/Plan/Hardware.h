@@ -13,6 +13,8 @@
 
 #include "dsc/PlanFormat.h"
 
+#include <optional>
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"

@@ -3,8 +3,9 @@
 // The planner reads the resolved config and the imported model, and runs
 // the passes that fill a plan::Plan one part at a time:
 //
-//   lower      settings from the config, the machine; tensors,
-//              modules, compute ops, activations     (Settings.cpp, Lowering.cpp)
+//   lower      settings from the config, the machine; tensors and
+//              modules; the training program (lib/Compute) cut into
+//              ops and kernels                      (Settings.cpp, Lowering.cpp)
 //   partition  flat layout, shards, sub-groups, rank classes  (Partition.cpp)
 //   buckets    gradient reduction buckets in backward order   (Buckets.cpp)
 //   prefetch   stage-3 fetch units                            (Prefetch.cpp)
@@ -22,6 +23,7 @@
 #ifndef DSC_PLAN_PLANNER_H
 #define DSC_PLAN_PLANNER_H
 
+#include "dsc/Compute/Passes.h"
 #include "dsc/Config/ConfigView.h"
 #include "dsc/Graph/Parameters.h"
 #include "dsc/Graph/Shapes.h"
@@ -49,6 +51,12 @@ struct PlanOptions {
   /// only configures how.
   bool CheckpointLayers = false;
   HardwareProfile Machine = defaultHardware();
+  /// What the step minimizes.
+  compute::LossKind Loss = compute::LossKind::CausalLM;
+  /// Called after each pass of the compute pipeline (dsc plan
+  /// --print-after=autodiff).
+  std::function<void(llvm::StringRef, const compute::Graph &)>
+      AfterComputePass;
 };
 
 /// What the planner works from. The config must have no "auto" left.
@@ -57,7 +65,6 @@ struct PlanInputs {
   llvm::StringRef ConfigText;
   const Model &Graph;
   const ModelFacts &Facts;
-  const ShapeInfo &Shapes;
   uint64_t ModelHash = 0;
 };
 

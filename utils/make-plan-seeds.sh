@@ -1,0 +1,21 @@
+#!/bin/sh
+# Writes the plan fuzzer's seeds (test/fuzz/seeds-plan): small plans of a
+# one-layer GPT for every kind of section content -- stage 0 with
+# accumulation, stage 1 with CPU optimizer offload, stage 2, stage 3 with
+# CPU and NVMe offload and checkpointing -- and one in YAML.
+#
+#   utils/make-plan-seeds.sh BUILD_DIR
+set -eu
+bin=$1/bin
+out=test/fuzz/seeds-plan
+tmp=$(mktemp -d)
+"$bin/dsc-modelgen" --arch gpt --layers 1 --hidden 16 --heads 2 --vocab 50 \
+  -o "$tmp/gpt.onnx" > /dev/null
+utils/runtime-plans.sh "$bin/dsc" "$tmp/gpt.onnx" 2 8 "$tmp/plans" 400
+cp "$tmp/plans/s0-ovfalse-ga2-none-none-ckpt.bin" "$out/stage0-accumulation.bin"
+cp "$tmp/plans/s1-ovtrue-ga1-cpu-none.bin" "$out/stage1-offload.bin"
+cp "$tmp/plans/s2-ovtrue-ga1-none-none-ckpt.bin" "$out/stage2.bin"
+cp "$tmp/plans/s3-ovfalse-ga2-nvme-nvme.bin" "$out/stage3-nvme.bin"
+cp "$tmp/plans/s3-ovfalse-ga1-cpu-cpu-ckpt.bin" "$out/stage3-offload.bin"
+"$bin/dsc" show "$out/stage2.bin" > "$out/stage2.yaml"
+rm -rf "$tmp"
