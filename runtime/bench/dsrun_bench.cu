@@ -247,18 +247,6 @@ static void besideCompute(const dsc::plan::Plan &P, const Layout &L,
   namespace plan = dsc::plan;
   // Decided from every rank class's workspace, so that all ranks take the
   // same way (the collectives below need every rank).
-  bool Everywhere = false;
-  for (const plan::Buffer &B : P.Buffers)
-    if (B.Name == "workspace" && !B.Live.empty())
-      Everywhere = std::all_of(B.Bytes.begin(), B.Bytes.end(),
-                               [](uint64_t N) { return N > 0; });
-  BufferView Work = L.buffer("workspace");
-  if (!Everywhere || !Work) {
-    if (L.Rank == 0)
-      printf("the plan has no workspace on every rank: no GEMMs to run "
-             "beside\n");
-    return;
-  }
   int Least = 0, Greatest = 0;
   CHECK(cudaDeviceGetStreamPriorityRange(&Least, &Greatest));
   cudaStream_t Compute, CommS;
@@ -267,13 +255,26 @@ static void besideCompute(const dsc::plan::Plan &P, const Layout &L,
   cublasHandle_t H;
   CHECK(cublasCreate(&H));
   CHECK(cublasSetStream(H, Compute));
-  GemmArea Area{Arena, ArenaBytes, Arena + Work.Offset, Work.Bytes, L.Param};
+  // The plan's GEMM kernels on their operands' places in the arena.
   auto Step = [&] {
-    for (const plan::Instruction &In : P.Program)
-      if (In.Kind == plan::InstrKind::Forward ||
-          In.Kind == plan::InstrKind::Backward)
-        CHECK(runOpGemms(H, P.Ops[In.Arg], In.Kind == plan::InstrKind::Backward,
-                         Area));
+    for (const plan::Instruction &In : P.Program) {
+      if (In.Kind != plan::InstrKind::Forward &&
+          In.Kind != plan::InstrKind::Backward)
+        continue;
+      const plan::Op &Op = P.Ops[In.Arg];
+      const plan::Interval &R =
+          In.Kind == plan::InstrKind::Backward ? Op.Backward : Op.Forward;
+      for (uint32_t K = R.Begin; K < R.End; ++K) {
+        const plan::Kernel &Kr = P.Kernels[K];
+        auto At = [&](const plan::TensorRef &T) {
+          return Arena + L.ValueOffset[T.Value] +
+                 T.Offset * plan::dtypeBytes(P.Values[T.Value].Type);
+        };
+        if (Kr.Kind == plan::KernelKind::Gemm)
+          CHECK(runGemmKernel(H, Kr, At(Kr.Inputs[0]), At(Kr.Inputs[1]),
+                              At(Kr.Outputs[0]), L.Param));
+      }
+    }
   };
   cudaEvent_t A, B;
   CHECK(cudaEventCreate(&A));
@@ -450,21 +451,23 @@ static int writeWorkload(const dsc::plan::Plan &P, const std::string &Path) {
   }
   Layout L(P, 0);
   static const char *const TypeNames[] = {"f32", "f16", "bf16"};
-  BufferView Work = L.buffer("workspace");
-  GemmArea Area{nullptr, P.Estimates.Ranks[L.Class].DeviceArenaBytes, nullptr,
-                Work ? Work.Bytes : 0, L.Param};
   fprintf(F, "# dsrun workload 1: world %u, GEMMs in %s\n", L.World,
           TypeNames[unsigned(L.Param)]);
   for (uint32_t I = 0; I < P.Program.size(); ++I) {
     const plan::Instruction &In = P.Program[I];
-    if (Work && (In.Kind == plan::InstrKind::Forward ||
-                 In.Kind == plan::InstrKind::Backward))
-      for (const GemmShape &G :
-           opGemmShapes(P.Ops[In.Arg], In.Kind == plan::InstrKind::Backward,
-                        Area))
-        fprintf(F, "gemm %llu %llu %llu %llu\n", (unsigned long long)G.Batch,
-                (unsigned long long)G.M, (unsigned long long)G.N,
-                (unsigned long long)G.K);
+    if (In.Kind == plan::InstrKind::Forward ||
+        In.Kind == plan::InstrKind::Backward) {
+      const plan::Op &Op = P.Ops[In.Arg];
+      const plan::Interval &R =
+          In.Kind == plan::InstrKind::Backward ? Op.Backward : Op.Forward;
+      for (uint32_t K = R.Begin; K < R.End; ++K) {
+        const plan::Kernel &Kr = P.Kernels[K];
+        if (Kr.Kind == plan::KernelKind::Gemm) // batch, M, N, K
+          fprintf(F, "gemm %lld %lld %lld %lld\n", (long long)Kr.Ints[3],
+                  (long long)Kr.Ints[0], (long long)Kr.Ints[1],
+                  (long long)Kr.Ints[2]);
+      }
+    }
     std::vector<CollectiveCall> Group = collectiveCalls(L, I);
     if (Group.empty())
       continue;

@@ -78,7 +78,7 @@ void reduceCalls(const Layout &L, uint32_t B, std::vector<CollectiveCall> &Out) 
   const plan::Plan &P = L.P;
   const BucketLayout &BL = L.Buckets[B];
   unsigned PB = elementBytes(L.Param);
-  uint64_t Source = offsetOf(L, BL.Source);
+  uint64_t Source = BL.SourceOffset;
   if (L.Stage < 2) {
     uint64_t Flat = Source + BL.FlatBegin * PB;
     Out.push_back({CollectiveKind::AllReduce, Flat, Flat,

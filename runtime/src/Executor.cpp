@@ -228,7 +228,7 @@ bool Executor::setUp() {
   // gives every stream the same priority).
   int Least = 0, Greatest = 0;
   CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&Least, &Greatest));
-  for (unsigned K = 0; K < 5; ++K)
+  for (unsigned K = 0; K < plan::NumStreams; ++K)
     CHECK_CUDA(cudaStreamCreateWithPriority(
         &Streams[K], cudaStreamNonBlocking,
         K == unsigned(plan::Stream::Comm) && Options.CommPriority ? Greatest
@@ -332,6 +332,7 @@ bool Executor::setUp() {
                              ParamStagingBytes, cudaHostAllocDefault));
   }
   Memory.Arena = usedDeviceMemory();
+  resolveValues();
   if (!setUpSwap())
     return false;
 
@@ -354,16 +355,9 @@ bool Executor::setUp() {
   ConvertElems.assign(N, 0);
   ConvertNanos.assign(N, 0);
   Calls.resize(N);
-  // Every rank must agree on whether the timings are reduced (a rank that
-  // skipped the reduction would leave the others waiting in it): decided
-  // from every rank class's workspace, not only this one's.
+  // Ranks agree on the collectives' timings through the scratch buffer
+  // (checkRuntimeNeeds made sure every rank has one large enough).
   TimesTravel = P.Settings.WorldSize > 1;
-  for (const plan::Buffer &B : P.Buffers)
-    if (B.Name == "workspace")
-      for (size_t C = 0; C < B.Bytes.size(); ++C)
-        TimesTravel &= !B.Live.empty() && B.Bytes[C] >= 2 * N * sizeof(float);
-  if (!L.buffer("workspace"))
-    TimesTravel = false;
   for (uint32_t I = 0; I < N; ++I) {
     if (WaitedOn[I])
       CHECK_CUDA(cudaEventCreateWithFlags(&Done[I], cudaEventDisableTiming));
@@ -386,6 +380,13 @@ bool Executor::setUp() {
       NoGraphReason = "the plan offloads: its host work and copies are "
                       "issued from the host each step";
   return true;
+}
+
+void Executor::resolveValues() {
+  ValueAddress.assign(P.Values.size(), nullptr);
+  for (uint32_t V = 0; V < P.Values.size(); ++V)
+    if (L.ValueOffset[V] != NoOffset)
+      ValueAddress[V] = DeviceArena + L.ValueOffset[V];
 }
 
 void Executor::initializeWeights() {
@@ -431,17 +432,11 @@ void Executor::initializeWeights() {
       for (uint64_t I = 0; I < N; ++I)
         Master[I] = storedValue(initialWeight(O.Tensor, O.Begin + I), T);
     } else {
-      // Written through params16-typed scratch: the workspace is free now.
-      char *Scratch = device("workspace");
+      // The stored weight, rounded through the 16-bit type.
       float *Master = reinterpret_cast<float *>(device("master_params")) +
                       O.PartitionOffset;
-      for (uint64_t Done = 0; Done < N;) {
-        uint64_t Chunk = std::min<uint64_t>(
-            N - Done, std::max<uint64_t>(1, L.buffer("workspace").Bytes / PB));
-        launchInitWeights(Scratch, T, Master + Done, O.Tensor,
-                          O.Begin + Done, Chunk, P.Tensors[O.Tensor].Elems, S);
-        Done += Chunk;
-      }
+      launchInitWeights(nullptr, T, Master, O.Tensor, O.Begin, N,
+                        P.Tensors[O.Tensor].Elems, S);
     }
   }
   CHECK_CUDA(cudaStreamSynchronize(S));
@@ -566,7 +561,7 @@ void Executor::step(uint32_t Step) {
     issue(I, Step);
   CurrentInstruction = plan::NoIndex;
   // Join every stream into the compute stream.
-  for (unsigned K = 0; K < 5; ++K)
+  for (unsigned K = 0; K < plan::NumStreams; ++K)
     if (Streams[K] != Compute) {
       CHECK_CUDA(cudaEventRecord(Joins[K], Streams[K]));
       CHECK_CUDA(cudaStreamWaitEvent(Compute, Joins[K], 0));

@@ -190,6 +190,15 @@ private:
 
   /// Device or host address of Bytes at Offset inside a buffer.
   char *at(const BufferView &V, uint64_t ByteOffset = 0) const;
+  /// Where each compute value lives on the device: its buffer in the
+  /// arena, or for a parameter where the ZeRO layout keeps it (params16,
+  /// its gathered unit, persistent_params). Resolved once at set-up.
+  void resolveValues();
+  /// The device address of a kernel operand.
+  char *address(const dsc::plan::TensorRef &R) const {
+    return ValueAddress[R.Value] +
+           R.Offset * dsc::plan::dtypeBytes(P.Values[R.Value].Type);
+  }
   char *device(const std::string &Name) const;
   char *host(const std::string &Name) const;
   cudaStream_t stream(dsc::plan::Stream S) const {
@@ -217,6 +226,7 @@ private:
   void mark(cudaEvent_t E, cudaStream_t S);
   /// Runs Work on stream S as a host callback, after what S has queued.
   void onHost(cudaStream_t S, uint32_t Slot, std::function<void()> Work);
+  /// Synthetic compute: the op's GEMM kernels on their real operands.
   void gemms(const dsc::plan::Op &Op, bool Backward);
 
   const dsc::plan::Plan &P;
@@ -225,7 +235,7 @@ private:
   Layout L;
   uint32_t CurrentInstruction = dsc::plan::NoIndex;
 
-  cudaStream_t Streams[5] = {};
+  cudaStream_t Streams[dsc::plan::NumStreams] = {};
   std::vector<cudaEvent_t> Done; ///< Waited on, in lean steps (else Finish).
   std::vector<cudaEvent_t> Start, Finish; ///< Timing, per instruction.
   /// Around the part of an instruction whose rate is reported: a
@@ -241,7 +251,7 @@ private:
   cudaEvent_t StepBegin = nullptr, StepEnd = nullptr;
   /// The other streams start after this (StepBegin is for timing).
   cudaEvent_t StepFork = nullptr;
-  cudaEvent_t Joins[5] = {};
+  cudaEvent_t Joins[dsc::plan::NumStreams] = {};
   /// The step number and bias corrections, in pinned host memory and just
   /// past the device arena: every step copies them over first, so the
   /// kernels of a captured step read the current step's.
@@ -255,8 +265,8 @@ private:
   char *DeviceArena = nullptr, *HostArena = nullptr;
   char *GradStaging = nullptr, *ParamStaging = nullptr;
   uint64_t GradStagingBytes = 0, ParamStagingBytes = 0;
-  /// A scratch region of the device arena GEMMs may read (never written).
   uint64_t ArenaBytes = 0;
+  std::vector<char *> ValueAddress;
   /// The bucket and segment carrying each tensor's gradient.
   std::vector<uint32_t> BucketOfTensor, SegmentOfTensor;
   std::unique_ptr<SwapLayout> Swap;

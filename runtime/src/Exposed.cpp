@@ -23,7 +23,7 @@ class Walker {
 public:
   Walker(const plan::Plan &P, const std::vector<Span> &S, ExposedTime &Out)
       : P(P), S(S), Out(Out), StreamPrevious(P.Program.size(), plan::NoIndex) {
-    uint32_t Last[5];
+    uint32_t Last[plan::NumStreams];
     std::fill(std::begin(Last), std::end(Last), plan::NoIndex);
     for (uint32_t I = 0; I < P.Program.size(); ++I) {
       unsigned K = unsigned(P.Program[I].On);

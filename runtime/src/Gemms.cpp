@@ -16,47 +16,22 @@ cudaDataType_t cudaType(ElementType T) {
 
 } // namespace
 
-std::vector<GemmShape> opGemmShapes(const plan::Op &Op, bool Backward,
-                                    const GemmArea &A) {
-  unsigned EB = elementBytes(A.Type);
-  uint64_t Capacity = A.OutputBytes / EB, Readable = A.InputBytes / EB;
-  std::vector<GemmShape> Shapes;
-  auto Add = [&](uint64_t Batch, uint64_t M, uint64_t N, uint64_t K) {
-    while (Batch > 1 && Batch * M * N > Capacity)
-      Batch = (Batch + 1) / 2;
-    while (M > 1 && (M * N > Capacity || M * K > Readable))
-      M = (M + 1) / 2;
-    while (N > 1 && (M * N > Capacity || K * N > Readable))
-      N = (N + 1) / 2;
-    while (K > 1 && (M * K > Readable || K * N > Readable))
-      K = (K + 1) / 2;
-    if (M && N && K && Batch && M * N <= Capacity)
-      Shapes.push_back({Batch, M, N, K});
-  };
-  for (const plan::Gemm &G : Op.Gemms) {
-    if (!Backward) {
-      Add(G.Batch, G.M, G.N, G.K);
-    } else {
-      Add(G.Batch, G.M, G.K, G.N); // Input gradient.
-      Add(G.Batch, G.K, G.N, G.M); // Weight gradient.
-    }
-  }
-  return Shapes;
-}
-
-cublasStatus_t runOpGemms(cublasHandle_t H, const plan::Op &Op, bool Backward,
-                          const GemmArea &A) {
-  float One = 1, Zero = 0;
-  cudaDataType_t T = cudaType(A.Type);
-  for (const GemmShape &G : opGemmShapes(Op, Backward, A))
-    if (cublasStatus_t E = cublasGemmStridedBatchedEx(
-            H, CUBLAS_OP_N, CUBLAS_OP_N, int(G.M), int(G.N), int(G.K), &One,
-            A.Inputs, T, int(G.M), 0, A.Inputs, T, int(G.K), 0, &Zero,
-            A.Output, T, int(G.M), int64_t(G.M * G.N), int(G.Batch),
-            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-        E != CUBLAS_STATUS_SUCCESS)
-      return E;
-  return CUBLAS_STATUS_SUCCESS;
+cublasStatus_t runGemmKernel(cublasHandle_t H, const plan::Kernel &K,
+                             const void *A, const void *B, void *C,
+                             ElementType T) {
+  const std::vector<int64_t> &I = K.Ints;
+  int64_t M = I[0], N = I[1], Kd = I[2], Batch = I[3];
+  bool TransA = I[4], TransB = I[5];
+  int64_t LdA = I[6], LdB = I[7], LdC = I[8];
+  float Alpha = float(K.Floats[0]), Beta = float(K.Floats[1]);
+  cudaDataType_t D = cudaType(T);
+  // Row-major C (M x N) is column-major C^T (N x M) = B^T A^T: cuBLAS's
+  // first operand is B, its second A, each transposed as stored.
+  return cublasGemmStridedBatchedEx(
+      H, TransB ? CUBLAS_OP_T : CUBLAS_OP_N, TransA ? CUBLAS_OP_T : CUBLAS_OP_N,
+      int(N), int(M), int(Kd), &Alpha, B, D, int(LdB), I[10], A, D, int(LdA),
+      I[9], &Beta, C, D, int(LdC), I[11], int(Batch), CUBLAS_COMPUTE_32F,
+      CUBLAS_GEMM_DEFAULT);
 }
 
 } // namespace dsrun

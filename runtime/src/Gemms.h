@@ -1,9 +1,9 @@
 //===- Gemms.h - The GEMMs synthetic compute runs for an op -----*- C++ -*-===//
 //
-// Synthetic compute times each op by cuBLAS GEMMs of its real shapes.
-// dsrun runs them in the step; dsrun-bench runs the same ones beside raw
-// NCCL, so that an overlapped collective can be compared with NCCL under
-// the same load.
+// An op's GEMMs, as the plan's Gemm kernels give them. Synthetic compute
+// runs them on their real operands in the step; dsrun-bench runs the same
+// ones beside raw NCCL, so that an overlapped collective can be compared
+// with NCCL under the same load.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,30 +18,12 @@
 
 namespace dsrun {
 
-/// Where the GEMMs read and write: inputs from the start of the arena,
-/// outputs into the workspace. Timing only; the values mean nothing.
-struct GemmArea {
-  const void *Inputs = nullptr;
-  uint64_t InputBytes = 0;
-  void *Output = nullptr;
-  uint64_t OutputBytes = 0;
-  ElementType Type = ElementType::BF16;
-};
-
-/// One strided-batched GEMM, column-major: (M x K) times (K x N).
-struct GemmShape {
-  uint64_t Batch, M, N, K;
-};
-
-/// The GEMMs Op runs (backward: the input and the weight gradient of
-/// each), cut down to what the area holds.
-std::vector<GemmShape> opGemmShapes(const dsc::plan::Op &Op, bool Backward,
-                                    const GemmArea &A);
-
-/// Issues Op's GEMMs (backward: the input and the weight gradient of each)
-/// on H's stream. Shapes that do not fit the area are cut down.
-cublasStatus_t runOpGemms(cublasHandle_t H, const dsc::plan::Op &Op,
-                          bool Backward, const GemmArea &A);
+/// Runs a plan Gemm kernel (row-major C = A . B, batched, as its Ints
+/// say) on H's stream with cuBLAS: C^T = B^T . A^T in cuBLAS's column
+/// major. Element type T for all three.
+cublasStatus_t runGemmKernel(cublasHandle_t H, const dsc::plan::Kernel &K,
+                             const void *A, const void *B, void *C,
+                             ElementType T);
 
 } // namespace dsrun
 

@@ -90,9 +90,12 @@ __global__ void initWeights(void *Params, ElementType T, float *Master,
        I += uint64_t(gridDim.x) * blockDim.x) {
     uint64_t E = ElemBase + I;
     float W = E < RealN ? initialWeight(Tensor, E) : 0.0f;
-    storeAs(Params, I, T, W);
+    float Stored; // W rounded through T, with or without Params to keep it.
+    storeAs(&Stored, 0, T, W);
+    if (Params)
+      storeAs(Params, I, T, W);
     if (Master)
-      Master[I] = loadAs(Params, I, T);
+      Master[I] = loadAs(&Stored, 0, T);
   }
 }
 

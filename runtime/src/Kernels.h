@@ -52,7 +52,8 @@ void launchAdamW(float *Master, float *M, float *V, const float *Grad,
                  cudaStream_t S);
 
 /// The initial weights of elements [ElemBase, ElemBase + N) of Tensor:
-/// Params in type T and, when Master is given, the fp32 master copy.
+/// Params in type T when given and, when Master is given, the fp32 master
+/// copy (the weight rounded through T).
 void launchInitWeights(void *Params, ElementType T, float *Master,
                        uint32_t Tensor, uint64_t ElemBase, uint64_t N,
                        uint64_t RealN, cudaStream_t S);

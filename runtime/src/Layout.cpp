@@ -2,6 +2,9 @@
 
 #include "Layout.h"
 
+#include "dsc/PlanCheck.h"
+#include "dsc/PlanCodec.h"
+
 #include "Nvme.h"
 
 #include <algorithm>
@@ -110,15 +113,59 @@ Layout::Layout(const plan::Plan &P, uint32_t Rank)
       UnitChunk[U] += P.Tensors[T].ShardElems;
     }
 
+  GradValue.assign(NT, plan::NoIndex);
+  for (uint32_t V = 0; V < P.Values.size(); ++V)
+    if (P.Values[V].Kind == plan::ValueKind::ParamGrad &&
+        P.Values[V].Tensor < NT)
+      GradValue[P.Values[V].Tensor] = V;
+
+  unsigned PB = elementBytes(Param);
+  ValueOffset.assign(P.Values.size(), NoOffset);
+  for (uint32_t V = 0; V < P.Values.size(); ++V) {
+    const plan::Value &X = P.Values[V];
+    if (X.Kind != plan::ValueKind::Param) {
+      if (BufferView B = valueBuffer(V); B && B.B->Space == plan::MemorySpace::Device)
+        ValueOffset[V] = B.Offset;
+      continue;
+    }
+    uint32_t T = X.Tensor;
+    if (T >= NT)
+      continue;
+    BufferView B;
+    uint64_t At = NoOffset;
+    if (Stage < 3) {
+      B = buffer("params16");
+      At = ParamOffset[T];
+    } else if (P.Tensors[T].Persistent) {
+      B = buffer("persistent_params");
+      At = PersistentOffset[T];
+    } else if (UnitOfTensor[T] != plan::NoIndex) {
+      B = buffer("unit." + std::to_string(UnitOfTensor[T]));
+      At = unitOffset(UnitOfTensor[T], T);
+    }
+    if (B && B.B->Space == plan::MemorySpace::Device && At != NoOffset)
+      ValueOffset[V] = B.Offset + At * PB;
+  }
+
   for (const plan::Bucket &B : P.Buckets) {
     BucketLayout BL;
     bool InPlace = B.BufferIndex == plan::NoIndex;
     const plan::Tensor *Alone =
         InPlace && !B.Segments.empty() ? &P.Tensors[B.Segments[0].Tensor]
                                        : nullptr;
+    uint32_t AloneGrad =
+        Alone ? GradValue[B.Segments[0].Tensor] : plan::NoIndex;
     BL.Source = Stage < 2 ? "grads16"
-                : InPlace ? "grad_transient"
+                : InPlace ? (AloneGrad == plan::NoIndex
+                                 ? std::string()
+                                 : P.Buffers.size() >
+                                           P.Values[AloneGrad].Buffer
+                                       ? P.Buffers[P.Values[AloneGrad].Buffer]
+                                             .Name
+                                       : std::string())
                           : "ipg." + std::to_string(B.BufferIndex);
+    if (BufferView V = buffer(BL.Source))
+      BL.SourceOffset = V.Offset;
     BL.SourceType = Stage == 3 && !InPlace ? Comm : Param;
     if (Stage < 3) {
       BL.FlatBegin = ~uint64_t(0);
@@ -140,6 +187,15 @@ Layout::Layout(const plan::Plan &P, uint32_t Rank)
     }
     Buckets.push_back(std::move(BL));
   }
+}
+
+BufferView Layout::valueBuffer(uint32_t V) const {
+  if (V >= P.Values.size() || P.Values[V].Buffer >= P.Buffers.size())
+    return {};
+  const plan::Buffer &B = P.Buffers[P.Values[V].Buffer];
+  if (B.Live.empty())
+    return {};
+  return {&B, B.Offsets[Class], B.Bytes[Class]};
 }
 
 BufferView Layout::buffer(const std::string &Name) const {
@@ -299,9 +355,6 @@ std::string checkRuntimeNeeds(const Layout &L) {
       return "a sub-group reaches past the partition";
     LargestGroup = std::max(LargestGroup, Hi - Lo);
   }
-  uint64_t Largest = 0;
-  for (const plan::Tensor &X : P.Tensors)
-    Largest = std::max(Largest, L.Stage == 3 ? X.ShardElems * W : X.Elems);
 
   // The program must only ask for what the settings provide.
   if (std::string Why = checkProgramNeeds(L); !Why.empty())
@@ -315,7 +368,6 @@ std::string checkRuntimeNeeds(const Layout &L) {
     if (L.Stage < 2)
       Need("grads16", Space::Device, P.Layout.FlatElems * PB);
     if (L.Stage == 2) {
-      Need("grad_transient", Space::Device, Largest * PB);
       uint64_t Partition = 0;
       for (uint32_t T = 0; T < P.Tensors.size(); ++T)
         if (L.gradPartitionOffset(T) != NoOffset)
@@ -347,7 +399,6 @@ std::string checkRuntimeNeeds(const Layout &L) {
            S.ParamOffload == plan::OffloadDevice::CPU ? Space::Host
                                                       : Space::Device,
            Shards * PB);
-    Need("grad_transient", Space::Device, Largest * PB);
     Need("grads_partition", Optimizer, Order * GB);
     for (uint32_t U = 0; U < P.FetchUnits.size(); ++U) {
       Need("unit." + std::to_string(U), Space::Device, L.unitElems(U) * PB);
@@ -359,6 +410,33 @@ std::string checkRuntimeNeeds(const Layout &L) {
         Need("grads_fp32." + std::to_string(G), Space::Device,
              (L.SubGroupRange[G].second - L.SubGroupRange[G].first) * 4);
   }
+  // Every trainable tensor an op uses has its gradient's buffer, padded
+  // to the world size at stage 3 (reduce-scattered from there when it
+  // goes alone).
+  for (uint32_t T = 0; T < P.Tensors.size(); ++T) {
+    const plan::Tensor &X = P.Tensors[T];
+    if (X.Role != plan::TensorRole::Trainable || X.FirstUse == plan::NoIndex)
+      continue;
+    BufferView V = L.valueBuffer(L.GradValue[T]);
+    uint64_t Elems = L.Stage == 3 ? X.ShardElems * W : X.Elems;
+    if (!Error.empty())
+      break;
+    if (!V || V.B->Space != Space::Device)
+      Error = "tensor " + X.Name + " has no device buffer for its gradient";
+    else if (V.Bytes < Elems * PB)
+      Error = "the gradient buffer of tensor " + X.Name + " holds " +
+              std::to_string(V.Bytes) + " bytes but dsrun needs " +
+              std::to_string(Elems * PB);
+  }
+  Need("scratch", Space::Device, 2 * P.Program.size() * sizeof(float));
+  for (uint32_t K = 0; K < P.Kernels.size() && Error.empty(); ++K)
+    for (int Out = 0; Out < 2; ++Out)
+      for (const plan::TensorRef &R : Out ? P.Kernels[K].Outputs
+                                          : P.Kernels[K].Inputs)
+        if (L.ValueOffset[R.Value] == NoOffset && Error.empty())
+          Error = "kernel " + std::to_string(K) + " uses value '" +
+                  P.Values[R.Value].Name + "', which has no place on the "
+                  "device";
   for (uint32_t B = 0; B < P.Buckets.size(); ++B) {
     const plan::Bucket &Bucket = P.Buckets[B];
     if (Bucket.BufferIndex == plan::NoIndex || L.Stage < 2)
@@ -385,9 +463,6 @@ std::string checkRuntimeNeeds(const Layout &L) {
     bool MasterIsParams = L.Stage == 0 && L.Param == ElementType::F32;
     if (!MasterIsParams)
       Need("master_params", Optimizer, Owned * 4);
-    // The device master copy is initialized through the workspace.
-    if (!MasterIsParams && !Offloaded)
-      Need("workspace", Space::Device, PB);
     Need("optimizer_states", Optimizer, 2 * Owned * 4);
   }
   if (S.ParamOffload == plan::OffloadDevice::NVMe) {
@@ -411,18 +486,18 @@ std::string checkMemoryOrdering(const plan::Plan &P, size_t Class) {
   // Vector clocks: for each instruction, the last instruction of every
   // stream known to have finished before it starts.
   size_t N = P.Program.size();
-  std::vector<std::array<int64_t, 5>> Clock(N);
-  std::array<int64_t, 5> Last;
+  std::vector<std::array<int64_t, plan::NumStreams>> Clock(N);
+  std::array<int64_t, plan::NumStreams> Last;
   Last.fill(-1);
-  std::array<int64_t, 5> Previous[5];
+  std::array<int64_t, plan::NumStreams> Previous[plan::NumStreams];
   for (auto &C : Previous)
     C.fill(-1);
   for (size_t I = 0; I < N; ++I) {
     const plan::Instruction &In = P.Program[I];
     unsigned S = unsigned(In.On);
-    std::array<int64_t, 5> C = Previous[S];
+    std::array<int64_t, plan::NumStreams> C = Previous[S];
     for (uint32_t W : In.Waits)
-      for (unsigned K = 0; K < 5; ++K)
+      for (unsigned K = 0; K < plan::NumStreams; ++K)
         C[K] = std::max(C[K], Clock[W][K]);
     C[S] = int64_t(I);
     Clock[I] = C;

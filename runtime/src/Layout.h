@@ -53,10 +53,12 @@ struct OwnedRange {
 };
 
 struct BucketLayout {
-  /// The device buffer the bucket is reduced in: grads16 (stage 0/1),
-  /// grad_transient (a gradient reduced alone, where autograd left it) or
-  /// its ipg bucket buffer; and the element type there.
+  /// The device buffer the bucket is reduced in: grads16 (stage 0/1), the
+  /// gradient's own value buffer (a gradient reduced alone, where the
+  /// backward kernel left it) or its ipg bucket buffer; its byte offset
+  /// in the device arena; and the element type there.
   std::string Source;
+  uint64_t SourceOffset = 0;
   ElementType SourceType = ElementType::BF16;
   /// Stage 0-2: the bucket's range of the flat buffer, and the flat
   /// element at which Source starts.
@@ -76,6 +78,8 @@ public:
   ElementType Param, Comm, GradAccum;
 
   BufferView buffer(const std::string &Name) const;
+  /// The buffer of a compute value (plan::Value::Buffer).
+  BufferView valueBuffer(uint32_t Value) const;
 
   /// Stage 0-2: a tensor's element offset in params16.
   uint64_t paramOffset(uint32_t T) const { return ParamOffset[T]; }
@@ -107,6 +111,13 @@ public:
   std::vector<BucketLayout> Buckets;
   /// The fetch unit of each tensor (stage 3), NoIndex when persistent.
   std::vector<uint32_t> UnitOfTensor;
+  /// The value holding each tensor's gradient as the backward leaves it
+  /// (NoIndex: frozen, or read by nothing).
+  std::vector<uint32_t> GradValue;
+  /// Each compute value's byte offset in the device arena: its own buffer,
+  /// or for a parameter where the ZeRO layout keeps it (params16, its
+  /// stage-3 unit, persistent_params); NoOffset where it has none.
+  std::vector<uint64_t> ValueOffset;
 
 private:
   std::unordered_map<std::string, const dsc::plan::Buffer *> ByName;

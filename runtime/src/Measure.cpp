@@ -24,8 +24,8 @@ std::vector<float> Executor::collectiveTimes() {
           cudaEventElapsedTime(&Ms[I], MeasuredStart[I], MeasuredFinish[I]));
   RankAgreement Agreement(Ms);
   if (TimesTravel) {
-    // Through the workspace, which is free between steps.
-    void *Scratch = at(L.buffer("workspace"));
+    // Through the scratch buffer the plan keeps for the runtime.
+    void *Scratch = at(L.buffer("scratch"));
     cudaStream_t S = stream(plan::Stream::Comm);
     const char *Failed = Agreement.issue(Scratch, Comm, S);
     if (Failed)

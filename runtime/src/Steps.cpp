@@ -26,25 +26,20 @@ namespace dsrun {
 //===----------------------------------------------------------------------===//
 
 void Executor::gemms(const plan::Op &Op, bool Backward) {
-  BufferView Work = L.buffer("workspace");
-  if (!Options.Gemms || !Work || Op.Gemms.empty())
+  if (!Options.Gemms)
     return;
-  GemmArea Area{DeviceArena, ArenaBytes, at(Work), Work.Bytes, L.Param};
-  CHECK_CUBLAS(runOpGemms(Cublas, Op, Backward, Area));
+  const plan::Interval &R = Backward ? Op.Backward : Op.Forward;
+  for (uint32_t K = R.Begin; K < R.End; ++K) {
+    const plan::Kernel &Kr = P.Kernels[K];
+    if (Kr.Kind == plan::KernelKind::Gemm)
+      CHECK_CUBLAS(runGemmKernel(Cublas, Kr, address(Kr.Inputs[0]),
+                                 address(Kr.Inputs[1]),
+                                 address(Kr.Outputs[0]), L.Param));
+  }
 }
 
 void Executor::compute(const plan::Instruction &In, bool Backward) {
-  const plan::Op &Op = P.Ops[In.Arg];
-  cudaStream_t S = stream(plan::Stream::Compute);
-  gemms(Op, Backward);
-  BufferView Work = L.buffer("workspace");
-  if (Options.Gemms && Op.Gemms.empty() && Work)
-    launchTouch(at(Work), std::min(Work.Bytes, Op.TransientBytes), S);
-  if (!Backward && Options.Gemms) {
-    BufferView Saved = L.buffer("act." + std::to_string(In.Arg));
-    if (Saved)
-      CHECK_CUDA(cudaMemsetAsync(at(Saved), 0, Saved.Bytes, S));
-  }
+  gemms(P.Ops[In.Arg], Backward);
 }
 
 //===----------------------------------------------------------------------===//
@@ -67,17 +62,18 @@ void Executor::gradientOf(uint32_t T, uint32_t Micro, cudaStream_t S) {
                    X.Elems, Rank, DeviceStep, Micro, T, 0, Micro > 0, S);
     return;
   }
-  // Stage 2/3: autograd's gradient, then the hook copies it to the bucket.
+  // Stage 2/3: the backward's gradient, then the hook copies it to the
+  // bucket.
   uint32_t B = BucketOfTensor[T], Seg = SegmentOfTensor[T];
   const plan::Bucket &Bucket = P.Buckets[B];
-  char *Transient = device("grad_transient");
+  char *Transient = ValueAddress[L.GradValue[T]];
   uint64_t Padded = L.Stage == 3 ? X.ShardElems * L.World : X.Elems;
   launchFillGrad(Transient, L.Param, Padded, X.Elems, Rank, DeviceStep, Micro,
                  T, 0, false, S);
   if (Bucket.BufferIndex == plan::NoIndex)
     return; // Reduced in place, from where autograd left it.
   const BucketLayout &BL = L.Buckets[B];
-  char *Ipg = device(BL.Source);
+  char *Ipg = DeviceArena + BL.SourceOffset;
   if (L.Stage == 2)
     launchCopyConvert(Ipg + (X.FlatOffset - BL.FlatBegin) * PB, L.Param,
                       Transient, L.Param, X.Elems, false, S);
@@ -100,7 +96,7 @@ void Executor::reduce(uint32_t B, uint32_t Micro, cudaStream_t S) {
   collectives(S);
   if (L.Stage < 2 || Offloaded)
     return; // Offloaded gradients go to the host as a transfer next.
-  char *Source = device(BL.Source);
+  char *Source = DeviceArena + BL.SourceOffset;
   if (L.Stage == 2) {
     // This rank's piece, reduced to it, into its gradient partition.
     uint64_t Lo = std::max(BL.FlatBegin, L.PartitionBegin);

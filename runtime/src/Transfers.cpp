@@ -82,7 +82,7 @@ void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
   case plan::TransferPoint::AfterReduce: {
     const plan::Bucket &Bucket = P.Buckets[X.Owner];
     const BucketLayout &BL = L.Buckets[X.Owner];
-    char *Source = device(BL.Source);
+    char *Source = DeviceArena + BL.SourceOffset;
     if (L.Stage < 3) {
       uint64_t Lo = std::max(BL.FlatBegin, L.PartitionBegin);
       uint64_t Hi = std::min(BL.FlatEnd, L.PartitionEnd);

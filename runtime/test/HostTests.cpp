@@ -22,6 +22,9 @@
 #include "HostMath.h"
 #include "Launch.h"
 #include "Layout.h"
+
+#include "dsc/PlanCheck.h"
+#include "dsc/PlanCodec.h"
 #include "Nvme.h"
 
 #include <cmath>
