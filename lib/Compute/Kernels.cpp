@@ -519,8 +519,6 @@ Error Selector::kernel(const Node &N) {
               N.A.i("causal", 0)};
     K.Floats = {N.A.f("scale", 1 / std::sqrt(double(QS[3])))};
     Outputs();
-    if (Grad) // cuDNN's backward accumulates dQ in fp32 and keeps row sums.
-      K.WorkspaceBytes = uint64_t(numel(QS)) * 4 + uint64_t(numel(QS) / QS[3]) * 4;
   } else if (Op == "Gather" || Op == "dsc.GatherGrad") {
     bool Grad = Op == "dsc.GatherGrad";
     K.Kind = Grad ? KernelKind::GatherGrad : KernelKind::Gather;
@@ -702,8 +700,28 @@ void costKernel(plan::Kernel &K, const std::vector<plan::Value> &Values) {
     if (I[7])
       F /= 2;
     K.Flops = K.Kind == KernelKind::Attention ? F : F * 5 / 2;
+    // The runtime's math path keeps one batch element's scores in fp32 and
+    // its probabilities in the activation type; backward adds their
+    // gradient and the row sums of dO * O.
+    uint64_t Cells = uint64_t(I[1]) * uint64_t(I[3]) * uint64_t(I[4]);
+    unsigned Act = plan::dtypeBytes(
+        Values[K.Inputs[K.Kind == KernelKind::Attention ? 0 : 1].Value].Type);
+    K.WorkspaceBytes = Cells * (4 + Act);
+    if (K.Kind == KernelKind::AttentionGrad)
+      K.WorkspaceBytes += Cells * Act + uint64_t(I[1]) * uint64_t(I[3]) * 4;
     break;
   }
+  case KernelKind::GatherGrad:
+    // A radix sort of (index, position) pairs, double-buffered, and the
+    // sort's own scratch.
+    K.Flops = 4 * Elems(K.Outputs[0]);
+    K.WorkspaceBytes = uint64_t(I[4]) * 32 + (1 << 20);
+    break;
+  case KernelKind::CrossEntropyGrad:
+    // The count of rows that are not ignored, which scales the gradient.
+    K.Flops = 4 * Elems(K.Outputs[0]);
+    K.WorkspaceBytes = 256;
+    break;
   default:
     K.Flops = K.Outputs.empty() ? 0 : 4 * Elems(K.Outputs[0]);
   }

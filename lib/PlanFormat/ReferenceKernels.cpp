@@ -1,6 +1,7 @@
 //===- ReferenceKernels.cpp - Each kernel's math, once --------------------===//
 
 #include "dsc/ReferenceKernels.h"
+#include "dsc/Pointwise.h"
 #include "dsc/Random.h"
 
 #include <algorithm>
@@ -11,117 +12,8 @@ namespace dsc::reference {
 
 using plan::PointwiseOp;
 
-namespace {
-
-constexpr double Pi = 3.14159265358979323846;
-
-double geluErf(double X) { return 0.5 * X * (1 + std::erf(X / std::sqrt(2.0))); }
-double geluTanh(double X) {
-  double K = std::sqrt(2 / Pi);
-  return 0.5 * X * (1 + std::tanh(K * (X + 0.044715 * X * X * X)));
-}
-double geluErfGrad(double X) {
-  double Cdf = 0.5 * (1 + std::erf(X / std::sqrt(2.0)));
-  double Pdf = std::exp(-0.5 * X * X) / std::sqrt(2 * Pi);
-  return Cdf + X * Pdf;
-}
-double geluTanhGrad(double X) {
-  double K = std::sqrt(2 / Pi);
-  double T = std::tanh(K * (X + 0.044715 * X * X * X));
-  return 0.5 * (1 + T) + 0.5 * X * (1 - T * T) * K * (1 + 3 * 0.044715 * X * X);
-}
-
-} // namespace
-
 double pointwise(PointwiseOp Op, const double *A) {
-  switch (Op) {
-  case PointwiseOp::Add:
-    return A[0] + A[1];
-  case PointwiseOp::Sub:
-    return A[0] - A[1];
-  case PointwiseOp::Mul:
-    return A[0] * A[1];
-  case PointwiseOp::Div:
-    return A[0] / A[1];
-  case PointwiseOp::Pow:
-    return std::pow(A[0], A[1]);
-  case PointwiseOp::Max:
-    return std::max(A[0], A[1]);
-  case PointwiseOp::Min:
-    return std::min(A[0], A[1]);
-  case PointwiseOp::Neg:
-    return -A[0];
-  case PointwiseOp::Abs:
-    return std::fabs(A[0]);
-  case PointwiseOp::Sign:
-    return double((A[0] > 0) - (A[0] < 0));
-  case PointwiseOp::Sqrt:
-    return std::sqrt(A[0]);
-  case PointwiseOp::Reciprocal:
-    return 1 / A[0];
-  case PointwiseOp::Exp:
-    return std::exp(A[0]);
-  case PointwiseOp::Log:
-    return std::log(A[0]);
-  case PointwiseOp::Tanh:
-    return std::tanh(A[0]);
-  case PointwiseOp::Erf:
-    return std::erf(A[0]);
-  case PointwiseOp::Sigmoid:
-    return 1 / (1 + std::exp(-A[0]));
-  case PointwiseOp::Relu:
-    return A[0] > 0 ? A[0] : 0.0;
-  case PointwiseOp::Cos:
-    return std::cos(A[0]);
-  case PointwiseOp::Sin:
-    return std::sin(A[0]);
-  case PointwiseOp::Floor:
-    return std::floor(A[0]);
-  case PointwiseOp::Ceil:
-    return std::ceil(A[0]);
-  case PointwiseOp::Trunc:
-    return std::trunc(A[0]);
-  case PointwiseOp::GeluErf:
-    return geluErf(A[0]);
-  case PointwiseOp::GeluTanh:
-    return geluTanh(A[0]);
-  case PointwiseOp::GeluErfGrad: // (x, dy)
-    return A[1] * geluErfGrad(A[0]);
-  case PointwiseOp::GeluTanhGrad:
-    return A[1] * geluTanhGrad(A[0]);
-  case PointwiseOp::Where:
-    return A[0] != 0 ? A[1] : A[2];
-  case PointwiseOp::Equal:
-    return double(A[0] == A[1]);
-  case PointwiseOp::Less:
-    return double(A[0] < A[1]);
-  case PointwiseOp::LessOrEqual:
-    return double(A[0] <= A[1]);
-  case PointwiseOp::Greater:
-    return double(A[0] > A[1]);
-  case PointwiseOp::GreaterOrEqual:
-    return double(A[0] >= A[1]);
-  case PointwiseOp::Not:
-    return double(A[0] == 0);
-  case PointwiseOp::And:
-    return double(A[0] != 0 && A[1] != 0);
-  case PointwiseOp::Or:
-    return double(A[0] != 0 || A[1] != 0);
-  case PointwiseOp::Xor:
-    return double((A[0] != 0) != (A[1] != 0));
-  case PointwiseOp::IsNaN:
-    return double(std::isnan(A[0]));
-  case PointwiseOp::IsInf:
-    return double(std::isinf(A[0]));
-  case PointwiseOp::Mod: { // Python's sign convention (ONNX fmod=0).
-    double M = std::fmod(A[0], A[1]);
-    return M != 0 && ((M < 0) != (A[1] < 0)) ? M + A[1] : M;
-  }
-  case PointwiseOp::Const:
-  case PointwiseOp::Dropout:
-    break;
-  }
-  return 0;
+  return dsc::pointwise::apply(Op, A);
 }
 
 void runProgram(const int64_t *Ints, unsigned NumInputs, const double *Floats,

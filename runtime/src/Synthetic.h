@@ -148,8 +148,11 @@ DSRUN_HD float fromFP16(uint16_t H) {
   return bitsFloat(Sign | ((Exponent + 112) << 23) | (Mantissa << 13));
 }
 
-/// Element types as the plan names them (plan::DType order).
-enum class ElementType : uint8_t { F32 = 0, F16 = 1, BF16 = 2 };
+/// Element types as the plan names them (plan::DType order): the three
+/// floating-point ones, and the compute program's token ids and targets
+/// (int32), index values (int64) and masks (uint8).
+enum class ElementType : uint8_t { F32 = 0, F16 = 1, BF16 = 2, I32 = 3,
+                                   I64 = 4, U8 = 5 };
 
 DSRUN_HD float loadAs(const void *Base, uint64_t I, ElementType T) {
   switch (T) {
@@ -157,10 +160,18 @@ DSRUN_HD float loadAs(const void *Base, uint64_t I, ElementType T) {
     return static_cast<const float *>(Base)[I];
   case ElementType::F16:
     return fromFP16(static_cast<const uint16_t *>(Base)[I]);
-  default:
+  case ElementType::BF16:
     return fromBF16(static_cast<const uint16_t *>(Base)[I]);
+  case ElementType::I32:
+    return float(static_cast<const int32_t *>(Base)[I]);
+  case ElementType::I64:
+    return float(static_cast<const int64_t *>(Base)[I]);
+  default:
+    return float(static_cast<const uint8_t *>(Base)[I]);
   }
 }
+/// Stores V; into an integer type it truncates (ONNX's Cast), into a mask
+/// it stores whether V is non-zero.
 DSRUN_HD void storeAs(void *Base, uint64_t I, ElementType T, float V) {
   switch (T) {
   case ElementType::F32:
@@ -169,12 +180,31 @@ DSRUN_HD void storeAs(void *Base, uint64_t I, ElementType T, float V) {
   case ElementType::F16:
     static_cast<uint16_t *>(Base)[I] = toFP16(V);
     break;
-  default:
+  case ElementType::BF16:
     static_cast<uint16_t *>(Base)[I] = toBF16(V);
+    break;
+  case ElementType::I32:
+    static_cast<int32_t *>(Base)[I] = int32_t(V);
+    break;
+  case ElementType::I64:
+    static_cast<int64_t *>(Base)[I] = int64_t(V);
+    break;
+  default:
+    static_cast<uint8_t *>(Base)[I] = V != 0.0f;
   }
 }
 DSRUN_HD unsigned elementBytes(ElementType T) {
-  return T == ElementType::F32 ? 4 : 2;
+  switch (T) {
+  case ElementType::F16:
+  case ElementType::BF16:
+    return 2;
+  case ElementType::I64:
+    return 8;
+  case ElementType::U8:
+    return 1;
+  default:
+    return 4;
+  }
 }
 
 } // namespace dsrun

@@ -46,7 +46,8 @@ struct KernelProgram {
 llvm::Expected<KernelProgram> selectKernels(const Graph &G,
                                             const KernelOptions &Options);
 
-/// FLOPs and bytes moved of a kernel, from its kind and operands.
+/// FLOPs, bytes moved and the device workspace dsrun needs for a kernel,
+/// from its kind and operands.
 void costKernel(plan::Kernel &K, const std::vector<plan::Value> &Values);
 
 } // namespace dsc::compute

@@ -1,0 +1,59 @@
+//===- ComputeKernels.h - The model's kernels, one per plan kind -*- C++ -*-===//
+//
+// dsrun runs the compute program's kernels (plan::KernelKind) exactly as
+// the plan gives them: operands at the addresses their TensorRefs resolve
+// to, with their strides, in their element types; attributes as docs/
+// plan-format.md lists them. Matrix products go through cuBLAS; every
+// other kind is a kernel of ComputeKernels.cu, which computes in fp32 and
+// stores in the operand's type. Each is checked against the host reference
+// (dsc/ReferenceKernels.h) by dsrun-kernel-test.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSRUN_COMPUTEKERNELS_H
+#define DSRUN_COMPUTEKERNELS_H
+
+#include "Synthetic.h"
+
+#include "dsc/PlanFormat.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <string>
+#include <vector>
+
+namespace dsrun {
+
+/// What a kernel launch needs beyond its operands.
+struct KernelContext {
+  cublasHandle_t Cublas = nullptr;
+  /// The plan's kernel workspace (attention's scores, the sort of an
+  /// embedding's gradient).
+  void *Workspace = nullptr;
+  uint64_t WorkspaceBytes = 0;
+  /// Dropout's seed for this micro step.
+  uint64_t Seed = 0;
+};
+
+/// A kernel's operands, resolved: device address and element type of each
+/// input and output, in the kernel's order.
+struct KernelOperands {
+  std::vector<void *> In, Out;
+  std::vector<ElementType> InType, OutType;
+};
+
+/// The workspace a kernel needs on the device, in bytes.
+uint64_t kernelWorkspaceBytes(const dsc::plan::Kernel &K,
+                              const KernelOperands &Ops);
+
+/// Launches a kernel on S. Returns "" or what keeps it from running (a
+/// program too long, a workspace too small); CUDA errors are the caller's
+/// to check after.
+std::string launchComputeKernel(const dsc::plan::Kernel &K,
+                                const KernelOperands &Ops,
+                                const KernelContext &C, cudaStream_t S);
+
+} // namespace dsrun
+
+#endif
