@@ -371,12 +371,12 @@ public:
     H += "}";
     while ((8 + H.size()) % 8) // The data starts aligned, as the library does.
       H += ' ';
-    std::vector<char> Out(8);
+    std::vector<char> Out(8 + H.size() + Data.size());
     uint64_t L = H.size();
     for (int K = 0; K < 8; ++K)
       Out[size_t(K)] = char(L >> (8 * K));
-    Out.insert(Out.end(), H.begin(), H.end());
-    Out.insert(Out.end(), Data.begin(), Data.end());
+    std::copy(H.begin(), H.end(), Out.begin() + 8);
+    std::copy(Data.begin(), Data.end(), Out.begin() + 8 + ptrdiff_t(H.size()));
     return Out;
   }
 

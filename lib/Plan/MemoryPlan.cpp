@@ -530,9 +530,26 @@ void MemoryPlanner::values() {
   }
 
   // The runtime's own scratch: the ranks agree on the collectives' timings
-  // through it (a float per instruction each way).
+  // through it (a float per instruction each way), and sum each micro
+  // step's loss over ranks there.
   add("scratch", Category::Workspace, MemorySpace::Device,
-      std::max<uint64_t>(4096, 2 * sizeof(float) * P.Program.size()), whole());
+      std::max<uint64_t>(4096, sizeof(float) * (2 * P.Program.size() +
+                                                S.GradAccum)),
+      whole());
+
+  // Token ids and targets of a step's micro steps, read from the data on
+  // the host and copied to the input values before each micro step's
+  // forward; two steps' worth, so that the host fills the next step while
+  // the device reads this one. Then the step's losses, read back.
+  uint64_t StepInputs = 0;
+  for (const plan::Value &Val : P.Values)
+    if (Val.Kind == plan::ValueKind::Input ||
+        Val.Kind == plan::ValueKind::Target)
+      StepInputs += Val.Elems * plan::dtypeBytes(Val.Type);
+  if (StepInputs)
+    add("input_staging", Category::Inputs, MemorySpace::Host,
+        2 * S.GradAccum * StepInputs + sizeof(float) * S.GradAccum, whole(),
+        true);
 
   // One workspace for the kernels that need one (attention's backward).
   uint64_t Workspace = 0;

@@ -428,7 +428,8 @@ std::string checkRuntimeNeeds(const Layout &L) {
               std::to_string(V.Bytes) + " bytes but dsrun needs " +
               std::to_string(Elems * PB);
   }
-  Need("scratch", Space::Device, 2 * P.Program.size() * sizeof(float));
+  Need("scratch", Space::Device,
+       (2 * P.Program.size() + P.Settings.GradAccum) * sizeof(float));
   for (uint32_t K = 0; K < P.Kernels.size() && Error.empty(); ++K)
     for (int Out = 0; Out < 2; ++Out)
       for (const plan::TensorRef &R : Out ? P.Kernels[K].Outputs
