@@ -398,23 +398,22 @@ void Executor::initializeWeights() {
   for (uint32_t Ti = 0; Ti < P.Tensors.size(); ++Ti) {
     const plan::Tensor &X = P.Tensors[Ti];
     if (L.Stage < 3) {
-      launchInitWeights(device("params16") + L.paramOffset(Ti) * PB, T,
-                        nullptr, Ti, 0, X.Elems, X.Elems, S);
+      initWeights(device("params16") + L.paramOffset(Ti) * PB, T, nullptr, Ti,
+                  0, X.Elems, X.Elems, S);
       continue;
     }
     uint64_t Base = uint64_t(Process.Rank) * X.ShardElems;
     if (X.Persistent) {
-      launchInitWeights(device("persistent_params") +
-                            L.persistentOffset(Ti) * PB,
-                        T, nullptr, Ti, 0, X.ShardElems * L.World, X.Elems, S);
+      initWeights(device("persistent_params") + L.persistentOffset(Ti) * PB,
+                  T, nullptr, Ti, 0, X.ShardElems * L.World, X.Elems, S);
     } else if (Set.ParamOffload == plan::OffloadDevice::None) {
-      launchInitWeights(device("params16") + L.shardOffset(Ti) * PB, T,
-                        nullptr, Ti, Base, X.ShardElems, X.Elems, S);
+      initWeights(device("params16") + L.shardOffset(Ti) * PB, T, nullptr, Ti,
+                  Base, X.ShardElems, X.Elems, S);
     } else if (!ParamSwap) { // On NVMe: initializeSwap writes them.
       char *Dst = host("params16") + L.shardOffset(Ti) * PB;
       for (uint64_t I = 0; I < X.ShardElems; ++I)
         storeAs(Dst, I, T,
-                Base + I < X.Elems ? initialWeight(Ti, Base + I) : 0.0f);
+                Base + I < X.Elems ? startWeight(Ti, Base + I) : 0.0f);
     }
   }
   initializeSwap();
@@ -430,13 +429,13 @@ void Executor::initializeWeights() {
       float *Master =
           reinterpret_cast<float *>(host("master_params")) + O.PartitionOffset;
       for (uint64_t I = 0; I < N; ++I)
-        Master[I] = storedValue(initialWeight(O.Tensor, O.Begin + I), T);
+        Master[I] = storedValue(startWeight(O.Tensor, O.Begin + I), T);
     } else {
       // The stored weight, rounded through the 16-bit type.
       float *Master = reinterpret_cast<float *>(device("master_params")) +
                       O.PartitionOffset;
-      launchInitWeights(nullptr, T, Master, O.Tensor, O.Begin, N,
-                        P.Tensors[O.Tensor].Elems, S);
+      initWeights(nullptr, T, Master, O.Tensor, O.Begin, N,
+                  P.Tensors[O.Tensor].Elems, S);
     }
   }
   CHECK_CUDA(cudaStreamSynchronize(S));
@@ -458,10 +457,10 @@ void Executor::issue(uint32_t Index, uint32_t Step) {
   mark(Start[Index], S);
   switch (In.Kind) {
   case plan::InstrKind::Forward:
-    compute(In, false);
+    compute(In, false, Step);
     break;
   case plan::InstrKind::Backward:
-    compute(In, true);
+    compute(In, true, Step);
     gradients(In.Arg, In.Micro, S);
     break;
   case plan::InstrKind::Gather:
@@ -566,6 +565,8 @@ void Executor::step(uint32_t Step) {
       CHECK_CUDA(cudaEventRecord(Joins[K], Streams[K]));
       CHECK_CUDA(cudaStreamWaitEvent(Compute, Joins[K], 0));
     }
+  if (real())
+    readLosses(Compute);
   mark(StepEnd, Compute);
 }
 
@@ -608,8 +609,12 @@ int Executor::run() {
     fprintf(stderr, "dsrun: rank %d ready (dry run)\n", Process.Rank);
     return 0;
   }
+  if (real() && !setUpTraining())
+    return 1;
   initializeWeights();
   for (uint32_t Step = 1; Step <= Options.Steps; ++Step) {
+    if (real())
+      fillInputs(Step);
     step(Step);
     waitForStep();
     Memory.Peak = std::max(Memory.Peak, usedDeviceMemory());
@@ -620,6 +625,8 @@ int Executor::run() {
   // Every rank runs the lean steps and the verification (collectives
   // both), even where rank 0 could not write its calibration.
   bool Reported = reportSummary();
+  if (real())
+    return saveTrainedWeights() && Reported ? 0 : 1;
   runLeanSteps();
   if (Options.Verify && !verify(Options.Steps + Options.LeanSteps))
     return 1;

@@ -20,6 +20,9 @@
 #include "Launch.h"
 #include "Nvme.h"
 #include "Layout.h"
+#include "ModelProgram.h"
+#include "TokenData.h"
+#include "Weights.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -28,6 +31,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,12 +72,18 @@ struct RunOptions {
   /// Off by default: 3-8 % shorter stage-1 steps and none shorter at
   /// stage 3, for 36-76 MiB of device memory the plan does not hold.
   bool Graph = false;
-  /// Run the ops' GEMMs and write their activations (--compute
-  /// synthetic). Without them (--compute none) forward and backward still
-  /// write the known gradients but nothing else: the step is the plan's
-  /// communication, copies and optimizer alone, which shows what the
-  /// runtime itself costs its collectives.
-  bool Gemms = true;
+  /// What forward and backward run. Real: the compute program's kernels
+  /// on token data (--data), the model's real gradients. Synthetic: the
+  /// ops' GEMMs on their operands (timing) and known gradients that
+  /// --verify checks exactly. None: known gradients only, so the step is
+  /// the plan's communication, copies and optimizer alone, which shows
+  /// what the runtime itself costs its collectives.
+  enum class ComputeMode { None, Synthetic, Real };
+  ComputeMode Compute = ComputeMode::Synthetic;
+  /// Real training: the token file, the initial weights, the seed of the
+  /// data order and of dropout, and where to save the trained weights.
+  std::string DataPath, InitPath, SaveWeightsPath;
+  uint64_t Seed = 1234;
 };
 
 /// Measured device memory, from the driver (cudaMemGetInfo): what the
@@ -141,7 +151,7 @@ private:
   void issue(uint32_t Index, uint32_t Step);
 
   // One function per instruction kind.
-  void compute(const dsc::plan::Instruction &In, bool Backward);
+  void compute(const dsc::plan::Instruction &In, bool Backward, uint32_t Step);
   void gradients(uint32_t Op, uint32_t Micro, cudaStream_t S);
   void gradientOf(uint32_t Tensor, uint32_t Micro, cudaStream_t S);
   /// Issues the current instruction's NCCL calls as one group.
@@ -229,6 +239,33 @@ private:
   /// Synthetic compute: the op's GEMM kernels on their real operands.
   void gemms(const dsc::plan::Op &Op, bool Backward);
 
+  // Real training (Training.cpp).
+  /// Opens the data and the weights and resolves the kernels' operands.
+  bool setUpTraining();
+  bool real() const { return Options.Compute == RunOptions::ComputeMode::Real; }
+  /// The op's kernels; the first op's forward copies the micro step's
+  /// tokens in, the loss kernel's copies the loss out.
+  void runKernels(const dsc::plan::Instruction &In, bool Backward,
+                  uint32_t Step);
+  /// A tensor's starting weight: --init's, or the synthetic one.
+  float startWeight(uint32_t Tensor, uint64_t Elem) const {
+    return Weights ? Weights->Values[Tensor][Elem]
+                   : initialWeight(Tensor, Elem);
+  }
+  /// launchInitWeights with --init's weights where they were given.
+  void initWeights(void *Params, ElementType T, float *Master, uint32_t Tensor,
+                   uint64_t ElemBase, uint64_t N, uint64_t RealN,
+                   cudaStream_t S);
+  /// Writes the step's tokens into its half of input_staging.
+  void fillInputs(uint32_t Step);
+  /// After the step's last op: the micro steps' losses summed over ranks
+  /// and read back.
+  void readLosses(cudaStream_t S);
+  /// The mean loss of the step just finished.
+  double stepLoss() const;
+  /// Writes the trained 16-bit weights (--save-weights) from rank 0.
+  bool saveTrainedWeights();
+
   const dsc::plan::Plan &P;
   ProcessInfo Process;
   RunOptions Options;
@@ -281,6 +318,18 @@ private:
   /// Per instruction this step: elements converted on the host between
   /// 16-bit and fp32, and the nanoseconds it took.
   std::vector<uint64_t> ConvertElems, ConvertNanos;
+  // Real training.
+  std::optional<TokenFile> Tokens;
+  std::unique_ptr<TokenSampler> Sampler;
+  std::optional<InitialWeights> Weights;
+  ModelProgram Model;
+  /// Per micro step, per input value: where its bytes go in a step's half
+  /// of input_staging.
+  uint64_t MicroInputBytes = 0;
+  char *Staging = nullptr;
+  float *HostLosses = nullptr, *DeviceLosses = nullptr;
+  uint32_t LossValue = dsc::plan::NoIndex;
+  std::vector<double> Losses;
   MemoryReadings Memory;
   std::vector<StepTiming> Timings;
   bool Failed = false;

@@ -79,25 +79,39 @@ void Executor::report(uint32_t Step, const StepTiming &T) {
     Copies += Line;
   }
   const ExposedTime &E = T.Split;
+  // Training: the loss (mean over micro steps and ranks) and the rate.
+  std::string Loss, LossJson;
+  if (real()) {
+    double Loss0 = stepLoss();
+    uint64_t StepTokens = uint64_t(P.Settings.GradAccum) * P.Settings.WorldSize *
+                          P.Values[P.Training.Targets[0]].Elems;
+    char Line[160];
+    snprintf(Line, sizeof(Line), " loss %.4f, %.0f tokens/s,", Loss0,
+             T.StepMs > 0 ? StepTokens / (T.StepMs / 1e3) : 0.0);
+    Loss = Line;
+    snprintf(Line, sizeof(Line), "\"loss\":%.6f,\"tokens\":%llu,", Loss0,
+             (unsigned long long)StepTokens);
+    LossJson = Line;
+  }
   if (Process.Rank == 0) {
     char Head[240];
     snprintf(Head, sizeof(Head),
-             "dsrun: step %u: %.2f ms (compute %.2f ms, exposed communication "
+             "dsrun: step %u:%s %.2f ms (compute %.2f ms, exposed communication "
              "%.2f ms, exposed offload %.2f ms, other %.2f ms)",
-             Step, T.StepMs, E.ComputeMs, E.CommunicationMs, E.OffloadMs,
-             E.OtherMs);
+             Step, Loss.c_str(), T.StepMs, E.ComputeMs, E.CommunicationMs,
+             E.OffloadMs, E.OtherMs);
     writeLine(Head + Collectives + Copies + "\n");
   }
   if (FILE *Log = openLog(Options.JsonLog, Process.Rank)) {
     fprintf(Log,
-            "{\"rank\":%d,\"step\":%u,\"step_ms\":%.3f,\"compute_ms\":%.3f,"
+            "{\"rank\":%d,\"step\":%u,%s\"step_ms\":%.3f,\"compute_ms\":%.3f,"
             "\"exposed_comm_ms\":%.3f,\"exposed_offload_ms\":%.3f,"
             "\"other_ms\":%.3f,\"copy_in_bytes\":%.0f,\"copy_in_ms\":%.3f,"
             "\"copy_out_bytes\":%.0f,\"copy_out_ms\":%.3f,\"host_ms\":%.3f,"
             "\"nvme_read_bytes\":%.0f,\"nvme_read_ms\":%.3f,"
             "\"nvme_write_bytes\":%.0f,\"nvme_write_ms\":%.3f,"
             "\"collectives\":{%s}}\n",
-            Process.Rank, Step, T.StepMs, E.ComputeMs, E.CommunicationMs,
+            Process.Rank, Step, LossJson.c_str(), T.StepMs, E.ComputeMs, E.CommunicationMs,
             E.OffloadMs, E.OtherMs, T.CopyInBytes, T.CopyInMs, T.CopyOutBytes,
             T.CopyOutMs, T.HostMs, T.NvmeReadBytes, T.NvmeReadMs,
             T.NvmeWriteBytes, T.NvmeWriteMs,

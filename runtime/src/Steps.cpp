@@ -26,7 +26,7 @@ namespace dsrun {
 //===----------------------------------------------------------------------===//
 
 void Executor::gemms(const plan::Op &Op, bool Backward) {
-  if (!Options.Gemms)
+  if (Options.Compute != RunOptions::ComputeMode::Synthetic)
     return;
   const plan::Interval &R = Backward ? Op.Backward : Op.Forward;
   for (uint32_t K = R.Begin; K < R.End; ++K) {
@@ -38,8 +38,12 @@ void Executor::gemms(const plan::Op &Op, bool Backward) {
   }
 }
 
-void Executor::compute(const plan::Instruction &In, bool Backward) {
-  gemms(P.Ops[In.Arg], Backward);
+void Executor::compute(const plan::Instruction &In, bool Backward,
+                       uint32_t Step) {
+  if (real())
+    runKernels(In, Backward, Step);
+  else
+    gemms(P.Ops[In.Arg], Backward);
 }
 
 //===----------------------------------------------------------------------===//
@@ -57,9 +61,16 @@ void Executor::gradientOf(uint32_t T, uint32_t Micro, cudaStream_t S) {
   const plan::Tensor &X = P.Tensors[T];
   unsigned PB = elementBytes(L.Param);
   uint32_t Rank = Process.Rank;
+  char *Computed = real() ? ValueAddress[L.GradValue[T]] : nullptr;
   if (L.Stage < 2) {
-    launchFillGrad(device("grads16") + X.FlatOffset * PB, L.Param, X.Elems,
-                   X.Elems, Rank, DeviceStep, Micro, T, 0, Micro > 0, S);
+    // Accumulated into the flat gradient buffer (the hook of stage 0/1).
+    char *Flat = device("grads16") + X.FlatOffset * PB;
+    if (Computed)
+      launchCopyConvert(Flat, L.Param, Computed, L.Param, X.Elems, Micro > 0,
+                        S);
+    else
+      launchFillGrad(Flat, L.Param, X.Elems, X.Elems, Rank, DeviceStep, Micro,
+                     T, 0, Micro > 0, S);
     return;
   }
   // Stage 2/3: the backward's gradient, then the hook copies it to the
@@ -68,8 +79,12 @@ void Executor::gradientOf(uint32_t T, uint32_t Micro, cudaStream_t S) {
   const plan::Bucket &Bucket = P.Buckets[B];
   char *Transient = ValueAddress[L.GradValue[T]];
   uint64_t Padded = L.Stage == 3 ? X.ShardElems * L.World : X.Elems;
-  launchFillGrad(Transient, L.Param, Padded, X.Elems, Rank, DeviceStep, Micro,
-                 T, 0, false, S);
+  if (!Computed)
+    launchFillGrad(Transient, L.Param, Padded, X.Elems, Rank, DeviceStep,
+                   Micro, T, 0, false, S);
+  else if (Padded > X.Elems) // Reduced whole: the padding must be zero.
+    CHECK_CUDA(cudaMemsetAsync(Transient + X.Elems * PB, 0,
+                               (Padded - X.Elems) * PB, S));
   if (Bucket.BufferIndex == plan::NoIndex)
     return; // Reduced in place, from where autograd left it.
   const BucketLayout &BL = L.Buckets[B];

@@ -140,7 +140,7 @@ void Executor::initializeSwap() {
     for (const OwnedRange &O : L.Owned)
       for (uint64_t I = 0; I < O.End - O.Begin; ++I)
         All[O.PartitionOffset + I] =
-            storedValue(initialWeight(O.Tensor, O.Begin + I), L.Param);
+            storedValue(startWeight(O.Tensor, O.Begin + I), L.Param);
     for (uint32_t G = 0; G < L.SubGroupRange.size(); ++G) {
       auto [Lo, Hi] = L.SubGroupRange[G];
       Zero.assign(Hi - Lo, 0.0f);
@@ -158,7 +158,7 @@ void Executor::initializeSwap() {
         char *Dst = Block.data() + Swap->shardInUnit(T);
         for (uint64_t I = 0; I < X.ShardElems; ++I)
           storeAs(Dst, I, L.Param,
-                  Base + I < X.Elems ? initialWeight(T, Base + I) : 0.0f);
+                  Base + I < X.Elems ? startWeight(T, Base + I) : 0.0f);
       }
       swapCheck(ParamSwap->write(Block.data(), Swap->unitBase(U), Block.size(),
                                  Error),

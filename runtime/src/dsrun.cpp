@@ -21,6 +21,8 @@ static int usage(const char *Message) {
   fprintf(stderr,
           "dsrun: %s\n"
           "usage: dsrun [-n PROCESSES] plan.bin [--steps N] [--verify] "
+          "[--data TOKENS.bin --init WEIGHTS.safetensors [--seed N] "
+          "[--save-weights FILE]] "
           "[--compute synthetic|none] [--json FILE] [--calibration-out FILE] "
           "[--timeout SECONDS] [--host-threads N] [--nvme-path DIR] "
           "[--comm-priority high|normal] [--comm-sms N] [--comm-min-ctas N] "
@@ -106,8 +108,23 @@ int main(int argc, char **argv) {
       if (Mode != "synthetic" && Mode != "none")
         return usage("--compute: 'synthetic' (GEMMs of the ops' shapes and "
                      "known gradients) or 'none' (known gradients only); "
-                     "dsrun has no kernels for the model's ops yet");
-      Options.Gemms = Mode == "synthetic";
+                     "--data trains the model itself");
+      Options.Compute = Mode == "synthetic"
+                            ? RunOptions::ComputeMode::Synthetic
+                            : RunOptions::ComputeMode::None;
+    } else if (A == "--data" || A == "--init" || A == "--save-weights") {
+      if (I + 1 >= ChildArgs.size())
+        return usage((A + " needs a file").c_str());
+      (A == "--data"   ? Options.DataPath
+       : A == "--init" ? Options.InitPath
+                       : Options.SaveWeightsPath) = ChildArgs[++I];
+    } else if (A == "--seed") {
+      if (I + 1 >= ChildArgs.size())
+        return usage("--seed needs a number");
+      char *End = nullptr;
+      Options.Seed = strtoull(ChildArgs[++I].c_str(), &End, 10);
+      if (!*ChildArgs[I].c_str() || *End)
+        return usage("--seed needs a non-negative integer");
     } else if (A == "--nvme-path") {
       if (I + 1 >= ChildArgs.size())
         return usage("--nvme-path needs a directory");
@@ -127,6 +144,12 @@ int main(int argc, char **argv) {
   }
   if (PlanPath.empty())
     return usage("no plan file");
+  if (!Options.DataPath.empty()) {
+    Options.Compute = RunOptions::ComputeMode::Real;
+    Options.LeanSteps = 0; // Every step trains and reports its loss.
+  } else if (!Options.InitPath.empty() || !Options.SaveWeightsPath.empty()) {
+    return usage("--init and --save-weights train with --data");
+  }
 
   if (Processes && !getenv("DSRUN_CHILD")) {
     int Port = 29500 + int(std::random_device()() % 2000);

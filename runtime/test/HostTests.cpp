@@ -8,6 +8,8 @@
 //   - the launcher environments and the TCP rendezvous between processes;
 //   - a step's idle compute time blamed on communication or offload;
 //   - the calibration file dsrun writes (read back by dsc in a lit test);
+//   - token files of both formats, their errors, and the sample order;
+//   - initial weights matched by name, shape and tied name, and saved;
 //   - for every plan given as an argument: each trainable element owned by
 //     exactly one rank, the buffers dsrun looks up present, and memory the
 //     arena reuses never written before its last reader is done.
@@ -26,6 +28,10 @@
 #include "dsc/PlanCheck.h"
 #include "dsc/PlanCodec.h"
 #include "Nvme.h"
+#include "TokenData.h"
+#include "Weights.h"
+
+#include "dsc/SafeTensors.h"
 
 #include <cmath>
 #include <cstring>
@@ -597,6 +603,125 @@ static int mpiRendezvous() {
   return leaveJob(OK ? 0 : 1);
 }
 
+static std::string writeTemp(const std::string &Name, const void *Data,
+                             size_t Bytes) {
+  std::string Path = "/tmp/dsrun-host-test-" + std::to_string(getpid()) + "-" + Name;
+  std::ofstream(Path, std::ios::binary)
+      .write(static_cast<const char *>(Data), std::streamsize(Bytes));
+  return Path;
+}
+
+/// nanoGPT's raw uint16 ids and llm.c's headered files read alike; broken
+/// ones are errors that say what is wrong; the sample order is a
+/// permutation per epoch, the same for the same seed.
+static void tokenFiles() {
+  std::vector<uint16_t> Raw = {5, 7, 11, 65535, 3};
+  std::string Error;
+  std::string A = writeTemp("raw.bin", Raw.data(), Raw.size() * 2);
+  std::optional<TokenFile> F = TokenFile::open(A, Error);
+  EXPECT(F && F->tokens() == 5 && F->tokenBytes() == 2 && (*F)[3] == 65535);
+  EXPECT(F && F->firstAtLeast(1000) == 3 && F->firstAtLeast(70000) == 5);
+
+  std::vector<int32_t> Header(256, 0);
+  Header[0] = int32_t(LlmcMagic);
+  Header[1] = 2;
+  Header[2] = 3;
+  std::vector<char> Llmc(1024 + 12);
+  memcpy(Llmc.data(), Header.data(), 1024);
+  uint32_t Ids[3] = {100000, 1, 2};
+  memcpy(Llmc.data() + 1024, Ids, 12);
+  std::string B = writeTemp("llmc.bin", Llmc.data(), Llmc.size());
+  F = TokenFile::open(B, Error);
+  EXPECT(F && F->tokens() == 3 && F->tokenBytes() == 4 && (*F)[0] == 100000);
+  EXPECT(F && std::string(F->format()) == "llm.c");
+
+  Header[2] = 4; // Promises more than the file holds.
+  memcpy(Llmc.data(), Header.data(), 1024);
+  std::string C = writeTemp("short.bin", Llmc.data(), Llmc.size());
+  EXPECT(!TokenFile::open(C, Error) && Error.find("truncated") != std::string::npos);
+  Header[1] = 7;
+  memcpy(Llmc.data(), Header.data(), 1024);
+  std::string D = writeTemp("version.bin", Llmc.data(), Llmc.size());
+  EXPECT(!TokenFile::open(D, Error) && Error.find("version 7") != std::string::npos);
+  std::string E = writeTemp("odd.bin", Raw.data(), 9);
+  EXPECT(!TokenFile::open(E, Error) && Error.find("uint16") != std::string::npos);
+  EXPECT(!TokenFile::open("/nonexistent/tokens.bin", Error));
+  for (const std::string &Path : {A, B, C, D, E})
+    unlink(Path.c_str());
+
+  // 1000 tokens of windows of 9 + 1: 111 windows; each epoch visits each
+  // once, epochs differ, and the seed decides.
+  TokenSampler S(1000, 9, 42), Same(1000, 9, 42), Other(1000, 9, 43);
+  EXPECT(S.windows() == 111);
+  std::vector<bool> Seen(111, false);
+  bool Differs = false, EpochDiffers = false;
+  for (uint64_t G = 0; G < 111; ++G) {
+    uint64_t Start = S.start(G);
+    EXPECT(Start % 9 == 0 && Start + 10 <= 1000 && !Seen[Start / 9]);
+    Seen[Start / 9] = true;
+    EXPECT(Same.start(G) == Start);
+    Differs |= Other.start(G) != Start;
+    EpochDiffers |= S.start(G + 111) != Start;
+  }
+  EXPECT(Differs && EpochDiffers);
+  // The order runtime/bench/dsrun_data.py reproduces (its test prints it).
+  EXPECT((shuffledWindows(5, 1, 0) == std::vector<uint32_t>{2, 1, 4, 3, 0}));
+  EXPECT((shuffledWindows(10, 1234, 3) ==
+          std::vector<uint32_t>{6, 3, 5, 8, 1, 7, 2, 4, 0, 9}));
+}
+
+/// Weights match by name and shape; a tied weight the file keeps under
+/// another name is the one unclaimed tensor of its shape; a shape that
+/// differs names both; saving writes a file the reader takes back.
+static void weightFiles() {
+  plan::Plan P;
+  P.Tensors.resize(2);
+  P.Tensors[0].Name = "lm_head.weight";
+  P.Tensors[0].Shape = {3, 2};
+  P.Tensors[0].Elems = 6;
+  P.Tensors[1].Name = "ln.bias";
+  P.Tensors[1].Shape = {2};
+  P.Tensors[1].Elems = 2;
+  float Embedding[6] = {1, 2, 3, 4, 5, 6};
+  uint16_t Bias[2] = {0x3f80, 0xc000}; // bf16 1 and -2
+  dsc::safetensors::Writer W;
+  W.add("wte.weight", "F32", {3, 2}, Embedding, sizeof(Embedding));
+  W.add("ln.bias", "BF16", {2}, Bias, sizeof(Bias));
+  std::vector<char> Bytes = W.bytes();
+  std::string Path = writeTemp("w.safetensors", Bytes.data(), Bytes.size());
+  std::string Error;
+  std::optional<InitialWeights> I = loadWeights(P, Path, Error);
+  EXPECT(I && I->FileName[0] == "wte.weight" && I->Values[0][5] == 6.0f);
+  EXPECT(I && I->Values[1][0] == 1.0f && I->Values[1][1] == -2.0f);
+
+  P.Tensors[1].Shape = {3};
+  P.Tensors[1].Elems = 3;
+  EXPECT(!loadWeights(P, Path, Error) &&
+         Error.find("'ln.bias' has shape [2]") != std::string::npos);
+  P.Tensors[1].Name = "ln.weight";
+  EXPECT(!loadWeights(P, Path, Error) &&
+         Error.find("no tensor named 'ln.weight'") != std::string::npos);
+  P.Tensors[1].Name = "ln.bias";
+  P.Tensors[1].Shape = {2};
+  P.Tensors[1].Elems = 2;
+
+  std::vector<std::vector<char>> Data(2);
+  Data[0].resize(12);
+  Data[1].resize(4);
+  for (int K = 0; K < 6; ++K)
+    storeAs(Data[0].data(), K, ElementType::BF16, float(K) * 0.5f);
+  memcpy(Data[1].data(), Bias, 4);
+  std::string Saved = Path + ".saved";
+  EXPECT(saveWeights(P, I->FileName, Data, ElementType::BF16, Saved, Error));
+  std::optional<InitialWeights> Back = loadWeights(P, Saved, Error);
+  EXPECT(Back && Back->FileName[0] == "wte.weight" &&
+         Back->Values[0][3] == 1.5f && Back->Values[1][1] == -2.0f);
+  EXPECT(!saveWeights(P, I->FileName, Data, ElementType::BF16,
+                      "/nonexistent/dir/w.safetensors", Error));
+  unlink(Path.c_str());
+  unlink(Saved.c_str());
+}
+
 int main(int argc, char **argv) {
   if (argc == 2 && std::string(argv[1]) == "--mpi-rendezvous")
     return mpiRendezvous();
@@ -614,6 +739,8 @@ int main(int argc, char **argv) {
   swapFiles();
   exposed();
   calibrationFile();
+  tokenFiles();
+  weightFiles();
   for (int I = 1; I < argc; ++I)
     planChecks(argv[I]);
   printf("%s: %d failure(s), %d plan(s) checked\n",

@@ -1,0 +1,41 @@
+//===- ModelProgram.h - The plan's kernels, ready to launch -----*- C++ -*-===//
+//
+// The compute program with every operand resolved to its device address
+// once, at start-up: a step launches ranges of kernels (an op's forward or
+// backward) with nothing left to look up.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSRUN_MODELPROGRAM_H
+#define DSRUN_MODELPROGRAM_H
+
+#include "ComputeKernels.h"
+
+#include <string>
+#include <vector>
+
+namespace dsrun {
+
+class ModelProgram {
+public:
+  /// Resolves the operands of every kernel from each value's address.
+  /// Returns "" or why a kernel cannot run (a workspace too small, a value
+  /// with no place on the device).
+  std::string resolve(const dsc::plan::Plan &P,
+                      const std::vector<char *> &ValueAddress,
+                      void *Workspace, uint64_t WorkspaceBytes,
+                      cublasHandle_t Cublas);
+
+  /// Launches kernels [Begin, End) on S with dropout seed Seed; returns ""
+  /// or the first kernel's reason it could not run.
+  std::string run(uint32_t Begin, uint32_t End, uint64_t Seed, cudaStream_t S);
+
+private:
+  const dsc::plan::Plan *P = nullptr;
+  std::vector<KernelOperands> Operands;
+  KernelContext Context;
+};
+
+} // namespace dsrun
+
+#endif

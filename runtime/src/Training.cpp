@@ -1,0 +1,349 @@
+//===- Training.cpp - Real training: data, weights, kernels, losses -------===//
+//
+// With --data, forward and backward run the compute program's kernels
+// (ModelProgram) on token windows from the data file (TokenData.h), from
+// the weights --init gives (Weights.h). Everything else of the step (the
+// ZeRO schedule, reductions, offload, the optimizer) is the same code the
+// synthetic modes run; only where gradients come from changes
+// (gradientOf in Steps.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Executor.h"
+
+#include "Kernels.h"
+#include "NcclGroup.h"
+
+#include <cstring>
+
+namespace plan = dsc::plan;
+
+namespace dsrun {
+
+namespace {
+
+/// What an input named Name holds at row position T of a sample whose
+/// tokens start at Tokens: the token ids, a mask of ones, token types of
+/// zero, or positions. False for an input token data cannot provide.
+bool inputKind(const std::string &Name, char &Kind) {
+  if (Name == "input_ids")
+    Kind = 'i';
+  else if (Name == "attention_mask")
+    Kind = 'm';
+  else if (Name == "token_type_ids")
+    Kind = 't';
+  else if (Name == "position_ids")
+    Kind = 'p';
+  else
+    return false;
+  return true;
+}
+
+} // namespace
+
+bool Executor::setUpTraining() {
+  const plan::Compute &C = P.Training;
+  auto Fail = [&](const std::string &Why) {
+    if (Process.Rank == 0)
+      fprintf(stderr, "dsrun: %s\n", Why.c_str());
+    return false;
+  };
+  if (!C.Missing.empty())
+    return Fail("the plan cannot train: " + C.Missing.front());
+  if (C.Loss != "causal-lm")
+    return Fail("dsrun --data trains causal-lm plans (the next token of a "
+                "token file); this plan's loss is " + C.Loss +
+                ", whose labels a token file does not carry");
+  if (Options.InitPath.empty())
+    return Fail("--data needs --init FILE.safetensors: the model's starting "
+                "weights (an HF model.safetensors of the exported model)");
+  if (Options.Graph)
+    return Fail("--graph on is not available with --data yet: each step's "
+                "tokens are copied from the host as the step is issued");
+  if (Options.Verify)
+    return Fail("--verify checks the synthetic modes exactly; with --data "
+                "compare losses with runtime/bench/torch_reference.py");
+  if (LossValue = C.LossValue; LossValue >= P.Values.size())
+    return Fail("the plan names no loss value");
+
+  // The sample shape, and the largest id the model can read.
+  uint64_t Seq = 0, Rows = 0, Vocab = UINT64_MAX;
+  for (uint32_t V : C.Inputs) {
+    char Kind;
+    if (!inputKind(P.Values[V].Name, Kind))
+      return Fail("the model takes input '" + P.Values[V].Name +
+                  "', which a token file cannot provide (dsrun fills "
+                  "input_ids, attention_mask, token_type_ids, position_ids)");
+  }
+  if (C.Targets.size() != 1)
+    return Fail("a causal-lm plan has one target value");
+  for (const plan::Kernel &K : P.Kernels) {
+    if (K.Kind == plan::KernelKind::CrossEntropy) {
+      Rows = uint64_t(K.Ints[0]);
+      Vocab = std::min(Vocab, uint64_t(K.Ints[1]));
+    }
+    if (K.Kind == plan::KernelKind::Gather &&
+        P.Values[K.Inputs[1].Value].Kind == plan::ValueKind::Input)
+      Vocab = std::min(Vocab, uint64_t(K.Ints[2]));
+  }
+  uint32_t B = P.Settings.MicroBatch;
+  if (!Rows || Rows % B)
+    return Fail("the loss's rows do not divide into the micro batch");
+  Seq = Rows / B;
+
+  std::string Error;
+  Tokens = TokenFile::open(Options.DataPath, Error);
+  if (!Tokens)
+    return Fail(Error);
+  uint64_t Bad = Tokens->firstAtLeast(Vocab);
+  if (Bad < Tokens->tokens())
+    return Fail(Options.DataPath + ": token " + std::to_string(Bad) +
+                " is id " + std::to_string((*Tokens)[Bad]) +
+                ", beyond the model's vocabulary of " + std::to_string(Vocab));
+  Sampler = std::make_unique<TokenSampler>(Tokens->tokens(), Seq, Options.Seed);
+  uint64_t PerStep = uint64_t(P.Settings.GradAccum) * Process.WorldSize * B;
+  if (Sampler->windows() < PerStep)
+    return Fail(Options.DataPath + ": " + std::to_string(Tokens->tokens()) +
+                " tokens make " + std::to_string(Sampler->windows()) +
+                " samples of " + std::to_string(Seq + 1) +
+                " tokens; one step needs " + std::to_string(PerStep));
+
+  Weights = loadWeights(P, Options.InitPath, Error);
+  if (!Weights)
+    return Fail(Error);
+
+  MicroInputBytes = 0;
+  for (const std::vector<uint32_t> *Vs : {&C.Inputs, &C.Targets})
+    for (uint32_t V : *Vs)
+      MicroInputBytes += P.Values[V].Elems * plan::dtypeBytes(P.Values[V].Type);
+  Staging = host("input_staging");
+  if (!Staging)
+    return Fail("the plan has no input_staging buffer (plan again with this "
+                "dsc)");
+  HostLosses = reinterpret_cast<float *>(
+      Staging + 2 * uint64_t(P.Settings.GradAccum) * MicroInputBytes);
+  DeviceLosses =
+      reinterpret_cast<float *>(device("scratch")) + 2 * P.Program.size();
+
+  // Constants (position ids, masks, the loss gradient's seed) hold their
+  // bytes the whole run: their buffers live across every step.
+  for (const plan::Constant &K : P.Constants)
+    CHECK_CUDA(cudaMemcpy(ValueAddress[K.Value], K.Bytes.data(),
+                          K.Bytes.size(), cudaMemcpyHostToDevice));
+
+  BufferView Work = L.buffer("kernel_workspace");
+  std::string Problem =
+      Model.resolve(P, ValueAddress, Work ? at(Work) : nullptr,
+                    Work ? Work.Bytes : 0, Cublas);
+  if (!Problem.empty())
+    return Fail(Problem);
+  // Every trainable tensor gets its gradient from a kernel.
+  for (uint32_t T = 0; T < P.Tensors.size(); ++T)
+    if (P.Tensors[T].Role == plan::TensorRole::Trainable &&
+        L.GradValue[T] == plan::NoIndex)
+      return Fail("tensor " + P.Tensors[T].Name + " is trainable but no "
+                  "kernel computes its gradient (no op reads it); freeze it "
+                  "with dsc plan --freeze");
+  if (Process.Rank == 0)
+    fprintf(stderr,
+            "dsrun: training on %s (%s, %llu tokens: %llu samples of %llu), "
+            "weights from %s\n",
+            Options.DataPath.c_str(), Tokens->format(),
+            (unsigned long long)Tokens->tokens(),
+            (unsigned long long)Sampler->windows(),
+            (unsigned long long)Seq + 1, Options.InitPath.c_str());
+  return true;
+}
+
+void Executor::initWeights(void *Params, ElementType T, float *Master,
+                           uint32_t Tensor, uint64_t ElemBase, uint64_t N,
+                           uint64_t RealN, cudaStream_t S) {
+  if (!Weights) {
+    launchInitWeights(Params, T, Master, Tensor, ElemBase, N, RealN, S);
+    return;
+  }
+  const std::vector<float> &W = Weights->Values[Tensor];
+  std::vector<char> Stored(N * elementBytes(T));
+  std::vector<float> Rounded(Master ? N : 0);
+  for (uint64_t I = 0; I < N; ++I) {
+    float V = ElemBase + I < RealN ? W[ElemBase + I] : 0.0f;
+    storeAs(Stored.data(), I, T, V);
+    if (Master)
+      Rounded[I] = loadAs(Stored.data(), I, T);
+  }
+  if (Params)
+    CHECK_CUDA(cudaMemcpyAsync(Params, Stored.data(), Stored.size(),
+                               cudaMemcpyHostToDevice, S));
+  if (Master)
+    CHECK_CUDA(cudaMemcpyAsync(Master, Rounded.data(), N * sizeof(float),
+                               cudaMemcpyHostToDevice, S));
+  // The host vectors go away now.
+  CHECK_CUDA(cudaStreamSynchronize(S));
+}
+
+void Executor::fillInputs(uint32_t Step) {
+  const plan::Compute &C = P.Training;
+  uint32_t B = P.Settings.MicroBatch, GAS = P.Settings.GradAccum;
+  uint64_t Seq = P.Values[C.Targets[0]].Elems / B;
+  char *Half = Staging + uint64_t(Step % 2) * GAS * MicroInputBytes;
+  for (uint32_t M = 0; M < GAS; ++M) {
+    char *Out = Half + M * MicroInputBytes;
+    uint64_t First = ((uint64_t(Step - 1) * GAS + M) * Process.WorldSize +
+                      Process.Rank) * B;
+    std::vector<uint64_t> Starts(B);
+    for (uint32_t Row = 0; Row < B; ++Row)
+      Starts[Row] = Sampler->start(First + Row);
+    for (int Target = 0; Target < 2; ++Target)
+      for (uint32_t V : Target ? C.Targets : C.Inputs) {
+        ElementType T = ElementType(P.Values[V].Type);
+        char Kind = 'i';
+        if (!Target)
+          inputKind(P.Values[V].Name, Kind);
+        for (uint32_t Row = 0; Row < B; ++Row)
+          for (uint64_t I = 0; I < Seq; ++I) {
+            uint64_t At = Starts[Row] + I;
+            float X = Target          ? float((*Tokens)[At + 1])
+                      : Kind == 'i'   ? float((*Tokens)[At])
+                      : Kind == 'm'   ? 1.0f
+                      : Kind == 'p'   ? float(I)
+                                      : 0.0f;
+            storeAs(Out, Row * Seq + I, T, X);
+          }
+        Out += P.Values[V].Elems * elementBytes(T);
+      }
+  }
+}
+
+void Executor::runKernels(const plan::Instruction &In, bool Backward,
+                          uint32_t Step) {
+  cudaStream_t S = stream(plan::Stream::Compute);
+  const plan::Compute &C = P.Training;
+  uint32_t GAS = P.Settings.GradAccum;
+  if (!Backward && In.Arg == 0) {
+    // The micro step's tokens, from this step's half of the staging.
+    const char *From = Staging + uint64_t(Step % 2) * GAS * MicroInputBytes +
+                       uint64_t(In.Micro) * MicroInputBytes;
+    for (int Target = 0; Target < 2; ++Target)
+      for (uint32_t V : Target ? C.Targets : C.Inputs) {
+        uint64_t Bytes = P.Values[V].Elems * plan::dtypeBytes(P.Values[V].Type);
+        CHECK_CUDA(cudaMemcpyAsync(ValueAddress[V], From, Bytes,
+                                   cudaMemcpyHostToDevice, S));
+        From += Bytes;
+      }
+  }
+  const plan::Op &Op = P.Ops[In.Arg];
+  const plan::Interval &R = Backward ? Op.Backward : Op.Forward;
+  // Dropout draws from (seed, step, micro step, rank): a checkpointed
+  // layer's recomputation draws the same.
+  uint64_t Seed = mix(mix(Options.Seed ^ (uint64_t(Step) << 32)) ^
+                      ((uint64_t(In.Micro) << 32) | Process.Rank));
+  std::string Problem = Model.run(R.Begin, R.End, Seed, S);
+  if (!Problem.empty())
+    fatalError(Problem);
+  CHECK_CUDA(cudaGetLastError());
+  if (!Backward)
+    for (uint32_t K = R.Begin; K < R.End; ++K)
+      if (P.Kernels[K].Kind == plan::KernelKind::CrossEntropy)
+        CHECK_CUDA(cudaMemcpyAsync(DeviceLosses + In.Micro,
+                                   ValueAddress[LossValue], sizeof(float),
+                                   cudaMemcpyDeviceToDevice, S));
+}
+
+void Executor::readLosses(cudaStream_t S) {
+  uint32_t GAS = P.Settings.GradAccum;
+  if (P.Settings.WorldSize > 1)
+    CHECK_NCCL(ncclAllReduce(DeviceLosses, DeviceLosses, GAS, ncclFloat32,
+                             ncclSum, Comm, S));
+  CHECK_CUDA(cudaMemcpyAsync(HostLosses, DeviceLosses, GAS * sizeof(float),
+                             cudaMemcpyDeviceToHost, S));
+}
+
+double Executor::stepLoss() const {
+  double Sum = 0;
+  for (uint32_t M = 0; M < P.Settings.GradAccum; ++M)
+    Sum += HostLosses[M];
+  return Sum / (double(P.Settings.GradAccum) * P.Settings.WorldSize);
+}
+
+} // namespace dsrun
+
+namespace dsrun {
+
+bool Executor::saveTrainedWeights() {
+  if (Options.SaveWeightsPath.empty())
+    return true;
+  // The 16-bit weights the model computes with, as DeepSpeed's
+  // save_16bit_model writes them, under the names --init's file used.
+  ElementType T = L.Param;
+  unsigned PB = elementBytes(T);
+  size_t NT = P.Tensors.size();
+  std::vector<std::vector<char>> Data(NT);
+  bool Zero = Process.Rank == 0;
+  cudaStream_t S = stream(plan::Stream::Compute);
+  if (L.Stage < 3) {
+    if (Zero)
+      for (uint32_t Ti = 0; Ti < NT; ++Ti) {
+        Data[Ti].resize(P.Tensors[Ti].Elems * PB);
+        CHECK_CUDA(cudaMemcpy(Data[Ti].data(),
+                              device("params16") + L.paramOffset(Ti) * PB,
+                              Data[Ti].size(), cudaMemcpyDeviceToHost));
+      }
+  } else {
+    if (ParamSwap) {
+      if (Zero)
+        fprintf(stderr, "dsrun: --save-weights does not read parameters "
+                        "offloaded to NVMe yet\n");
+      return false;
+    }
+    // Each tensor's shards, gathered into one buffer of the largest
+    // tensor: allocated after training, for the save alone.
+    uint64_t Largest = 0;
+    for (const plan::Tensor &X : P.Tensors)
+      Largest = std::max(Largest, X.ShardElems * L.World);
+    char *Whole = nullptr;
+    CHECK_CUDA(cudaMalloc(reinterpret_cast<void **>(&Whole), Largest * PB));
+    bool OnHost = P.Settings.ParamOffload != plan::OffloadDevice::None;
+    for (uint32_t Ti = 0; Ti < NT; ++Ti) {
+      const plan::Tensor &X = P.Tensors[Ti];
+      uint64_t ShardBytes = X.ShardElems * PB;
+      if (X.Persistent) {
+        if (Zero) {
+          Data[Ti].resize(X.Elems * PB);
+          CHECK_CUDA(cudaMemcpy(Data[Ti].data(),
+                                device("persistent_params") +
+                                    L.persistentOffset(Ti) * PB,
+                                Data[Ti].size(), cudaMemcpyDeviceToHost));
+        }
+        continue;
+      }
+      char *Mine = Whole + Process.Rank * ShardBytes;
+      CHECK_CUDA(cudaMemcpyAsync(
+          Mine,
+          (OnHost ? host("params16") : device("params16")) +
+              L.shardOffset(Ti) * PB,
+          ShardBytes, OnHost ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice,
+          S));
+      CHECK_NCCL(ncclAllGather(Mine, Whole, ShardBytes, ncclUint8, Comm, S));
+      if (Zero) {
+        Data[Ti].resize(X.Elems * PB);
+        CHECK_CUDA(cudaMemcpyAsync(Data[Ti].data(), Whole, Data[Ti].size(),
+                                   cudaMemcpyDeviceToHost, S));
+      }
+      CHECK_CUDA(cudaStreamSynchronize(S));
+    }
+    CHECK_CUDA(cudaFree(Whole));
+  }
+  if (!Zero)
+    return true;
+  std::string Error;
+  if (!saveWeights(P, Weights ? Weights->FileName : std::vector<std::string>(NT),
+                   Data, T, Options.SaveWeightsPath, Error)) {
+    fprintf(stderr, "dsrun: %s\n", Error.c_str());
+    return false;
+  }
+  fprintf(stderr, "dsrun: wrote the trained weights to %s\n",
+          Options.SaveWeightsPath.c_str());
+  return true;
+}
+
+} // namespace dsrun
