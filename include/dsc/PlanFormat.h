@@ -64,7 +64,7 @@ constexpr uint32_t MaxRankClasses = 8;
   X(Forward, "forward") X(Backward, "backward") X(Gather, "gather")            \
   X(Release, "release") X(Reduce, "reduce")                                    \
   X(OptimizerStep, "optimizer-step") X(GatherParams, "gather-params")          \
-  X(Transfer, "transfer")
+  X(Transfer, "transfer") X(ClipGradients, "clip-gradients")
 #define DSC_PLAN_MEMORYSPACE(X) X(Device, "device") X(Host, "host")
 /// What a buffer holds; estimates are broken down by these. Params16: the
 /// model-dtype parameters held; GatheredParams: stage-3 parameters
@@ -181,6 +181,26 @@ template <typename E> const char *enumName(E V) {
 constexpr unsigned NumStreams = EnumInfo<Stream>::Count;
 constexpr unsigned NumCategories = EnumInfo<Category>::Count;
 
+/// The runtime's scratch buffer, in floats: two per instruction (the
+/// collectives' timings the ranks agree on), the losses of a step's micro
+/// steps, the global gradient norm, and the partial sums of squares the
+/// norm's kernels leave, one per block.
+struct ScratchLayout {
+  static constexpr uint64_t NormBlocks = 512;
+  uint64_t Timings = 0, Losses = 0, Norm = 0, Partials = 0, Floats = 0;
+};
+inline ScratchLayout scratchLayout(uint64_t Instructions, uint32_t GradAccum) {
+  ScratchLayout L;
+  L.Losses = 2 * Instructions;
+  L.Norm = L.Losses + GradAccum;
+  L.Partials = L.Norm + 1;
+  L.Floats = L.Partials + ScratchLayout::NormBlocks;
+  return L;
+}
+inline uint64_t scratchFloats(uint64_t Instructions, uint32_t GradAccum) {
+  return scratchLayout(Instructions, GradAccum).Floats;
+}
+
 inline unsigned dtypeBytes(DType T) {
   switch (T) {
   case DType::F16:
@@ -269,6 +289,12 @@ struct Info {
   /// and the YAML form; the runtime parses them).
   std::string LearningRate = "0.001", Beta1 = "0.9", Beta2 = "0.999",
               Epsilon = "1e-08", WeightDecay = "0";
+  /// The learning-rate scheduler DeepSpeed builds ("" for none) and its
+  /// parameters as "name=value" (dsc/LrSchedule.h).
+  std::string Scheduler;
+  std::vector<std::string> SchedulerParams;
+  /// The global gradient norm is clipped to this; "0" turns it off.
+  std::string GradientClipping = "0";
   bool OverlapComm = false;
   bool ContiguousGradients = true;
   uint64_t ReduceBucketElems = 0;
@@ -312,6 +338,9 @@ struct Info {
     F("beta2", Beta2);
     F("eps", Epsilon);
     F("weight_decay", WeightDecay);
+    F("scheduler", Scheduler);
+    F("scheduler_params", SchedulerParams);
+    F("gradient_clipping", GradientClipping);
     F("overlap_comm", OverlapComm);
     F("contiguous_gradients", ContiguousGradients);
     F("reduce_bucket_elems", ReduceBucketElems);

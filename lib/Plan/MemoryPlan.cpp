@@ -142,6 +142,7 @@ struct ProgramIndex {
         break;
       }
       case plan::InstrKind::GatherParams:
+      case plan::InstrKind::ClipGradients:
         break;
       }
     }
@@ -530,11 +531,13 @@ void MemoryPlanner::values() {
   }
 
   // The runtime's own scratch: the ranks agree on the collectives' timings
-  // through it (a float per instruction each way), and sum each micro
-  // step's loss over ranks there.
+  // through it (a float per instruction each way), sum each micro step's
+  // loss over ranks there, and the squares of the gradient norm
+  // (plan::scratchFloats).
   add("scratch", Category::Workspace, MemorySpace::Device,
-      std::max<uint64_t>(4096, sizeof(float) * (2 * P.Program.size() +
-                                                S.GradAccum)),
+      std::max<uint64_t>(4096, sizeof(float) *
+                                   plan::scratchFloats(P.Program.size(),
+                                                       S.GradAccum)),
       whole());
 
   // Token ids and targets of a step's micro steps, read from the data on
@@ -548,7 +551,8 @@ void MemoryPlanner::values() {
       StepInputs += Val.Elems * plan::dtypeBytes(Val.Type);
   if (StepInputs)
     add("input_staging", Category::Inputs, MemorySpace::Host,
-        2 * S.GradAccum * StepInputs + sizeof(float) * S.GradAccum, whole(),
+        2 * S.GradAccum * StepInputs + sizeof(float) * (S.GradAccum + 1),
+        whole(),
         true);
 
   // One workspace for the kernels that need one (attention's backward).

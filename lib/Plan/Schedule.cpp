@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "PlanInternal.h"
+#include <cstdlib>
 
 #include "llvm/ADT/DenseMap.h"
 
@@ -349,6 +350,21 @@ void Scheduler::optimizerStep() {
     Ready.push_back(AllReduces.back());
   if (!AllGradTransfers.empty())
     Ready.push_back(AllGradTransfers.back());
+  // gradient_clipping: the global norm of the reduced gradients first,
+  // where the optimizer runs; every sub-group's step waits for it.
+  std::vector<uint32_t> StepWaits = Ready;
+  if (std::strtod(S.GradientClipping.c_str(), nullptr) > 0) {
+    uint64_t Owned = S.ZeroStage == 0 ? P.Layout.FlatElems
+                                      : P.Layout.PartitionElems;
+    uint64_t Nanos =
+        Host ? transferNanos(Owned, H.HostAdamElemsPerSec)
+             : transferNanos(bytesOf(Owned, S.ParamDType), H.MemoryBytesPerSec);
+    if (S.ZeroStage > 0 && S.WorldSize > 1)
+      Nanos += collectiveNanos(plan::Collective::AllReduce, 4, S.WorldSize, H);
+    StepWaits = {emit(InstrKind::ClipGradients,
+                      Host ? Stream::Host : Stream::Compute, Micro,
+                      plan::NoIndex, Ready, Nanos)};
+  }
   std::vector<uint32_t> ParamCopies;
   for (uint32_t G = 0; G < P.Layout.SubGroups.size(); ++G) {
     uint64_t Elems = P.Layout.SubGroups[G].Elems;
@@ -374,7 +390,7 @@ void Scheduler::optimizerStep() {
     }
     uint32_t Step = emit(InstrKind::OptimizerStep,
                          Host ? Stream::Host : Stream::Compute, Micro, G,
-                         Ready, Nanos);
+                         StepWaits, Nanos);
     transfersAt(plan::TransferPoint::AfterStep, G, {Step}, Micro,
                 &ParamCopies);
   }

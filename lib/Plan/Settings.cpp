@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "PlanInternal.h"
+#include "dsc/LrSchedule.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -154,6 +155,34 @@ Error readPlanSettings(plan::Info &I, const ConfigView &C,
       I.Beta1 = Decimal(Betas->Elements[0].number());
       I.Beta2 = Decimal(Betas->Elements[1].number());
     }
+
+  I.GradientClipping = Decimal(C.getNumber("gradient_clipping").value_or(0));
+  if (std::optional<std::string> Type = C.getString("scheduler.type")) {
+    I.Scheduler = *Type;
+    if (const JsonValue *Params = C.find("scheduler.params");
+        Params && Params->Kind == JsonKind::Object)
+      for (const JsonMember &M : Params->Members) {
+        const JsonValue &V = M.Value;
+        std::string Text;
+        if (V.isNumber())
+          Text = Decimal(V.number());
+        else if (V.Kind == JsonKind::Bool)
+          Text = V.Bool ? "true" : "false";
+        else if (V.Kind == JsonKind::String && M.Key == "warmup_type")
+          Text = V.Str;
+        else if (V.Kind == JsonKind::String)
+          return settingError("scheduler.params." + M.Key + " is \"" + V.Str +
+                              "\"; give a number (dsc resolve fills "
+                              "\"auto\" the way the HF Trainer does)");
+        else
+          continue; // Lists (per-group rates): one group here.
+        I.SchedulerParams.push_back(M.Key + "=" + Text);
+      }
+    dsc::schedule::Schedule S;
+    if (std::string Problem = S.parse(I.Scheduler, I.SchedulerParams);
+        !Problem.empty() && Problem.find("is not one of") == std::string::npos)
+      return settingError(Problem);
+  }
 
   I.OverlapComm = C.overlapComm().value_or(I.ZeroStage == 3);
   I.ContiguousGradients =

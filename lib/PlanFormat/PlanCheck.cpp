@@ -415,8 +415,13 @@ std::string checkPlan(const Plan &P) {
       Limit = NoIndex;
       StreamOK = In.On == Stream::Comm;
       break;
+    case InstrKind::ClipGradients:
+      Limit = NoIndex;
+      StreamOK = In.On == Stream::Compute || In.On == Stream::Host;
+      break;
     }
-    if (In.Kind != InstrKind::GatherParams && In.Arg >= Limit)
+    if (In.Kind != InstrKind::GatherParams &&
+        In.Kind != InstrKind::ClipGradients && In.Arg >= Limit)
       return Bad("the argument of instruction", I);
     if (!StreamOK)
       return "instruction " + std::to_string(I) + " runs on a stream its "

@@ -64,6 +64,10 @@ const char *categoryColor(plan::Category C) {
     return "#ff9d9a";
   case plan::Category::OffloadStaging:
     return "#79706e";
+  case plan::Category::Inputs:
+    return "#76b7b2";
+  case plan::Category::Constants:
+    return "#d4a6c8";
   }
   return "#bab0ac";
 }
@@ -104,8 +108,8 @@ static Expected<std::unique_ptr<viz::Graph>> build(const plan::Plan &P,
     break;
   }
   if (E)
-    return std::move(E);
-  return std::move(G);
+    return E;
+  return G;
 }
 
 Expected<std::string> planToDot(const plan::Plan &P, const DrawOptions &O) {

@@ -117,6 +117,8 @@ std::string ScheduleDrawer::whatOf(const plan::Instruction &In,
     return "optimizer step";
   case plan::InstrKind::GatherParams:
     return "all-gather parameters";
+  case plan::InstrKind::ClipGradients:
+    return "clip gradients";
   case plan::InstrKind::Transfer: {
     const plan::Transfer &T = P.Transfers[In.Arg];
     return std::string(plan::enumName(T.Kind)) + " " + plan::enumName(T.What);

@@ -480,6 +480,9 @@ void Executor::issue(uint32_t Index, uint32_t Step) {
   case plan::InstrKind::Transfer:
     transfer(In.Arg, In.Micro, S);
     break;
+  case plan::InstrKind::ClipGradients:
+    clipGradients(S, In.On == plan::Stream::Host);
+    break;
   }
   mark(Finish[Index], S);
   if (Lean && Done[Index])
@@ -492,7 +495,8 @@ void Executor::setStepValues(uint32_t Step) {
   AdamW A = adamwFor(P.Settings, Step, Error);
   if (!Error.empty())
     fatalError(Error);
-  *HostStep = {Step, A.BiasCorrection1, A.BiasCorrection2};
+  *HostStep = {Step,   A.Lr, A.Beta1, A.Beta2, A.BiasCorrection1,
+               A.BiasCorrection2, 1.0f};
 }
 
 void Executor::launchLeanStep(uint32_t Step) {
@@ -531,6 +535,7 @@ void Executor::runLeanSteps() {
   for (uint32_t K = 1; K <= Options.LeanSteps; ++K) {
     launchLeanStep(Options.Steps + K);
     waitForStep();
+    Clips.push_back(HostStep->Clip);
     float StepMs = 0;
     CHECK_CUDA(cudaEventElapsedTime(&StepMs, StepBegin, StepEnd));
     Ms.push_back(StepMs);
@@ -617,6 +622,7 @@ int Executor::run() {
       fillInputs(Step);
     step(Step);
     waitForStep();
+    Clips.push_back(HostStep->Clip);
     Memory.Peak = std::max(Memory.Peak, usedDeviceMemory());
     StepTiming T = measureStep();
     Timings.push_back(T);

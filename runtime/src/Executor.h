@@ -162,6 +162,10 @@ private:
   void reduce(uint32_t Bucket, uint32_t Micro, cudaStream_t S);
   void optimizerStep(uint32_t SubGroup, uint32_t Step, cudaStream_t S,
                      bool OnHost);
+  /// gradient_clipping: the global norm of the reduced gradients this rank
+  /// owns, summed over ranks, into the step's Clip factor (on the device,
+  /// and in HostStep for the host optimizer and the report).
+  void clipGradients(cudaStream_t S, bool OnHost);
   void transfer(uint32_t Index, uint32_t Micro, cudaStream_t S);
   /// NVMe reads and writes (Swap.cpp); run as host work on stream S.
   bool setUpSwap();
@@ -186,6 +190,10 @@ private:
 
   // Verification (Verify.cpp).
   bool verify(uint32_t Steps);
+  /// The first step's clip factor against the norm of the synthetic
+  /// gradients computed on the host (skipped for models too large to sum
+  /// quickly).
+  bool checkFirstClip();
 
   // Reporting (Report.cpp).
   void report(uint32_t Step, const StepTiming &T);
@@ -329,7 +337,8 @@ private:
   char *Staging = nullptr;
   float *HostLosses = nullptr, *DeviceLosses = nullptr;
   uint32_t LossValue = dsc::plan::NoIndex;
-  std::vector<double> Losses;
+  /// Per step run: the gradient_clipping factor it applied.
+  std::vector<float> Clips;
   MemoryReadings Memory;
   std::vector<StepTiming> Timings;
   bool Failed = false;

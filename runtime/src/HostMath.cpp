@@ -7,6 +7,8 @@
 
 #include "HostMath.h"
 
+#include "dsc/LrSchedule.h"
+
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -29,6 +31,16 @@ AdamW adamwFor(const plan::Info &S, uint32_t Step, std::string &Error) {
       !parseFloat(S.Beta2, A.Beta2) || !parseFloat(S.Epsilon, A.Eps) ||
       !parseFloat(S.WeightDecay, A.WeightDecay))
     Error = "the plan's optimizer settings are not numbers";
+  if (!S.Scheduler.empty()) {
+    dsc::schedule::Schedule Sched;
+    if (std::string Problem = Sched.parse(S.Scheduler, S.SchedulerParams);
+        !Problem.empty())
+      Error = Problem;
+    dsc::schedule::Hyper H = Sched.at(Step, A.Lr, A.Beta1, A.Beta2);
+    A.Lr = float(H.Lr);
+    A.Beta1 = float(H.Beta1);
+    A.Beta2 = float(H.Beta2);
+  }
   A.BiasCorrection1 = float(1.0 - std::pow(double(A.Beta1), double(Step)));
   A.BiasCorrection2 = float(1.0 - std::pow(double(A.Beta2), double(Step)));
   A.GradScale = 1.0f / float(S.WorldSize);

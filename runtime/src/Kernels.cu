@@ -76,8 +76,12 @@ __global__ void unpackUnit(Word *Unit, const Word *Chunks, UnpackTable Table,
 
 __global__ void adamw(float *Master, float *M, float *V, const float *Grad,
                       uint64_t N, AdamW A, const StepValues *Now) {
+  A.Lr = Now->Lr;
+  A.Beta1 = Now->Beta1;
+  A.Beta2 = Now->Beta2;
   A.BiasCorrection1 = Now->BiasCorrection1;
   A.BiasCorrection2 = Now->BiasCorrection2;
+  A.GradScale *= Now->Clip;
   for (uint64_t I = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; I < N;
        I += uint64_t(gridDim.x) * blockDim.x)
     adamwUpdate(A, Grad[I], Master[I], M[I], V[I]);
@@ -181,6 +185,64 @@ void launchAdamW(float *Master, float *M, float *V, const float *Grad,
                  cudaStream_t S) {
   if (N)
     adamw<<<blocksFor(N), Threads, 0, S>>>(Master, M, V, Grad, N, A, Now);
+}
+
+/// Each of NormBlocks blocks adds the squares of its grid-stride share of
+/// X to its own partial sum: a fixed order, so the same gradients give the
+/// same norm bit for bit.
+__global__ void sumSquares(const void *X, ElementType T, uint64_t N,
+                           float *Partials) {
+  __shared__ float Warp[Threads / 32];
+  float Sum = 0;
+  for (uint64_t I = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; I < N;
+       I += uint64_t(gridDim.x) * blockDim.x) {
+    float V = loadAs(X, I, T);
+    Sum += V * V;
+  }
+  for (int Offset = 16; Offset > 0; Offset /= 2)
+    Sum += __shfl_down_sync(0xffffffffu, Sum, Offset);
+  if (threadIdx.x % 32 == 0)
+    Warp[threadIdx.x / 32] = Sum;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float Block = 0;
+    for (unsigned W = 0; W < Threads / 32; ++W)
+      Block += Warp[W];
+    Partials[blockIdx.x] += Block;
+  }
+}
+
+__global__ void sumPartials(float *Partials, unsigned Count, float *Out) {
+  float Sum = 0;
+  for (unsigned I = 0; I < Count; ++I) {
+    Sum += Partials[I];
+    Partials[I] = 0; // Ready for the next step.
+  }
+  *Out = Sum;
+}
+
+__global__ void clipFactor(float *SumOfSquares, float Scale, float MaxNorm,
+                           StepValues *Now) {
+  float Norm = sqrtf(*SumOfSquares) * Scale;
+  float Factor = MaxNorm / (Norm + 1e-6f);
+  Now->Clip = Factor < 1.0f ? Factor : 1.0f;
+  *SumOfSquares = Norm; // Read back for the step's report.
+}
+
+void launchSumSquares(const void *X, ElementType T, uint64_t N,
+                      float *Partials, unsigned Blocks, cudaStream_t S) {
+  if (N)
+    sumSquares<<<Blocks, Threads, 0, S>>>(X, T, N, Partials);
+}
+
+void launchSumPartials(float *Partials, unsigned Blocks, float *Out,
+                       cudaStream_t S) {
+  sumPartials<<<1, 1, 0, S>>>(Partials, Blocks, Out);
+}
+
+void launchClipFactor(float *SumOfSquares, float Scale, float MaxNorm,
+                      StepValues *Now, cudaStream_t S) {
+  clipFactor<<<1, 1, 0, S>>>(SumOfSquares, Scale, MaxNorm, Now);
 }
 
 void launchInitWeights(void *Params, ElementType T, float *Master,

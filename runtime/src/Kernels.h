@@ -51,6 +51,20 @@ void launchAdamW(float *Master, float *M, float *V, const float *Grad,
                  uint64_t N, const AdamW &A, const StepValues *Now,
                  cudaStream_t S);
 
+/// Adds the squares of X's N elements into Partials, one sum per block
+/// (Blocks of them), in a fixed order.
+void launchSumSquares(const void *X, ElementType T, uint64_t N,
+                      float *Partials, unsigned Blocks, cudaStream_t S);
+/// Out = the sum of the partials, which go back to zero.
+void launchSumPartials(float *Partials, unsigned Blocks, float *Out,
+                       cudaStream_t S);
+/// From the sum of squares of the reduced gradients: the norm of the
+/// gradient the optimizer sees (Scale: 1 / world size) replaces the sum,
+/// and Now->Clip becomes MaxNorm / (norm + 1e-6) when that is below 1,
+/// else 1 (torch's clip_grad_norm_, DeepSpeed's clip).
+void launchClipFactor(float *SumOfSquares, float Scale, float MaxNorm,
+                      StepValues *Now, cudaStream_t S);
+
 /// The initial weights of elements [ElemBase, ElemBase + N) of Tensor:
 /// Params in type T when given and, when Master is given, the fp32 master
 /// copy (the weight rounded through T).

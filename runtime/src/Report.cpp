@@ -5,6 +5,7 @@
 #include "Calibration.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <string>
 #include <unistd.h>
@@ -85,12 +86,18 @@ void Executor::report(uint32_t Step, const StepTiming &T) {
     double Loss0 = stepLoss();
     uint64_t StepTokens = uint64_t(P.Settings.GradAccum) * P.Settings.WorldSize *
                           P.Values[P.Training.Targets[0]].Elems;
-    char Line[160];
-    snprintf(Line, sizeof(Line), " loss %.4f, %.0f tokens/s,", Loss0,
+    bool Clipping = std::strtod(P.Settings.GradientClipping.c_str(), nullptr) > 0;
+    double Norm = Clipping ? HostLosses[P.Settings.GradAccum] : -1;
+    char Line[200], NormText[48] = "";
+    if (Clipping)
+      snprintf(NormText, sizeof(NormText), " grad norm %.3f,", Norm);
+    snprintf(Line, sizeof(Line), " loss %.4f, lr %.3g,%s %.0f tokens/s,", Loss0,
+             double(HostStep->Lr), NormText,
              T.StepMs > 0 ? StepTokens / (T.StepMs / 1e3) : 0.0);
     Loss = Line;
-    snprintf(Line, sizeof(Line), "\"loss\":%.6f,\"tokens\":%llu,", Loss0,
-             (unsigned long long)StepTokens);
+    snprintf(Line, sizeof(Line),
+             "\"loss\":%.6f,\"lr\":%.6g,\"grad_norm\":%.6g,\"tokens\":%llu,",
+             Loss0, double(HostStep->Lr), Norm, (unsigned long long)StepTokens);
     LossJson = Line;
   }
   if (Process.Rank == 0) {

@@ -15,7 +15,9 @@
 #include "NcclGroup.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
 
 namespace plan = dsc::plan;
 
@@ -185,6 +187,75 @@ void Executor::gatherUnit(uint32_t U, cudaStream_t S) {
   Flush();
 }
 
+void Executor::clipGradients(cudaStream_t S, bool OnHost) {
+  plan::ScratchLayout SL =
+      plan::scratchLayout(P.Program.size(), P.Settings.GradAccum);
+  float *Scratch = reinterpret_cast<float *>(device("scratch"));
+  float *Sum = Scratch + SL.Norm, *Partials = Scratch + SL.Partials;
+  unsigned Blocks = unsigned(plan::ScratchLayout::NormBlocks);
+  unsigned PB = elementBytes(L.Param);
+  float MaxNorm = float(std::strtod(P.Settings.GradientClipping.c_str(), nullptr));
+  if (OnHost) {
+    // The gradients are on the host: summed there by the host stream, in
+    // fixed chunks added in order (the same gradients, the same norm); only
+    // the sum travels. HostStep->Clip holds it until the factor replaces it.
+    float *HostSum = &HostStep->Clip;
+    uint64_t N = P.Layout.PartitionElems;
+    unsigned Threads = Options.HostThreads;
+    onHost(S, CurrentInstruction, [=] {
+      const char *Grads = L.Stage < 3 ? host("grads_fp32")
+                                      : host("grads_partition");
+      ElementType T = L.Stage < 3 ? ElementType::F32 : L.GradAccum;
+      constexpr unsigned Chunks = 64;
+      std::vector<double> Part(Chunks, 0.0);
+      auto Work = [&](unsigned First) {
+        for (unsigned C = First; C < Chunks; C += Threads)
+          for (uint64_t I = N * C / Chunks; I < N * (C + 1) / Chunks; ++I) {
+            double V = loadAs(Grads, I, T);
+            Part[C] += V * V;
+          }
+      };
+      std::vector<std::thread> Pool;
+      for (unsigned K = 1; K < std::min(Threads, Chunks); ++K)
+        Pool.emplace_back(Work, K);
+      Work(0);
+      for (std::thread &Th : Pool)
+        Th.join();
+      double Total = 0;
+      for (double V : Part)
+        Total += V;
+      *HostSum = float(Total);
+    });
+    CHECK_CUDA(cudaMemcpyAsync(Sum, HostSum, sizeof(float),
+                               cudaMemcpyHostToDevice, S));
+  } else {
+    if (L.Stage == 0) {
+      launchSumSquares(device("grads16"), L.Param, P.Layout.FlatElems,
+                       Partials, Blocks, S);
+    } else if (L.Stage == 1) {
+      uint64_t Real = std::min(L.PartitionEnd, P.Layout.FlatElems);
+      if (Real > L.PartitionBegin)
+        launchSumSquares(device("grads16") + L.PartitionBegin * PB, L.Param,
+                         Real - L.PartitionBegin, Partials, Blocks, S);
+    } else if (L.Stage == 2) {
+      for (const OwnedRange &O : L.Owned)
+        launchSumSquares(device("grads16_partition") +
+                             (L.gradPartitionOffset(O.Tensor) + O.Begin) * PB,
+                         L.Param, O.End - O.Begin, Partials, Blocks, S);
+    } else {
+      launchSumSquares(device("grads_partition"), L.GradAccum,
+                       P.Layout.PartitionElems, Partials, Blocks, S);
+    }
+    launchSumPartials(Partials, Blocks, Sum, S);
+  }
+  // Stage 0 ranks hold every gradient; the others sum their partitions.
+  if (L.Stage > 0 && L.World > 1)
+    CHECK_NCCL(ncclAllReduce(Sum, Sum, 1, ncclFloat32, ncclSum, Comm, S));
+  launchClipFactor(Sum, 1.0f / float(L.World), MaxNorm, DeviceStep, S);
+  CHECK_CUDA(cudaMemcpyAsync(&HostStep->Clip, &DeviceStep->Clip, sizeof(float),
+                             cudaMemcpyDeviceToHost, S));
+}
+
 void Executor::optimizerStep(uint32_t G, uint32_t Step, cudaStream_t S,
                              bool OnHost) {
   std::string Error;
@@ -210,8 +281,10 @@ void Executor::optimizerStep(uint32_t G, uint32_t Step, cudaStream_t S,
         Grads = host("grads_partition") + Lo * GB;
         GradType = L.GradAccum;
       }
+      AdamW Now = A;
+      Now.GradScale *= HostStep->Clip; // This step's, read back by now.
       HostAdamNanos[I] = nanosToRun([&] {
-        hostAdamW(A, Grads, GradType, H.Master, H.M, H.V, N,
+        hostAdamW(Now, Grads, GradType, H.Master, H.M, H.V, N,
                   Options.HostThreads);
       });
       if (P.Settings.ParamOffload != plan::OffloadDevice::CPU)

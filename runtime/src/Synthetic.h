@@ -61,7 +61,12 @@ struct AdamW {
 /// step (a CUDA graph) serves every step.
 struct StepValues {
   uint32_t Step;
+  /// The scheduler's rate and betas for this step, their bias corrections.
+  float Lr, Beta1, Beta2;
   float BiasCorrection1, BiasCorrection2;
+  /// gradient_clipping's factor on the gradient (1 when the norm is within
+  /// the limit), written by the step's clip-gradients instruction.
+  float Clip;
 };
 
 DSRUN_HD void adamwUpdate(const AdamW &A, float Grad, float &Param, float &M,

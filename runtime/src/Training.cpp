@@ -254,7 +254,9 @@ void Executor::readLosses(cudaStream_t S) {
   if (P.Settings.WorldSize > 1)
     CHECK_NCCL(ncclAllReduce(DeviceLosses, DeviceLosses, GAS, ncclFloat32,
                              ncclSum, Comm, S));
-  CHECK_CUDA(cudaMemcpyAsync(HostLosses, DeviceLosses, GAS * sizeof(float),
+  // The losses, and after them the gradient norm clip-gradients left.
+  CHECK_CUDA(cudaMemcpyAsync(HostLosses, DeviceLosses,
+                             (GAS + 1) * sizeof(float),
                              cudaMemcpyDeviceToHost, S));
 }
 

@@ -65,6 +65,46 @@ std::vector<char> download(const char *Source, uint64_t Bytes, bool OnDevice) {
 
 } // namespace
 
+bool Executor::checkFirstClip() {
+  const plan::Info &S = P.Settings;
+  double MaxNorm = std::strtod(S.GradientClipping.c_str(), nullptr);
+  if (MaxNorm <= 0 || Clips.empty())
+    return true;
+  uint64_t Work = 0;
+  for (const plan::Tensor &X : P.Tensors)
+    if (X.Role == plan::TensorRole::Trainable)
+      Work += X.Elems * S.GradAccum * S.WorldSize;
+  if (Work > (uint64_t(1) << 27)) {
+    if (Process.Rank == 0)
+      fprintf(stderr, "dsrun --verify: the gradient norm is not recomputed "
+                      "on the host for a model this large\n");
+    return true;
+  }
+  // The first step's gradient of each element: its synthetic values summed
+  // over micro steps and ranks, divided by the world size.
+  double Sum = 0;
+  for (uint32_t T = 0; T < P.Tensors.size(); ++T) {
+    if (P.Tensors[T].Role != plan::TensorRole::Trainable)
+      continue;
+    for (uint64_t E = 0; E < P.Tensors[T].Elems; ++E) {
+      double G = 0;
+      for (uint32_t M = 0; M < S.GradAccum; ++M)
+        for (uint32_t R = 0; R < S.WorldSize; ++R)
+          G += syntheticGrad(R, 1, M, T, E);
+      Sum += G * G;
+    }
+  }
+  double Norm = std::sqrt(Sum) / S.WorldSize;
+  double Want = std::min(1.0, MaxNorm / (Norm + 1e-6));
+  if (std::fabs(Clips[0] - Want) > 1e-4 * Want) {
+    fprintf(stderr, "dsrun --verify: rank %d: step 1 clipped the gradient by "
+                    "%.7g; its norm %.7g and gradient_clipping %g make %.7g\n",
+            Process.Rank, Clips[0], Norm, MaxNorm, Want);
+    return false;
+  }
+  return true;
+}
+
 bool Executor::verify(uint32_t Steps) {
   cudaDeviceSynchronize();
   const plan::Info &S = P.Settings;
@@ -75,6 +115,13 @@ bool Executor::verify(uint32_t Steps) {
                        unsigned(std::max(1, Process.WorldSize))));
   std::string ScheduleError;
   std::vector<AdamW> Schedule = adamwSchedule(S, Steps, ScheduleError);
+  // gradient_clipping: the factor each step applied, as the device found
+  // it (the norm itself is checked below), so that the update is compared
+  // bit for bit.
+  for (uint32_t K = 0; K < Steps && K < Clips.size(); ++K)
+    Schedule[K].GradScale *= Clips[K];
+  if (!checkFirstClip())
+    return false;
   unsigned PB = elementBytes(L.Param);
   auto Fail = [&](const Mismatch &M) {
     fprintf(stderr,
