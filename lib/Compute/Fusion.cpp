@@ -13,6 +13,8 @@
 
 #include <cmath>
 
+#include <map>
+
 using namespace llvm;
 
 namespace dsc::compute {
@@ -188,7 +190,8 @@ MaskKind classifyMask(const HostTensor &M, const Shape &Scores) {
     for (int64_t H = 0; H < Hs; ++H)
       for (int64_t I = 0; I < T; ++I)
         for (int64_t J = 0; J < S; ++J) {
-          double V = X.at(std::vector<int64_t>{B, H, I, J});
+          int64_t Index[4] = {B, H, I, J};
+          double V = X.at(Index);
           Zero &= V == 0;
           Causal &= J <= I ? V == 0 : V <= -1e30;
           if (!Zero && !Causal)
@@ -197,7 +200,11 @@ MaskKind classifyMask(const HostTensor &M, const Shape &Scores) {
   return Zero ? MaskKind::None : Causal ? MaskKind::Causal : MaskKind::Other;
 }
 
-Error fuseOneAttention(Graph &G, uint32_t Index, bool &Fused) {
+/// Every layer adds the same mask: it is classified once.
+using MaskKinds = std::map<std::pair<const HostTensor *, Shape>, MaskKind>;
+
+Error fuseOneAttention(Graph &G, uint32_t Index, bool &Fused,
+                       MaskKinds &Kinds) {
   Matcher M(G);
   const Node &PV = G.Nodes[Index];
   ValueId Out = PV.Outputs[0];
@@ -253,7 +260,11 @@ Error fuseOneAttention(Graph &G, uint32_t Index, bool &Fused) {
     if (!broadcastShapes(G.Values[Bias].Dims, Sc) ||
         *broadcastShapes(G.Values[Bias].Dims, Sc) != Sc)
       return Error::success();
-    switch (classifyMask(*G.Values[Bias].Data, Sc)) {
+    const HostTensor *Mask = G.Values[Bias].Data.get();
+    auto [It, New] = Kinds.insert({{Mask, Sc}, MaskKind::None});
+    if (New)
+      It->second = classifyMask(*Mask, Sc);
+    switch (It->second) {
     case MaskKind::None:
       break;
     case MaskKind::Causal:
@@ -274,9 +285,10 @@ Error fuseOneAttention(Graph &G, uint32_t Index, bool &Fused) {
 
 Error fuseAttention(Graph &G, const PipelineOptions &) {
   bool Any = false;
+  MaskKinds Kinds;
   for (uint32_t I = 0, E = G.Nodes.size(); I < E; ++I)
     if (!G.Nodes[I].Dead && G.Nodes[I].Op == "MatMul")
-      if (Error Err = fuseOneAttention(G, I, Any))
+      if (Error Err = fuseOneAttention(G, I, Any, Kinds))
         return Err;
   return Any ? finish(G) : Error::success();
 }

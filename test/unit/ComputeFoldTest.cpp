@@ -1,0 +1,71 @@
+//===- ComputeFoldTest.cpp - Folding large masks from small inputs --------===//
+//
+// A real export builds its attention mask per batch row from position ids:
+// [B, 1, T, 1] == [B, 1, 1, T] gives [B, 1, T, T]. When every row of the
+// inputs holds the same values, folding computes one row and returns it
+// broadcast (stride 0 along the batch), with the same elements as the full
+// computation; when the rows differ, it computes them all.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dsc/Compute/Ops.h"
+
+#include <gtest/gtest.h>
+
+using namespace dsc::compute;
+using dsc::plan::DType;
+
+namespace {
+
+HostTensor ids(int64_t B, int64_t T, bool RowsDiffer, bool Column) {
+  std::vector<int64_t> V;
+  for (int64_t R = 0; R < B; ++R)
+    for (int64_t I = 0; I < T; ++I)
+      V.push_back(I / 3 + (RowsDiffer ? R : 0)); // Documents of 3 tokens.
+  Shape S = Column ? Shape{B, 1, T, 1} : Shape{B, 1, 1, T};
+  return HostTensor::fromInts(DType::I64, S, std::move(V));
+}
+
+HostTensor foldEqual(const HostTensor &A, const HostTensor &B) {
+  Graph G;
+  ValueId X = G.addConstant(A), Y = G.addConstant(B);
+  auto Out = G.addNode("Equal", {X, Y}, {}, 1);
+  EXPECT_TRUE(bool(Out));
+  if (!Out) {
+    llvm::consumeError(Out.takeError());
+    return {};
+  }
+  std::vector<HostTensor> R;
+  llvm::Error E = evaluate(G, G.Nodes.back(),
+                           {G.Values[X].Data.get(), G.Values[Y].Data.get()}, R);
+  EXPECT_FALSE(bool(E));
+  llvm::consumeError(std::move(E));
+  return R.at(0);
+}
+
+} // namespace
+
+TEST(ComputeFold, SameRowsFoldOnceAndBroadcast) {
+  const int64_t B = 16, T = 128; // 262,144 elements: worth compacting.
+  HostTensor M = foldEqual(ids(B, T, false, true), ids(B, T, false, false));
+  ASSERT_EQ(M.shape(), (Shape{B, 1, T, T}));
+  EXPECT_EQ(M.strides()[0], 0); // One row of storage.
+  for (int64_t R : {int64_t(0), B - 1})
+    for (int64_t I : {int64_t(0), int64_t(5), T - 1})
+      for (int64_t J : {int64_t(0), int64_t(4), T - 1}) {
+        int64_t Index[4] = {R, 0, I, J};
+        EXPECT_EQ(M.at(Index), I / 3 == J / 3 ? 1.0 : 0.0);
+      }
+}
+
+TEST(ComputeFold, DifferentRowsAreComputedEach) {
+  const int64_t B = 16, T = 128;
+  HostTensor Col = ids(B, T, true, true), Row = ids(B, T, false, false);
+  HostTensor M = foldEqual(Col, Row);
+  EXPECT_NE(M.strides()[0], 0);
+  // Row 2's documents are shifted by 2: token 6 (document 4) meets token 12.
+  int64_t Index[4] = {2, 0, 6, 12};
+  EXPECT_EQ(M.at(Index), 1.0);
+  int64_t Other[4] = {0, 0, 6, 12};
+  EXPECT_EQ(M.at(Other), 0.0);
+}
