@@ -17,6 +17,8 @@ config.environment["PATH"] = path
 config.environment["LC_ALL"] = "C"
 config.substitutions.append(("%dsc_src", config.dsc_src_root))
 config.substitutions.append(("%python", config.python_executable))
+# The PyTorch exports of test/Compute/Inputs, unzipped by the build.
+config.substitutions.append(("%compute_inputs", config.compute_inputs))
 # dsrun is built where a CUDA compiler is found; its CPU-side errors are
 # tested wherever it exists.
 if os.path.exists(os.path.join(config.dsc_tools_dir, "dsrun")):

@@ -9,6 +9,7 @@
 #include "Commands.h"
 
 #include "dsc/Compute/Import.h"
+#include "dsc/Compute/Ops.h"
 #include "dsc/Compute/Passes.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -25,8 +26,9 @@ cl::SubCommand LowerCommand("lower",
                             "Lower an ONNX model to the compute IR and "
                             "print it (forward, loss, backward)");
 
+// Optional for --list-passes, which needs no model; runLower asks for it.
 static cl::opt<std::string> ModelPath(cl::Positional, cl::desc("<model.onnx>"),
-                                      cl::Required, cl::sub(LowerCommand));
+                                      cl::sub(LowerCommand));
 static cl::opt<int64_t> Batch("batch", cl::desc("The micro batch"),
                               cl::init(1), cl::sub(LowerCommand));
 static cl::opt<int64_t> SeqLen("seq-len",
@@ -63,6 +65,10 @@ static cl::opt<std::string> StopAfter("stop-after",
 static cl::opt<bool> ListPasses("list-passes",
                                 cl::desc("List the compute passes"),
                                 cl::sub(LowerCommand));
+static cl::opt<bool> ListOps("list-ops",
+                             cl::desc("List the operators dsc lowers, with "
+                                      "their gradients (a markdown table)"),
+                             cl::sub(LowerCommand));
 
 int runLower() {
   if (ListPasses) {
@@ -71,6 +77,31 @@ int runLower() {
       outs() << P.Name << (P.Fusion ? " (fusion)" : "") << "  " << P.Summary
              << "\n";
     return ExitClean;
+  }
+  if (ListOps) {
+    // The registry is the one source of truth: docs/compute.md's table is
+    // this output.
+    outs() << "| operator | kind | gradient | computes |\n"
+           << "| --- | --- | --- | --- |\n";
+    for (const compute::OpDef *D : compute::allOps()) {
+      const char *Kind = D->Flags & compute::Elementwise ? "elementwise"
+                         : D->Flags & compute::ViewOp    ? "view"
+                                                         : "other";
+      bool Backward = StringRef(D->Name).endswith("Grad");
+      const char *Grad =
+          D->Grad                          ? "rule"
+          : Backward                       ? "(a backward op)"
+          : D->Flags & compute::NoGradient ? "none (not differentiable)"
+                                           : "none: folded or an error";
+      outs() << "| `" << D->Name << "` | " << Kind << " | " << Grad << " | "
+             << D->Summary << " |\n";
+    }
+    return ExitClean;
+  }
+  if (ModelPath.empty()) {
+    WithColor::error(errs(), "dsc lower")
+        << "no model: dsc lower model.onnx [--batch N --seq-len N]\n";
+    return ExitUsage;
   }
   compute::ImportOptions Import;
   if (!parseDimBindings(Dims, Import.Dims, "dsc lower"))
