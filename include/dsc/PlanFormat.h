@@ -621,9 +621,14 @@ struct CategoryBytes {
 struct FixedCost {
   std::string Name;
   uint64_t Bytes = 0;
+  /// Where the figure comes from: "measured ..." (dsrun on this GPU kind,
+  /// shipped with dsc), "calibrated" (--calibration), "modelled ..." or
+  /// "assumed".
+  std::string Basis;
   template <class V> void visit(V &&F) {
     F("name", Name);
     F("bytes", Bytes);
+    F("basis", Basis);
   }
 };
 

@@ -84,6 +84,22 @@ struct Preset {
 // 790 TF/s bf16 matmul was measured on the project machine (anchors §6);
 // the others are ~75 % of the vendor's dense peak, the same ratio. Memory
 // rates are ~80 % of the vendor's figure.
+/// Device memory outside the arena that dsrun measured (cudaMemGetInfo
+/// after each stage of its set-up; runtime/calibration/ and the training
+/// runs of docs/training.md), CUDA 13, NCCL 2.28.3 at its defaults with
+/// NVLS off, lazy module loading.
+struct MeasuredFixed {
+  StringRef Gpu;
+  uint64_t Context, Cublas, Nccl1, Nccl2;
+  StringRef When;
+};
+const MeasuredFixed Measured[] = {
+    {"H100-80GB", 552402944, 75497472, 610271232, 0,
+     "dsrun on an H100, 2026-11-23"},
+    {"H200", 552402944, 75497472, 603979776, 899678208,
+     "dsrun on 1 and 2 NVLink H200s, 2026-11-22"},
+};
+
 const Preset Presets[] = {
     {"H100-80GB", 79 * GiB + 647 * MiB, 740 * TF, 2680 * GB,
      MeasuredNvlinkBusBandwidth},
@@ -105,9 +121,20 @@ std::optional<HardwareProfile> hardwarePreset(StringRef Name) {
     // "h100" names the 80 GB part; "h100-80gb" and "h100_80gb" too.
     std::string Short = StringRef(Have).split('-').first.str();
     std::replace(Want.begin(), Want.end(), '_', '-');
-    if (Want == Have || Want == Short)
-      return make(P.Name, P.MemoryBytes, P.DenseFlops, P.MemoryBandwidth,
-                  P.BusBandwidth);
+    if (Want == Have || Want == Short) {
+      HardwareProfile H = make(P.Name, P.MemoryBytes, P.DenseFlops,
+                               P.MemoryBandwidth, P.BusBandwidth);
+      for (const MeasuredFixed &M : Measured)
+        if (M.Gpu == P.Name) {
+          H.CudaContextBytes = M.Context;
+          H.CublasWorkspaceBytes = M.Cublas;
+          H.NcclMeasured[1] = M.Nccl1;
+          H.NcclMeasured[2] = M.Nccl2;
+          H.MeasuredOn = M.When.str();
+          H.ContextBasis = H.CublasBasis = "measured: " + M.When.str();
+        }
+      return H;
+    }
   }
   return std::nullopt;
 }
@@ -184,22 +211,50 @@ Error applyCalibration(HardwareProfile &H, StringRef Text, StringRef Path) {
   Calibration C{Copy.Figures, Copy};
   if (Error E = readYAMLInto(C, Text, Path, "a YAML mapping"))
     return E;
+  std::string Calibrated = "calibrated: " + Path.str();
+  if (Copy.CudaContextBytes != H.CudaContextBytes)
+    Copy.ContextBasis = Calibrated;
+  if (Copy.CublasWorkspaceBytes != H.CublasWorkspaceBytes)
+    Copy.CublasBasis = Calibrated;
   H = Copy;
   return Error::success();
 }
 
 std::vector<plan::FixedCost> fixedCosts(const HardwareProfile &H,
-                                        uint32_t WorldSize) {
+                                        uint32_t WorldSize,
+                                        uint32_t GpusPerNode) {
   std::vector<plan::FixedCost> Costs = {
-      {"cuda_context", H.CudaContextBytes},
-      {"cublas_workspace", H.CublasWorkspaceBytes}};
-  // A ring needs a send and a receive buffer per channel for each of its
-  // two neighbours; one rank alone needs no communicator buffers.
-  if (H.NcclBytes)
-    Costs.push_back({"nccl_buffers", H.NcclBytes});
-  else if (WorldSize > 1)
-    Costs.push_back({"nccl_buffers", H.NcclChannels * H.NcclBufferBytes * 2 *
-                                         (WorldSize > 2 ? 2 : 1)});
+      {"cuda_context", H.CudaContextBytes, H.ContextBasis},
+      {"cublas_workspace", H.CublasWorkspaceBytes, H.CublasBasis}};
+  uint32_t Local = std::min(WorldSize, std::max(1u, GpusPerNode));
+  bool Nodes = WorldSize > Local;
+  const uint64_t *M = H.NcclMeasured;
+  if (H.NcclBytes) {
+    Costs.push_back({"nccl_buffers", H.NcclBytes, "calibrated"});
+  } else if (M[1] && (WorldSize == 1 || (Local == 2 && !Nodes && M[2]))) {
+    Costs.push_back({"nccl_buffers", WorldSize == 1 ? M[1] : M[2],
+                     "measured: " + H.MeasuredOn});
+  } else if (M[1]) {
+    // NCCL's own state and kernels (the one-rank figure), plus the
+    // buffers of its peers: each channel receives from one ring neighbour
+    // on the node (the 2-rank measurement's difference; the H200's where
+    // this GPU has none), and one more across nodes.
+    uint64_t Peer = M[2] ? M[2] - M[1] : 899678208ull - 603979776ull;
+    Costs.push_back({"nccl_buffers", M[1] + Peer * (Nodes ? 2 : 1),
+                     "modelled: the 1-rank measurement plus one peer's "
+                     "buffers" +
+                         std::string(Nodes ? " on the node and one across "
+                                             "nodes"
+                                           : "") +
+                         " (" + H.MeasuredOn + ")"});
+  } else if (WorldSize > 1) {
+    // A ring needs a send and a receive buffer per channel for each of its
+    // two neighbours; one rank alone needs no communicator buffers.
+    Costs.push_back({"nccl_buffers",
+                     H.NcclChannels * H.NcclBufferBytes * 2 *
+                         (WorldSize > 2 ? 2 : 1),
+                     "assumed: channels x NCCL_BUFFSIZE x neighbours"});
+  }
   return Costs;
 }
 

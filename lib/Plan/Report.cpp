@@ -181,6 +181,18 @@ void printEstimateText(raw_ostream &OS, const plan::Plan &P) {
   if (R.HostPeakBytes)
     OS << formatv("  host: {0} ({1} pinned)\n", formatBytes(R.HostPeakBytes),
                   formatBytes(R.HostPinnedBytes));
+  // Where each fixed cost comes from, the costs of one basis together.
+  std::vector<std::pair<std::string, std::string>> Bases;
+  for (const plan::FixedCost &F : P.Estimates.Fixed) {
+    auto It = llvm::find_if(Bases, [&](auto &B) { return B.first == F.Basis; });
+    if (It == Bases.end())
+      Bases.push_back({F.Basis, F.Name});
+    else
+      It->second += ", " + F.Name;
+  }
+  for (auto &[Basis, Names] : Bases)
+    if (!Basis.empty())
+      OS << "  " << Names << ": " << Basis << "\n";
   const plan::DeepSpeedEstimate &D = P.Estimates.DeepSpeed;
   OS << formatv("\nDeepSpeed's own estimate: {0} per GPU, {1} host per node "
                 "({2})\n",

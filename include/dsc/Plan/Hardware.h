@@ -32,6 +32,12 @@ struct HardwareProfile {
   /// Measured NCCL memory per rank (dsrun --calibration-out); replaces the
   /// channels x buffers formula when set.
   uint64_t NcclBytes = 0;
+  /// What dsrun measured on this GPU kind, shipped with dsc: NCCL's memory
+  /// per rank with 1 and 2 ranks on the node (0: not measured), and where
+  /// the context and cuBLAS figures come from.
+  uint64_t NcclMeasured[3] = {0, 0, 0};
+  std::string MeasuredOn;
+  std::string ContextBasis = "assumed", CublasBasis = "assumed";
 };
 
 /// The preset for a GPU name (case-insensitive: h100, h100-80gb, h200,
@@ -42,6 +48,13 @@ std::optional<HardwareProfile> hardwarePreset(llvm::StringRef Name);
 HardwareProfile defaultHardware();
 llvm::ArrayRef<llvm::StringRef> hardwarePresetNames();
 
+/// Device memory outside the arena for each rank: the CUDA context,
+/// cuBLAS's workspace and NCCL's buffers, each with its basis (measured,
+/// calibrated, modelled or assumed).
+std::vector<plan::FixedCost> fixedCosts(const HardwareProfile &H,
+                                        uint32_t WorldSize,
+                                        uint32_t GpusPerNode);
+
 /// "80GiB", "80GB", "81920MiB", "1.5TiB" or a plain byte count.
 llvm::Expected<uint64_t> parseByteSize(llvm::StringRef Text);
 
@@ -51,10 +64,6 @@ llvm::Expected<uint64_t> parseByteSize(llvm::StringRef Text);
 /// nccl_buffer_bytes, nccl_bytes (what dsrun --calibration-out writes).
 llvm::Error applyCalibration(HardwareProfile &H, llvm::StringRef Text,
                              llvm::StringRef Path);
-
-/// The fixed device costs of one rank in a job of WorldSize ranks.
-std::vector<plan::FixedCost> fixedCosts(const HardwareProfile &H,
-                                        uint32_t WorldSize);
 
 } // namespace dsc
 
