@@ -23,3 +23,6 @@ config.substitutions.append(("%compute_inputs", config.compute_inputs))
 # tested wherever it exists.
 if os.path.exists(os.path.join(config.dsc_tools_dir, "dsrun")):
     config.available_features.add("dsrun")
+# Messages for a machine without a GPU are tested only on one.
+if os.path.exists("/dev/nvidia0"):
+    config.available_features.add("gpu")

@@ -24,6 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Cli.h"
 #include "Agreement.h"
 #include "Collectives.h"
 #include "Gemms.h"
@@ -486,17 +487,21 @@ static int writeWorkload(const dsc::plan::Plan &P, const std::string &Path) {
   return 0;
 }
 
+static const char *const BenchUsage =
+    "usage: dsrun-bench -n PROCESSES [--plan plan.bin] [--comm-min-ctas N]\n"
+    "       dsrun-bench --plan plan.bin --workload FILE\n"
+    "Raw NCCL and copy bandwidth; with --plan, the plan's own NCCL calls\n"
+    "and copies (docs/runtime.md); with --workload, the plan's GEMMs and\n"
+    "NCCL calls written for runtime/bench/torch_peer.py.\n";
+
 static int benchUsage(const char *Message) {
-  fprintf(stderr,
-          "dsrun-bench: %s\n"
-          "usage: dsrun-bench -n PROCESSES [--plan plan.bin] "
-          "[--comm-min-ctas N]\n"
-          "       dsrun-bench --plan plan.bin --workload FILE\n",
-          Message);
+  fprintf(stderr, "dsrun-bench: %s\n%s", Message, BenchUsage);
   return 2;
 }
 
 static int bench(int argc, char **argv) {
+  if (helpOrVersion(argc, argv, "dsrun-bench", BenchUsage))
+    return 0;
   std::string PlanPath, WorkloadPath;
   int Processes = 0, MinCTAs = 0;
   for (int I = 1; I < argc; ++I) {
@@ -554,8 +559,12 @@ static int bench(int argc, char **argv) {
     fprintf(stderr, "dsrun-bench: %s\n", Error.c_str());
     return 2;
   }
-  int Devices = 0;
-  CHECK(cudaGetDeviceCount(&Devices));
+  std::string NoDevice;
+  int Devices = cudaDevices(NoDevice);
+  if (!Devices) {
+    fprintf(stderr, "dsrun-bench: %s\n", NoDevice.c_str());
+    return 1;
+  }
   CHECK(cudaSetDevice(Me->LocalRank % Devices));
   ncclUniqueId Id;
   std::string Blob;

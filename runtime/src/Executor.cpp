@@ -2,6 +2,8 @@
 
 #include "Executor.h"
 
+#include "Cli.h"
+
 #include "HostMath.h"
 #include "Kernels.h"
 #include "NcclGroup.h"
@@ -192,10 +194,10 @@ bool Executor::checkBeforeRunning() {
 }
 
 bool Executor::setUp() {
-  int Devices = 0;
-  CHECK_CUDA(cudaGetDeviceCount(&Devices));
+  std::string NoDevice;
+  int Devices = cudaDevices(NoDevice);
   if (Devices == 0) {
-    fprintf(stderr, "dsrun: no CUDA device\n");
+    fprintf(stderr, "dsrun: rank %d: %s\n", Process.Rank, NoDevice.c_str());
     return false;
   }
   CHECK_CUDA(cudaSetDevice(Process.LocalRank % Devices));
@@ -608,7 +610,7 @@ bool Executor::waitForStep() {
 }
 
 int Executor::run() {
-  if (!checkBeforeRunning() || !setUp())
+  if (!checkBeforeRunning() || (real() && !openTraining()) || !setUp())
     return 1;
   if (Options.DryRun) {
     fprintf(stderr, "dsrun: rank %d ready (dry run)\n", Process.Rank);

@@ -248,7 +248,10 @@ private:
   void gemms(const dsc::plan::Op &Op, bool Backward);
 
   // Real training (Training.cpp).
-  /// Opens the data and the weights and resolves the kernels' operands.
+  /// Opens the data and the weights and checks them against the plan
+  /// (host only, before any GPU work).
+  bool openTraining();
+  /// Uploads the constants and resolves the kernels' operands.
   bool setUpTraining();
   bool real() const { return Options.Compute == RunOptions::ComputeMode::Real; }
   /// The op's kernels; the first op's forward copies the micro step's
@@ -333,7 +336,7 @@ private:
   ModelProgram Model;
   /// Per micro step, per input value: where its bytes go in a step's half
   /// of input_staging.
-  uint64_t MicroInputBytes = 0;
+  uint64_t MicroInputBytes = 0, Seq = 0;
   char *Staging = nullptr;
   float *HostLosses = nullptr, *DeviceLosses = nullptr;
   uint32_t LossValue = dsc::plan::NoIndex;

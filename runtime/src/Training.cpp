@@ -41,12 +41,18 @@ bool inputKind(const std::string &Name, char &Kind) {
 
 } // namespace
 
-bool Executor::setUpTraining() {
+namespace {
+bool failOnRankZero(int Rank, const std::string &Why) {
+  if (Rank == 0)
+    fprintf(stderr, "dsrun: %s\n", Why.c_str());
+  return false;
+}
+} // namespace
+
+bool Executor::openTraining() {
   const plan::Compute &C = P.Training;
   auto Fail = [&](const std::string &Why) {
-    if (Process.Rank == 0)
-      fprintf(stderr, "dsrun: %s\n", Why.c_str());
-    return false;
+    return failOnRankZero(Process.Rank, Why);
   };
   if (!C.Missing.empty())
     return Fail("the plan cannot train: " + C.Missing.front());
@@ -54,20 +60,11 @@ bool Executor::setUpTraining() {
     return Fail("dsrun --data trains causal-lm plans (the next token of a "
                 "token file); this plan's loss is " + C.Loss +
                 ", whose labels a token file does not carry");
-  if (Options.InitPath.empty())
-    return Fail("--data needs --init FILE.safetensors: the model's starting "
-                "weights (an HF model.safetensors of the exported model)");
-  if (Options.Graph)
-    return Fail("--graph on is not available with --data yet: each step's "
-                "tokens are copied from the host as the step is issued");
-  if (Options.Verify)
-    return Fail("--verify checks the synthetic modes exactly; with --data "
-                "compare losses with runtime/bench/torch_reference.py");
   if (LossValue = C.LossValue; LossValue >= P.Values.size())
     return Fail("the plan names no loss value");
 
   // The sample shape, and the largest id the model can read.
-  uint64_t Seq = 0, Rows = 0, Vocab = UINT64_MAX;
+  uint64_t Rows = 0, Vocab = UINT64_MAX;
   for (uint32_t V : C.Inputs) {
     char Kind;
     if (!inputKind(P.Values[V].Name, Kind))
@@ -111,7 +108,21 @@ bool Executor::setUpTraining() {
   Weights = loadWeights(P, Options.InitPath, Error);
   if (!Weights)
     return Fail(Error);
+  // Every trainable tensor gets its gradient from a kernel.
+  for (uint32_t T = 0; T < P.Tensors.size(); ++T)
+    if (P.Tensors[T].Role == plan::TensorRole::Trainable &&
+        L.GradValue[T] == plan::NoIndex)
+      return Fail("tensor " + P.Tensors[T].Name + " is trainable but no "
+                  "kernel computes its gradient (no op reads it); freeze it "
+                  "with dsc plan --freeze");
+  return true;
+}
 
+bool Executor::setUpTraining() {
+  const plan::Compute &C = P.Training;
+  auto Fail = [&](const std::string &Why) {
+    return failOnRankZero(Process.Rank, Why);
+  };
   MicroInputBytes = 0;
   for (const std::vector<uint32_t> *Vs : {&C.Inputs, &C.Targets})
     for (uint32_t V : *Vs)
@@ -137,13 +148,6 @@ bool Executor::setUpTraining() {
                     Work ? Work.Bytes : 0, Cublas);
   if (!Problem.empty())
     return Fail(Problem);
-  // Every trainable tensor gets its gradient from a kernel.
-  for (uint32_t T = 0; T < P.Tensors.size(); ++T)
-    if (P.Tensors[T].Role == plan::TensorRole::Trainable &&
-        L.GradValue[T] == plan::NoIndex)
-      return Fail("tensor " + P.Tensors[T].Name + " is trainable but no "
-                  "kernel computes its gradient (no op reads it); freeze it "
-                  "with dsc plan --freeze");
   if (Process.Rank == 0)
     fprintf(stderr,
             "dsrun: training on %s (%s, %llu tokens: %llu samples of %llu), "
@@ -184,7 +188,6 @@ void Executor::initWeights(void *Params, ElementType T, float *Master,
 void Executor::fillInputs(uint32_t Step) {
   const plan::Compute &C = P.Training;
   uint32_t B = P.Settings.MicroBatch, GAS = P.Settings.GradAccum;
-  uint64_t Seq = P.Values[C.Targets[0]].Elems / B;
   char *Half = Staging + uint64_t(Step % 2) * GAS * MicroInputBytes;
   for (uint32_t M = 0; M < GAS; ++M) {
     char *Out = Half + M * MicroInputBytes;

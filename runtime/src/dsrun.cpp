@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Cli.h"
 #include "Executor.h"
 #include "Launch.h"
 
@@ -17,18 +18,35 @@
 using namespace dsrun;
 namespace plan = dsc::plan;
 
+static const char *const Usage =
+    "usage: dsrun [-n PROCESSES] plan.bin [options]\n"
+    "Runs a plan made by dsc plan: one process per GPU (-n forks them on\n"
+    "this node; under torchrun, srun or mpirun each process joins the job).\n"
+    "\n"
+    "Training (docs/training.md):\n"
+    "  --data TOKENS.bin          nanoGPT or llm.c token file; trains the model\n"
+    "  --init WEIGHTS.safetensors the starting weights (HF model.safetensors)\n"
+    "  --seed N                   data order and dropout (default 1234)\n"
+    "  --save-weights FILE        the trained 16-bit weights, as safetensors\n"
+    "Without --data (docs/runtime.md):\n"
+    "  --compute synthetic|none   GEMMs and known gradients, or gradients only\n"
+    "  --verify                   check every update bit for bit on the host\n"
+    "  --lean-steps N             untimed steps after the measured ones (3)\n"
+    "  --graph on|off             run the lean steps as one CUDA graph\n"
+    "Both:\n"
+    "  --steps N                  steps to run (3)\n"
+    "  --json FILE                one JSON line per step (%r: per rank)\n"
+    "  --calibration-out FILE     write the measured figures for dsc plan\n"
+    "  --nvme-path DIR            where NVMe offload keeps its swap files\n"
+    "  --timeout SECONDS          give up on a stuck step (300)\n"
+    "  --host-threads N           threads of the host optimizer (8)\n"
+    "  --comm-priority high|normal, --comm-sms N, --comm-min-ctas N\n"
+    "                             how collectives share the GPU\n"
+    "  --dry-run                  set up and stop before the first step\n"
+    "  --help, --version\n";
+
 static int usage(const char *Message) {
-  fprintf(stderr,
-          "dsrun: %s\n"
-          "usage: dsrun [-n PROCESSES] plan.bin [--steps N] [--verify] "
-          "[--data TOKENS.bin --init WEIGHTS.safetensors [--seed N] "
-          "[--save-weights FILE]] "
-          "[--compute synthetic|none] [--json FILE] [--calibration-out FILE] "
-          "[--timeout SECONDS] [--host-threads N] [--nvme-path DIR] "
-          "[--comm-priority high|normal] [--comm-sms N] [--comm-min-ctas N] "
-          "[--lean-steps N] [--graph on|off] "
-          "[--dry-run]\n",
-          Message);
+  fprintf(stderr, "dsrun: %s\n%s", Message, Usage);
   return 2;
 }
 
@@ -39,6 +57,8 @@ static bool number(const char *Text, long Min, long Max, long &Out) {
 }
 
 int main(int argc, char **argv) {
+  if (helpOrVersion(argc, argv, "dsrun", Usage))
+    return 0;
   RunOptions Options;
   std::string PlanPath;
   long Processes = 0;
@@ -145,6 +165,16 @@ int main(int argc, char **argv) {
   if (PlanPath.empty())
     return usage("no plan file");
   if (!Options.DataPath.empty()) {
+    if (Options.InitPath.empty())
+      return usage("--data needs --init FILE.safetensors: the model's "
+                   "starting weights (an HF model.safetensors of the "
+                   "exported model)");
+    if (Options.Graph)
+      return usage("--graph on is not available with --data yet: each "
+                   "step's tokens are copied from the host as it is issued");
+    if (Options.Verify)
+      return usage("--verify checks the synthetic modes bit for bit; with "
+                   "--data, compare losses with runtime/bench/train_compare.sh");
     Options.Compute = RunOptions::ComputeMode::Real;
     Options.LeanSteps = 0; // Every step trains and reports its loss.
   } else if (!Options.InitPath.empty() || !Options.SaveWeightsPath.empty()) {
