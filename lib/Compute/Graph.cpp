@@ -109,11 +109,26 @@ Graph::addNode(StringRef Op, std::vector<ValueId> Inputs, Attributes A,
   }
   Nodes.push_back(std::move(N));
   InferContext Ctx{*this, Nodes.back()};
-  if (Error E = Nodes.back().Def->Infer(Ctx)) {
+  Error E = Nodes.back().Def->Infer(Ctx);
+  // A shape no GPU could hold is a broken model (or a broken file), not a
+  // plan: said here, before anything multiplies those dims.
+  for (ValueId V : Nodes.back().Outputs) {
+    if (E)
+      break;
+    for (int64_t D : Values[V].Dims)
+      if (D < 0)
+        E = nodeError(Nodes.back(), "infers a negative dimension for '" +
+                                        Values[V].Name + "'");
+    if (!E && numel(Values[V].Dims) > MaxElements)
+      E = nodeError(Nodes.back(),
+                    "infers " + shapeText(Values[V].Dims) + " for '" +
+                        Values[V].Name + "', more than 2^48 elements");
+  }
+  if (E) {
     // Leave no half-built node behind.
     Nodes.pop_back();
     Values.resize(Values.size() - NumOutputs);
-    return E;
+    return std::move(E);
   }
   return Nodes.back().Outputs;
 }

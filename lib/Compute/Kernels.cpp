@@ -147,7 +147,7 @@ private:
       Kind = plan::ValueKind::Loss;
     if (GradOf[V] >= 0 && GradClaimed.insert(V).second) {
       Kind = plan::ValueKind::ParamGrad;
-      Tensor = O.TensorOf(G.Params[size_t(GradOf[V])]);
+      Tensor = tensorOf(G.Params[size_t(GradOf[V])]);
     }
     uint32_t Id = newValue(X.Name, Kind, Kind == plan::ValueKind::ParamGrad
                                              ? O.Activation
@@ -210,6 +210,10 @@ private:
   /// A parameter's gradient that is a view of another value: copied into
   /// the gradient's own storage.
   void materializeParamGrad(ValueId V);
+  /// The plan tensor of a parameter; NoIndex where the caller maps none.
+  uint32_t tensorOf(const ParamInfo &Param) const {
+    return O.TensorOf ? O.TensorOf(Param) : plan::NoIndex;
+  }
 
   const Graph &G;
   const KernelOptions &O;
@@ -229,7 +233,7 @@ void Selector::materializeParamGrad(ValueId V) {
   const Value &X = G.Values[V];
   uint32_t Id = newValue(X.Name, plan::ValueKind::ParamGrad, O.Activation,
                          uint64_t(numel(X.Dims)),
-                         O.TensorOf(G.Params[size_t(GradOf[V])]));
+                         tensorOf(G.Params[size_t(GradOf[V])]));
   Loc L{Id, 0, contiguousStrides(X.Dims)};
   plan::Kernel K;
   K.Kind = KernelKind::Pointwise;
@@ -594,7 +598,7 @@ Expected<KernelProgram> Selector::run() {
   for (const ParamInfo &Pi : G.Params) {
     const Value &X = G.Values[Pi.Value];
     uint32_t Id = newValue(Pi.Name, plan::ValueKind::Param, O.Activation,
-                           uint64_t(numel(X.Dims)), O.TensorOf(Pi));
+                           uint64_t(numel(X.Dims)), tensorOf(Pi));
     Locs[Pi.Value] = {Id, 0, contiguousStrides(X.Dims)};
     P.ValueOf[Pi.Value] = Id;
   }

@@ -179,7 +179,8 @@ Error inferReshape(InferContext &C) {
     }
     if (D < 0)
       return C.error("has dimension " + Twine(D));
-    Known *= D;
+    if (__builtin_mul_overflow(Known, D, &Known))
+      return C.error("asks for more elements than int64 holds");
     Out.push_back(D);
   }
   int64_t Elems = numel(X);

@@ -10,9 +10,12 @@
 namespace dsc::compute {
 
 int64_t numel(llvm::ArrayRef<int64_t> S) {
+  // Saturating: a product past int64 (a broken model's shape) stays the
+  // largest value, which every size check then refuses.
   int64_t N = 1;
   for (int64_t D : S)
-    N *= D;
+    if (__builtin_mul_overflow(N, D, &N))
+      return INT64_MAX;
   return N;
 }
 

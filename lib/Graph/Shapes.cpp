@@ -1048,13 +1048,33 @@ ShapeInfo inferShapes(const Model &M) {
     return false;
   };
   constexpr int64_t LastOpsetKnownToOnnx = 17; // libonnx 1.12
+  // libonnx's inference (its data propagation above all) assumes a model
+  // that passes its checker: a node of an unknown operator, or with
+  // inputs or outputs its schema does not allow, can crash it (found by
+  // dscOnnxFuzzer). Such a model gets dsc's own rules only.
+  auto SchemasHold = [&] {
+    for (const onnx::NodeProto &N : M.Proto->graph().node()) {
+      const std::string &Domain = N.domain();
+      if (!Domain.empty() && Domain != "ai.onnx")
+        continue; // Other domains: libonnx skips what it does not know.
+      const onnx::OpSchema *S = onnx::OpSchemaRegistry::Schema(
+          N.op_type(), int(M.opset()), Domain);
+      if (!S || N.input_size() < S->min_input() ||
+          N.input_size() > S->max_input() ||
+          N.output_size() < S->min_output() ||
+          N.output_size() > S->max_output())
+        return false;
+    }
+    return true;
+  };
   if (M.Proto && Missing() && M.opset() > 0 &&
-      M.opset() <= LastOpsetKnownToOnnx && M.FunctionCount == 0) {
+      M.opset() <= LastOpsetKnownToOnnx && M.FunctionCount == 0 &&
+      SchemasHold()) {
     onnx::ModelProto Copy = *M.Proto;
     try {
       onnx::ShapeInferenceOptions Options{/*check_type=*/false,
                                           /*error_mode=*/0,
-                                          /*enable_data_propagation=*/true};
+                                          /*enable_data_propagation=*/false};
       onnx::shape_inference::InferShapes(Copy, onnx::OpSchemaRegistry::Instance(),
                                          Options);
       unsigned Added = 0;

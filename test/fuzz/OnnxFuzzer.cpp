@@ -1,10 +1,15 @@
 //===- OnnxFuzzer.cpp - libFuzzer target: the ONNX importer ---------------===//
 //
-// Arbitrary bytes through import, parameter analysis and shape inference:
-// an error or a model, never a crash or a hang.
+// Arbitrary bytes through import, parameter analysis and shape inference,
+// then the compute program's import (shapes bound, constants folded), its
+// passes and kernel selection: an error or a model, never a crash or a
+// hang.
 //
 //===----------------------------------------------------------------------===//
 
+#include "dsc/Compute/Import.h"
+#include "dsc/Compute/Kernels.h"
+#include "dsc/Compute/Passes.h"
 #include "dsc/Graph/Inspect.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -31,5 +36,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
   llvm::raw_string_ostream OS(Out);
   printInspectText(OS, *R, 5);
   printInspectJSON(OS, *R);
+
+  llvm::Expected<ModelFacts> Facts = analyzeModel(*M, AnalysisOptions());
+  if (!Facts) {
+    llvm::consumeError(Facts.takeError());
+    return 0;
+  }
+  compute::ImportOptions Import;
+  Import.MicroBatch = 2;
+  Import.SeqLen = 7;
+  llvm::Expected<compute::Graph> G = compute::importGraph(*M, *Facts, Import);
+  if (!G) {
+    llvm::consumeError(G.takeError());
+    return 0;
+  }
+  if (llvm::Error E = compute::runPipeline(*G, compute::PipelineOptions())) {
+    llvm::consumeError(std::move(E));
+    return 0;
+  }
+  G->print(OS);
+  llvm::Expected<compute::KernelProgram> K =
+      compute::selectKernels(*G, compute::KernelOptions());
+  if (!K)
+    llvm::consumeError(K.takeError());
   return 0;
 }

@@ -69,3 +69,29 @@ TEST(ComputeFold, DifferentRowsAreComputedEach) {
   int64_t Other[4] = {0, 0, 6, 12};
   EXPECT_EQ(M.at(Other), 0.0);
 }
+
+// Shapes no GPU could hold come from broken files (the ONNX fuzzer found
+// them); they are refused with the node's name, never multiplied into an
+// int64 overflow.
+TEST(ComputeFold, ImpossibleShapesAreRefused) {
+  auto Refusal = [](const char *Op, HostTensor ShapeArg) {
+    Graph G;
+    ValueId X = G.addConstant(
+        HostTensor::fromInts(DType::I64, Shape{2}, {1, 2}));
+    ValueId S = G.addConstant(std::move(ShapeArg));
+    auto Out = G.addNode(Op, {X, S}, {}, 1);
+    EXPECT_FALSE(bool(Out)) << Op;
+    std::string Message = Out ? "" : llvm::toString(Out.takeError());
+    EXPECT_EQ(G.Nodes.size(), 0u) << "no half-built node is left behind";
+    return Message;
+  };
+  int64_t Big = int64_t(1) << 30;
+  EXPECT_NE(Refusal("Expand", HostTensor::fromInts(DType::I64, Shape{3},
+                                                   {Big, Big, 2}))
+                .find("more than 2^48 elements"),
+            std::string::npos);
+  EXPECT_NE(Refusal("Reshape", HostTensor::fromInts(DType::I64, Shape{3},
+                                                    {Big << 20, Big << 20, -1}))
+                .find("more elements than int64 holds"),
+            std::string::npos);
+}

@@ -25,7 +25,8 @@ namespace dsc::compute {
 struct KernelOptions {
   /// The type activations, gradients and parameters compute in.
   DType Activation = DType::F32;
-  /// The plan tensor of a parameter (by its name); NoIndex if none.
+  /// The plan tensor of a parameter (by its name); NoIndex if none, and
+  /// for every parameter when not given.
   std::function<uint32_t(const ParamInfo &)> TensorOf;
 };
 

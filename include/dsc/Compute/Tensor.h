@@ -29,8 +29,11 @@ namespace dsc::compute {
 using plan::DType;
 using Shape = std::vector<int64_t>;
 
-/// Elements of a shape (1 for a scalar).
+/// Elements of a shape (1 for a scalar); INT64_MAX when the product
+/// overflows.
 int64_t numel(llvm::ArrayRef<int64_t> S);
+/// The most elements a value may have (2^48): beyond any device.
+constexpr int64_t MaxElements = int64_t(1) << 48;
 /// Row-major strides of a shape.
 Shape contiguousStrides(llvm::ArrayRef<int64_t> S);
 std::string shapeText(llvm::ArrayRef<int64_t> S);
