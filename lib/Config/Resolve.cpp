@@ -222,11 +222,11 @@ std::optional<Value> Resolver::trainerValue(const std::string &Path,
                                    : "ceil(--epochs x --steps-per-epoch)");
   }
   if (Path == "scheduler.params.warmup_num_steps") {
-    double W = A.WarmupSteps.value_or(0);
+    double W = A.warmup().value_or(0);
     if (W >= 1)
       return intValue(int64_t(W), "--warmup-steps");
     if (W == 0)
-      return intValue(0, A.WarmupSteps ? "--warmup-steps"
+      return intValue(0, A.warmup() ? "--warmup-steps"
                                        : "TrainingArguments default "
                                          "warmup_steps=0");
     std::optional<int64_t> N = trainingSteps(Path, Where);
@@ -293,13 +293,13 @@ std::optional<Value> Resolver::accelerateValue(const std::string &Path,
   if (Path == "scheduler.params.warmup_min_lr")
     return intValue(0, "accelerate's fixed value");
   if (Path == "scheduler.params.warmup_num_steps") {
-    double W = A.WarmupSteps.value_or(0);
+    double W = A.warmup().value_or(0);
     if (W > 0 && W < 1) {
       error(Where, "accelerate's DummyScheduler takes warmup_num_steps as a "
                    "step count, not a ratio; pass --warmup-steps N");
       return std::nullopt;
     }
-    return intValue(int64_t(W), A.WarmupSteps ? "--warmup-steps"
+    return intValue(int64_t(W), A.warmup() ? "--warmup-steps"
                                               : "DummyScheduler default "
                                                 "warmup_num_steps=0");
   }
@@ -466,7 +466,7 @@ void Resolver::checkTrainerMatches() {
       {"scheduler.params.total_num_steps", "num_training_steps (calculated)",
        A.MaxSteps || (A.Epochs && A.StepsPerEpoch)},
       {"scheduler.params.warmup_num_steps", "warmup_steps",
-       bool(A.WarmupSteps)},
+       bool(A.warmup())},
       {"fp16.enabled", "fp16|fp16_full_eval", A.FP16 || A.BF16},
       {"bf16.enabled", "bf16|bf16_full_eval", A.FP16 || A.BF16},
   };
@@ -559,100 +559,43 @@ ResolveResult resolveConfig(DiagnosticEngine &Engine, unsigned BufferID,
 // Training arguments from YAML (LLVM YAML I/O)
 //===----------------------------------------------------------------------===//
 
-namespace {
-/// The TrainingArguments names, as a Trainer script or a recipe writes them.
-struct YamlArgs {
-  llvm::Optional<int64_t> world_size, per_device_train_batch_size,
-      gradient_accumulation_steps, max_steps, steps_per_epoch;
-  llvm::Optional<double> learning_rate, weight_decay, adam_beta1, adam_beta2,
-      adam_epsilon, max_grad_norm, warmup_steps, warmup_ratio,
-      num_train_epochs;
-  llvm::Optional<bool> fp16, bf16, save_on_each_node;
-  llvm::Optional<std::string> mixed_precision;
-  llvm::Optional<int64_t> zero_stage, hidden_size;
-  // accelerate's DeepSpeed plugin settings (accelerate config names).
-  llvm::Optional<std::string> offload_optimizer_device, offload_param_device,
-      offload_optimizer_nvme_path, offload_param_nvme_path;
-  llvm::Optional<bool> zero3_save_16bit_model;
-};
-} // namespace
-
 namespace llvm::yaml {
-template <> struct MappingTraits<YamlArgs> {
-  static void mapping(IO &IO, YamlArgs &A) {
-    IO.mapOptional("world_size", A.world_size);
-    IO.mapOptional("per_device_train_batch_size", A.per_device_train_batch_size);
-    IO.mapOptional("gradient_accumulation_steps", A.gradient_accumulation_steps);
-    IO.mapOptional("max_steps", A.max_steps);
-    IO.mapOptional("num_train_epochs", A.num_train_epochs);
-    IO.mapOptional("steps_per_epoch", A.steps_per_epoch);
-    IO.mapOptional("learning_rate", A.learning_rate);
-    IO.mapOptional("weight_decay", A.weight_decay);
-    IO.mapOptional("adam_beta1", A.adam_beta1);
-    IO.mapOptional("adam_beta2", A.adam_beta2);
-    IO.mapOptional("adam_epsilon", A.adam_epsilon);
-    IO.mapOptional("max_grad_norm", A.max_grad_norm);
-    IO.mapOptional("warmup_steps", A.warmup_steps);
-    IO.mapOptional("warmup_ratio", A.warmup_ratio);
-    IO.mapOptional("fp16", A.fp16);
-    IO.mapOptional("bf16", A.bf16);
-    IO.mapOptional("save_on_each_node", A.save_on_each_node);
-    IO.mapOptional("mixed_precision", A.mixed_precision);
-    IO.mapOptional("zero_stage", A.zero_stage);
-    IO.mapOptional("hidden_size", A.hidden_size);
-    IO.mapOptional("offload_optimizer_device", A.offload_optimizer_device);
-    IO.mapOptional("offload_param_device", A.offload_param_device);
-    IO.mapOptional("offload_optimizer_nvme_path",
-                   A.offload_optimizer_nvme_path);
-    IO.mapOptional("offload_param_nvme_path", A.offload_param_nvme_path);
-    IO.mapOptional("zero3_save_16bit_model", A.zero3_save_16bit_model);
+template <> struct MappingTraits<dsc::TrainingArgs> {
+  static void mapping(IO &IO, dsc::TrainingArgs &A) {
+    dsc::visitTrainingArgs(A, [&](auto &Field, const dsc::TrainingArgSpec &S) {
+      using T = typename std::remove_reference_t<decltype(Field)>::value_type;
+      llvm::Optional<T> V;
+      if (Field)
+        V = *Field;
+      IO.mapOptional(S.Yaml, V);
+      if (V)
+        Field = *V;
+    });
   }
 };
 } // namespace llvm::yaml
 
 namespace dsc {
 
-template <typename T> static std::optional<T> opt(const llvm::Optional<T> &V) {
-  return V ? std::optional<T>(*V) : std::nullopt;
-}
-
 Expected<TrainingArgs> readTrainingArgsYAML(StringRef Text, StringRef Path) {
-  YamlArgs Y;
-  if (Error E = readYAMLInto(Y, Text, Path,
+  TrainingArgs A;
+  if (Error E = readYAMLInto(A, Text, Path,
                              "a YAML mapping of training arguments"))
     return E;
-  TrainingArgs A;
-  A.WorldSize = opt(Y.world_size);
-  A.MicroBatch = opt(Y.per_device_train_batch_size);
-  A.GradAccum = opt(Y.gradient_accumulation_steps);
-  A.MaxSteps = opt(Y.max_steps);
-  A.Epochs = opt(Y.num_train_epochs);
-  A.StepsPerEpoch = opt(Y.steps_per_epoch);
-  A.LearningRate = opt(Y.learning_rate);
-  A.WeightDecay = opt(Y.weight_decay);
-  A.AdamBeta1 = opt(Y.adam_beta1);
-  A.AdamBeta2 = opt(Y.adam_beta2);
-  A.AdamEpsilon = opt(Y.adam_epsilon);
-  A.MaxGradNorm = opt(Y.max_grad_norm);
-  A.WarmupSteps = opt(Y.warmup_steps);
-  // transformers v5 copies the deprecated warmup_ratio into warmup_steps.
-  if (!A.WarmupSteps && Y.warmup_ratio)
-    A.WarmupSteps = *Y.warmup_ratio;
-  A.FP16 = opt(Y.fp16);
-  A.BF16 = opt(Y.bf16);
-  A.SaveOnEachNode = opt(Y.save_on_each_node);
-  A.MixedPrecision = opt(Y.mixed_precision);
-  A.ZeroStage = opt(Y.zero_stage);
-  A.OffloadOptimizerDevice = opt(Y.offload_optimizer_device);
-  A.OffloadParamDevice = opt(Y.offload_param_device);
-  A.OffloadOptimizerNvmePath = opt(Y.offload_optimizer_nvme_path);
-  A.OffloadParamNvmePath = opt(Y.offload_param_nvme_path);
-  A.Zero3Save16BitModel = opt(Y.zero3_save_16bit_model);
-  if (Y.hidden_size) {
-    A.HiddenSize = *Y.hidden_size;
+  if (A.HiddenSize)
     A.HiddenSizeSource = ("hidden_size in " + Path).str();
-  }
   return A;
+}
+
+std::optional<TrainingArgSpec> firstNotPositive(const TrainingArgs &A) {
+  std::optional<TrainingArgSpec> Found;
+  visitTrainingArgs(A, [&](const auto &Field, const TrainingArgSpec &S) {
+    using T = typename std::remove_reference_t<decltype(Field)>::value_type;
+    if constexpr (std::is_same_v<T, int64_t>)
+      if (S.Positive && Field && *Field <= 0 && !Found)
+        Found = S;
+  });
+  return Found;
 }
 
 } // namespace dsc

@@ -117,14 +117,28 @@ private:
       reportDeprecated(Object, Index, *K);
     if (Canonical == "zero_optimization" && M.Value.Kind == JsonKind::Bool)
       return reportLegacyZero(M);
-    if (M.Value.isString("auto") && !autoIsValue(*K))
-      return checkAuto(M, *K, How, joinPath(Parent, M.Key));
-    if (!checkValue(M.Value, *K, How, Canonical, C.keyRange(M)))
-      return;
-    if (K->Unused)
+    // Messages name the key as the user wrote it; an alias gets the
+    // canonical name in a note, so the user can find both in the docs.
+    std::string Written = joinPath(Parent, M.Key);
+    size_t Before = C.Engine.diagnostics().size();
+    auto NoteCanonical = [&] {
+      if (M.Key == K->name())
+        return;
+      for (Diagnostic &D : C.Engine.diagnosticsSince(Before))
+        D.note(C.keyRange(M), quoted(M.Key) + " is DeepSpeed's alias of " +
+                                  quoted(K->name()));
+    };
+    if (M.Value.isString("auto") && !autoIsValue(*K)) {
+      checkAuto(M, *K, How, Written);
+      return NoteCanonical();
+    }
+    bool Valid = checkValue(M.Value, *K, How, Written, C.keyRange(M));
+    if (Valid && K->Unused)
       C.report(Rule::UnusedKey, C.keyRange(M),
-               quoted(Canonical) + " has no effect: " + K->Unused);
-    descend(M.Value, *K);
+               quoted(Written) + " has no effect: " + K->Unused);
+    NoteCanonical();
+    if (Valid)
+      descend(M.Value, *K);
   }
 
   void descend(const JsonValue &V, const KeySpec &K) {
@@ -314,9 +328,67 @@ private:
     if (!Elsewhere.empty() && Parents.size() <= 2)
       return reportMisplaced(Object, Index, Parent, How, Elsewhere);
 
+    // Where DeepSpeed ignores unknown keys, a near miss of a key the
+    // config does not set means the user's setting is silently lost.
+    if (How == SectionKind::Dict) {
+      SmallVector<StringRef, 2> Meant = absentKeysNear(Object, Parent, M.Key);
+      if (!Meant.empty())
+        return reportMisspelled(M, Parent, Meant);
+    }
     reportUnknownHere(M, Parent, How, Variant,
                       suggestionsIn(Parent, M.Key, Variant));
     (void)Where;
+  }
+
+  /// The keys of Parent one or two edits from Key (one for short keys; a
+  /// different case counts as an edit, DeepSpeed's lookups are exact) and
+  /// set in Object under none of their spellings; the nearest only.
+  SmallVector<StringRef, 2> absentKeysNear(const JsonValue &Object,
+                                           StringRef Parent, StringRef Key) {
+    unsigned Limit = std::min<unsigned>(2, std::max<size_t>(1, Key.size() / 3));
+    unsigned Best = Limit + 1;
+    SmallVector<StringRef, 2> Out;
+    for (const KeySpec *K : keysIn(Parent)) {
+      if (K->Type == ValueType::Misnomer || K->ReplacedBy)
+        continue;
+      if (Object.member(K->name()) || (K->Alias && Object.member(K->Alias)))
+        continue;
+      for (StringRef S : {StringRef(K->name()), StringRef(K->Alias ? K->Alias
+                                                                    : "")}) {
+        if (S.empty())
+          continue;
+        unsigned D = std::max(1u, StringRef(Key.lower()).edit_distance(
+                                      S.lower(), true, Limit));
+        if (S.equals_insensitive(Key) || D <= Limit) {
+          if (D < Best)
+            Out.clear(), Best = D;
+          if (D == Best && !llvm::is_contained(Out, S))
+            Out.push_back(S);
+        }
+      }
+    }
+    return Out;
+  }
+
+  void reportMisspelled(const JsonMember &M, StringRef Parent,
+                        ArrayRef<StringRef> Meant) {
+    std::string Where = Parent.empty() ? std::string("at the top level")
+                                       : "in " + quoted(Parent);
+    Diagnostic &D = C.report(
+        Rule::MisspelledKey, C.keyRange(M),
+        "unknown key " + quoted(M.Key) + " " + Where +
+            ": DeepSpeed ignores it without a word, and " +
+            (Meant.size() == 1 ? quoted(Meant[0]) + " is not set"
+                               : std::string("none of its near keys is set")) +
+            ", so the setting is lost");
+    std::string Note = "did you mean ";
+    for (size_t I = 0; I < Meant.size(); ++I)
+      Note += (I ? " or " : "") + quoted(Meant[I]);
+    D.note(C.keyRange(M), Note + "?");
+    if (Meant.size() == 1) {
+      TextEdit E = renameKey(M, Meant[0]);
+      D.fix(C.range(E.Begin, E.End), E.Text);
+    }
   }
 
   Diagnostic &reportUnknownHere(const JsonMember &M, StringRef Parent,

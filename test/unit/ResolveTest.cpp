@@ -157,12 +157,16 @@ TEST(ResolveTest, CanonicalSpellingOfAStage3AliasIsNotFilled) {
           .OK);
 }
 
-TEST(ResolveTest, ArgsYAMLFoldsWarmupRatioIntoWarmupSteps) {
+TEST(ResolveTest, ArgsYAMLWarmupRatioIsTheWarmupWithoutWarmupSteps) {
   llvm::Expected<TrainingArgs> A = readTrainingArgsYAML(
       "per_device_train_batch_size: 8\nwarmup_ratio: 0.03\n", "args.yaml");
   ASSERT_TRUE(bool(A)) << llvm::toString(A.takeError());
   EXPECT_EQ(A->MicroBatch, 8);
-  EXPECT_EQ(A->WarmupSteps, 0.03);
+  EXPECT_EQ(A->warmup(), 0.03);
+  llvm::Expected<TrainingArgs> Both = readTrainingArgsYAML(
+      "warmup_ratio: 0.03\nwarmup_steps: 100\n", "args.yaml");
+  ASSERT_TRUE(bool(Both)) << llvm::toString(Both.takeError());
+  EXPECT_EQ(Both->warmup(), 100);
   llvm::Expected<TrainingArgs> Bad =
       readTrainingArgsYAML("- a list\n", "args.yaml");
   ASSERT_FALSE(bool(Bad));

@@ -5,6 +5,7 @@
 #include "dsc/Config/Resolve.h"
 #include "dsc/Graph/Parameters.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Process.h"
@@ -43,76 +44,40 @@ static cl::opt<std::string> ArgsFile("args",
                                      cl::value_desc("file"),
                                      cl::sub(ResolveCommand));
 
-// Training arguments; each overrides the YAML file.
-static cl::opt<int64_t> WorldSize("world-size", cl::desc("Data-parallel ranks"),
-                                  cl::sub(ResolveCommand));
-static cl::opt<int64_t> MicroBatch("micro-batch",
-                                   cl::desc("per_device_train_batch_size"),
-                                   cl::sub(ResolveCommand));
-static cl::opt<int64_t> GradAccum("grad-accum",
-                                  cl::desc("gradient_accumulation_steps"),
-                                  cl::sub(ResolveCommand));
-static cl::opt<double> LearningRate("lr", cl::desc("learning_rate"),
-                                    cl::sub(ResolveCommand));
-static cl::opt<double> WeightDecay("weight-decay", cl::desc("weight_decay"),
-                                   cl::sub(ResolveCommand));
-static cl::opt<double> Beta1("adam-beta1", cl::sub(ResolveCommand));
-static cl::opt<double> Beta2("adam-beta2", cl::sub(ResolveCommand));
-static cl::opt<double> Eps("adam-eps", cl::desc("adam_epsilon"),
-                           cl::sub(ResolveCommand));
-static cl::opt<double> MaxGradNorm("max-grad-norm", cl::sub(ResolveCommand));
-static cl::opt<double> WarmupSteps("warmup-steps",
-                                   cl::desc("Warmup steps (a ratio below 1, "
-                                            "as transformers v5 reads it)"),
-                                   cl::sub(ResolveCommand));
-static cl::opt<double> WarmupRatio("warmup-ratio", cl::sub(ResolveCommand));
-static cl::opt<int64_t> MaxSteps("max-steps", cl::sub(ResolveCommand));
-static cl::opt<double> Epochs("epochs", cl::desc("num_train_epochs"),
-                              cl::sub(ResolveCommand));
-static cl::opt<int64_t> StepsPerEpoch("steps-per-epoch",
-                                      cl::desc("Optimizer steps per epoch"),
-                                      cl::sub(ResolveCommand));
-static cl::opt<bool> FP16("fp16", cl::sub(ResolveCommand));
-static cl::opt<bool> BF16("bf16", cl::sub(ResolveCommand));
-static cl::opt<bool> SaveOnEachNode("save-on-each-node",
-                                    cl::sub(ResolveCommand));
-static cl::opt<std::string> MixedPrecision("mixed-precision",
-                                           cl::desc("accelerate: no, fp16, "
-                                                    "bf16, fp8"),
-                                           cl::sub(ResolveCommand));
-static cl::opt<int64_t> ZeroStage("zero-stage",
-                                  cl::desc("accelerate plugin zero_stage"),
-                                  cl::sub(ResolveCommand));
-static cl::opt<std::string>
-    OffloadOptimizer("offload-optimizer-device",
-                     cl::desc("accelerate plugin: none, cpu or nvme"),
-                     cl::sub(ResolveCommand));
-static cl::opt<std::string>
-    OffloadParam("offload-param-device",
-                 cl::desc("accelerate plugin: none, cpu or nvme"),
-                 cl::sub(ResolveCommand));
-static cl::opt<std::string>
-    OffloadOptimizerNvme("offload-optimizer-nvme-path",
-                         cl::desc("accelerate plugin: NVMe folder"),
-                         cl::sub(ResolveCommand));
-static cl::opt<std::string>
-    OffloadParamNvme("offload-param-nvme-path",
-                     cl::desc("accelerate plugin: NVMe folder"),
-                     cl::sub(ResolveCommand));
-static cl::opt<bool>
-    Save16Bit("zero3-save-16bit-model",
-              cl::desc("accelerate plugin: gather 16-bit weights to save"),
-              cl::sub(ResolveCommand));
-static cl::opt<int64_t> HiddenSize("hidden-size",
-                                   cl::desc("The model's hidden size (instead "
-                                            "of reading model.onnx)"),
-                                   cl::sub(ResolveCommand));
+// Training arguments, one flag each from visitTrainingArgs; each
+// overrides the YAML file.
+namespace {
+class TrainingArgFlags {
+public:
+  TrainingArgFlags() {
+    TrainingArgs Shape;
+    visitTrainingArgs(Shape, [&](auto &Field, const TrainingArgSpec &S) {
+      using T = typename std::remove_reference_t<decltype(Field)>::value_type;
+      Options.push_back(std::make_unique<cl::opt<T>>(
+          StringRef(S.Flag), cl::desc(S.Help), cl::sub(ResolveCommand)));
+    });
+  }
+  /// Sets the fields whose flags were given; returns their YAML names.
+  StringSet<> applyTo(TrainingArgs &A) const {
+    StringSet<> Given;
+    size_t I = 0;
+    visitTrainingArgs(A, [&](auto &Field, const TrainingArgSpec &S) {
+      using T = typename std::remove_reference_t<decltype(Field)>::value_type;
+      const auto &O = static_cast<const cl::opt<T> &>(*Options[I++]);
+      if (!O.getNumOccurrences())
+        return;
+      Field = T(O.getValue());
+      Given.insert(S.Yaml);
+    });
+    return Given;
+  }
 
-template <typename T, typename O>
-static void take(std::optional<T> &Field, const O &Option) {
-  if (Option.getNumOccurrences())
-    Field = T(Option);
-}
+private:
+  std::vector<std::unique_ptr<cl::Option>> Options;
+};
+} // namespace
+
+static const TrainingArgFlags ArgFlags;
 
 static int usage(const Twine &Message) {
   WithColor::error(errs(), "dsc resolve") << Message << "\n";
@@ -134,43 +99,17 @@ int runResolve() {
       return usage(toString(Y.takeError()));
     A = *Y;
   }
-  take(A.WorldSize, WorldSize);
-  take(A.MicroBatch, MicroBatch);
-  take(A.GradAccum, GradAccum);
-  take(A.LearningRate, LearningRate);
-  take(A.WeightDecay, WeightDecay);
-  take(A.AdamBeta1, Beta1);
-  take(A.AdamBeta2, Beta2);
-  take(A.AdamEpsilon, Eps);
-  take(A.MaxGradNorm, MaxGradNorm);
-  take(A.WarmupSteps, WarmupRatio);
-  take(A.WarmupSteps, WarmupSteps);
-  take(A.MaxSteps, MaxSteps);
-  take(A.Epochs, Epochs);
-  take(A.StepsPerEpoch, StepsPerEpoch);
-  if (FP16.getNumOccurrences() || BF16.getNumOccurrences()) {
-    A.FP16 = bool(FP16);
-    A.BF16 = bool(BF16);
+  StringSet<> Given = ArgFlags.applyTo(A);
+  // One precision flag on the command line replaces the file's pair.
+  if (Given.count("fp16") || Given.count("bf16")) {
+    if (!Given.count("fp16"))
+      A.FP16 = false;
+    if (!Given.count("bf16"))
+      A.BF16 = false;
   }
-  take(A.SaveOnEachNode, SaveOnEachNode);
-  take(A.MixedPrecision, MixedPrecision);
-  take(A.ZeroStage, ZeroStage);
-  take(A.OffloadOptimizerDevice, OffloadOptimizer);
-  take(A.OffloadParamDevice, OffloadParam);
-  take(A.OffloadOptimizerNvmePath, OffloadOptimizerNvme);
-  take(A.OffloadParamNvmePath, OffloadParamNvme);
-  take(A.Zero3Save16BitModel, Save16Bit);
-  for (auto [Name, V] : {std::pair<const char *, std::optional<int64_t>>{
-                             "--world-size", A.WorldSize},
-                         {"--micro-batch", A.MicroBatch},
-                         {"--grad-accum", A.GradAccum},
-                         {"--max-steps", A.MaxSteps}})
-    if (V && *V <= 0)
-      return usage(Twine(Name) + " must be a positive integer");
-  if (HiddenSize.getNumOccurrences()) {
-    if (HiddenSize <= 0)
-      return usage("--hidden-size must be a positive integer");
-    A.HiddenSize = HiddenSize;
+  if (std::optional<TrainingArgSpec> Bad = firstNotPositive(A))
+    return usage(Twine("--") + Bad->Flag + " must be a positive integer");
+  if (Given.count("hidden_size")) {
     A.HiddenSizeSource = "--hidden-size";
   } else if (!ModelPath.empty()) {
     Expected<Model> M = importOnnx(ModelPath);

@@ -62,6 +62,11 @@ public:
                      llvm::SMRange Range, const llvm::Twine &Message);
 
   llvm::ArrayRef<Diagnostic> diagnostics() const { return Diags; }
+  /// The diagnostics reported since diagnostics().size() was Count, to add
+  /// notes to a group of them at once.
+  llvm::MutableArrayRef<Diagnostic> diagnosticsSince(size_t Count) {
+    return llvm::MutableArrayRef<Diagnostic>(Diags).drop_front(Count);
+  }
   /// Buffer ids of the files added, in the order they were added.
   llvm::ArrayRef<unsigned> files() const { return Files; }
 
