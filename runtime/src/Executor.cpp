@@ -619,22 +619,45 @@ int Executor::run() {
   if (real() && !setUpTraining())
     return 1;
   initializeWeights();
-  for (uint32_t Step = 1; Step <= Options.Steps; ++Step) {
+  // Training runs its lean steps in the same loop: each takes its tokens
+  // and reports its loss.
+  uint32_t Last = Options.Steps + (real() ? Options.LeanSteps : 0);
+  std::vector<float> LeanMs;
+  for (uint32_t Step = 1; Step <= Last; ++Step) {
+    Lean = Step > Options.Steps;
     if (real())
       fillInputs(Step);
+    Model.setProfiling(Step == Options.ProfileStep);
     step(Step);
     waitForStep();
     Clips.push_back(HostStep->Clip);
     Memory.Peak = std::max(Memory.Peak, usedDeviceMemory());
-    StepTiming T = measureStep();
-    Timings.push_back(T);
+    StepTiming T;
+    if (Lean) {
+      float Ms = 0;
+      CHECK_CUDA(cudaEventElapsedTime(&Ms, StepBegin, StepEnd));
+      T.StepMs = Ms;
+      T.Timed = false;
+      LeanMs.push_back(Ms);
+    } else {
+      T = measureStep();
+      Timings.push_back(T);
+    }
     report(Step, T);
+    if (Step == Options.ProfileStep) {
+      std::string Table = Model.profileReport(T.StepMs);
+      if (Process.Rank == 0)
+        fputs(Table.c_str(), stderr);
+    }
   }
+  Lean = false;
   // Every rank runs the lean steps and the verification (collectives
   // both), even where rank 0 could not write its calibration.
   bool Reported = reportSummary();
-  if (real())
+  if (real()) {
+    reportLean(LeanMs, 0);
     return saveTrainedWeights() && Reported ? 0 : 1;
+  }
   runLeanSteps();
   if (Options.Verify && !verify(Options.Steps + Options.LeanSteps))
     return 1;

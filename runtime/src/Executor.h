@@ -67,6 +67,9 @@ struct RunOptions {
   /// them has. --verify checks the state after them too (its host
   /// reference costs time in proportion to every step run).
   uint32_t LeanSteps = 3;
+  /// Training (--data): the step whose kernels are each timed, and the
+  /// table of where its time went printed (0: none).
+  uint32_t ProfileStep = 0;
   /// Run the lean steps as one captured CUDA graph where the plan allows
   /// it (no offload: host work and its copies are issued from the host).
   /// Off by default: 3-8 % shorter stage-1 steps and none shorter at
@@ -96,6 +99,9 @@ struct MemoryReadings {
 
 struct StepTiming {
   double StepMs = 0;
+  /// Instruction by instruction (the split and the rates below are
+  /// measured); a lean step has its whole time only.
+  bool Timed = true;
   /// The step split: compute stream busy, and idle held by what.
   ExposedTime Split;
   /// Per collective kind ("all-reduce", ...).
@@ -339,6 +345,10 @@ private:
   uint64_t MicroInputBytes = 0, Seq = 0;
   char *Staging = nullptr;
   float *HostLosses = nullptr, *DeviceLosses = nullptr;
+  /// FLOPs of one step's kernels on this rank (each micro step runs the
+  /// forward and backward kernels once), and the GPU's dense 16-bit peak
+  /// (0: not known for this GPU, no MFU reported).
+  double StepFlops = 0, PeakFlops = 0;
   uint32_t LossValue = dsc::plan::NoIndex;
   /// Per step run: the gradient_clipping factor it applied.
   std::vector<float> Clips;

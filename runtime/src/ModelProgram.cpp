@@ -2,6 +2,12 @@
 
 #include "ModelProgram.h"
 
+#include "Checks.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
 namespace plan = dsc::plan;
 
 namespace dsrun {
@@ -43,12 +49,89 @@ std::string ModelProgram::run(uint32_t Begin, uint32_t End, uint64_t Seed,
   KernelContext C = Context;
   C.Seed = Seed;
   for (uint32_t K = Begin; K < End; ++K) {
+    Timed T{K, nullptr, nullptr};
+    if (Profiling) {
+      T.Begin = nextEvent(), T.End = nextEvent();
+      CHECK_CUDA(cudaEventRecord(T.Begin, S));
+    }
     std::string Problem = launchComputeKernel(P->Kernels[K], Operands[K], C, S);
+    if (Profiling) {
+      CHECK_CUDA(cudaEventRecord(T.End, S));
+      Launches.push_back(T);
+    }
     if (!Problem.empty())
       return "kernel " + std::to_string(K) + " (" + P->Kernels[K].Name +
              "): " + Problem;
   }
   return "";
+}
+
+cudaEvent_t ModelProgram::nextEvent() {
+  if (EventsUsed == Events.size()) {
+    cudaEvent_t E;
+    CHECK_CUDA(cudaEventCreate(&E));
+    Events.push_back(E);
+  }
+  return Events[EventsUsed++];
+}
+
+std::string ModelProgram::profileReport(double StepMs) {
+  struct Sum {
+    double Ms = 0, Flops = 0, Bytes = 0;
+    unsigned Launches = 0;
+  };
+  std::map<std::string, Sum> ByKind;
+  std::vector<Sum> ByKernel(P->Kernels.size());
+  double Total = 0;
+  for (const Timed &T : Launches) {
+    float Ms = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&Ms, T.Begin, T.End));
+    const dsc::plan::Kernel &K = P->Kernels[T.Kernel];
+    for (Sum *S : {&ByKind[std::string(dsc::plan::enumName(K.Kind)) +
+                           (K.Backward ? " (backward)" : "")],
+                   &ByKernel[T.Kernel]}) {
+      S->Ms += Ms;
+      S->Flops += double(K.Flops);
+      S->Bytes += double(K.Bytes);
+      ++S->Launches;
+    }
+    Total += Ms;
+  }
+  Launches.clear();
+  EventsUsed = 0;
+
+  std::string Out;
+  char Line[320];
+  auto Row = [&](const std::string &What, const Sum &S) {
+    snprintf(Line, sizeof(Line), "  %-44.44s %6u %9.3f %5.1f%% %8.1f %8.1f\n",
+             What.c_str(), S.Launches, S.Ms, Total > 0 ? 100 * S.Ms / Total : 0,
+             S.Ms > 0 ? S.Flops / S.Ms / 1e9 : 0,
+             S.Ms > 0 ? S.Bytes / S.Ms / 1e6 : 0);
+    Out += Line;
+  };
+  snprintf(Line, sizeof(Line),
+           "dsrun: kernel profile of one step: %.3f ms in kernels of a "
+           "%.3f ms step (events around each launch)\n"
+           "  %-44s %6s %9s %6s %8s %8s\n",
+           Total, StepMs, "kind", "calls", "ms", "share", "TFLOP/s", "GB/s");
+  Out += Line;
+  std::vector<std::pair<std::string, Sum>> Kinds(ByKind.begin(), ByKind.end());
+  std::sort(Kinds.begin(), Kinds.end(),
+            [](auto &A, auto &B) { return A.second.Ms > B.second.Ms; });
+  for (auto &[Kind, S] : Kinds)
+    Row(Kind, S);
+  std::vector<uint32_t> Order(P->Kernels.size());
+  for (uint32_t K = 0; K < Order.size(); ++K)
+    Order[K] = K;
+  std::sort(Order.begin(), Order.end(), [&](uint32_t A, uint32_t B) {
+    return ByKernel[A].Ms > ByKernel[B].Ms;
+  });
+  Out += "  the costliest kernels:\n";
+  for (size_t I = 0; I < std::min<size_t>(20, Order.size()); ++I)
+    if (ByKernel[Order[I]].Launches)
+      Row(std::to_string(Order[I]) + " " + P->Kernels[Order[I]].Name,
+          ByKernel[Order[I]]);
+  return Out;
 }
 
 } // namespace dsrun

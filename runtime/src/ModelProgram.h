@@ -30,10 +30,27 @@ public:
   /// or the first kernel's reason it could not run.
   std::string run(uint32_t Begin, uint32_t End, uint64_t Seed, cudaStream_t S);
 
+  /// While on, every launch is timed between two events (which costs the
+  /// step a little: profile one step, not every step).
+  void setProfiling(bool On) { Profiling = On; }
+  /// Once the stream has finished the profiled launches: where the time
+  /// went, by kernel kind and for the costliest kernels, with the rates
+  /// each reached against its FLOPs and bytes. Clears what it read.
+  std::string profileReport(double StepMs);
+
 private:
+  struct Timed {
+    uint32_t Kernel;
+    cudaEvent_t Begin, End;
+  };
   const dsc::plan::Plan *P = nullptr;
   std::vector<KernelOperands> Operands;
   KernelContext Context;
+  bool Profiling = false;
+  std::vector<Timed> Launches;
+  std::vector<cudaEvent_t> Events; ///< Created once, reused.
+  size_t EventsUsed = 0;
+  cudaEvent_t nextEvent();
 };
 
 } // namespace dsrun

@@ -91,14 +91,39 @@ void Executor::report(uint32_t Step, const StepTiming &T) {
     char Line[200], NormText[48] = "";
     if (Clipping)
       snprintf(NormText, sizeof(NormText), " grad norm %.3f,", Norm);
-    snprintf(Line, sizeof(Line), " loss %.4f, lr %.3g,%s %.0f tokens/s,", Loss0,
-             double(HostStep->Lr), NormText,
-             T.StepMs > 0 ? StepTokens / (T.StepMs / 1e3) : 0.0);
+    // Model FLOP utilisation: the plan's kernel FLOPs (forward, backward,
+    // any recomputation) per second against the GPU's dense peak.
+    double Mfu = PeakFlops > 0 && T.StepMs > 0
+                     ? StepFlops / (T.StepMs / 1e3) / PeakFlops
+                     : 0;
+    char MfuText[32] = "";
+    if (Mfu > 0)
+      snprintf(MfuText, sizeof(MfuText), " MFU %.1f%%,", 100 * Mfu);
+    snprintf(Line, sizeof(Line), " loss %.4f, lr %.3g,%s %.0f tokens/s,%s",
+             Loss0, double(HostStep->Lr), NormText,
+             T.StepMs > 0 ? StepTokens / (T.StepMs / 1e3) : 0.0, MfuText);
     Loss = Line;
     snprintf(Line, sizeof(Line),
-             "\"loss\":%.6f,\"lr\":%.6g,\"grad_norm\":%.6g,\"tokens\":%llu,",
-             Loss0, double(HostStep->Lr), Norm, (unsigned long long)StepTokens);
+             "\"loss\":%.6f,\"lr\":%.6g,\"grad_norm\":%.6g,\"tokens\":%llu,"
+             "\"mfu\":%.4f,",
+             Loss0, double(HostStep->Lr), Norm, (unsigned long long)StepTokens,
+             Mfu);
     LossJson = Line;
+  }
+  if (!T.Timed) {
+    if (Process.Rank == 0) {
+      char Head[240];
+      snprintf(Head, sizeof(Head), "dsrun: step %u:%s %.2f ms (lean)\n", Step,
+               Loss.c_str(), T.StepMs);
+      writeLine(Head);
+    }
+    if (FILE *Log = openLog(Options.JsonLog, Process.Rank)) {
+      fprintf(Log, "{\"rank\":%d,\"step\":%u,%s\"step_ms\":%.3f,"
+                   "\"lean\":true}\n",
+              Process.Rank, Step, LossJson.c_str(), T.StepMs);
+      fclose(Log);
+    }
+    return;
   }
   if (Process.Rank == 0) {
     char Head[240];

@@ -118,6 +118,25 @@ bool Executor::openTraining() {
   return true;
 }
 
+/// The dense bf16 tensor-core peak of the GPUs the anchors name (their
+/// data sheets, without sparsity); 0 for others. MFU is counted against it.
+static double densePeakFlops() {
+  int Device = 0;
+  cudaDeviceProp Prop;
+  if (cudaGetDevice(&Device) != cudaSuccess ||
+      cudaGetDeviceProperties(&Prop, Device) != cudaSuccess)
+    return 0;
+  std::string Name = Prop.name;
+  bool Pcie = Name.find("PCIe") != std::string::npos;
+  if (Name.find("H100") != std::string::npos)
+    return Pcie ? 756e12 : 989e12;
+  if (Name.find("H200") != std::string::npos)
+    return 989e12;
+  if (Name.find("A100") != std::string::npos)
+    return 312e12;
+  return 0;
+}
+
 bool Executor::setUpTraining() {
   const plan::Compute &C = P.Training;
   auto Fail = [&](const std::string &Why) {
@@ -148,6 +167,9 @@ bool Executor::setUpTraining() {
                     Work ? Work.Bytes : 0, Cublas);
   if (!Problem.empty())
     return Fail(Problem);
+  for (const plan::Kernel &K : P.Kernels)
+    StepFlops += double(K.Flops) * P.Settings.GradAccum;
+  PeakFlops = densePeakFlops();
   if (Process.Rank == 0)
     fprintf(stderr,
             "dsrun: training on %s (%s, %llu tokens: %llu samples of %llu), "

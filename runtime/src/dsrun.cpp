@@ -9,6 +9,7 @@
 #include "Executor.h"
 #include "Launch.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -28,6 +29,10 @@ static const char *const Usage =
     "  --init WEIGHTS.safetensors the starting weights (HF model.safetensors)\n"
     "  --seed N                   data order and dropout (default 1234)\n"
     "  --save-weights FILE        the trained 16-bit weights, as safetensors\n"
+    "  --timed-steps K            of the --steps, the first K timed instruction\n"
+    "                             by instruction (3); the rest run lean\n"
+    "  --profile-step N           time each kernel of step N; print where the\n"
+    "                             step's time went\n"
     "Without --data (docs/runtime.md):\n"
     "  --compute synthetic|none   GEMMs and known gradients, or gradients only\n"
     "  --verify                   check every update bit for bit on the host\n"
@@ -60,6 +65,8 @@ int main(int argc, char **argv) {
   if (helpOrVersion(argc, argv, "dsrun", Usage))
     return 0;
   RunOptions Options;
+  uint32_t TimedSteps = 3;
+  bool LeanStepsGiven = false, TimedStepsGiven = false;
   std::string PlanPath;
   long Processes = 0;
   // The children get the same arguments without -n.
@@ -91,6 +98,16 @@ int main(int argc, char **argv) {
       if (!Value(0, 1000))
         return usage("--lean-steps needs a count up to 1000");
       Options.LeanSteps = uint32_t(V);
+      LeanStepsGiven = true;
+    } else if (A == "--timed-steps") {
+      if (!Value(1, 100000))
+        return usage("--timed-steps needs a positive count");
+      TimedSteps = uint32_t(V);
+      TimedStepsGiven = true;
+    } else if (A == "--profile-step") {
+      if (!Value(1, 100000))
+        return usage("--profile-step needs a step number");
+      Options.ProfileStep = uint32_t(V);
     } else if (A == "--timeout") {
       if (!Value(1, 86400))
         return usage("--timeout needs seconds");
@@ -175,10 +192,22 @@ int main(int argc, char **argv) {
     if (Options.Verify)
       return usage("--verify checks the synthetic modes bit for bit; with "
                    "--data, compare losses with runtime/bench/train_compare.sh");
+    if (LeanStepsGiven)
+      return usage("with --data, --steps counts every step and "
+                   "--timed-steps K says how many are timed instruction by "
+                   "instruction; the rest run lean");
+    if (Options.ProfileStep > Options.Steps)
+      return usage("--profile-step is beyond the last step (--steps)");
     Options.Compute = RunOptions::ComputeMode::Real;
-    Options.LeanSteps = 0; // Every step trains and reports its loss.
-  } else if (!Options.InitPath.empty() || !Options.SaveWeightsPath.empty()) {
-    return usage("--init and --save-weights train with --data");
+    // Events around every instruction cost the step time (docs/runtime.md):
+    // only the first steps are timed in detail, every step trains.
+    uint32_t Total = Options.Steps;
+    Options.Steps = std::min(Total, TimedSteps);
+    Options.LeanSteps = Total - Options.Steps;
+  } else if (!Options.InitPath.empty() || !Options.SaveWeightsPath.empty() ||
+             Options.ProfileStep || TimedStepsGiven) {
+    return usage("--init, --save-weights, --timed-steps and --profile-step "
+                 "train with --data");
   }
 
   if (Processes && !getenv("DSRUN_CHILD")) {
