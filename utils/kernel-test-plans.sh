@@ -1,6 +1,7 @@
 #!/bin/sh
 # Writes plans of the PyTorch fixture models (test/Compute/Inputs), in fp32
-# and bf16, for dsrun-kernel-test to run every kernel of on a GPU.
+# and bf16, and of two generated models, for dsrun-kernel-test to run every
+# kernel of on a GPU.
 #
 #   utils/kernel-test-plans.sh DSC INPUTS_DIR OUTDIR
 #
@@ -25,5 +26,21 @@ JSON
     "$dsc" plan "$out/config.json" "$inputs/$model.onnx" --seq-len 16 \
       --loss $loss -o "$out/$model-$precision.bin" > /dev/null
   done
+done
+# Two generated models at micro batch 4 x 128 tokens: 512 rows, so that
+# the bias and norm weight gradients take the two-pass column sums
+# (include/dsc/ColumnSums.h) and attention runs at a longer sequence.
+modelgen=$(dirname "$dsc")/dsc-modelgen
+cat > "$out/config.json" <<JSON
+{"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1,
+ "bf16": {"enabled": true}, "zero_optimization": {"stage": 0},
+ "optimizer": {"type": "AdamW", "params": {"lr": 0.001}}}
+JSON
+for arch in gpt llama; do
+  "$modelgen" --arch $arch --layers 2 --hidden 256 --heads 4 --vocab 1000 \
+    -o "$out/mg-$arch.onnx" > /dev/null
+  "$dsc" plan "$out/config.json" "$out/mg-$arch.onnx" --seq-len 128 \
+    -o "$out/mg-$arch-bf16.bin" > /dev/null
+  rm "$out/mg-$arch.onnx"
 done
 rm "$out/config.json"

@@ -1,6 +1,8 @@
 //===- Kernels.cpp - Kernel selection, views and storage ------------------===//
 
 #include "dsc/Compute/Kernels.h"
+
+#include "dsc/ColumnSums.h"
 #include "dsc/Compute/Ops.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -726,6 +728,22 @@ void costKernel(plan::Kernel &K, const std::vector<plan::Value> &Values) {
     K.Flops = 4 * Elems(K.Outputs[0]);
     K.WorkspaceBytes = 256;
     break;
+  case KernelKind::LayerNormGrad:
+  case KernelKind::RMSNormGrad:
+    // The weight (and bias) gradients' partial column sums.
+    K.Flops = K.Outputs.empty() ? 0 : 4 * Elems(K.Outputs[0]);
+    K.WorkspaceBytes = columnSumWorkspace(
+        I[0], I[1], K.Kind == KernelKind::LayerNormGrad ? 2 : 1);
+    break;
+  case KernelKind::Reduce: {
+    // A bias gradient's partial column sums.
+    K.Flops = K.Outputs.empty() ? 0 : 4 * Elems(K.Outputs[0]);
+    int64_t Rows = 0, Cols = 0;
+    const plan::TensorRef &X = K.Inputs[0];
+    if (reducesLeadingRows(X.Shape, X.Strides, I[0], Rows, Cols))
+      K.WorkspaceBytes = columnSumWorkspace(Rows, Cols, 1);
+    break;
+  }
   default:
     K.Flops = K.Outputs.empty() ? 0 : 4 * Elems(K.Outputs[0]);
   }

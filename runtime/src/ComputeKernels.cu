@@ -11,6 +11,7 @@
 
 #include "ComputeKernels.h"
 
+#include "dsc/ColumnSums.h"
 #include "dsc/Pointwise.h"
 #include "dsc/Random.h"
 
@@ -104,6 +105,11 @@ constexpr int MaxInstructions = 48, MaxRegisters = 32, MaxConstants = 16;
 
 struct PointwiseArgs {
   Strided In[8], Out[4];
+  /// Set when every operand's offset is (E / Div) % Period for output
+  /// element E (a dense operand, or one broadcast along leading or
+  /// trailing dims): no per-dim index arithmetic.
+  bool Flat = false;
+  int64_t InDiv[8] = {}, InPeriod[8] = {}, OutDiv[4] = {}, OutPeriod[4] = {};
   int NumIn = 0, NumOut = 0, Instructions = 0;
   int16_t Code[MaxInstructions][5] = {};
   int OutReg[4] = {};
@@ -112,7 +118,104 @@ struct PointwiseArgs {
   int64_t N = 0;
 };
 
-__global__ void pointwiseKernel(const PointwiseArgs A) {
+/// Runs the program of element E over its registers R (the inputs loaded
+/// into the first ones).
+__device__ __forceinline__ void runProgram(const PointwiseArgs &A, int64_t E,
+                                           float *R) {
+  for (int K = 0; K < A.Instructions; ++K) {
+    const int16_t *X = A.Code[K];
+    PointwiseOp Op = PointwiseOp(X[0]);
+    float V;
+    if (Op == PointwiseOp::Const) {
+      V = A.Constants[X[2]];
+    } else if (Op == PointwiseOp::Dropout) {
+      float Ratio = A.Constants[X[3]];
+      V = dsc::dropoutKeeps(A.Seed, uint64_t(X[4]), uint64_t(E), Ratio)
+              ? R[X[2]] / (1.0f - Ratio)
+              : 0.0f;
+    } else {
+      float Args[3] = {R[X[2]], R[X[3]], R[X[4]]};
+      V = dsc::pointwise::apply(Op, Args);
+    }
+    R[X[1]] = V;
+  }
+}
+
+/// Runs the program on output element E, whose operands sit at InOff and
+/// OutOff.
+__device__ __forceinline__ void pointwiseElement(const PointwiseArgs &A,
+                                                 int64_t E,
+                                                 const int64_t *InOff,
+                                                 const int64_t *OutOff) {
+  float R[MaxRegisters];
+#pragma unroll
+  for (int J = 0; J < 8; ++J)
+    if (J < A.NumIn)
+      R[J] = loadAs(A.In[J].Ptr, uint64_t(InOff[J]), A.In[J].Type);
+  runProgram(A, E, R);
+#pragma unroll
+  for (int J = 0; J < 4; ++J)
+    if (J < A.NumOut)
+      storeAs(A.Out[J].Ptr, uint64_t(OutOff[J]), A.Out[J].Type,
+              R[A.OutReg[J]]);
+}
+
+/// (E / Div) % Period in the index type: 32-bit division costs a fraction
+/// of 64-bit, and most tensors have fewer than 2^31 elements.
+template <typename Index>
+__device__ __forceinline__ int64_t flatOffset(Index E, int64_t Div,
+                                              int64_t Period, int64_t N) {
+  if (Div == 1 && Period == N)
+    return int64_t(E);
+  return int64_t((E / Index(Div)) % Index(Period));
+}
+
+// The argument structs are __grid_constant__: indexed with a value known
+// only at run time (an operand J, a program's register), a plain kernel
+// parameter is copied to every thread's local memory first, which made
+// these kernels 10x slower than the memory they move.
+/// Elements each thread of the flat kernel runs at once: their loads are
+/// issued together, so a thread has several in flight.
+constexpr int FlatBatch = 4;
+
+template <typename Index>
+__global__ void pointwiseFlatKernel(const __grid_constant__ PointwiseArgs A) {
+  Index Stride = Index(gridDim.x) * blockDim.x * FlatBatch;
+  for (Index First = Index(blockIdx.x) * blockDim.x * FlatBatch + threadIdx.x;
+       First < Index(A.N); First += Stride) {
+    float R[FlatBatch][MaxRegisters];
+#pragma unroll
+    for (int B = 0; B < FlatBatch; ++B) {
+      Index E = First + Index(B) * blockDim.x;
+      if (E >= Index(A.N))
+        break;
+#pragma unroll
+      for (int J = 0; J < 8; ++J)
+        if (J < A.NumIn)
+          R[B][J] = loadAs(
+              A.In[J].Ptr,
+              uint64_t(flatOffset<Index>(E, A.InDiv[J], A.InPeriod[J], A.N)),
+              A.In[J].Type);
+    }
+#pragma unroll
+    for (int B = 0; B < FlatBatch; ++B) {
+      Index E = First + Index(B) * blockDim.x;
+      if (E >= Index(A.N))
+        break;
+      runProgram(A, int64_t(E), R[B]);
+#pragma unroll
+      for (int J = 0; J < 4; ++J)
+        if (J < A.NumOut)
+          storeAs(A.Out[J].Ptr,
+                  uint64_t(flatOffset<Index>(E, A.OutDiv[J], A.OutPeriod[J],
+                                             A.N)),
+                  A.Out[J].Type, R[B][A.OutReg[J]]);
+    }
+  }
+}
+
+/// Any strides: each element's offsets from its index, dim by dim.
+__global__ void pointwiseKernel(const __grid_constant__ PointwiseArgs A) {
   const Strided &O0 = A.Out[0];
   for (int64_t E = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; E < A.N;
        E += int64_t(gridDim.x) * blockDim.x) {
@@ -122,34 +225,34 @@ __global__ void pointwiseKernel(const PointwiseArgs A) {
       int64_t Size = O0.Shape[D] ? O0.Shape[D] : 1;
       int64_t I = Rest % Size;
       Rest /= Size;
-      for (int J = 0; J < A.NumIn; ++J)
-        InOff[J] += I * A.In[J].Strides[D];
-      for (int J = 0; J < A.NumOut; ++J)
-        OutOff[J] += I * A.Out[J].Strides[D];
+#pragma unroll
+      for (int J = 0; J < 8; ++J)
+        if (J < A.NumIn)
+          InOff[J] += I * A.In[J].Strides[D];
+#pragma unroll
+      for (int J = 0; J < 4; ++J)
+        if (J < A.NumOut)
+          OutOff[J] += I * A.Out[J].Strides[D];
     }
-    float R[MaxRegisters];
-    for (int J = 0; J < A.NumIn; ++J)
-      R[J] = loadAs(A.In[J].Ptr, uint64_t(InOff[J]), A.In[J].Type);
-    for (int K = 0; K < A.Instructions; ++K) {
-      const int16_t *X = A.Code[K];
-      PointwiseOp Op = PointwiseOp(X[0]);
-      float V;
-      if (Op == PointwiseOp::Const) {
-        V = A.Constants[X[2]];
-      } else if (Op == PointwiseOp::Dropout) {
-        float Ratio = A.Constants[X[3]];
-        V = dsc::dropoutKeeps(A.Seed, uint64_t(X[4]), uint64_t(E), Ratio)
-                ? R[X[2]] / (1.0f - Ratio)
-                : 0.0f;
-      } else {
-        float Args[3] = {R[X[2]], R[X[3]], R[X[4]]};
-        V = dsc::pointwise::apply(Op, Args);
-      }
-      R[X[1]] = V;
-    }
-    for (int J = 0; J < A.NumOut; ++J)
-      storeAs(A.Out[J].Ptr, uint64_t(OutOff[J]), A.Out[J].Type, R[A.OutReg[J]]);
+    pointwiseElement(A, E, InOff, OutOff);
   }
+}
+
+/// Whether X's offset for output element E is (E / Div) % Period: from the
+/// innermost dim, dims X does not move along (stride 0), then dims laid
+/// out densely, then again dims it does not move along.
+bool flatOffsets(const Strided &X, const Strided &Out, int64_t &Div,
+                 int64_t &Period) {
+  Div = 1, Period = 1;
+  int D = Out.Rank - 1;
+  for (; D >= 0 && (Out.Shape[D] == 1 || X.Strides[D] == 0); --D)
+    Div *= Out.Shape[D];
+  for (; D >= 0 && (Out.Shape[D] == 1 || X.Strides[D] == Period); --D)
+    Period *= Out.Shape[D];
+  for (; D >= 0; --D)
+    if (Out.Shape[D] != 1 && X.Strides[D] != 0)
+      return false;
+  return Div > 0 && Period > 0;
 }
 
 std::string pointwise(const plan::Kernel &K, const KernelOperands &Ops,
@@ -179,8 +282,125 @@ std::string pointwise(const plan::Kernel &K, const KernelOperands &Ops,
     A.Constants[J] = float(K.Floats[J]);
   A.Seed = C.Seed;
   A.N = numel(K.Outputs[0].Shape);
-  if (A.N)
-    pointwiseKernel<<<blocksFor(uint64_t(A.N)), Threads, 0, S>>>(A);
+  A.Flat = true;
+  for (int J = 0; J < A.NumIn; ++J)
+    A.Flat &= flatOffsets(A.In[J], A.Out[0], A.InDiv[J], A.InPeriod[J]);
+  for (int J = 0; J < A.NumOut; ++J)
+    A.Flat &= flatOffsets(A.Out[J], A.Out[0], A.OutDiv[J], A.OutPeriod[J]);
+  if (!A.N)
+    return "";
+  // A program of no instructions between two dense operands of one type
+  // is a copy: the copy engine's rate, not a kernel's.
+  if (A.Flat && N == 0 && A.NumIn == 1 && A.NumOut == 1 &&
+      A.In[0].Type == A.Out[0].Type && A.OutReg[0] == 0 &&
+      A.InDiv[0] == 1 && A.InPeriod[0] == A.N && A.OutDiv[0] == 1 &&
+      A.OutPeriod[0] == A.N) {
+    cudaError_t E = cudaMemcpyAsync(A.Out[0].Ptr, A.In[0].Ptr,
+                                    uint64_t(A.N) * elementBytes(A.In[0].Type),
+                                    cudaMemcpyDeviceToDevice, S);
+    return E == cudaSuccess ? "" : cudaGetErrorString(E);
+  }
+  unsigned Blocks = blocksFor(uint64_t(A.N));
+  unsigned FlatBlocks = blocksFor((uint64_t(A.N) + FlatBatch - 1) / FlatBatch);
+  if (A.Flat && A.N < (int64_t(1) << 31))
+    pointwiseFlatKernel<uint32_t><<<FlatBlocks, Threads, 0, S>>>(A);
+  else if (A.Flat)
+    pointwiseFlatKernel<uint64_t><<<FlatBlocks, Threads, 0, S>>>(A);
+  else
+    pointwiseKernel<<<Blocks, Threads, 0, S>>>(A);
+  return "";
+}
+
+//===----------------------------------------------------------------------===//
+// Column sums: bias and norm weight gradients (include/dsc/ColumnSums.h)
+//===----------------------------------------------------------------------===//
+
+constexpr int TileCols = 32, TileRows = 8;
+
+/// A [Rows, Cols] matrix summed over its rows. Bias gradients sum G
+/// itself; a norm's weight and bias gradients sum G * x-hat and G, where
+/// x-hat = (X - Mean[row]) * Rstd[row] (no mean for RMSNorm).
+struct ColumnSumArgs {
+  const void *G = nullptr;
+  ElementType GT = ElementType::F32;
+  const void *X = nullptr; ///< Norms only.
+  ElementType XT = ElementType::F32;
+  const float *Mean = nullptr, *Rstd = nullptr;
+  int64_t Rows = 0, Cols = 0, ChunkRows = 0;
+  int Sums = 1;
+  void *Out[2] = {};
+  ElementType OutT[2] = {ElementType::F32, ElementType::F32};
+  float Scale = 1;
+  float *Partial = nullptr; ///< [chunk][sum][col]; null: one chunk.
+};
+
+/// Pass 1: a tile of 32 columns of one chunk of rows; each of 8 row lanes
+/// sums every 8th row in order, then the lanes are added in order.
+__global__ void columnSumChunks(const __grid_constant__ ColumnSumArgs A) {
+  int64_t C = int64_t(blockIdx.x) * TileCols + threadIdx.x;
+  int64_t Chunk = blockIdx.y;
+  int64_t End = min(A.Rows, (Chunk + 1) * A.ChunkRows);
+  float S0 = 0, S1 = 0;
+  if (C < A.Cols)
+    for (int64_t R = Chunk * A.ChunkRows + threadIdx.y; R < End;
+         R += TileRows) {
+      uint64_t At = uint64_t(R) * uint64_t(A.Cols) + uint64_t(C);
+      float G = loadAs(A.G, At, A.GT);
+      if (A.X) {
+        float Xh = (loadAs(A.X, At, A.XT) - (A.Mean ? A.Mean[R] : 0.0f)) *
+                   A.Rstd[R];
+        S0 += G * Xh;
+        S1 += G;
+      } else {
+        S0 += G;
+      }
+    }
+  __shared__ float Tile[2][TileRows][TileCols];
+  Tile[0][threadIdx.y][threadIdx.x] = S0;
+  Tile[1][threadIdx.y][threadIdx.x] = S1;
+  __syncthreads();
+  int K = int(threadIdx.y);
+  if (K >= A.Sums || C >= A.Cols)
+    return;
+  float Sum = 0;
+  for (int Y = 0; Y < TileRows; ++Y)
+    Sum += Tile[K][Y][threadIdx.x];
+  if (A.Partial)
+    A.Partial[(uint64_t(Chunk) * A.Sums + K) * uint64_t(A.Cols) + C] = Sum;
+  else
+    storeAs(A.Out[K], uint64_t(C), A.OutT[K], Sum * A.Scale);
+}
+
+/// Pass 2: each column's chunk sums, added in chunk order.
+__global__ void columnSumTotals(const __grid_constant__ ColumnSumArgs A, int64_t Chunks) {
+  int64_t C = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  int K = int(blockIdx.y);
+  if (C >= A.Cols)
+    return;
+  float Sum = 0;
+  for (int64_t Ch = 0; Ch < Chunks; ++Ch)
+    Sum += A.Partial[(uint64_t(Ch) * A.Sums + K) * uint64_t(A.Cols) + C];
+  storeAs(A.Out[K], uint64_t(C), A.OutT[K], Sum * A.Scale);
+}
+
+std::string columnSums(ColumnSumArgs A, const KernelContext &Ctx,
+                       cudaStream_t S) {
+  if (!A.Cols)
+    return "";
+  int64_t Chunks = dsc::columnChunks(A.Rows);
+  uint64_t Need = dsc::columnSumWorkspace(A.Rows, A.Cols, A.Sums);
+  if (Need > Ctx.WorkspaceBytes)
+    return "needs " + std::to_string(Need) + " bytes of kernel workspace";
+  A.ChunkRows = dsc::columnChunkRows(A.Rows);
+  A.Partial = Need ? static_cast<float *>(Ctx.Workspace) : nullptr;
+  unsigned Tiles = unsigned((A.Cols + TileCols - 1) / TileCols);
+  if (Chunks > 0)
+    columnSumChunks<<<dim3(Tiles, unsigned(Chunks)), dim3(TileCols, TileRows),
+                      0, S>>>(A);
+  if (Chunks != 1) // Several chunks to add, or no rows: zeros.
+    columnSumTotals<<<dim3(unsigned((A.Cols + Threads - 1) / Threads),
+                           unsigned(A.Sums)),
+                      Threads, 0, S>>>(A, Chunks);
   return "";
 }
 
@@ -188,7 +408,8 @@ std::string pointwise(const plan::Kernel &K, const KernelOperands &Ops,
 // Fill, reduce
 //===----------------------------------------------------------------------===//
 
-__global__ void fillKernel(Strided Y, int64_t N, float V) {
+__global__ void fillKernel(const __grid_constant__ Strided Y, int64_t N,
+                           float V) {
   for (int64_t E = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; E < N;
        E += int64_t(gridDim.x) * blockDim.x) {
     int64_t Rest = E, Off = 0;
@@ -212,7 +433,7 @@ struct ReduceArgs {
 };
 
 /// One thread per output element, summing its reduced elements in order.
-__global__ void reduceKernel(const ReduceArgs A) {
+__global__ void reduceKernel(const __grid_constant__ ReduceArgs A) {
   for (int64_t O = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; O < A.Kept;
        O += int64_t(gridDim.x) * blockDim.x) {
     int64_t Rest = O, Base = 0;
@@ -234,8 +455,21 @@ __global__ void reduceKernel(const ReduceArgs A) {
 }
 
 std::string reduce(const plan::Kernel &K, const KernelOperands &Ops,
-                   cudaStream_t S) {
+                   const KernelContext &C, cudaStream_t S) {
   const plan::TensorRef &X = K.Inputs[0];
+  int64_t Rows = 0, Cols = 0;
+  if (dsc::reducesLeadingRows(X.Shape, X.Strides, K.Ints[0], Rows, Cols)) {
+    // A bias gradient: the whole GPU, in a fixed order.
+    ColumnSumArgs Sum;
+    Sum.G = Ops.In[0];
+    Sum.GT = Ops.InType[0];
+    Sum.Rows = Rows;
+    Sum.Cols = Cols;
+    Sum.Out[0] = Ops.Out[0];
+    Sum.OutT[0] = Ops.OutType[0];
+    Sum.Scale = float(K.Floats[0]);
+    return columnSums(Sum, C, S);
+  }
   ReduceArgs A;
   A.X = strided(X, Ops.In[0], Ops.InType[0]);
   A.Y = Ops.Out[0];
@@ -359,31 +593,8 @@ __global__ void normGradKernel(const void *Dy, ElementType DyT, const void *X,
   }
 }
 
-/// dw and db: a column each, summed over the rows in order.
-__global__ void normWeightGradKernel(const void *Dy, ElementType DyT,
-                                     const void *X, ElementType XT,
-                                     const float *Mean, const float *Rstd,
-                                     void *Dw, ElementType DwT, void *Db,
-                                     ElementType DbT, int64_t Rows,
-                                     int64_t Cols) {
-  int64_t C = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (C >= Cols)
-    return;
-  float SumW = 0, SumB = 0;
-  for (int64_t R = 0; R < Rows; ++R) {
-    uint64_t At = uint64_t(R * Cols + C);
-    float G = loadAs(Dy, At, DyT);
-    float Xh = (loadAs(X, At, XT) - (Mean ? Mean[R] : 0.0f)) * Rstd[R];
-    SumW += G * Xh;
-    SumB += G;
-  }
-  storeAs(Dw, uint64_t(C), DwT, SumW);
-  if (Db)
-    storeAs(Db, uint64_t(C), DbT, SumB);
-}
-
 std::string norm(const plan::Kernel &K, const KernelOperands &Ops,
-                 cudaStream_t S) {
+                 const KernelContext &C, cudaStream_t S) {
   int64_t Rows = K.Ints[0], Cols = K.Ints[1];
   bool Rms = K.Kind == KernelKind::RMSNorm || K.Kind == KernelKind::RMSNormGrad;
   if (K.Kind == KernelKind::LayerNorm || K.Kind == KernelKind::RMSNorm) {
@@ -405,13 +616,24 @@ std::string norm(const plan::Kernel &K, const KernelOperands &Ops,
     normGradKernel<<<unsigned(Rows), Threads, 0, S>>>(
         Ops.In[0], Ops.InType[0], Ops.In[1], Ops.InType[1], Ops.In[2],
         Ops.InType[2], Mean, Rstd, Ops.Out[0], Ops.OutType[0], Cols);
-  normWeightGradKernel<<<unsigned((Cols + Threads - 1) / Threads), Threads, 0,
-                         S>>>(Ops.In[0], Ops.InType[0], Ops.In[1],
-                              Ops.InType[1], Mean, Rstd, Ops.Out[1],
-                              Ops.OutType[1], Rms ? nullptr : Ops.Out[2],
-                              Rms ? ElementType::F32 : Ops.OutType[2], Rows,
-                              Cols);
-  return "";
+  // dw and db: column sums of dy * x-hat and dy.
+  ColumnSumArgs Sum;
+  Sum.G = Ops.In[0];
+  Sum.GT = Ops.InType[0];
+  Sum.X = Ops.In[1];
+  Sum.XT = Ops.InType[1];
+  Sum.Mean = Mean;
+  Sum.Rstd = Rstd;
+  Sum.Rows = Rows;
+  Sum.Cols = Cols;
+  Sum.Sums = Rms ? 1 : 2;
+  Sum.Out[0] = Ops.Out[1];
+  Sum.OutT[0] = Ops.OutType[1];
+  if (!Rms) {
+    Sum.Out[1] = Ops.Out[2];
+    Sum.OutT[1] = Ops.OutType[2];
+  }
+  return columnSums(Sum, C, S);
 }
 
 //===----------------------------------------------------------------------===//
@@ -447,18 +669,23 @@ struct AttentionArgs {
   const void *Bias;
   ElementType BiasType;
   int64_t BiasStrides[3];
+  /// Rows up to this many keys are held in shared memory by the softmax.
+  int64_t CachedCols;
 };
 
 /// Scores of one batch [Hq, T, Sk] (fp32, scaled here), masked, to P in
 /// the activation type and the log-sum-exp per row; a row with every key
 /// masked attends to nothing. With Lse given as input (backward) P is
-/// recomputed from it.
+/// recomputed from it. With dynamic shared memory for a row (Sk floats),
+/// each score is read once (masked ones never) instead of three times.
 __global__ void attentionSoftmaxKernel(const float *Scores, void *P,
                                        ElementType PT, float *Lse,
                                        bool Recompute, AttentionArgs A) {
-  int64_t Row = blockIdx.x; // h * T + t
-  int64_t H = Row / A.T, Tq = Row % A.T;
-  const float *S = Scores + Row * A.Sk;
+  extern __shared__ float Row[];
+  bool Cached = !Recompute && A.Sk <= A.CachedCols;
+  int64_t R = blockIdx.x; // h * T + t
+  int64_t H = R / A.T, Tq = R % A.T;
+  const float *S = Scores + R * A.Sk;
   auto Score = [&](int64_t J) {
     if (A.Causal && J > Tq)
       return -INFINITY;
@@ -472,24 +699,28 @@ __global__ void attentionSoftmaxKernel(const float *Scores, void *P,
   };
   float L;
   if (Recompute) {
-    L = Lse[Row];
+    L = Lse[R];
   } else {
     float Max = -INFINITY;
-    for (int64_t J = threadIdx.x; J < A.Sk; J += blockDim.x)
-      Max = fmaxf(Max, Score(J));
+    for (int64_t J = threadIdx.x; J < A.Sk; J += blockDim.x) {
+      float V = Score(J);
+      if (Cached)
+        Row[J] = V;
+      Max = fmaxf(Max, V);
+    }
     Max = blockReduce(Max, true);
     float Sum = 0;
     if (Max != -INFINITY)
       for (int64_t J = threadIdx.x; J < A.Sk; J += blockDim.x)
-        Sum += expf(Score(J) - Max);
+        Sum += expf((Cached ? Row[J] : Score(J)) - Max);
     Sum = blockReduce(Sum, false);
     L = Sum > 0 ? Max + logf(Sum) : INFINITY;
     if (threadIdx.x == 0)
-      Lse[Row] = L;
+      Lse[R] = L;
   }
   for (int64_t J = threadIdx.x; J < A.Sk; J += blockDim.x)
-    storeAs(P, uint64_t(Row * A.Sk + J), PT,
-            isinf(L) ? 0.0f : expf(Score(J) - L));
+    storeAs(P, uint64_t(R * A.Sk + J), PT,
+            isinf(L) ? 0.0f : expf((Cached ? Row[J] : Score(J)) - L));
 }
 
 /// dS = P (dP - delta) scale, delta = rowsum(dO o O) precomputed.
@@ -506,7 +737,9 @@ __global__ void attentionDsKernel(const void *P, ElementType PT,
 }
 
 /// delta[h, t] = sum_d dO[h, t, d] O[h, t, d] for one batch element.
-__global__ void attentionDeltaKernel(Strided Do, Strided O, int64_t T,
+__global__ void attentionDeltaKernel(const __grid_constant__ Strided Do,
+                                     const __grid_constant__ Strided O,
+                                     int64_t T,
                                      int64_t Dv, float *Delta) {
   int64_t Row = blockIdx.x, H = Row / T, Tq = Row % T;
   float Sum = 0;
@@ -590,8 +823,12 @@ std::string attention(const plan::Kernel &K, const KernelOperands &Ops,
                       ElementType::F32, A.Sk, G * A.T * A.Sk, A.Hkv));
     float *Lse = static_cast<float *>(Grad ? Ops.In[5] : Ops.Out[1]) +
                  B * A.Hq * A.T;
-    attentionSoftmaxKernel<<<unsigned(A.Hq * A.T), Threads, 0, S>>>(
-        Scores, P, Act, Lse, Grad, A);
+    // A row of scores in shared memory (at most the 48 KiB every launch
+    // may take without opting in).
+    A.CachedCols = Grad ? 0 : (A.Sk * 4 <= 48 * 1024 ? A.Sk : 0);
+    attentionSoftmaxKernel<<<unsigned(A.Hq * A.T), Threads,
+                             size_t(A.CachedCols) * 4, S>>>(Scores, P, Act,
+                                                            Lse, Grad, A);
     if (!Grad) {
       // out[b, h] = P[h] V[b, h / G]
       const plan::TensorRef &Or = K.Outputs[0];
@@ -910,6 +1147,17 @@ uint64_t kernelWorkspaceBytes(const plan::Kernel &K,
     return K.Ints[1] == 1 ? sortBytes(K.Ints[4]) : 0;
   case KernelKind::CrossEntropyGrad:
     return sizeof(float);
+  case KernelKind::LayerNormGrad:
+  case KernelKind::RMSNormGrad:
+    return dsc::columnSumWorkspace(K.Ints[0], K.Ints[1],
+                                   K.Kind == KernelKind::LayerNormGrad ? 2 : 1);
+  case KernelKind::Reduce: {
+    int64_t Rows = 0, Cols = 0;
+    const plan::TensorRef &X = K.Inputs[0];
+    return dsc::reducesLeadingRows(X.Shape, X.Strides, K.Ints[0], Rows, Cols)
+               ? dsc::columnSumWorkspace(Rows, Cols, 1)
+               : 0;
+  }
   default:
     return 0;
   }
@@ -932,7 +1180,7 @@ std::string launchComputeKernel(const plan::Kernel &K,
     return "";
   }
   case KernelKind::Reduce:
-    return reduce(K, Ops, S);
+    return reduce(K, Ops, C, S);
   case KernelKind::Softmax:
     if (K.Ints[0])
       softmaxKernel<<<unsigned(K.Ints[0]), Threads, 0, S>>>(
@@ -949,7 +1197,7 @@ std::string launchComputeKernel(const plan::Kernel &K,
   case KernelKind::LayerNormGrad:
   case KernelKind::RMSNorm:
   case KernelKind::RMSNormGrad:
-    return norm(K, Ops, S);
+    return norm(K, Ops, C, S);
   case KernelKind::Attention:
   case KernelKind::AttentionGrad:
     return attention(K, Ops, C, S);
