@@ -49,14 +49,23 @@ TextEdit replaceValue(const JsonMember &M, StringRef NewValueText) {
 
 TextEdit removeMember(StringRef Text, const JsonValue &Object, size_t Index) {
   const JsonMember &M = Object.Members[Index];
-  if (Index + 1 < Object.Members.size())
-    return {M.KeyBegin, Object.Members[Index + 1].KeyBegin, ""};
-  if (Index > 0)
-    return {Object.Members[Index - 1].Value.End, M.Value.End, ""};
+  // Members are not in text order when a key repeats (the member keeps the
+  // first position): M's neighbours are the members written around it.
+  const JsonMember *Next = nullptr, *Prev = nullptr;
+  for (const JsonMember &O : Object.Members) {
+    if (O.KeyBegin > M.KeyBegin && (!Next || O.KeyBegin < Next->KeyBegin))
+      Next = &O;
+    if (O.KeyBegin < M.KeyBegin && (!Prev || O.KeyBegin > Prev->KeyBegin))
+      Prev = &O;
+  }
+  if (Next && Next->KeyBegin >= M.Value.End)
+    return {M.KeyBegin, Next->KeyBegin, ""};
+  if (Prev && !Next && Prev->Value.End <= M.KeyBegin)
+    return {Prev->Value.End, M.Value.End, ""};
   bool Comma = false;
   uint32_t End = M.Value.End;
-  uint32_t Next = skipJsonTrivia(Text, End, &Comma);
-  return {M.KeyBegin, Comma ? Next : End, ""};
+  uint32_t After = skipJsonTrivia(Text, End, &Comma);
+  return {M.KeyBegin, Comma ? After : End, ""};
 }
 
 /// The blanks before Pos on its line, when only blanks precede it.

@@ -110,6 +110,12 @@ std::string applyFixIts(const DiagnosticEngine &Engine, unsigned BufferID,
       Mine.push_back({size_t(F.Range.Start.getPointer() - Text.data()),
                       size_t(F.Range.End.getPointer() - Text.data()),
                       F.Replacement});
+    // A fix-it that is not a range of this text is a bug in its rule;
+    // the diagnostic's fixes are left out rather than the file damaged.
+    if (llvm::any_of(Mine, [&](const TextEdit &E) {
+          return E.Begin > E.End || E.End > Text.size();
+        }))
+      continue;
     auto Overlaps = [](const TextEdit &A, const TextEdit &B) {
       // Two insertions at one point keep their order; anything else that
       // touches the same bytes conflicts.
@@ -131,13 +137,17 @@ std::string applyFixIts(const DiagnosticEngine &Engine, unsigned BufferID,
 }
 
 std::string applyEdits(StringRef Text, std::vector<TextEdit> Edits) {
+  // By position; an insertion goes before a replacement starting there.
   std::stable_sort(Edits.begin(), Edits.end(),
                    [](const TextEdit &A, const TextEdit &B) {
-                     return A.Begin < B.Begin;
+                     return A.Begin != B.Begin ? A.Begin < B.Begin
+                                               : A.End < B.End;
                    });
   std::string Out;
   size_t Pos = 0;
   for (const TextEdit &E : Edits) {
+    assert(E.Begin >= Pos && E.Begin <= E.End && E.End <= Text.size() &&
+           "overlapping or inverted edits");
     Out.append(Text.data() + Pos, E.Begin - Pos);
     Out += E.Text;
     Pos = E.End;
