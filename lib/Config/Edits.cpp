@@ -58,9 +58,9 @@ TextEdit removeMember(StringRef Text, const JsonValue &Object, size_t Index) {
     if (O.KeyBegin < M.KeyBegin && (!Prev || O.KeyBegin > Prev->KeyBegin))
       Prev = &O;
   }
-  if (Next && Next->KeyBegin >= M.Value.End)
+  if (Next)
     return {M.KeyBegin, Next->KeyBegin, ""};
-  if (Prev && !Next && Prev->Value.End <= M.KeyBegin)
+  if (Prev)
     return {Prev->Value.End, M.Value.End, ""};
   bool Comma = false;
   uint32_t End = M.Value.End;

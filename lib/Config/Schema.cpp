@@ -155,38 +155,39 @@ SmallVector<const KeySpec *, 4> keysNamed(StringRef Name) {
   return Out;
 }
 
-SmallVector<StringRef, 4> suggestionsIn(StringRef Parent, StringRef Name,
-                                        StringRef Variant) {
-  struct Candidate {
-    unsigned Distance;
-    StringRef Spelling;
-  };
-  std::vector<Candidate> Found;
-  // Allow roughly one typo per three characters, like clang's typo
-  // correction; never suggest something unrelated to a short name.
-  unsigned Limit = std::max<unsigned>(1, Name.size() / 3);
-  auto Consider = [&](StringRef S) {
+SmallVector<NearKey, 4> keysNear(StringRef Parent, StringRef Name,
+                                 StringRef Variant, unsigned Limit) {
+  SmallVector<NearKey, 4> Found;
+  auto Consider = [&](const KeySpec *K, StringRef S) {
     if (S.empty() || S == Name)
       return;
     unsigned D = StringRef(Name.lower()).edit_distance(S.lower(), true, Limit);
     if (D <= Limit)
-      Found.push_back({D, S});
+      Found.push_back({K, S, D});
   };
   for (const KeySpec *K : keysIn(Parent)) {
     if (K->Type == ValueType::Misnomer || K->ReplacedBy || !K->allows(Variant))
       continue;
-    Consider(K->name());
+    Consider(K, K->name());
     if (K->Alias)
-      Consider(K->Alias);
+      Consider(K, K->Alias);
   }
   std::stable_sort(Found.begin(), Found.end(),
-                   [](const Candidate &A, const Candidate &B) {
+                   [](const NearKey &A, const NearKey &B) {
                      return A.Distance < B.Distance;
                    });
+  return Found;
+}
+
+SmallVector<StringRef, 4> suggestionsIn(StringRef Parent, StringRef Name,
+                                        StringRef Variant) {
+  // Allow roughly one typo per three characters, like clang's typo
+  // correction; never suggest something unrelated to a short name.
+  unsigned Limit = std::max<unsigned>(1, Name.size() / 3);
   SmallVector<StringRef, 4> Out;
-  for (const Candidate &C : Found)
-    if (Out.size() < 3 && !llvm::is_contained(Out, C.Spelling))
-      Out.push_back(C.Spelling);
+  for (const NearKey &N : keysNear(Parent, Name, Variant, Limit))
+    if (Out.size() < 3 && !llvm::is_contained(Out, N.Spelling))
+      Out.push_back(N.Spelling);
   return Out;
 }
 

@@ -331,7 +331,8 @@ private:
     // Where DeepSpeed ignores unknown keys, a near miss of a key the
     // config does not set means the user's setting is silently lost.
     if (How == SectionKind::Dict) {
-      SmallVector<StringRef, 2> Meant = absentKeysNear(Object, Parent, M.Key);
+      SmallVector<StringRef, 2> Meant =
+          absentKeysNear(Object, Parent, M.Key, Variant);
       if (!Meant.empty())
         return reportMisspelled(M, Parent, Meant);
     }
@@ -344,28 +345,20 @@ private:
   /// different case counts as an edit, DeepSpeed's lookups are exact) and
   /// set in Object under none of their spellings; the nearest only.
   SmallVector<StringRef, 2> absentKeysNear(const JsonValue &Object,
-                                           StringRef Parent, StringRef Key) {
+                                           StringRef Parent, StringRef Key,
+                                           StringRef Variant) {
     unsigned Limit = std::min<unsigned>(2, std::max<size_t>(1, Key.size() / 3));
     unsigned Best = Limit + 1;
     SmallVector<StringRef, 2> Out;
-    for (const KeySpec *K : keysIn(Parent)) {
-      if (K->Type == ValueType::Misnomer || K->ReplacedBy)
+    for (const NearKey &N : keysNear(Parent, Key, Variant, Limit)) {
+      const KeySpec &K = *N.Key;
+      if (Object.member(K.name()) || (K.Alias && Object.member(K.Alias)))
         continue;
-      if (Object.member(K->name()) || (K->Alias && Object.member(K->Alias)))
-        continue;
-      for (StringRef S : {StringRef(K->name()), StringRef(K->Alias ? K->Alias
-                                                                    : "")}) {
-        if (S.empty())
-          continue;
-        unsigned D = std::max(1u, StringRef(Key.lower()).edit_distance(
-                                      S.lower(), true, Limit));
-        if (S.equals_insensitive(Key) || D <= Limit) {
-          if (D < Best)
-            Out.clear(), Best = D;
-          if (D == Best && !llvm::is_contained(Out, S))
-            Out.push_back(S);
-        }
-      }
+      unsigned D = std::max(1u, N.Distance);
+      if (D < Best)
+        Out.clear(), Best = D;
+      if (D == Best && !llvm::is_contained(Out, N.Spelling))
+        Out.push_back(N.Spelling);
     }
     return Out;
   }

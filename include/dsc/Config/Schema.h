@@ -138,6 +138,21 @@ const KeySpec *lookupIn(llvm::StringRef Parent, llvm::StringRef Name,
 /// elsewhere" hints).
 llvm::SmallVector<const KeySpec *, 4> keysNamed(llvm::StringRef Name);
 
+/// A spelling (name or alias) of a key near a misspelled name.
+struct NearKey {
+  const KeySpec *Key;
+  llvm::StringRef Spelling;
+  unsigned Distance; ///< Edits, ignoring case.
+};
+
+/// The spellings of Parent's keys (of Variant, neither misnomers nor
+/// replaced) within Limit edits of Name ignoring case, Name itself left
+/// out; nearest first, in table order among equals.
+llvm::SmallVector<NearKey, 4> keysNear(llvm::StringRef Parent,
+                                       llvm::StringRef Name,
+                                       llvm::StringRef Variant,
+                                       unsigned Limit);
+
 /// Spellings in Parent close to Name (edit distance), best first.
 llvm::SmallVector<llvm::StringRef, 4> suggestionsIn(llvm::StringRef Parent,
                                                     llvm::StringRef Name,
