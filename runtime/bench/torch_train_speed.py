@@ -39,7 +39,6 @@ def main():
 
     torch.manual_seed(0)
     config = transformers.AutoConfig.from_pretrained(a.model)
-    config.attn_implementation = "sdpa"
     model = transformers.AutoModelForCausalLM.from_config(
         config, attn_implementation="sdpa").cuda()
     params = sum(p.numel() for p in model.parameters())

@@ -162,22 +162,29 @@ __device__ __forceinline__ void pointwiseElement(const PointwiseArgs &A,
 
 /// (E / Div) % Period in the index type: 32-bit division costs a fraction
 /// of 64-bit, and most tensors have fewer than 2^31 elements.
+/// Whether an operand of offset (E / Div) % Period is laid out as the N
+/// output elements themselves.
+__host__ __device__ __forceinline__ bool dense(int64_t Div, int64_t Period,
+                                               int64_t N) {
+  return Div == 1 && Period == N;
+}
+
 template <typename Index>
 __device__ __forceinline__ int64_t flatOffset(Index E, int64_t Div,
                                               int64_t Period, int64_t N) {
-  if (Div == 1 && Period == N)
+  if (dense(Div, Period, N))
     return int64_t(E);
   return int64_t((E / Index(Div)) % Index(Period));
 }
+
+/// Elements each thread of the flat kernel runs at once: their loads are
+/// issued together, so a thread has several in flight.
+constexpr int FlatBatch = 4;
 
 // The argument structs are __grid_constant__: indexed with a value known
 // only at run time (an operand J, a program's register), a plain kernel
 // parameter is copied to every thread's local memory first, which made
 // these kernels 10x slower than the memory they move.
-/// Elements each thread of the flat kernel runs at once: their loads are
-/// issued together, so a thread has several in flight.
-constexpr int FlatBatch = 4;
-
 template <typename Index>
 __global__ void pointwiseFlatKernel(const __grid_constant__ PointwiseArgs A) {
   Index Stride = Index(gridDim.x) * blockDim.x * FlatBatch;
@@ -293,8 +300,8 @@ std::string pointwise(const plan::Kernel &K, const KernelOperands &Ops,
   // is a copy: the copy engine's rate, not a kernel's.
   if (A.Flat && N == 0 && A.NumIn == 1 && A.NumOut == 1 &&
       A.In[0].Type == A.Out[0].Type && A.OutReg[0] == 0 &&
-      A.InDiv[0] == 1 && A.InPeriod[0] == A.N && A.OutDiv[0] == 1 &&
-      A.OutPeriod[0] == A.N) {
+      dense(A.InDiv[0], A.InPeriod[0], A.N) &&
+      dense(A.OutDiv[0], A.OutPeriod[0], A.N)) {
     cudaError_t E = cudaMemcpyAsync(A.Out[0].Ptr, A.In[0].Ptr,
                                     uint64_t(A.N) * elementBytes(A.In[0].Type),
                                     cudaMemcpyDeviceToDevice, S);
@@ -372,7 +379,8 @@ __global__ void columnSumChunks(const __grid_constant__ ColumnSumArgs A) {
 }
 
 /// Pass 2: each column's chunk sums, added in chunk order.
-__global__ void columnSumTotals(const __grid_constant__ ColumnSumArgs A, int64_t Chunks) {
+__global__ void columnSumTotals(const __grid_constant__ ColumnSumArgs A,
+                                int64_t Chunks) {
   int64_t C = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   int K = int(blockIdx.y);
   if (C >= A.Cols)
@@ -387,12 +395,11 @@ std::string columnSums(ColumnSumArgs A, const KernelContext &Ctx,
                        cudaStream_t S) {
   if (!A.Cols)
     return "";
+  // ModelProgram::resolve checked the workspace (kernelWorkspaceBytes)
+  // once, at start-up.
   int64_t Chunks = dsc::columnChunks(A.Rows);
-  uint64_t Need = dsc::columnSumWorkspace(A.Rows, A.Cols, A.Sums);
-  if (Need > Ctx.WorkspaceBytes)
-    return "needs " + std::to_string(Need) + " bytes of kernel workspace";
   A.ChunkRows = dsc::columnChunkRows(A.Rows);
-  A.Partial = Need ? static_cast<float *>(Ctx.Workspace) : nullptr;
+  A.Partial = Chunks > 1 ? static_cast<float *>(Ctx.Workspace) : nullptr;
   unsigned Tiles = unsigned((A.Cols + TileCols - 1) / TileCols);
   if (Chunks > 0)
     columnSumChunks<<<dim3(Tiles, unsigned(Chunks)), dim3(TileCols, TileRows),
