@@ -27,20 +27,35 @@ JSON
       --loss $loss -o "$out/$model-$precision.bin" > /dev/null
   done
 done
-# Two generated models at micro batch 4 x 128 tokens: 512 rows, so that
-# the bias and norm weight gradients take the two-pass column sums
-# (include/dsc/ColumnSums.h) and attention runs at a longer sequence.
+# Llama again at 136 tokens: causal attention over several 64-row tiles.
+"$dsc" plan "$out/config.json" "$inputs/llama-train.dynamo.onnx" --seq-len 136 \
+  -o "$out/llama-train.dynamo-bf16-136.bin" > /dev/null
+rm "$out/config.json"
+# Generated models at micro batch 4: GPT at 128 tokens (512 rows, so that
+# the bias and norm weight gradients take the two-pass column sums of
+# include/dsc/ColumnSums.h), in bf16, in fp16 and in bf16 on the math
+# attention path, with a vocabulary of 1,001 (logits rows padded to 1,008,
+# the tied weight's gradient computed transposed); Llama with grouped-query
+# attention (4 query heads, 2 key/value heads) at 136 tokens, which no
+# 64-row tile divides.
 modelgen=$(dirname "$dsc")/dsc-modelgen
-cat > "$out/config.json" <<JSON
+for precision in bf16 fp16; do
+  cat > "$out/$precision.json" <<JSON
 {"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1,
- "bf16": {"enabled": true}, "zero_optimization": {"stage": 0},
+ "$precision": {"enabled": true}, "zero_optimization": {"stage": 0},
  "optimizer": {"type": "AdamW", "params": {"lr": 0.001}}}
 JSON
-for arch in gpt llama; do
-  "$modelgen" --arch $arch --layers 2 --hidden 256 --heads 4 --vocab 1000 \
-    -o "$out/mg-$arch.onnx" > /dev/null
-  "$dsc" plan "$out/config.json" "$out/mg-$arch.onnx" --seq-len 128 \
-    -o "$out/mg-$arch-bf16.bin" > /dev/null
-  rm "$out/mg-$arch.onnx"
 done
-rm "$out/config.json"
+"$modelgen" --arch gpt --layers 2 --hidden 256 --heads 4 --vocab 1001 \
+  -o "$out/mg-gpt.onnx" > /dev/null
+"$modelgen" --arch llama --layers 2 --hidden 256 --heads 4 --kv-heads 2 \
+  --vocab 1000 -o "$out/mg-llama.onnx" > /dev/null
+"$dsc" plan "$out/bf16.json" "$out/mg-gpt.onnx" --seq-len 128 \
+  -o "$out/mg-gpt-bf16.bin" > /dev/null
+"$dsc" plan "$out/fp16.json" "$out/mg-gpt.onnx" --seq-len 128 \
+  -o "$out/mg-gpt-fp16.bin" > /dev/null
+"$dsc" plan "$out/bf16.json" "$out/mg-gpt.onnx" --seq-len 128 \
+  --math-attention -o "$out/mg-gpt-bf16-math.bin" > /dev/null
+"$dsc" plan "$out/bf16.json" "$out/mg-llama.onnx" --seq-len 136 \
+  -o "$out/mg-llama-bf16.bin" > /dev/null
+rm "$out/mg-gpt.onnx" "$out/mg-llama.onnx" "$out/bf16.json" "$out/fp16.json"

@@ -30,7 +30,7 @@ namespace dsc::plan {
 constexpr char FileMagic[8] = {'D', 'S', 'C', 'P', 'L', 'A', 'N', '\0'};
 /// Bumped whenever an existing section's encoding changes; new sections
 /// do not need a bump (old readers skip them).
-constexpr uint32_t FormatVersion = 3;
+constexpr uint32_t FormatVersion = 4;
 constexpr uint32_t NoIndex = std::numeric_limits<uint32_t>::max();
 /// Ranks of different layouts beyond this many are merged (see RankClass).
 constexpr uint32_t MaxRankClasses = 8;
@@ -728,6 +728,31 @@ struct TensorRef {
     F("strides", Strides);
   }
 };
+
+/// The distance between rows of a view laid out as rows (row-major, each
+/// row dense, rows evenly spaced at least a row apart: the padded rows the
+/// planner gives wide odd-width values), or 0 when it is not.
+inline int64_t rowStride(const std::vector<int64_t> &Shape,
+                         const std::vector<int64_t> &Strides) {
+  size_t R = Shape.size();
+  if (R == 0 || Strides.size() != R)
+    return 0;
+  int64_t Cols = Shape[R - 1];
+  if (Cols != 1 && Strides[R - 1] != 1)
+    return 0;
+  if (R == 1)
+    return Cols;
+  int64_t Ld = Shape[R - 2] == 1 ? Cols : Strides[R - 2];
+  if (Ld < Cols)
+    return 0;
+  int64_t Want = Ld * Shape[R - 2];
+  for (size_t K = R - 2; K-- > 0;) {
+    if (Shape[K] != 1 && Strides[K] != Want)
+      return 0;
+    Want *= Shape[K];
+  }
+  return Ld;
+}
 
 /// One kernel launch. Ints and Floats hold the kind's attributes in the
 /// order docs/plan-format.md gives; a pointwise kernel's program is

@@ -3,6 +3,7 @@
 #include "dsc/Compute/Kernels.h"
 
 #include "dsc/ColumnSums.h"
+#include "dsc/FlashAttention.h"
 #include "dsc/Compute/Ops.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -62,6 +63,25 @@ std::optional<Shape> reshapeStrides(const Shape &Old, const Shape &Strides,
   return Out;
 }
 
+/// Rows of a padded value start at multiples of this many elements (16
+/// bytes of bf16), for rows at least MinPaddedRow long.
+constexpr int64_t RowAlign = 8, MinPaddedRow = 256;
+
+/// Strides of a product of shape S ([batch..., Rows, Cols], the batch dims
+/// folded into Rows: Total rows in all) stored transposed, as a dense
+/// [Cols, Total] matrix.
+Shape transposedStrides(const Shape &S, int64_t Total) {
+  size_t R = S.size();
+  Shape St(R);
+  St[R - 1] = Total;
+  int64_t Step = 1;
+  for (size_t K = R - 1; K-- > 0;) {
+    St[K] = Step;
+    Step *= S[K];
+  }
+  return St;
+}
+
 bool isContiguous(const Shape &S, const Shape &Strides) {
   Shape Want = contiguousStrides(S);
   for (size_t K = 0; K < S.size(); ++K)
@@ -111,6 +131,12 @@ public:
     for (size_t I = 0; I < G.Params.size(); ++I)
       if (G.Params[I].Grad != NoValue)
         GradOf[G.Params[I].Grad] = int32_t(I);
+    Readers.resize(G.Values.size());
+    for (uint32_t I = 0; I < G.Nodes.size(); ++I)
+      if (!G.Nodes[I].Dead)
+        for (ValueId V : G.Nodes[I].Inputs)
+          if (V != NoValue)
+            Readers[V].push_back(I);
   }
 
   Expected<KernelProgram> run();
@@ -139,8 +165,9 @@ private:
     P.Values.push_back(std::move(V));
     return uint32_t(P.Values.size() - 1);
   }
-  /// Gives graph value V storage of its own.
-  Loc own(ValueId V) {
+  /// Gives graph value V storage of its own; with PadRows, rows of a
+  /// width cuBLAS cannot align (see padsRows) start at multiples of 8.
+  Loc own(ValueId V, bool PadRows = false) {
     const Value &X = G.Values[V];
     plan::ValueKind Kind = Backward ? plan::ValueKind::Gradient
                                     : plan::ValueKind::Activation;
@@ -151,11 +178,14 @@ private:
       Kind = plan::ValueKind::ParamGrad;
       Tensor = tensorOf(G.Params[size_t(GradOf[V])]);
     }
+    Shape Stored = X.Dims;
+    if (PadRows && Kind != plan::ValueKind::ParamGrad && padsRows(V))
+      Stored.back() = (Stored.back() + RowAlign - 1) / RowAlign * RowAlign;
     uint32_t Id = newValue(X.Name, Kind, Kind == plan::ValueKind::ParamGrad
                                              ? O.Activation
                                              : typeOf(V),
-                           uint64_t(numel(X.Dims)), Tensor);
-    Loc L{Id, 0, contiguousStrides(X.Dims)};
+                           uint64_t(numel(Stored)), Tensor);
+    Loc L{Id, 0, contiguousStrides(Stored)};
     Locs[V] = L;
     P.ValueOf[V] = Id;
     return L;
@@ -198,12 +228,72 @@ private:
     emit(std::move(K));
     return L;
   }
-  /// V laid out row-major (a kernel reading rows).
-  Loc rows(ValueId V) {
+  /// V laid out row-major (a kernel reading rows); with Padded, rows may
+  /// start further apart than their length.
+  Loc rows(ValueId V, bool Padded = false) {
     const Loc &L = loc(V);
-    return isContiguous(G.Values[V].Dims, L.Strides) ? L : contiguousCopy(V);
+    const Shape &S = G.Values[V].Dims;
+    return isContiguous(S, L.Strides) || (Padded && plan::rowStride(S, L.Strides) != 0)
+               ? L
+               : contiguousCopy(V);
   }
-  plan::TensorRef rowsRef(ValueId V) { return ref(rows(V), G.Values[V].Dims); }
+  plan::TensorRef rowsRef(ValueId V, bool Padded = false) {
+    return ref(rows(V, Padded), G.Values[V].Dims);
+  }
+  /// Whether V gets padded rows: a float activation or gradient of at least
+  /// two dims whose rows are wide (a vocabulary of 50,257) but not a
+  /// multiple of 8 elements, which keeps every product reading or writing
+  /// them off cuBLAS's aligned kernels (GPT-2's LM head ran at a third of
+  /// the speed of its other products). Only where every reader takes
+  /// strided rows: products, the loss and its gradient, and views read by
+  /// those that keep the row (or transpose it).
+  bool padsRows(ValueId V) const {
+    const Shape &S = G.Values[V].Dims;
+    return S.size() >= 2 && S.back() >= MinPaddedRow &&
+           S.back() % RowAlign != 0 && G.Values[V].isFloat() &&
+           readersTakePaddedRows(V);
+  }
+  /// Whether V is read only through transposes of its last two dims.
+  bool readAllTransposed(ValueId V) const {
+    size_t Rank = G.Values[V].Dims.size();
+    if (Readers[V].empty() || Rank < 2)
+      return false;
+    for (uint32_t I : Readers[V]) {
+      const Node &N = G.Nodes[I];
+      if (N.Op != "Transpose")
+        return false;
+      std::vector<int64_t> Perm =
+          N.A.ints("perm").value_or(std::vector<int64_t>());
+      if (Perm.empty() && Rank == 2)
+        continue;
+      if (Perm.size() != Rank)
+        return false;
+      for (size_t K = 0; K < Rank; ++K)
+        if (Perm[K] != int64_t(K < Rank - 2 ? K : (K == Rank - 2 ? Rank - 1
+                                                                 : Rank - 2)))
+          return false;
+    }
+    return true;
+  }
+  bool readersTakePaddedRows(ValueId V) const {
+    for (uint32_t I : Readers[V]) {
+      const Node &N = G.Nodes[I];
+      StringRef Op = N.Op;
+      if (Op == "MatMul" ||
+          ((Op == "dsc.CrossEntropy" || Op == "dsc.CrossEntropyGrad") &&
+           N.Inputs[0] == V))
+        continue;
+      if (!(N.Def->Flags & ViewOp) || N.Outputs.size() != 1)
+        return false;
+      ValueId Out = N.Outputs[0];
+      bool KeepsRows = Op == "Transpose" ||
+                       (!G.Values[Out].Dims.empty() &&
+                        G.Values[Out].Dims.back() == G.Values[V].Dims.back());
+      if (!KeepsRows || !readersTakePaddedRows(Out))
+        return false;
+    }
+    return true;
+  }
 
   Error view(const Node &N);
   Error kernel(const Node &N);
@@ -222,6 +312,8 @@ private:
   KernelProgram P;
   std::vector<Loc> Locs;
   std::vector<int32_t> GradOf;
+  /// The live nodes that read each value.
+  std::vector<std::vector<uint32_t>> Readers;
   std::set<ValueId> GradClaimed;
   uint32_t CurrentNode = 0;
   bool Backward = false;
@@ -411,22 +503,37 @@ Error Selector::gemm(const Node &N) {
     Count = 1;
     MA->BatchStride = MB->BatchStride = 0;
   }
-  Loc LC = own(C);
   plan::Kernel Kr;
   Kr.Kind = KernelKind::Gemm;
   Kr.Name = N.Name;
   int64_t RowsA = MA->Trans ? K : M, ColsA = MA->Trans ? M : K;
   int64_t RowsB = MB->Trans ? Nn : K, ColsB = MB->Trans ? K : Nn;
-  Kr.Inputs = {plan::TensorRef{LA.Value, uint64_t(LA.Offset),
-                               {Count, RowsA, ColsA},
-                               {MA->BatchStride, MA->Ld, 1}},
-               plan::TensorRef{LB.Value, uint64_t(LB.Offset),
-                               {Count, RowsB, ColsB},
-                               {MB->BatchStride, MB->Ld, 1}}};
-  Kr.Outputs = {plan::TensorRef{LC.Value, 0, {Count, M, Nn}, {M * Nn, Nn, 1}}};
-  Kr.Ints = {M,          Nn,          K,       Count, MA->Trans, MB->Trans,
-             MA->Ld,     MB->Ld,      Nn,      MA->BatchStride,
-             MB->BatchStride, M * Nn, 0};
+  plan::TensorRef RA{LA.Value, uint64_t(LA.Offset), {Count, RowsA, ColsA},
+                     {MA->BatchStride, MA->Ld, 1}},
+      RB{LB.Value, uint64_t(LB.Offset), {Count, RowsB, ColsB},
+         {MB->BatchStride, MB->Ld, 1}};
+  if (Count == 1 && GradOf[C] < 0 && readAllTransposed(C)) {
+    // Every reader reads the product transposed (a weight's gradient
+    // X^T dY, which autodiff transposes into the weight's layout): compute
+    // C^T = op(B)^T op(A)^T, so the readers see dense rows and the output
+    // rows are as long as the weight's (768, not a vocabulary of 50,257).
+    Loc LC = own(C);
+    LC.Strides = transposedStrides(SC, M);
+    Locs[C] = LC;
+    Kr.Inputs = {RB, RA};
+    Kr.Outputs = {plan::TensorRef{LC.Value, 0, {1, Nn, M}, {Nn * M, M, 1}}};
+    Kr.Ints = {Nn, M, K, 1, !MB->Trans, !MA->Trans, MB->Ld, MA->Ld, M,
+               0,  0, Nn * M, 0};
+  } else {
+    Loc LC = own(C, /*PadRows=*/true);
+    int64_t LdC = LC.Strides[LC.Strides.size() - 2];
+    Kr.Inputs = {RA, RB};
+    Kr.Outputs = {
+        plan::TensorRef{LC.Value, 0, {Count, M, Nn}, {M * LdC, LdC, 1}}};
+    Kr.Ints = {M,      Nn,     K,   Count,           MA->Trans,
+               MB->Trans, MA->Ld, MB->Ld, LdC, MA->BatchStride,
+               MB->BatchStride, M * LdC, 0};
+  }
   Kr.Floats = {1.0, 0.0};
   emit(std::move(Kr));
   return Error::success();
@@ -525,6 +632,10 @@ Error Selector::kernel(const Node &N) {
               N.A.i("causal", 0)};
     K.Floats = {N.A.f("scale", 1 / std::sqrt(double(QS[3])))};
     Outputs();
+    bool Flash =
+        !O.MathAttention && plan::flashAttentionMisfit(K, P.Values).empty();
+    K.Ints.push_back(int64_t(Flash ? plan::AttentionAlgorithm::Flash
+                                   : plan::AttentionAlgorithm::Math));
   } else if (Op == "Gather" || Op == "dsc.GatherGrad") {
     bool Grad = Op == "dsc.GatherGrad";
     K.Kind = Grad ? KernelKind::GatherGrad : KernelKind::Gather;
@@ -540,10 +651,13 @@ Error Selector::kernel(const Node &N) {
   } else if (Op == "dsc.CrossEntropy" || Op == "dsc.CrossEntropyGrad") {
     bool Grad = Op == "dsc.CrossEntropyGrad";
     K.Kind = Grad ? KernelKind::CrossEntropyGrad : KernelKind::CrossEntropy;
-    for (ValueId V : N.Inputs)
-      K.Inputs.push_back(rowsRef(V));
+    for (size_t I = 0; I < N.Inputs.size(); ++I)
+      K.Inputs.push_back(rowsRef(N.Inputs[I], /*Padded=*/I == 0));
     K.Ints = {numel(X) / X.back(), X.back(), N.A.i("ignore_index", -100)};
-    Outputs();
+    for (size_t I = 0; I < N.Outputs.size(); ++I) {
+      ValueId V = N.Outputs[I];
+      K.Outputs.push_back(ref(own(V, /*PadRows=*/Grad), G.Values[V].Dims));
+    }
     if (!Grad)
       P.Training.Loss = N.A.s("loss", "causal-lm");
   } else if (Op == "Concat") {
@@ -706,9 +820,13 @@ void costKernel(plan::Kernel &K, const std::vector<plan::Value> &Values) {
     if (I[7])
       F /= 2;
     K.Flops = K.Kind == KernelKind::Attention ? F : F * 5 / 2;
-    // The runtime's math path keeps one batch element's scores in fp32 and
-    // its probabilities in the activation type; backward adds their
-    // gradient and the row sums of dO * O.
+    if (I[8] == int64_t(plan::AttentionAlgorithm::Flash)) {
+      K.WorkspaceBytes = plan::flashAttentionWorkspace(K);
+      break;
+    }
+    // The math path keeps one batch element's scores in fp32 and its
+    // probabilities in the activation type; backward adds their gradient
+    // and the row sums of dO * O.
     uint64_t Cells = uint64_t(I[1]) * uint64_t(I[3]) * uint64_t(I[4]);
     unsigned Act = plan::dtypeBytes(
         Values[K.Inputs[K.Kind == KernelKind::Attention ? 0 : 1].Value].Type);

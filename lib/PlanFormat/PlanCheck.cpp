@@ -2,6 +2,8 @@
 
 #include "dsc/PlanCheck.h"
 
+#include "dsc/FlashAttention.h"
+
 #include <algorithm>
 
 namespace dsc::plan {
@@ -40,9 +42,9 @@ KernelShape shapeOf(KernelKind K) {
   case KernelKind::RMSNormGrad:
     return {4, 4, 2, 2, 0};
   case KernelKind::Attention:
-    return {3, 4, 2, 8, 1};
+    return {3, 4, 2, 9, 1};
   case KernelKind::AttentionGrad:
-    return {6, 7, 3, 8, 1};
+    return {6, 7, 3, 9, 1};
   case KernelKind::Gather:
     return {2, 2, 1, 5, 0};
   case KernelKind::GatherGrad:
@@ -172,6 +174,24 @@ std::string checkCompute(const Plan &P) {
     if (K.Kind == KernelKind::Pointwise)
       if (std::string E = checkProgram(K); !E.empty())
         return "kernel " + std::to_string(I) + ": " + E;
+    if (K.Kind == KernelKind::Attention ||
+        K.Kind == KernelKind::AttentionGrad) {
+      if (K.Ints[8] != int64_t(AttentionAlgorithm::Math) &&
+          K.Ints[8] != int64_t(AttentionAlgorithm::Flash))
+        return "kernel " + std::to_string(I) + " names no attention algorithm";
+      if (K.Ints[8] == int64_t(AttentionAlgorithm::Flash))
+        if (std::string E = flashAttentionMisfit(K, P.Values); !E.empty())
+          return "kernel " + std::to_string(I) +
+                 " asks for flash attention with " + E;
+    }
+    // The loss kernels walk their logits (and the gradient) by rows.
+    if ((K.Kind == KernelKind::CrossEntropy ||
+         K.Kind == KernelKind::CrossEntropyGrad) &&
+        (rowStride(K.Inputs[0].Shape, K.Inputs[0].Strides) == 0 ||
+         (K.Kind == KernelKind::CrossEntropyGrad &&
+          rowStride(K.Outputs[0].Shape, K.Outputs[0].Strides) == 0)))
+      return "kernel " + std::to_string(I) +
+             " reads or writes logits that are not laid out as rows";
     for (int Out = 0; Out < 2; ++Out)
       for (const TensorRef &R : Out ? K.Outputs : K.Inputs) {
         if (R.Value >= NV || R.Shape.size() != R.Strides.size() ||

@@ -1,7 +1,8 @@
 //===- ComputeKernels.cu - The compute program's kernels ------------------===//
 //
 // Correct first: every kind computes in fp32 and reads and writes its
-// operands through their strides and types. Attention is the "math" path
+// operands through their strides and types. Attention the plan marks as
+// flash runs in FlashAttention.cu; the rest takes the "math" path here
 // (scores and probabilities in the kernel workspace, one batch at a time,
 // products by cuBLAS); a norm's weight gradients are a column sum per
 // thread; an embedding's gradient sorts its token ids (stable, so the sums
@@ -10,8 +11,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "ComputeKernels.h"
+#include "FlashAttention.h"
 
 #include "dsc/ColumnSums.h"
+#include "dsc/FlashAttention.h"
 #include "dsc/Pointwise.h"
 #include "dsc/Random.h"
 
@@ -1037,9 +1040,11 @@ std::string gather(const plan::Kernel &K, const KernelOperands &Ops,
 // Cross entropy
 //===----------------------------------------------------------------------===//
 
+// Logits rows are Ld apart (padded to a multiple of 8 where the plan made
+// them so), the gradient's LdD.
 __global__ void lseKernel(const void *X, ElementType XT, float *Lse,
-                          int64_t V) {
-  uint64_t Row = uint64_t(blockIdx.x) * uint64_t(V);
+                          int64_t V, int64_t Ld) {
+  uint64_t Row = uint64_t(blockIdx.x) * uint64_t(Ld);
   float Max = -INFINITY;
   for (int64_t C = threadIdx.x; C < V; C += blockDim.x)
     Max = fmaxf(Max, loadAs(X, Row + C, XT));
@@ -1055,13 +1060,14 @@ __global__ void lseKernel(const void *X, ElementType XT, float *Lse,
 /// One block: the mean loss over the rows whose target counts.
 __global__ void lossKernel(const void *X, ElementType XT, const void *T,
                            ElementType TT, const float *Lse, float *Loss,
-                           int64_t Rows, int64_t V, int64_t Ignore) {
+                           int64_t Rows, int64_t V, int64_t Ld,
+                           int64_t Ignore) {
   float Sum = 0, Count = 0;
   for (int64_t R = threadIdx.x; R < Rows; R += blockDim.x) {
     int64_t Tg = loadIndex(T, uint64_t(R), TT);
     if (Tg == Ignore || Tg < 0 || Tg >= V)
       continue;
-    Sum += Lse[R] - loadAs(X, uint64_t(R * V + Tg), XT);
+    Sum += Lse[R] - loadAs(X, uint64_t(R * Ld + Tg), XT);
     Count += 1;
   }
   Sum = blockReduce(Sum, false);
@@ -1084,10 +1090,10 @@ __global__ void crossEntropyGradKernel(const void *X, ElementType XT,
                                        const void *T, ElementType TT,
                                        const float *Lse, const float *Dloss,
                                        const float *Count, void *D,
-                                       ElementType DT, int64_t V,
-                                       int64_t Ignore) {
+                                       ElementType DT, int64_t V, int64_t Ld,
+                                       int64_t LdD, int64_t Ignore) {
   int64_t R = blockIdx.x;
-  uint64_t Row = uint64_t(R * V);
+  uint64_t Row = uint64_t(R * Ld), RowD = uint64_t(R * LdD);
   int64_t Tg = loadIndex(T, uint64_t(R), TT);
   bool Counts = Tg != Ignore && *Count > 0;
   float Scale = Counts ? *Dloss / *Count : 0.0f;
@@ -1095,23 +1101,24 @@ __global__ void crossEntropyGradKernel(const void *X, ElementType XT,
     float G = Counts ? (expf(loadAs(X, Row + C, XT) - Lse[R]) - float(C == Tg)) *
                            Scale
                      : 0.0f;
-    storeAs(D, Row + C, DT, G);
+    storeAs(D, RowD + C, DT, G);
   }
 }
 
 std::string crossEntropy(const plan::Kernel &K, const KernelOperands &Ops,
                          const KernelContext &C, cudaStream_t S) {
   int64_t Rows = K.Ints[0], V = K.Ints[1], Ignore = K.Ints[2];
+  int64_t Ld = plan::rowStride(K.Inputs[0].Shape, K.Inputs[0].Strides);
   if (!Rows)
     return "";
   if (K.Kind == KernelKind::CrossEntropy) {
     float *Lse = static_cast<float *>(Ops.Out[1]);
     lseKernel<<<unsigned(Rows), Threads, 0, S>>>(Ops.In[0], Ops.InType[0],
-                                                 Lse, V);
+                                                 Lse, V, Ld);
     lossKernel<<<1, 1024, 0, S>>>(Ops.In[0], Ops.InType[0], Ops.In[1],
                                   Ops.InType[1], Lse,
                                   static_cast<float *>(Ops.Out[0]), Rows, V,
-                                  Ignore);
+                                  Ld, Ignore);
     return "";
   }
   if (C.WorkspaceBytes < sizeof(float))
@@ -1123,7 +1130,8 @@ std::string crossEntropy(const plan::Kernel &K, const KernelOperands &Ops,
       Ops.In[0], Ops.InType[0], Ops.In[1], Ops.InType[1],
       static_cast<const float *>(Ops.In[2]),
       static_cast<const float *>(Ops.In[3]), Count, Ops.Out[0],
-      Ops.OutType[0], V, Ignore);
+      Ops.OutType[0], V, Ld,
+      plan::rowStride(K.Outputs[0].Shape, K.Outputs[0].Strides), Ignore);
   return "";
 }
 
@@ -1149,7 +1157,10 @@ uint64_t kernelWorkspaceBytes(const plan::Kernel &K,
   switch (K.Kind) {
   case KernelKind::Attention:
   case KernelKind::AttentionGrad:
-    return attentionWorkspace(K, Ops.InType[K.Kind == KernelKind::Attention ? 0 : 1]);
+    if (K.Ints[8] == int64_t(plan::AttentionAlgorithm::Flash))
+      return plan::flashAttentionWorkspace(K);
+    return attentionWorkspace(
+        K, Ops.InType[K.Kind == KernelKind::Attention ? 0 : 1]);
   case KernelKind::GatherGrad:
     return K.Ints[1] == 1 ? sortBytes(K.Ints[4]) : 0;
   case KernelKind::CrossEntropyGrad:
@@ -1207,6 +1218,8 @@ std::string launchComputeKernel(const plan::Kernel &K,
     return norm(K, Ops, C, S);
   case KernelKind::Attention:
   case KernelKind::AttentionGrad:
+    if (K.Ints[8] == int64_t(plan::AttentionAlgorithm::Flash))
+      return flashAttention(K, Ops, C, S);
     return attention(K, Ops, C, S);
   case KernelKind::Gather:
   case KernelKind::GatherGrad:

@@ -103,6 +103,11 @@ static cl::opt<bool> CheckpointLayers(
     cl::desc("The model checkpoints activations per layer (HF "
              "gradient_checkpointing)"),
     PLAN_SUBS, cl::cat(PlanOptionsCategory));
+static cl::opt<bool> MathAttention(
+    "math-attention",
+    cl::desc("Run every attention on the math path (scores stored, products "
+             "by cuBLAS) instead of flash attention where it fits"),
+    PLAN_SUBS, cl::cat(PlanOptionsCategory));
 static cl::opt<std::string> Gpu("gpu",
                                 cl::desc("GPU figures and memory: H100, H200, "
                                          "A100-40GB, A100-80GB, L40S, ..."),
@@ -207,6 +212,7 @@ static Expected<PlanOptions> planOptions(StringRef Tool) {
     O.SeqLen = SeqLen;
   }
   O.CheckpointLayers = CheckpointLayers;
+  O.MathAttention = MathAttention;
   std::optional<compute::LossKind> K = compute::lossNamed(Loss);
   if (!K)
     return createStringError(inconvertibleErrorCode(),

@@ -28,6 +28,8 @@ struct KernelOptions {
   /// The plan tensor of a parameter (by its name); NoIndex if none, and
   /// for every parameter when not given.
   std::function<uint32_t(const ParamInfo &)> TensorOf;
+  /// Attention on the math path even where flash attention fits.
+  bool MathAttention = false;
 };
 
 /// The kernel program in plan form. Kernels are in program order, each

@@ -50,6 +50,8 @@ struct PlanOptions {
   /// gradient_checkpointing); DeepSpeed's activation_checkpointing section
   /// only configures how.
   bool CheckpointLayers = false;
+  /// Every attention on the math path, none as flash attention.
+  bool MathAttention = false;
   HardwareProfile Machine = defaultHardware();
   /// What the step minimizes.
   compute::LossKind Loss = compute::LossKind::CausalLM;

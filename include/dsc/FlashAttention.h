@@ -1,0 +1,88 @@
+//===- FlashAttention.h - When attention runs as tiled flash attention ----===//
+//
+// An attention kernel's ints[8] says how dsrun computes it. The planner
+// picks flash attention wherever the operands fit the tiled tensor-core
+// kernels (runtime/src/FlashAttention.cu) and reserves their workspace;
+// checkPlan holds every plan to the same rule, so dsrun never meets a
+// flash kernel it cannot run. One rule, here, for all three.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSC_FLASHATTENTION_H
+#define DSC_FLASHATTENTION_H
+
+#include "dsc/PlanFormat.h"
+
+#include <string>
+#include <vector>
+
+namespace dsc::plan {
+
+/// ints[8] of `attention` and `attention-grad`.
+enum class AttentionAlgorithm : int64_t {
+  /// Scores of one batch element in the workspace, products by cuBLAS; any
+  /// type, head size, bias.
+  Math = 0,
+  /// Tiles of 64 queries x 64 keys in shared memory, scores never stored;
+  /// 16-bit operands without bias, head size a multiple of 8 up to 128.
+  Flash = 1,
+};
+
+constexpr int64_t FlashMaxHeadDim = 128;
+
+/// Why the attention kernel K cannot run as flash attention, or "" when it
+/// can. Operands are loaded 8 elements (16 bytes) at a time, so every view
+/// but the log-sum-exp starts and strides at multiples of 8 elements with
+/// the head dimension contiguous.
+inline std::string flashAttentionMisfit(const Kernel &K,
+                                        const std::vector<Value> &Values) {
+  bool Grad = K.Kind == KernelKind::AttentionGrad;
+  if (K.Ints.size() < 7)
+    return "not an attention kernel";
+  int64_t D = K.Ints[5], Dv = K.Ints[6];
+  if (D != Dv || D % 8 || D <= 0 || D > FlashMaxHeadDim)
+    return "head sizes " + std::to_string(D) + " and " + std::to_string(Dv) +
+           " (flash needs equal ones, a multiple of 8 up to 128)";
+  size_t Operands = Grad ? 6 : 3;
+  if (K.Inputs.size() > Operands)
+    return "an attention bias (flash runs causal or unmasked attention)";
+  size_t Lse = Grad ? 5 : NoIndex;
+  DType Act = DType::F32;
+  auto Fits = [&](const TensorRef &R, bool LogSumExp) -> std::string {
+    if (R.Value >= Values.size())
+      return "an operand outside the values";
+    DType T = Values[R.Value].Type;
+    if (LogSumExp)
+      return T == DType::F32 ? "" : "a log-sum-exp that is not fp32";
+    if (T != DType::BF16 && T != DType::F16)
+      return "fp32 operands (flash runs bf16 or fp16)";
+    if (Act == DType::F32)
+      Act = T;
+    if (T != Act)
+      return "operands of different types";
+    if (R.Shape.size() != 4 || R.Strides[3] != 1 || R.Offset % 8)
+      return "an operand whose head dimension is not contiguous and aligned";
+    for (int I = 0; I < 3; ++I)
+      if (R.Strides[size_t(I)] % 8)
+        return "an operand whose strides are not multiples of 8 elements";
+    return "";
+  };
+  for (size_t I = 0; I < K.Inputs.size(); ++I)
+    if (std::string E = Fits(K.Inputs[I], I == Lse); !E.empty())
+      return E;
+  for (size_t I = 0; I < K.Outputs.size(); ++I)
+    if (std::string E = Fits(K.Outputs[I], !Grad && I == 1); !E.empty())
+      return E;
+  return "";
+}
+
+/// The workspace a flash kernel needs: backward's row sums of dO * O.
+inline uint64_t flashAttentionWorkspace(const Kernel &K) {
+  if (K.Kind != KernelKind::AttentionGrad)
+    return 0;
+  return uint64_t(K.Ints[0]) * uint64_t(K.Ints[1]) * uint64_t(K.Ints[3]) * 4;
+}
+
+} // namespace dsc::plan
+
+#endif
