@@ -754,6 +754,18 @@ inline int64_t rowStride(const std::vector<int64_t> &Shape,
   return Ld;
 }
 
+/// ints[12] of a gemm kernel: what its epilogue adds to the product.
+enum class GemmEpilogue : int64_t {
+  None = 0,
+  /// Inputs[2], a dense vector of N elements, added to every row of C.
+  Bias = 1,
+};
+
+/// The kernel workspace a gemm kernel's cuBLASLt algorithm may use (its
+/// split-K partial sums); the algorithm is the one cuBLASLt's heuristic
+/// picks for this size, so the choice does not depend on other kernels.
+constexpr uint64_t GemmWorkspaceBytes = uint64_t(32) << 20;
+
 /// One kernel launch. Ints and Floats hold the kind's attributes in the
 /// order docs/plan-format.md gives; a pointwise kernel's program is
 ///   Ints  = [registers, instructions, (op, dst, a, b, c) x instructions,

@@ -184,6 +184,15 @@ std::string checkCompute(const Plan &P) {
           return "kernel " + std::to_string(I) +
                  " asks for flash attention with " + E;
     }
+    if (K.Kind == KernelKind::Gemm) {
+      bool Bias = K.Ints[12] == int64_t(GemmEpilogue::Bias);
+      if ((!Bias && K.Ints[12] != int64_t(GemmEpilogue::None)) ||
+          Bias != (K.Inputs.size() == 3) ||
+          (Bias && (K.Inputs[2].Shape != std::vector<int64_t>{K.Ints[1]} ||
+                    K.Inputs[2].Strides != std::vector<int64_t>{1})))
+        return "kernel " + std::to_string(I) +
+               " has a GEMM epilogue that does not match its inputs";
+    }
     // The loss kernels walk their logits (and the gradient) by rows.
     if ((K.Kind == KernelKind::CrossEntropy ||
          K.Kind == KernelKind::CrossEntropyGrad) &&

@@ -1137,17 +1137,16 @@ std::string crossEntropy(const plan::Kernel &K, const KernelOperands &Ops,
 
 std::string matmul(const plan::Kernel &K, const KernelOperands &Ops,
                    const KernelContext &C, cudaStream_t S) {
-  const std::vector<int64_t> &I = K.Ints;
-  if (Ops.In.size() > 2 || I[12] != 0)
-    return "a GEMM epilogue dsrun does not run yet";
-  if (Ops.InType[0] != Ops.OutType[0] || Ops.InType[1] != Ops.OutType[0])
+  bool Bias = K.Ints[12] == int64_t(plan::GemmEpilogue::Bias);
+  if (Ops.InType[0] != Ops.OutType[0] || Ops.InType[1] != Ops.OutType[0] ||
+      (Bias && Ops.InType[2] != Ops.OutType[0]))
     return "a GEMM of operands of different element types";
-  TRY_CUBLAS(cublasSetStream(C.Cublas, S));
-  TRY_CUBLAS(gemm(C.Cublas, I[4], I[5], I[0], I[1], I[2], float(K.Floats[0]),
-                  Ops.In[0], Ops.InType[0], I[6], I[9], Ops.In[1],
-                  Ops.InType[1], I[7], I[10], float(K.Floats[1]), Ops.Out[0],
-                  Ops.OutType[0], I[8], I[11], I[3]));
-  return "";
+  if (!C.Products)
+    return "no cuBLASLt handle for the products";
+  return C.Products->run(K, Ops.In[0], Ops.In[1], Bias ? Ops.In[2] : nullptr,
+                         Ops.Out[0], Ops.OutType[0], C.Workspace,
+                         std::min(C.WorkspaceBytes, plan::GemmWorkspaceBytes),
+                         S);
 }
 
 } // namespace
@@ -1155,6 +1154,8 @@ std::string matmul(const plan::Kernel &K, const KernelOperands &Ops,
 uint64_t kernelWorkspaceBytes(const plan::Kernel &K,
                               const KernelOperands &Ops) {
   switch (K.Kind) {
+  case KernelKind::Gemm:
+    return plan::GemmWorkspaceBytes;
   case KernelKind::Attention:
   case KernelKind::AttentionGrad:
     if (K.Ints[8] == int64_t(plan::AttentionAlgorithm::Flash))

@@ -13,6 +13,7 @@
 #ifndef DSRUN_COMPUTEKERNELS_H
 #define DSRUN_COMPUTEKERNELS_H
 
+#include "Matmuls.h"
 #include "Synthetic.h"
 
 #include "dsc/PlanFormat.h"
@@ -28,6 +29,8 @@ namespace dsrun {
 /// What a kernel launch needs beyond its operands.
 struct KernelContext {
   cublasHandle_t Cublas = nullptr;
+  /// Runs the gemm kernels.
+  Matmuls *Products = nullptr;
   /// The plan's kernel workspace (attention's scores, the sort of an
   /// embedding's gradient).
   void *Workspace = nullptr;

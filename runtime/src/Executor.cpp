@@ -252,7 +252,13 @@ bool Executor::setUp() {
     CHECK_CUBLAS(cublasSetSmCountTarget(Cublas, SMs - int(Options.CommSMs)));
   }
   {
-    // The first GEMM allocates cuBLAS's workspace.
+    // cuBLASLt runs the products in the plan's kernel workspace; cuBLAS
+    // (the math attention) keeps its own. The first GEMM allocates it.
+    std::string Lt = Products.init();
+    if (!Lt.empty()) {
+      fprintf(stderr, "dsrun: %s\n", Lt.c_str());
+      return false;
+    }
     void *Scratch = nullptr;
     CHECK_CUDA(cudaMalloc(&Scratch, 3 * 64 * 64 * 4));
     float One = 1, Zero = 0;

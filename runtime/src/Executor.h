@@ -315,6 +315,7 @@ private:
   cudaGraphExec_t StepGraph = nullptr;
   bool Capturing = false, Lean = false;
   cublasHandle_t Cublas = nullptr;
+  Matmuls Products;
   ncclComm_t Comm = nullptr;
   char *DeviceArena = nullptr, *HostArena = nullptr;
   char *GradStaging = nullptr, *ParamStaging = nullptr;

@@ -15,9 +15,9 @@ namespace dsrun {
 std::string ModelProgram::resolve(const plan::Plan &Plan,
                                   const std::vector<char *> &ValueAddress,
                                   void *Workspace, uint64_t WorkspaceBytes,
-                                  cublasHandle_t Cublas) {
+                                  cublasHandle_t Cublas, Matmuls *Products) {
   P = &Plan;
-  Context = KernelContext{Cublas, Workspace, WorkspaceBytes, 0};
+  Context = KernelContext{Cublas, Products, Workspace, WorkspaceBytes, 0};
   Operands.assign(Plan.Kernels.size(), {});
   for (size_t K = 0; K < Plan.Kernels.size(); ++K) {
     const plan::Kernel &Kr = Plan.Kernels[K];

@@ -24,7 +24,7 @@ public:
   std::string resolve(const dsc::plan::Plan &P,
                       const std::vector<char *> &ValueAddress,
                       void *Workspace, uint64_t WorkspaceBytes,
-                      cublasHandle_t Cublas);
+                      cublasHandle_t Cublas, Matmuls *Products);
 
   /// Launches kernels [Begin, End) on S with dropout seed Seed; returns ""
   /// or the first kernel's reason it could not run.

@@ -164,7 +164,7 @@ bool Executor::setUpTraining() {
   BufferView Work = L.buffer("kernel_workspace");
   std::string Problem =
       Model.resolve(P, ValueAddress, Work ? at(Work) : nullptr,
-                    Work ? Work.Bytes : 0, Cublas);
+                    Work ? Work.Bytes : 0, Cublas, &Products);
   if (!Problem.empty())
     return Fail(Problem);
   for (const plan::Kernel &K : P.Kernels)

@@ -135,7 +135,12 @@ int testPlan(const std::string &Path, uint64_t Seed,
     fprintf(stderr, "cublasCreate failed\n");
     return 2;
   }
-  KernelContext C{Cublas, Work, Workspace, Seed};
+  Matmuls Products;
+  if (!Products.init().empty()) {
+    fprintf(stderr, "cuBLASLt could not start\n");
+    return 2;
+  }
+  KernelContext C{Cublas, &Products, Work, Workspace, Seed};
   int Failures = 0;
   for (size_t Ki = 0; Ki < P.Kernels.size(); ++Ki) {
     const plan::Kernel &K = P.Kernels[Ki];

@@ -1,0 +1,145 @@
+//===- Matmuls.cpp - The plan's products through cuBLASLt -----------------===//
+
+#include "Matmuls.h"
+
+#include <algorithm>
+
+namespace plan = dsc::plan;
+
+namespace dsrun {
+
+namespace {
+
+cudaDataType_t cudaType(ElementType T) {
+  return T == ElementType::F32   ? CUDA_R_32F
+         : T == ElementType::F16 ? CUDA_R_16F
+                                 : CUDA_R_16BF;
+}
+
+#define TRY_LT(Call)                                                           \
+  do {                                                                         \
+    if (cublasStatus_t E_ = (Call); E_ != CUBLAS_STATUS_SUCCESS)               \
+      return "cuBLASLt failed (" + std::to_string(int(E_)) + ") in " #Call;    \
+  } while (0)
+
+/// A column-major layout of Rows x Cols at leading dimension Ld, Batch of
+/// them Stride apart.
+std::string layout(cublasLtMatrixLayout_t &L, cudaDataType_t T, int64_t Rows,
+                   int64_t Cols, int64_t Ld, int64_t Batch, int64_t Stride) {
+  TRY_LT(cublasLtMatrixLayoutCreate(&L, T, uint64_t(Rows), uint64_t(Cols), Ld));
+  if (Batch > 1) {
+    int32_t Count = int32_t(Batch);
+    TRY_LT(cublasLtMatrixLayoutSetAttribute(
+        L, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &Count, sizeof(Count)));
+    TRY_LT(cublasLtMatrixLayoutSetAttribute(
+        L, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &Stride,
+        sizeof(Stride)));
+  }
+  return "";
+}
+
+} // namespace
+
+void Matmuls::destroy(Product &P) {
+  if (P.A)
+    cublasLtMatrixLayoutDestroy(P.A);
+  if (P.B)
+    cublasLtMatrixLayoutDestroy(P.B);
+  if (P.C)
+    cublasLtMatrixLayoutDestroy(P.C);
+  if (P.Desc)
+    cublasLtMatmulDescDestroy(P.Desc);
+}
+
+Matmuls::~Matmuls() {
+  for (auto &[Key, P] : Products)
+    destroy(P);
+  if (Handle)
+    cublasLtDestroy(Handle);
+}
+
+std::string Matmuls::init() {
+  TRY_LT(cublasLtCreate(&Handle));
+  return "";
+}
+
+// Row-major C (M x N) = op(A) op(B) is column-major C^T (N x M) =
+// op(B)^T op(A)^T: cuBLASLt's first operand is our B, its second our A,
+// each described as stored (a row-major R x C matrix is a column-major
+// C x R one) and transposed by the kernel's flags.
+std::string Matmuls::prepare(const plan::Kernel &K, ElementType T,
+                             bool HasBias, uint64_t WorkspaceBytes,
+                             Product &P) {
+  const std::vector<int64_t> &I = K.Ints;
+  int64_t M = I[0], N = I[1], Kd = I[2], Batch = I[3];
+  bool TransA = I[4] != 0, TransB = I[5] != 0;
+  cudaDataType_t D = cudaType(T);
+  TRY_LT(cublasLtMatmulDescCreate(&P.Desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  cublasOperation_t OpA = TransB ? CUBLAS_OP_T : CUBLAS_OP_N,
+                    OpB = TransA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  TRY_LT(cublasLtMatmulDescSetAttribute(P.Desc, CUBLASLT_MATMUL_DESC_TRANSA,
+                                        &OpA, sizeof(OpA)));
+  TRY_LT(cublasLtMatmulDescSetAttribute(P.Desc, CUBLASLT_MATMUL_DESC_TRANSB,
+                                        &OpB, sizeof(OpB)));
+  if (HasBias) {
+    cublasLtEpilogue_t E = CUBLASLT_EPILOGUE_BIAS;
+    TRY_LT(cublasLtMatmulDescSetAttribute(
+        P.Desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &E, sizeof(E)));
+  }
+  if (std::string E = layout(P.A, D, TransB ? Kd : N, TransB ? N : Kd, I[7],
+                             Batch, I[10]);
+      !E.empty())
+    return E;
+  if (std::string E = layout(P.B, D, TransA ? M : Kd, TransA ? Kd : M, I[6],
+                             Batch, I[9]);
+      !E.empty())
+    return E;
+  if (std::string E = layout(P.C, D, N, M, I[8], Batch, I[11]); !E.empty())
+    return E;
+  cublasLtMatmulPreference_t Pref;
+  TRY_LT(cublasLtMatmulPreferenceCreate(&Pref));
+  cublasLtMatmulPreferenceSetAttribute(
+      Pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &WorkspaceBytes,
+      sizeof(WorkspaceBytes));
+  cublasLtMatmulHeuristicResult_t First;
+  int Count = 0;
+  cublasStatus_t St = cublasLtMatmulAlgoGetHeuristic(
+      Handle, P.Desc, P.A, P.B, P.C, P.C, Pref, 1, &First, &Count);
+  cublasLtMatmulPreferenceDestroy(Pref);
+  if (St != CUBLAS_STATUS_SUCCESS || Count == 0)
+    return "cuBLASLt has no algorithm for this product (" +
+           std::to_string(int(St)) + ")";
+  P.Algo = First.algo;
+  return "";
+}
+
+std::string Matmuls::run(const plan::Kernel &K, const void *A, const void *B,
+                         const void *Bias, void *C, ElementType T,
+                         void *Workspace, uint64_t WorkspaceBytes,
+                         cudaStream_t S) {
+  if (!Handle)
+    return "cuBLASLt is not initialized";
+  std::vector<int64_t> Key = K.Ints;
+  Key.push_back(int64_t(T));
+  Key.push_back(Bias != nullptr);
+  Key.push_back(int64_t(WorkspaceBytes));
+  auto [It, New] = Products.try_emplace(Key);
+  Product &P = It->second;
+  if (New)
+    if (std::string E = prepare(K, T, Bias != nullptr, WorkspaceBytes, P);
+        !E.empty()) {
+      destroy(P);
+      Products.erase(It);
+      return E;
+    }
+  if (Bias)
+    TRY_LT(cublasLtMatmulDescSetAttribute(
+        P.Desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &Bias, sizeof(Bias)));
+  float Alpha = float(K.Floats[0]), Beta = float(K.Floats[1]);
+  // cuBLASLt's A is our B (see prepare).
+  TRY_LT(cublasLtMatmul(Handle, P.Desc, &Alpha, B, P.A, A, P.B, &Beta, C, P.C,
+                        C, P.C, &P.Algo, Workspace, WorkspaceBytes, S));
+  return "";
+}
+
+} // namespace dsrun

@@ -1,0 +1,62 @@
+//===- Matmuls.h - The plan's products through cuBLASLt ---------*- C++ -*-===//
+//
+// Every `gemm` kernel of the compute program runs through cuBLASLt: per
+// distinct product (shapes, strides, types, epilogue) a matmul descriptor
+// and its layouts, made once, and the algorithm cuBLASLt's heuristic puts
+// first for it and the plan's kernel workspace. Always the first: picking
+// by timing would let run-to-run noise pick another algorithm, whose
+// rounding differs, and runs must repeat bit for bit. The bias epilogue
+// adds a Linear's bias to the product's rows as it is stored.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSRUN_MATMULS_H
+#define DSRUN_MATMULS_H
+
+#include "Synthetic.h"
+#include "dsc/PlanFormat.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace dsrun {
+
+class Matmuls {
+public:
+  Matmuls() = default;
+  Matmuls(const Matmuls &) = delete;
+  Matmuls &operator=(const Matmuls &) = delete;
+  ~Matmuls();
+
+  /// Creates the cuBLASLt handle.
+  std::string init();
+
+  /// Runs gemm kernel K: C = alpha op(A) op(B) + beta C (+ Bias per
+  /// column with the bias epilogue), operands of element type T, with the
+  /// kernel workspace (the plan reserves plan::GemmWorkspaceBytes).
+  /// Returns "" or why it could not run.
+  std::string run(const dsc::plan::Kernel &K, const void *A, const void *B,
+                  const void *Bias, void *C, ElementType T, void *Workspace,
+                  uint64_t WorkspaceBytes, cudaStream_t S);
+
+private:
+  struct Product {
+    cublasLtMatmulDesc_t Desc = nullptr;
+    cublasLtMatrixLayout_t A = nullptr, B = nullptr, C = nullptr;
+    cublasLtMatmulAlgo_t Algo{};
+  };
+  static void destroy(Product &P);
+  std::string prepare(const dsc::plan::Kernel &K, ElementType T,
+                      bool HasBias, uint64_t WorkspaceBytes, Product &P);
+
+  cublasLtHandle_t Handle = nullptr;
+  std::map<std::vector<int64_t>, Product> Products;
+};
+
+} // namespace dsrun
+
+#endif
