@@ -3,9 +3,10 @@
 // dsrun runs the compute program's kernels (plan::KernelKind) exactly as
 // the plan gives them: operands at the addresses their TensorRefs resolve
 // to, with their strides, in their element types; attributes as docs/
-// plan-format.md lists them. Matrix products go through cuBLAS; every
-// other kind is a kernel of ComputeKernels.cu, which computes in fp32 and
-// stores in the operand's type. Each is checked against the host reference
+// plan-format.md lists them. Matrix products go through cuBLASLt
+// (Matmuls.h), flash attention through FlashAttention.cu; every other kind
+// is a kernel of ComputeKernels.cu, which computes in fp32 and stores in
+// the operand's type. Each is checked against the host reference
 // (dsc/ReferenceKernels.h) by dsrun-kernel-test.
 //
 //===----------------------------------------------------------------------===//
