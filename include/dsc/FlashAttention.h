@@ -60,7 +60,8 @@ inline std::string flashAttentionMisfit(const Kernel &K,
       Act = T;
     if (T != Act)
       return "operands of different types";
-    if (R.Shape.size() != 4 || R.Strides[3] != 1 || R.Offset % 8)
+    if (R.Shape.size() != 4 || R.Strides.size() != 4 || R.Strides[3] != 1 ||
+        R.Offset % 8)
       return "an operand whose head dimension is not contiguous and aligned";
     for (int I = 0; I < 3; ++I)
       if (R.Strides[size_t(I)] % 8)
@@ -76,11 +77,18 @@ inline std::string flashAttentionMisfit(const Kernel &K,
   return "";
 }
 
-/// The workspace a flash kernel needs: backward's row sums of dO * O.
-inline uint64_t flashAttentionWorkspace(const Kernel &K) {
-  if (K.Kind != KernelKind::AttentionGrad)
-    return 0;
-  return uint64_t(K.Ints[0]) * uint64_t(K.Ints[1]) * uint64_t(K.Ints[3]) * 4;
+/// The workspace an attention kernel needs, its operands ActBytes wide.
+/// Flash: backward's row sums of dO * O (B x Hq x T fp32). Math: one batch
+/// element's fp32 scores and its probabilities; backward adds their
+/// gradient and the row sums of that batch element.
+inline uint64_t attentionWorkspace(const Kernel &K, unsigned ActBytes) {
+  const std::vector<int64_t> &I = K.Ints;
+  bool Grad = K.Kind == KernelKind::AttentionGrad;
+  uint64_t Hq = uint64_t(I[1]), T = uint64_t(I[3]), Sk = uint64_t(I[4]);
+  if (I[8] == int64_t(AttentionAlgorithm::Flash))
+    return Grad ? uint64_t(I[0]) * Hq * T * 4 : 0;
+  uint64_t Cells = Hq * T * Sk;
+  return Cells * (4 + ActBytes) + (Grad ? Cells * ActBytes + Hq * T * 4 : 0);
 }
 
 } // namespace dsc::plan

@@ -233,9 +233,9 @@ private:
   Loc rows(ValueId V, bool Padded = false) {
     const Loc &L = loc(V);
     const Shape &S = G.Values[V].Dims;
-    return isContiguous(S, L.Strides) || (Padded && plan::rowStride(S, L.Strides) != 0)
-               ? L
-               : contiguousCopy(V);
+    bool Rows = isContiguous(S, L.Strides) ||
+                (Padded && plan::rowStride(S, L.Strides) != 0);
+    return Rows ? L : contiguousCopy(V);
   }
   plan::TensorRef rowsRef(ValueId V, bool Padded = false) {
     return ref(rows(V, Padded), G.Values[V].Dims);
@@ -923,19 +923,10 @@ void costKernel(plan::Kernel &K, const std::vector<plan::Value> &Values) {
     if (I[7])
       F /= 2;
     K.Flops = K.Kind == KernelKind::Attention ? F : F * 5 / 2;
-    if (I[8] == int64_t(plan::AttentionAlgorithm::Flash)) {
-      K.WorkspaceBytes = plan::flashAttentionWorkspace(K);
-      break;
-    }
-    // The math path keeps one batch element's scores in fp32 and its
-    // probabilities in the activation type; backward adds their gradient
-    // and the row sums of dO * O.
-    uint64_t Cells = uint64_t(I[1]) * uint64_t(I[3]) * uint64_t(I[4]);
-    unsigned Act = plan::dtypeBytes(
-        Values[K.Inputs[K.Kind == KernelKind::Attention ? 0 : 1].Value].Type);
-    K.WorkspaceBytes = Cells * (4 + Act);
-    if (K.Kind == KernelKind::AttentionGrad)
-      K.WorkspaceBytes += Cells * Act + uint64_t(I[1]) * uint64_t(I[3]) * 4;
+    K.WorkspaceBytes = plan::attentionWorkspace(
+        K, plan::dtypeBytes(
+               Values[K.Inputs[K.Kind == KernelKind::Attention ? 0 : 1].Value]
+                   .Type));
     break;
   }
   case KernelKind::GatherGrad:

@@ -163,8 +163,6 @@ __device__ __forceinline__ void pointwiseElement(const PointwiseArgs &A,
               R[A.OutReg[J]]);
 }
 
-/// (E / Div) % Period in the index type: 32-bit division costs a fraction
-/// of 64-bit, and most tensors have fewer than 2^31 elements.
 /// Whether an operand of offset (E / Div) % Period is laid out as the N
 /// output elements themselves.
 __host__ __device__ __forceinline__ bool dense(int64_t Div, int64_t Period,
@@ -172,6 +170,8 @@ __host__ __device__ __forceinline__ bool dense(int64_t Div, int64_t Period,
   return Div == 1 && Period == N;
 }
 
+/// (E / Div) % Period in the index type: 32-bit division costs a fraction
+/// of 64-bit, and most tensors have fewer than 2^31 elements.
 template <typename Index>
 __device__ __forceinline__ int64_t flatOffset(Index E, int64_t Div,
                                               int64_t Period, int64_t N) {
@@ -650,12 +650,6 @@ std::string norm(const plan::Kernel &K, const KernelOperands &Ops,
 // Attention: scores and probabilities of one batch in the workspace
 //===----------------------------------------------------------------------===//
 
-cudaDataType_t cudaType(ElementType T) {
-  return T == ElementType::F32   ? CUDA_R_32F
-         : T == ElementType::F16 ? CUDA_R_16F
-                                 : CUDA_R_16BF;
-}
-
 /// Row-major C[b] = alpha A[b] op(B[b]) + beta C[b] for `Batch` matrices
 /// at the given strides (elements), through cuBLAS's column major.
 cublasStatus_t gemm(cublasHandle_t H, bool TransA, bool TransB, int64_t M,
@@ -761,16 +755,6 @@ __global__ void attentionDeltaKernel(const __grid_constant__ Strided Do,
     Delta[Row] = Sum;
 }
 
-uint64_t attentionWorkspace(const plan::Kernel &K, ElementType Act) {
-  const std::vector<int64_t> &I = K.Ints;
-  uint64_t Hq = uint64_t(I[1]), T = uint64_t(I[3]), Sk = uint64_t(I[4]);
-  uint64_t Cells = Hq * T * Sk;
-  uint64_t Bytes = Cells * 4 + Cells * elementBytes(Act);
-  if (K.Kind == KernelKind::AttentionGrad)
-    Bytes += Cells * elementBytes(Act) + Hq * T * 4;
-  return Bytes;
-}
-
 #define TRY_CUBLAS(Call)                                                       \
   do {                                                                         \
     if (cublasStatus_t E_ = (Call); E_ != CUBLAS_STATUS_SUCCESS)               \
@@ -793,7 +777,7 @@ std::string attention(const plan::Kernel &K, const KernelOperands &Ops,
   ElementType Act = QT;
   if (KT != Act || VT != Act)
     return "attention operands of different element types";
-  uint64_t Need = attentionWorkspace(K, Act);
+  uint64_t Need = plan::attentionWorkspace(K, elementBytes(Act));
   if (Need > C.WorkspaceBytes)
     return "attention needs " + std::to_string(Need) +
            " bytes of workspace; the plan has " +
@@ -1158,10 +1142,8 @@ uint64_t kernelWorkspaceBytes(const plan::Kernel &K,
     return plan::GemmWorkspaceBytes;
   case KernelKind::Attention:
   case KernelKind::AttentionGrad:
-    if (K.Ints[8] == int64_t(plan::AttentionAlgorithm::Flash))
-      return plan::flashAttentionWorkspace(K);
-    return attentionWorkspace(
-        K, Ops.InType[K.Kind == KernelKind::Attention ? 0 : 1]);
+    return plan::attentionWorkspace(
+        K, elementBytes(Ops.InType[K.Kind == KernelKind::Attention ? 0 : 1]));
   case KernelKind::GatherGrad:
     return K.Ints[1] == 1 ? sortBytes(K.Ints[4]) : 0;
   case KernelKind::CrossEntropyGrad:

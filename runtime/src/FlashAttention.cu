@@ -146,6 +146,45 @@ __device__ __forceinline__ void accumulatorAsA(uint32_t A[4],
   A[3] = Mma<E>::pack(X[2 * Kk + 1][2], X[2 * Kk + 1][3]);
 }
 
+/// The two products every kernel here is made of, for one warp's 16 rows.
+/// Scores: S (16 x 64) += rows [Row0, Row0 + 16) of shared tile X times
+/// the transpose of shared tile Y (64 rows), both of DP columns.
+template <class E, int DP>
+__device__ __forceinline__ void timesTransposed(float (&S)[8][4], const E *X,
+                                                int Row0, const E *Y) {
+  constexpr int Ld = DP + Pad;
+#pragma unroll
+  for (int Kk = 0; Kk < DP / 16; ++Kk) {
+    uint32_t A[4];
+    loadA<Ld>(A, X, Row0, Kk * 16);
+#pragma unroll
+    for (int N = 0; N < 8; ++N) {
+      uint32_t B0, B1;
+      loadB<Ld>(B0, B1, Y, N * 8, Kk * 16);
+      Mma<E>::run(S[N], A, B0, B1);
+    }
+  }
+}
+
+/// Values: O (16 x DP) += P (16 x 64, as a product leaves it) times the
+/// 64-row tile whose transpose Yt ([DP][64 + Pad]) is staged.
+template <class E, int DP>
+__device__ __forceinline__ void accumulate(float (&O)[DP / 8][4],
+                                           const float (&P)[8][4],
+                                           const E *Yt) {
+#pragma unroll
+  for (int Kk = 0; Kk < Tile / 16; ++Kk) {
+    uint32_t A[4];
+    accumulatorAsA<E>(A, P, Kk);
+#pragma unroll
+    for (int N = 0; N < DP / 8; ++N) {
+      uint32_t B0, B1;
+      loadB<LdT>(B0, B1, Yt, N * 8, Kk * 16);
+      Mma<E>::run(O[N], A, B0, B1);
+    }
+  }
+}
+
 /// Rows [Row0, Row0 + 64) of a [Rows, D] view (row stride RowStride) into
 /// a shared tile [64][DP + Pad], and transposed into [DP][64 + Pad] when
 /// Transposed is given; zeros beyond Rows and D.
@@ -294,17 +333,7 @@ __global__ void __launch_bounds__(Threads)
       O[N][2] *= Alpha[1];
       O[N][3] *= Alpha[1];
     }
-#pragma unroll
-    for (int Kk = 0; Kk < Tile / 16; ++Kk) {
-      uint32_t Pa[4];
-      accumulatorAsA<E>(Pa, Sc, Kk);
-#pragma unroll
-      for (int N = 0; N < DP / 8; ++N) {
-        uint32_t B0, B1;
-        loadB<LdT>(B0, B1, Vt, N * 8, Kk * 16);
-        Mma<E>::run(O[N], Pa, B0, B1);
-      }
-    }
+    accumulate<E, DP>(O, Sc, Vt);
   }
   float Inv[2];
 #pragma unroll
@@ -392,17 +421,7 @@ __global__ void __launch_bounds__(Threads)
       __syncthreads();
       // S^T = K Q^T, then P^T, for the warp's 16 keys x 64 queries.
       float St[8][4] = {};
-#pragma unroll
-      for (int Kk = 0; Kk < DP / 16; ++Kk) {
-        uint32_t Ka[4];
-        loadA<Ld>(Ka, Ks, Warp * 16, Kk * 16);
-#pragma unroll
-        for (int N = 0; N < 8; ++N) {
-          uint32_t B0, B1;
-          loadB<Ld>(B0, B1, Qs, N * 8, Kk * 16);
-          Mma<E>::run(St[N], Ka, B0, B1);
-        }
-      }
+      timesTransposed<E, DP>(St, Ks, Warp * 16, Qs);
 #pragma unroll
       for (int N = 0; N < 8; ++N)
 #pragma unroll
@@ -414,47 +433,17 @@ __global__ void __launch_bounds__(Threads)
           St[N][X] = Pv;
         }
       // dV += P^T dO
-#pragma unroll
-      for (int Kk = 0; Kk < Tile / 16; ++Kk) {
-        uint32_t Pa[4];
-        accumulatorAsA<E>(Pa, St, Kk);
-#pragma unroll
-        for (int N = 0; N < DP / 8; ++N) {
-          uint32_t B0, B1;
-          loadB<LdT>(B0, B1, Dot, N * 8, Kk * 16);
-          Mma<E>::run(Dv[N], Pa, B0, B1);
-        }
-      }
+      accumulate<E, DP>(Dv, St, Dot);
       // dP^T = V dO^T
       float Dp[8][4] = {};
-#pragma unroll
-      for (int Kk = 0; Kk < DP / 16; ++Kk) {
-        uint32_t Va[4];
-        loadA<Ld>(Va, Vs, Warp * 16, Kk * 16);
-#pragma unroll
-        for (int N = 0; N < 8; ++N) {
-          uint32_t B0, B1;
-          loadB<Ld>(B0, B1, Dos, N * 8, Kk * 16);
-          Mma<E>::run(Dp[N], Va, B0, B1);
-        }
-      }
+      timesTransposed<E, DP>(Dp, Vs, Warp * 16, Dos);
       // dS^T = P^T (dP^T - delta) scale; dK += dS^T Q
 #pragma unroll
       for (int N = 0; N < 8; ++N)
 #pragma unroll
         for (int X = 0; X < 4; ++X)
           St[N][X] *= (Dp[N][X] - Delta[N * 8 + C * 2 + (X & 1)]) * P.Scale;
-#pragma unroll
-      for (int Kk = 0; Kk < Tile / 16; ++Kk) {
-        uint32_t Sa[4];
-        accumulatorAsA<E>(Sa, St, Kk);
-#pragma unroll
-        for (int N = 0; N < DP / 8; ++N) {
-          uint32_t B0, B1;
-          loadB<LdT>(B0, B1, Qt, N * 8, Kk * 16);
-          Mma<E>::run(Dk[N], Sa, B0, B1);
-        }
-      }
+      accumulate<E, DP>(Dk, St, Qt);
     }
   }
   const float One[2] = {1, 1};
@@ -507,20 +496,8 @@ __global__ void __launch_bounds__(Threads)
     stage<E, DP>(Vs, nullptr, Vb, P.VS[2], K0, P.S, P.D);
     __syncthreads();
     float Sc[8][4] = {}, Dp[8][4] = {};
-#pragma unroll
-    for (int Kk = 0; Kk < DP / 16; ++Kk) {
-      uint32_t Qa[4], Da[4];
-      loadA<Ld>(Qa, Qs, Warp * 16, Kk * 16);
-      loadA<Ld>(Da, Dos, Warp * 16, Kk * 16);
-#pragma unroll
-      for (int N = 0; N < 8; ++N) {
-        uint32_t B0, B1;
-        loadB<Ld>(B0, B1, Ks, N * 8, Kk * 16);
-        Mma<E>::run(Sc[N], Qa, B0, B1);
-        loadB<Ld>(B0, B1, Vs, N * 8, Kk * 16);
-        Mma<E>::run(Dp[N], Da, B0, B1);
-      }
-    }
+    timesTransposed<E, DP>(Sc, Qs, Warp * 16, Ks);
+    timesTransposed<E, DP>(Dp, Dos, Warp * 16, Vs);
     // dS = P (dP - delta) scale
 #pragma unroll
     for (int N = 0; N < 8; ++N)
@@ -533,17 +510,7 @@ __global__ void __launch_bounds__(Threads)
         Sc[N][X] = Pv * (Dp[N][X] - Delta[R]) * P.Scale;
       }
     // dQ += dS K
-#pragma unroll
-    for (int Kk = 0; Kk < Tile / 16; ++Kk) {
-      uint32_t Sa[4];
-      accumulatorAsA<E>(Sa, Sc, Kk);
-#pragma unroll
-      for (int N = 0; N < DP / 8; ++N) {
-        uint32_t B0, B1;
-        loadB<LdT>(B0, B1, Kt, N * 8, Kk * 16);
-        Mma<E>::run(Dq[N], Sa, B0, B1);
-      }
-    }
+    accumulate<E, DP>(Dq, Sc, Kt);
   }
   const float One[2] = {1, 1};
   storeRows<E, DP>(static_cast<E *>(P.Dq) + Bt * P.DqS[0] + H * P.DqS[1],
@@ -662,7 +629,7 @@ std::string flashAttention(const plan::Kernel &K, const KernelOperands &Ops,
     strides3(K.Outputs[0], P.DqS);
     strides3(K.Outputs[1], P.DkS);
     strides3(K.Outputs[2], P.DvS);
-    uint64_t Need = plan::flashAttentionWorkspace(K);
+    uint64_t Need = plan::attentionWorkspace(K, elementBytes(Ops.InType[1]));
     if (Need > C.WorkspaceBytes)
       return "flash attention needs " + std::to_string(Need) +
              " bytes of workspace; the plan has " +

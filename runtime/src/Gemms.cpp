@@ -1,20 +1,11 @@
 //===- Gemms.cpp - The GEMMs synthetic compute runs for an op -------------===//
 
 #include "Gemms.h"
+#include "Matmuls.h"
 
 namespace plan = dsc::plan;
 
 namespace dsrun {
-
-namespace {
-
-cudaDataType_t cudaType(ElementType T) {
-  return T == ElementType::F32   ? CUDA_R_32F
-         : T == ElementType::F16 ? CUDA_R_16F
-                                 : CUDA_R_16BF;
-}
-
-} // namespace
 
 cublasStatus_t runGemmKernel(cublasHandle_t H, const plan::Kernel &K,
                              const void *A, const void *B, void *C,

@@ -2,19 +2,11 @@
 
 #include "Matmuls.h"
 
-#include <algorithm>
-
 namespace plan = dsc::plan;
 
 namespace dsrun {
 
 namespace {
-
-cudaDataType_t cudaType(ElementType T) {
-  return T == ElementType::F32   ? CUDA_R_32F
-         : T == ElementType::F16 ? CUDA_R_16F
-                                 : CUDA_R_16BF;
-}
 
 #define TRY_LT(Call)                                                           \
   do {                                                                         \

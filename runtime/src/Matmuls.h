@@ -25,6 +25,13 @@
 
 namespace dsrun {
 
+/// The library type of a float element type (products take no others).
+inline cudaDataType_t cudaType(ElementType T) {
+  return T == ElementType::F32   ? CUDA_R_32F
+         : T == ElementType::F16 ? CUDA_R_16F
+                                 : CUDA_R_16BF;
+}
+
 class Matmuls {
 public:
   Matmuls() = default;
