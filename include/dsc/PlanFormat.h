@@ -30,7 +30,7 @@ namespace dsc::plan {
 constexpr char FileMagic[8] = {'D', 'S', 'C', 'P', 'L', 'A', 'N', '\0'};
 /// Bumped whenever an existing section's encoding changes; new sections
 /// do not need a bump (old readers skip them).
-constexpr uint32_t FormatVersion = 4;
+constexpr uint32_t FormatVersion = 5;
 constexpr uint32_t NoIndex = std::numeric_limits<uint32_t>::max();
 /// Ranks of different layouts beyond this many are merged (see RankClass).
 constexpr uint32_t MaxRankClasses = 8;
@@ -295,6 +295,16 @@ struct Info {
   std::vector<std::string> SchedulerParams;
   /// The global gradient norm is clipped to this; "0" turns it off.
   std::string GradientClipping = "0";
+  /// fp16 loss scaling, as the config gives it to DeepSpeed's loss scaler
+  /// (runtime/src/LossScaler.h): LossScale "0" is dynamic, starting at
+  /// 2^InitialScalePower; anything else a static scale. Unused unless the
+  /// parameters are fp16.
+  std::string LossScale = "0";
+  uint32_t InitialScalePower = 16;
+  uint32_t LossScaleWindow = 1000;
+  uint32_t Hysteresis = 2;
+  bool ConsecutiveHysteresis = false;
+  uint32_t MinLossScale = 1;
   bool OverlapComm = false;
   bool ContiguousGradients = true;
   uint64_t ReduceBucketElems = 0;
@@ -341,6 +351,12 @@ struct Info {
     F("scheduler", Scheduler);
     F("scheduler_params", SchedulerParams);
     F("gradient_clipping", GradientClipping);
+    F("loss_scale", LossScale);
+    F("initial_scale_power", InitialScalePower);
+    F("loss_scale_window", LossScaleWindow);
+    F("hysteresis", Hysteresis);
+    F("consecutive_hysteresis", ConsecutiveHysteresis);
+    F("min_loss_scale", MinLossScale);
     F("overlap_comm", OverlapComm);
     F("contiguous_gradients", ContiguousGradients);
     F("reduce_bucket_elems", ReduceBucketElems);

@@ -350,10 +350,12 @@ void Scheduler::optimizerStep() {
     Ready.push_back(AllReduces.back());
   if (!AllGradTransfers.empty())
     Ready.push_back(AllGradTransfers.back());
-  // gradient_clipping: the global norm of the reduced gradients first,
-  // where the optimizer runs; every sub-group's step waits for it.
+  // gradient_clipping, and fp16's overflow check: the global norm of the
+  // reduced gradients first, where the optimizer runs; every sub-group's
+  // step waits for it.
   std::vector<uint32_t> StepWaits = Ready;
-  if (std::strtod(S.GradientClipping.c_str(), nullptr) > 0) {
+  if (std::strtod(S.GradientClipping.c_str(), nullptr) > 0 ||
+      S.ParamDType == plan::DType::F16) {
     uint64_t Owned = S.ZeroStage == 0 ? P.Layout.FlatElems
                                       : P.Layout.PartitionElems;
     uint64_t Nanos =

@@ -12,6 +12,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 
 using namespace llvm;
@@ -157,6 +159,20 @@ Error readPlanSettings(plan::Info &I, const ConfigView &C,
     }
 
   I.GradientClipping = Decimal(C.getNumber("gradient_clipping").value_or(0));
+  if (I.ParamDType == plan::DType::F16) {
+    // Lint has checked the ranges DeepSpeed checks; the defaults are its.
+    auto Count = [&](StringRef Key, uint32_t Default) {
+      return uint32_t(std::clamp<int64_t>(C.getInt(Key).value_or(Default), 0,
+                                          UINT32_MAX));
+    };
+    I.LossScale = Decimal(C.getNumber("fp16.loss_scale").value_or(0));
+    I.InitialScalePower = Count("fp16.initial_scale_power", 16);
+    I.LossScaleWindow = Count("fp16.loss_scale_window", 1000);
+    I.Hysteresis = Count("fp16.hysteresis", 2);
+    I.ConsecutiveHysteresis =
+        C.getBool("fp16.consecutive_hysteresis").value_or(false);
+    I.MinLossScale = Count("fp16.min_loss_scale", 1);
+  }
   if (std::optional<std::string> Type = C.getString("scheduler.type")) {
     I.Scheduler = *Type;
     if (const JsonValue *Params = C.find("scheduler.params");

@@ -5,6 +5,7 @@
 #include "dsc/FlashAttention.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace dsc::plan {
 
@@ -294,6 +295,18 @@ std::string checkPlan(const Plan &P) {
       !isFloatType(S.OptimizerStateDType))
     return "settings: a parameter, gradient or optimizer type is not a "
            "floating-point type";
+  if (S.ParamDType == DType::F16) {
+    // The scale lives in a float: 2^127 is the largest power it holds.
+    char *End = nullptr;
+    double Static = std::strtod(S.LossScale.c_str(), &End);
+    if (S.LossScale.empty() || *End || !(Static >= 0) || Static > 3e38)
+      return "settings: the fp16 loss scale is not a number from 0 (dynamic) "
+             "up to 3e38";
+    if (Static == 0 && (S.LossScaleWindow == 0 || S.MinLossScale == 0 ||
+                        S.InitialScalePower > 127))
+      return "settings: dynamic loss scaling needs a window and a minimum "
+             "scale above 0 and an initial power of at most 127";
+  }
 
   for (size_t I = 0; I < NT; ++I) {
     const Tensor &T = P.Tensors[I];
