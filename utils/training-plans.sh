@@ -3,7 +3,8 @@
 # checks against PyTorch: one model exported by runtime/bench/hf_model.py,
 # bf16, micro batch 4 x sequence SEQ, accumulation 2, AdamW with a
 # WarmupCosineLR schedule and gradient_clipping 1.0, at ZeRO 0-3, stage 2
-# with CPU optimizer offload and stage 3 with CPU parameter offload.
+# with CPU optimizer offload and stage 3 with CPU parameter offload; and
+# stage 1 in fp16 with DeepSpeed's default dynamic loss scaling (s1-fp16).
 #
 #   utils/training-plans.sh DSC MODEL.onnx NAME OUTDIR [WORLD [SEQ [STEPS [LR]]]]
 #
@@ -17,15 +18,19 @@ set -eu
 dsc=$1 model=$2 name=$3 out=$4 world=${5:-1} seq=${6:-256} steps=${7:-200}
 lr=${8:-3e-4}
 mkdir -p "$out"
-for variant in s0 s1 s2 s3 s2-cpu s3-cpuparam; do
+for variant in s0 s1 s2 s3 s2-cpu s3-cpuparam s1-fp16; do
   stage=${variant%%-*}; stage=${stage#s}
-  opt=none par=none
-  case $variant in *-cpu) opt=cpu ;; *-cpuparam) opt=cpu par=cpu ;; esac
+  opt=none par=none precision='"bf16": {"enabled": true}'
+  case $variant in
+    *-cpu) opt=cpu ;;
+    *-cpuparam) opt=cpu par=cpu ;;
+    *-fp16) precision='"fp16": {"enabled": true}' ;;
+  esac
   cfg="$out/$name-$variant.json"
   cat > "$cfg" <<JSON
 {"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2,
  "gradient_clipping": 1.0,
- "bf16": {"enabled": true},
+ $precision,
  "zero_optimization": {"stage": $stage, "reduce_bucket_size": 5e6,
    "stage3_prefetch_bucket_size": 5e6, "stage3_param_persistence_threshold": 1e4,
    "offload_optimizer": {"device": "$opt"}, "offload_param": {"device": "$par"}},

@@ -20,10 +20,16 @@ The same training DeepSpeed (and dsrun) does, in one process:
   - the config's scheduler (ds_schedules.py) and gradient_clipping
     (DeepSpeed's default 1.0 when absent; 0 turns it off), clipping the
     global norm of the averaged fp32 gradients as DeepSpeed does;
-  - bf16 when the config enables it, else fp32; micro batch and
-    accumulation from the config.
+  - bf16 when the config enables it; fp16 likewise (fp32 masters), with
+    DeepSpeed's loss scaler (DynamicLossScaler below): the loss scaled
+    before backward, a step whose gradients hold an inf or NaN skipped
+    (no optimizer or scheduler step), the others divided by the scale as
+    the scaler stands after its update (DeepSpeed's ZeRO optimizers update
+    first, then unscale); else fp32. Micro batch and accumulation from the
+    config.
 Prints one JSON line per step: step, loss (the mean of the micro losses),
-ms, tokens/s.
+ms, tokens/s, and with fp16 the loss scale and whether the step was
+skipped.
 """
 import argparse
 import json
@@ -37,6 +43,50 @@ import transformers
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dsrun_data  # noqa: E402
 import ds_schedules  # noqa: E402
+
+
+class DynamicLossScaler:
+    """deepspeed/runtime/fp16/loss_scaler.py's DynamicLossScaler (0.19),
+    or a static scale when fp16.loss_scale is not 0."""
+
+    def __init__(self, fp16):
+        static = fp16.get("loss_scale", 0)
+        self.dynamic = static == 0
+        self.scale = float(static) if static else \
+            2.0 ** fp16.get("initial_scale_power", 16)
+        self.window = fp16.get("loss_scale_window", 1000)
+        self.min_scale = fp16.get("min_loss_scale", 1)
+        self.delayed_shift = fp16.get("hysteresis", 2)
+        self.hysteresis = self.delayed_shift
+        self.consecutive = fp16.get("consecutive_hysteresis", False)
+        self.iteration, self.last_overflow = 0, -1
+
+    def scale_if_applied(self):
+        stable = self.iteration - self.last_overflow - 1
+        if self.dynamic and stable > 0 and stable % self.window == 0:
+            return self.scale * 2
+        return self.scale
+
+    def update(self, overflow):
+        if not self.dynamic:
+            return
+        if overflow:
+            if self.delayed_shift <= 1 or self.hysteresis <= 1:
+                if self.scale == self.min_scale:
+                    raise RuntimeError("overflow at the minimum loss scale")
+                self.scale = max(self.scale / 2, self.min_scale)
+            else:
+                self.hysteresis -= 1
+            self.last_overflow = self.iteration
+        else:
+            if self.consecutive:
+                self.hysteresis = self.delayed_shift
+            stable = self.iteration - self.last_overflow - 1
+            if stable > 0 and stable % self.window == 0:
+                if not self.consecutive:
+                    self.hysteresis = self.delayed_shift
+                self.scale *= 2
+        self.iteration += 1
 
 
 def main():
@@ -59,9 +109,12 @@ def main():
     micro = cfg["train_micro_batch_size_per_gpu"]
     accum = cfg.get("gradient_accumulation_steps", 1)
     bf16 = cfg.get("bf16", {}).get("enabled", False)
+    fp16 = cfg.get("fp16", {}).get("enabled", False)
+    scaler = DynamicLossScaler(cfg["fp16"]) if fp16 else None
 
     dev = torch.device("cuda")
-    dtype = torch.bfloat16 if bf16 else torch.float32
+    dtype = torch.bfloat16 if bf16 else torch.float16 if fp16 else \
+        torch.float32
     model = transformers.AutoModelForCausalLM.from_pretrained(
         a.model, torch_dtype=torch.float32, attn_implementation="sdpa")
     model.config.use_cache = False
@@ -78,7 +131,9 @@ def main():
     vocab = model.get_output_embeddings().weight.shape[0]
     scale = 1.0 / (accum * a.world)
     out = open(a.json, "w") if a.json else None
+    applied = 0  # Optimizer steps taken: the scheduler's count too.
     for step in range(1, a.steps + 1):
+        loss_scale = scaler.scale if scaler else 1.0
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         for p in params:
@@ -95,21 +150,29 @@ def main():
                 logits = model(input_ids=x).logits.float()
                 loss = torch.nn.functional.cross_entropy(
                     logits.reshape(-1, vocab), y.reshape(-1))
-                (loss * scale).backward()
+                (loss * (scale * loss_scale)).backward()
                 losses.append(loss.detach())
+        overflow = scaler is not None and not all(
+            bool(torch.isfinite(p.grad).all()) for p in params
+            if p.grad is not None)
+        divisor = scaler.scale_if_applied() if scaler else 1.0
+        if scaler:
+            scaler.update(overflow)
         for p, q in zip(params, master):
-            q.grad = p.grad.float() if p.grad is not None else None
+            q.grad = p.grad.float() / divisor if p.grad is not None else None
         lr, b1, b2 = ds_schedules.hyper(sched.get("type"), sched.get("params"),
-                                        step, lr0, betas0[0], betas0[1])
+                                        applied + 1, lr0, betas0[0], betas0[1])
         for g in opt.param_groups:
             g["lr"], g["betas"] = lr, (b1, b2)
         norm = None
-        if clip > 0:
-            norm = float(torch.nn.utils.clip_grad_norm_(master, clip))
-        opt.step()
-        with torch.no_grad():
-            for p, q in zip(params, master):
-                p.copy_(q)
+        if not overflow:
+            if clip > 0:
+                norm = float(torch.nn.utils.clip_grad_norm_(master, clip))
+            opt.step()
+            applied += 1
+            with torch.no_grad():
+                for p, q in zip(params, master):
+                    p.copy_(q)
         torch.cuda.synchronize()
         ms = (time.perf_counter() - t0) * 1e3
         loss = float(torch.stack(losses).mean())
@@ -117,6 +180,8 @@ def main():
         line = {"step": step, "loss": loss, "lr": lr, "grad_norm": norm,
                 "ms": round(ms, 3),
                 "tokens_per_s": round(n / (ms / 1e3))}
+        if scaler:
+            line["loss_scale"], line["skipped"] = loss_scale, overflow
         print(json.dumps(line), flush=True)
         if out:
             out.write(json.dumps(line) + "\n")

@@ -16,12 +16,15 @@ here=$(dirname "$0")
 mkdir -p "$out"
 for plan in "$@"; do
   name=${plan%-s[0-9]*}
-  ref=$out/$name-w$n-ref.jsonl
+  # One reference per model, world size and precision.
+  precision=bf16
+  case $plan in *-fp16) precision=fp16 ;; esac
+  ref=$out/$name-w$n-$precision-ref.jsonl
   if [ ! -f "$ref" ]; then
     python3 "$here/torch_reference.py" --model "$models/$name" \
       --data "$tokens" --ds-config "$plans/$plan.json" --seq "$seq" \
-      --world "$n" --steps "$steps" --json "$ref" > "$out/$name-w$n-ref.log" 2>&1 ||
-      { echo "reference failed:"; tail -5 "$out/$name-w$n-ref.log"; }
+      --world "$n" --steps "$steps" --json "$ref" > "${ref%.jsonl}.log" 2>&1 ||
+      { echo "reference failed:"; tail -5 "${ref%.jsonl}.log"; }
   fi
   log=$out/$plan-w$n.log
   NCCL_NVLS_ENABLE=0 timeout 600 "$dsrun" -n "$n" "$plans/$plan.bin" \

@@ -1073,7 +1073,8 @@ __global__ void countTargetsKernel(const void *T, ElementType TT, int64_t Rows,
 __global__ void crossEntropyGradKernel(const void *X, ElementType XT,
                                        const void *T, ElementType TT,
                                        const float *Lse, const float *Dloss,
-                                       const float *Count, void *D,
+                                       const float *Count,
+                                       const float *LossScale, void *D,
                                        ElementType DT, int64_t V, int64_t Ld,
                                        int64_t LdD, int64_t Ignore) {
   int64_t R = blockIdx.x;
@@ -1081,6 +1082,8 @@ __global__ void crossEntropyGradKernel(const void *X, ElementType XT,
   int64_t Tg = loadIndex(T, uint64_t(R), TT);
   bool Counts = Tg != Ignore && *Count > 0;
   float Scale = Counts ? *Dloss / *Count : 0.0f;
+  if (LossScale)
+    Scale *= *LossScale;
   for (int64_t C = threadIdx.x; C < V; C += blockDim.x) {
     float G = Counts ? (expf(loadAs(X, Row + C, XT) - Lse[R]) - float(C == Tg)) *
                            Scale
@@ -1113,7 +1116,7 @@ std::string crossEntropy(const plan::Kernel &K, const KernelOperands &Ops,
   crossEntropyGradKernel<<<unsigned(Rows), Threads, 0, S>>>(
       Ops.In[0], Ops.InType[0], Ops.In[1], Ops.InType[1],
       static_cast<const float *>(Ops.In[2]),
-      static_cast<const float *>(Ops.In[3]), Count, Ops.Out[0],
+      static_cast<const float *>(Ops.In[3]), Count, C.LossScale, Ops.Out[0],
       Ops.OutType[0], V, Ld,
       plan::rowStride(K.Outputs[0].Shape, K.Outputs[0].Strides), Ignore);
   return "";

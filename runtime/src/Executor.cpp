@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -483,7 +484,7 @@ void Executor::issue(uint32_t Index, uint32_t Step) {
     reduce(In.Arg, In.Micro, S);
     break;
   case plan::InstrKind::OptimizerStep:
-    optimizerStep(In.Arg, Step, S, In.On == plan::Stream::Host);
+    optimizerStep(In.Arg, S, In.On == plan::Stream::Host);
     break;
   case plan::InstrKind::Transfer:
     transfer(In.Arg, In.Micro, S);
@@ -500,11 +501,41 @@ void Executor::issue(uint32_t Index, uint32_t Step) {
 void Executor::setStepValues(uint32_t Step) {
   // Only the previous step, finished, has read them.
   std::string Error;
-  AdamW A = adamwFor(P.Settings, Step, Error);
+  AdamW A = adamwFor(P.Settings, OptimizerStep, Error);
   if (!Error.empty())
     fatalError(Error);
-  *HostStep = {Step,   A.Lr, A.Beta1, A.Beta2, A.BiasCorrection1,
-               A.BiasCorrection2, 1.0f};
+  *HostStep = {Step,
+               A.Lr,
+               A.Beta1,
+               A.Beta2,
+               A.BiasCorrection1,
+               A.BiasCorrection2,
+               1.0f,
+               0,
+               float(Scaler.scale()),
+               float(Scaler.scaleIfApplied())};
+}
+
+void Executor::finishStep(uint32_t Step) {
+  Clips.push_back(HostStep->Clip);
+  bool Overflow = HostStep->Overflow;
+  if (real()) {
+    double Loss = stepLoss();
+    bool Fp16 = P.Settings.ParamDType == plan::DType::F16;
+    // Every rank holds the same loss and flag (both summed over ranks), so
+    // every rank stops here together.
+    if (!std::isfinite(Loss) && !(Fp16 && Overflow))
+      fatalError("step " + std::to_string(Step) + ": the loss is " +
+                 std::to_string(Loss) + "; stopping (lower the learning "
+                 "rate, or turn gradient_clipping on)");
+    if (Overflow && !Fp16)
+      fatalError("step " + std::to_string(Step) + ": the gradients hold an "
+                 "inf or NaN; stopping (only fp16 skips such a step)");
+    if (std::string Problem = Scaler.update(Overflow); !Problem.empty())
+      fatalError("step " + std::to_string(Step) + ": " + Problem);
+  }
+  if (!Overflow)
+    ++OptimizerStep;
 }
 
 void Executor::launchLeanStep(uint32_t Step) {
@@ -543,7 +574,7 @@ void Executor::runLeanSteps() {
   for (uint32_t K = 1; K <= Options.LeanSteps; ++K) {
     launchLeanStep(Options.Steps + K);
     waitForStep();
-    Clips.push_back(HostStep->Clip);
+    finishStep(Options.Steps + K);
     float StepMs = 0;
     CHECK_CUDA(cudaEventElapsedTime(&StepMs, StepBegin, StepEnd));
     Ms.push_back(StepMs);
@@ -625,18 +656,21 @@ int Executor::run() {
   if (real() && !setUpTraining())
     return 1;
   initializeWeights();
+  restoreCheckpoint();
   // Training runs its lean steps in the same loop: each takes its tokens
-  // and reports its loss.
+  // and reports its loss. A resumed run goes on after the checkpoint's
+  // step; its first steps are the timed ones.
   uint32_t Last = Options.Steps + (real() ? Options.LeanSteps : 0);
+  uint32_t First = ResumePath.empty() ? 0 : Resumed.Step;
   std::vector<float> LeanMs;
-  for (uint32_t Step = 1; Step <= Last; ++Step) {
-    Lean = Step > Options.Steps;
+  for (uint32_t Step = First + 1; Step <= Last; ++Step) {
+    Lean = Step - First > Options.Steps;
     if (real())
       fillInputs(Step);
     Model.setProfiling(Step == Options.ProfileStep);
     step(Step);
     waitForStep();
-    Clips.push_back(HostStep->Clip);
+    finishStep(Step);
     Memory.Peak = std::max(Memory.Peak, usedDeviceMemory());
     StepTiming T;
     if (Lean) {
@@ -655,6 +689,9 @@ int Executor::run() {
       if (Process.Rank == 0)
         fputs(Table.c_str(), stderr);
     }
+    if (!Options.SaveDir.empty() &&
+        (Step == Last || (Options.SaveEvery && Step % Options.SaveEvery == 0)))
+      saveCheckpoint(Step);
   }
   Lean = false;
   // Every rank runs the lean steps and the verification (collectives
@@ -662,7 +699,9 @@ int Executor::run() {
   bool Reported = reportSummary();
   if (real()) {
     reportLean(LeanMs, 0);
-    return saveTrainedWeights() && Reported ? 0 : 1;
+    bool Saved = Options.SaveWeightsPath.empty() ||
+                 writeWeights(Options.SaveWeightsPath);
+    return Saved && Reported ? 0 : 1;
   }
   runLeanSteps();
   if (Options.Verify && !verify(Options.Steps + Options.LeanSteps))

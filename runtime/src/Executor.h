@@ -14,12 +14,14 @@
 #ifndef DSRUN_EXECUTOR_H
 #define DSRUN_EXECUTOR_H
 
+#include "Checkpoint.h"
 #include "Checks.h"
 #include "Collectives.h"
 #include "Exposed.h"
 #include "Launch.h"
 #include "Nvme.h"
 #include "Layout.h"
+#include "LossScaler.h"
 #include "ModelProgram.h"
 #include "TokenData.h"
 #include "Weights.h"
@@ -87,6 +89,11 @@ struct RunOptions {
   /// data order and of dropout, and where to save the trained weights.
   std::string DataPath, InitPath, SaveWeightsPath;
   uint64_t Seed = 1234;
+  bool SeedGiven = false;
+  /// Checkpoints (Checkpoint.h): --save's directory and every how many
+  /// steps (0: after the last step only), and --resume's directory.
+  std::string SaveDir, ResumeDir;
+  uint32_t SaveEvery = 0;
 };
 
 /// Measured device memory, from the driver (cudaMemGetInfo): what the
@@ -142,6 +149,10 @@ private:
   void initializeWeights();
   /// Writes the step's StepValues for its first copy to read.
   void setStepValues(uint32_t Step);
+  /// After a step has finished: whether it was applied (fp16 skips a step
+  /// whose gradients overflowed), the loss scaler updated; stops the run
+  /// on a loss or gradient that is not finite where nothing skips it.
+  void finishStep(uint32_t Step);
   /// Runs a lean step: the captured graph of one (captured on the first
   /// call), or issued instruction by instruction.
   void launchLeanStep(uint32_t Step);
@@ -166,8 +177,7 @@ private:
   /// rank-major gather into the unit's tensor order.
   void gatherUnit(uint32_t Unit, cudaStream_t S);
   void reduce(uint32_t Bucket, uint32_t Micro, cudaStream_t S);
-  void optimizerStep(uint32_t SubGroup, uint32_t Step, cudaStream_t S,
-                     bool OnHost);
+  void optimizerStep(uint32_t SubGroup, cudaStream_t S, bool OnHost);
   /// gradient_clipping: the global norm of the reduced gradients this rank
   /// owns, summed over ranks, into the step's Clip factor (on the device,
   /// and in HostStep for the host optimizer and the report).
@@ -280,8 +290,22 @@ private:
   void readLosses(cudaStream_t S);
   /// The mean loss of the step just finished.
   double stepLoss() const;
-  /// Writes the trained 16-bit weights (--save-weights) from rank 0.
-  bool saveTrainedWeights();
+  /// Writes the 16-bit weights as safetensors to Path from rank 0 (every
+  /// rank takes part: stage 3 gathers them).
+  bool writeWeights(const std::string &Path);
+
+  // Checkpoints (Checkpointing.cpp).
+  /// The plan's buffers that carry training state from step to step.
+  std::vector<BufferView> stateViews() const;
+  /// --resume: finds this rank's shard and checks it against the plan
+  /// (host only, before any GPU work); adopts its seed.
+  bool openResume();
+  /// --resume: the shard's buffers into the arenas, its step and scaler.
+  void restoreCheckpoint();
+  /// --save: this rank's shard, the consolidated weights, then latest.
+  void saveCheckpoint(uint32_t Step);
+  /// Whether Ok holds on every rank.
+  bool allRanksAgree(bool Ok);
 
   const dsc::plan::Plan &P;
   ProcessInfo Process;
@@ -353,6 +377,15 @@ private:
   uint32_t LossValue = dsc::plan::NoIndex;
   /// Per step run: the gradient_clipping factor it applied.
   std::vector<float> Clips;
+  /// The optimizer's and the scheduler's step number for the next step:
+  /// the steps applied so far, plus one (DeepSpeed advances neither on a
+  /// skipped fp16 step).
+  uint32_t OptimizerStep = 1;
+  /// fp16 with --data: the loss scale (scale 1 otherwise).
+  LossScaler Scaler;
+  /// --resume: the shard's header and path ("" when not resuming).
+  CheckpointHeader Resumed;
+  std::string ResumePath;
   MemoryReadings Memory;
   std::vector<StepTiming> Timings;
   bool Failed = false;

@@ -76,6 +76,8 @@ __global__ void unpackUnit(Word *Unit, const Word *Chunks, UnpackTable Table,
 
 __global__ void adamw(float *Master, float *M, float *V, const float *Grad,
                       uint64_t N, AdamW A, const StepValues *Now) {
+  if (Now->Overflow)
+    return; // Skipped, as DeepSpeed skips an fp16 step that overflowed.
   A.Lr = Now->Lr;
   A.Beta1 = Now->Beta1;
   A.Beta2 = Now->Beta2;
@@ -223,10 +225,21 @@ __global__ void sumPartials(float *Partials, unsigned Count, float *Out) {
 
 __global__ void clipFactor(float *SumOfSquares, float Scale, float MaxNorm,
                            StepValues *Now) {
+  // The norm of the loss-scaled gradients; clipped as DeepSpeed's ZeRO
+  // optimizers do it, against the norm unscaled by the scale they divide
+  // by (scaleIfApplied: 1 without fp16, when this is gradient_clipping's
+  // plain factor).
   float Norm = sqrtf(*SumOfSquares) * Scale;
-  float Factor = MaxNorm / (Norm + 1e-6f);
-  Now->Clip = Factor < 1.0f ? Factor : 1.0f;
-  *SumOfSquares = Norm; // Read back for the step's report.
+  float Divisor = Now->ScaleIfApplied;
+  float Clip = 1.0f;
+  if (MaxNorm > 0) {
+    float Factor = MaxNorm / (Norm / Divisor + 1e-6f);
+    Clip = Factor < 1.0f ? Factor : 1.0f;
+  }
+  Now->Overflow = !isfinite(Norm);
+  Now->Clip = Now->Overflow ? 0.0f : Clip / Divisor;
+  // Read back for the step's report: the norm of the true gradients.
+  *SumOfSquares = Norm / Now->LossScale;
 }
 
 void launchSumSquares(const void *X, ElementType T, uint64_t N,

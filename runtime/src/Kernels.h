@@ -59,9 +59,11 @@ void launchSumSquares(const void *X, ElementType T, uint64_t N,
 void launchSumPartials(float *Partials, unsigned Blocks, float *Out,
                        cudaStream_t S);
 /// From the sum of squares of the reduced gradients: the norm of the
-/// gradient the optimizer sees (Scale: 1 / world size) replaces the sum,
-/// and Now->Clip becomes MaxNorm / (norm + 1e-6) when that is below 1,
-/// else 1 (torch's clip_grad_norm_, DeepSpeed's clip).
+/// gradient the optimizer sees (Scale: 1 / world size), unscaled by the
+/// step's loss scale, replaces the sum; Now->Clip becomes the factor
+/// MaxNorm / (norm + 1e-6) when that is below 1, else 1 (torch's
+/// clip_grad_norm_, DeepSpeed's clip; MaxNorm 0: no clipping), over the
+/// loss scale; Now->Overflow says whether the norm is inf or NaN.
 void launchClipFactor(float *SumOfSquares, float Scale, float MaxNorm,
                       StepValues *Now, cudaStream_t S);
 

@@ -30,6 +30,9 @@ public:
   /// or the first kernel's reason it could not run.
   std::string run(uint32_t Begin, uint32_t End, uint64_t Seed, cudaStream_t S);
 
+  /// fp16: the device float the loss gradient is multiplied by.
+  void setLossScale(const float *DeviceScale) { Context.LossScale = DeviceScale; }
+
   /// While on, every launch is timed between two events (which costs the
   /// step a little: profile one step, not every step).
   void setProfiling(bool On) { Profiling = On; }

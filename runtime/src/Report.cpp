@@ -5,8 +5,10 @@
 #include "Calibration.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <unistd.h>
 
@@ -86,11 +88,17 @@ void Executor::report(uint32_t Step, const StepTiming &T) {
     double Loss0 = stepLoss();
     uint64_t StepTokens = uint64_t(P.Settings.GradAccum) * P.Settings.WorldSize *
                           P.Values[P.Training.Targets[0]].Elems;
-    bool Clipping = std::strtod(P.Settings.GradientClipping.c_str(), nullptr) > 0;
-    double Norm = Clipping ? HostLosses[P.Settings.GradAccum] : -1;
-    char Line[200], NormText[48] = "";
-    if (Clipping)
+    bool Fp16 = P.Settings.ParamDType == plan::DType::F16;
+    bool Normed =
+        Fp16 || std::strtod(P.Settings.GradientClipping.c_str(), nullptr) > 0;
+    double Norm = Normed ? HostLosses[P.Settings.GradAccum] : -1;
+    char Line[260], NormText[96] = "";
+    if (Normed)
       snprintf(NormText, sizeof(NormText), " grad norm %.3f,", Norm);
+    if (Fp16)
+      snprintf(NormText + strlen(NormText), sizeof(NormText) - strlen(NormText),
+               " loss scale %.0f%s,", double(HostStep->LossScale),
+               HostStep->Overflow ? " (overflow: step skipped)" : "");
     // Model FLOP utilisation: the plan's kernel FLOPs (forward, backward,
     // any recomputation) per second against the GPU's dense peak.
     double Mfu = PeakFlops > 0 && T.StepMs > 0
@@ -103,11 +111,16 @@ void Executor::report(uint32_t Step, const StepTiming &T) {
              Loss0, double(HostStep->Lr), NormText,
              T.StepMs > 0 ? StepTokens / (T.StepMs / 1e3) : 0.0, MfuText);
     Loss = Line;
+    // An overflowed step's norm is inf or NaN, which JSON cannot spell.
+    char NormJson[32] = "null";
+    if (std::isfinite(Norm))
+      snprintf(NormJson, sizeof(NormJson), "%.6g", Norm);
     snprintf(Line, sizeof(Line),
-             "\"loss\":%.6f,\"lr\":%.6g,\"grad_norm\":%.6g,\"tokens\":%llu,"
-             "\"mfu\":%.4f,",
-             Loss0, double(HostStep->Lr), Norm, (unsigned long long)StepTokens,
-             Mfu);
+             "\"loss\":%.6f,\"lr\":%.6g,\"grad_norm\":%s,\"tokens\":%llu,"
+             "\"mfu\":%.4f,\"loss_scale\":%.9g,\"skipped\":%s,",
+             Loss0, double(HostStep->Lr), NormJson, (unsigned long long)StepTokens,
+             Mfu, double(HostStep->LossScale),
+             HostStep->Overflow ? "true" : "false");
     LossJson = Line;
   }
   if (!T.Timed) {

@@ -15,6 +15,7 @@
 #include "NcclGroup.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -252,14 +253,18 @@ void Executor::clipGradients(cudaStream_t S, bool OnHost) {
   if (L.Stage > 0 && L.World > 1)
     CHECK_NCCL(ncclAllReduce(Sum, Sum, 1, ncclFloat32, ncclSum, Comm, S));
   launchClipFactor(Sum, 1.0f / float(L.World), MaxNorm, DeviceStep, S);
-  CHECK_CUDA(cudaMemcpyAsync(&HostStep->Clip, &DeviceStep->Clip, sizeof(float),
+  // The factor and the overflow flag, for the host optimizer and the report.
+  static_assert(offsetof(StepValues, Overflow) ==
+                offsetof(StepValues, Clip) + sizeof(float));
+  CHECK_CUDA(cudaMemcpyAsync(&HostStep->Clip, &DeviceStep->Clip,
+                             sizeof(float) + sizeof(uint32_t),
                              cudaMemcpyDeviceToHost, S));
 }
 
-void Executor::optimizerStep(uint32_t G, uint32_t Step, cudaStream_t S,
+void Executor::optimizerStep(uint32_t G, cudaStream_t S,
                              bool OnHost) {
   std::string Error;
-  AdamW A = adamwFor(P.Settings, Step, Error);
+  AdamW A = adamwFor(P.Settings, OptimizerStep, Error);
   if (!Error.empty())
     fatalError(Error);
   auto [Lo, Hi] = L.SubGroupRange[G];
@@ -281,8 +286,10 @@ void Executor::optimizerStep(uint32_t G, uint32_t Step, cudaStream_t S,
         Grads = host("grads_partition") + Lo * GB;
         GradType = L.GradAccum;
       }
+      if (HostStep->Overflow)
+        return; // Skipped (fp16); this step's flag, read back by now.
       AdamW Now = A;
-      Now.GradScale *= HostStep->Clip; // This step's, read back by now.
+      Now.GradScale *= HostStep->Clip;
       HostAdamNanos[I] = nanosToRun([&] {
         hostAdamW(Now, Grads, GradType, H.Master, H.M, H.V, N,
                   Options.HostThreads);

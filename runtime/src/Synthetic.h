@@ -64,9 +64,16 @@ struct StepValues {
   /// The scheduler's rate and betas for this step, their bias corrections.
   float Lr, Beta1, Beta2;
   float BiasCorrection1, BiasCorrection2;
-  /// gradient_clipping's factor on the gradient (1 when the norm is within
-  /// the limit), written by the step's clip-gradients instruction.
+  /// The factor the optimizer multiplies the gradient by beside 1 / world
+  /// size: gradient_clipping's (1 when the norm is within the limit) over
+  /// fp16's loss scale; written by the step's clip-gradients instruction.
   float Clip;
+  /// Set there too when the gradients hold an inf or NaN: the optimizer
+  /// skips the step (fp16; in bf16 a NaN stops the run instead).
+  uint32_t Overflow;
+  /// fp16 (LossScaler.h): the scale backward multiplies the loss gradient
+  /// by, and the one the optimizer divides by if the step is applied.
+  float LossScale, ScaleIfApplied;
 };
 
 DSRUN_HD void adamwUpdate(const AdamW &A, float Grad, float &Param, float &M,

@@ -62,6 +62,13 @@ bool Executor::openTraining() {
                 ", whose labels a token file does not carry");
   if (LossValue = C.LossValue; LossValue >= P.Values.size())
     return Fail("the plan names no loss value");
+  if ((!Options.SaveDir.empty() || !Options.ResumeDir.empty()) &&
+      (P.Settings.OptimizerOffload == plan::OffloadDevice::NVMe ||
+       P.Settings.ParamOffload == plan::OffloadDevice::NVMe))
+    return Fail("--save and --resume do not read or write state offloaded "
+                "to NVMe yet; checkpoint a plan with CPU or no offload");
+  if (!openResume())
+    return false;
 
   // The sample shape, and the largest id the model can read.
   uint64_t Rows = 0, Vocab = UINT64_MAX;
@@ -167,6 +174,10 @@ bool Executor::setUpTraining() {
                     Work ? Work.Bytes : 0, Cublas, &Products);
   if (!Problem.empty())
     return Fail(Problem);
+  if (P.Settings.ParamDType == plan::DType::F16) {
+    Scaler = LossScaler(P.Settings);
+    Model.setLossScale(&DeviceStep->LossScale);
+  }
   for (const plan::Kernel &K : P.Kernels)
     StepFlops += double(K.Flops) * P.Settings.GradAccum;
   PeakFlops = densePeakFlops();
@@ -296,9 +307,7 @@ double Executor::stepLoss() const {
 
 namespace dsrun {
 
-bool Executor::saveTrainedWeights() {
-  if (Options.SaveWeightsPath.empty())
-    return true;
+bool Executor::writeWeights(const std::string &Path) {
   // The 16-bit weights the model computes with, as DeepSpeed's
   // save_16bit_model writes them, under the names --init's file used.
   ElementType T = L.Param;
@@ -318,7 +327,7 @@ bool Executor::saveTrainedWeights() {
   } else {
     if (ParamSwap) {
       if (Zero)
-        fprintf(stderr, "dsrun: --save-weights does not read parameters "
+        fprintf(stderr, "dsrun: saving weights does not read parameters "
                         "offloaded to NVMe yet\n");
       return false;
     }
@@ -364,12 +373,11 @@ bool Executor::saveTrainedWeights() {
     return true;
   std::string Error;
   if (!saveWeights(P, Weights ? Weights->FileName : std::vector<std::string>(NT),
-                   Data, T, Options.SaveWeightsPath, Error)) {
+                   Data, T, Path, Error)) {
     fprintf(stderr, "dsrun: %s\n", Error.c_str());
     return false;
   }
-  fprintf(stderr, "dsrun: wrote the trained weights to %s\n",
-          Options.SaveWeightsPath.c_str());
+  fprintf(stderr, "dsrun: wrote the weights to %s\n", Path.c_str());
   return true;
 }
 

@@ -1,6 +1,7 @@
 //===- Weights.cpp - Initial weights from safetensors, and saving ---------===//
 
 #include "Weights.h"
+#include "Checkpoint.h"
 
 #include "dsc/SafeTensors.h"
 
@@ -156,41 +157,6 @@ std::optional<InitialWeights> loadWeights(const plan::Plan &P,
   return W;
 }
 
-bool writeFileAtomically(const std::string &Path, const std::vector<char> &Bytes,
-                         std::string &Error) {
-  std::string Temporary = Path + ".tmp." + std::to_string(getpid());
-  int Fd = open(Temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (Fd < 0) {
-    Error = Temporary + ": cannot create: " + strerror(errno);
-    return false;
-  }
-  size_t Done = 0;
-  while (Done < Bytes.size()) {
-    ssize_t N = write(Fd, Bytes.data() + Done, Bytes.size() - Done);
-    if (N < 0 && errno == EINTR)
-      continue;
-    if (N <= 0) {
-      Error = Temporary + ": write failed: " + strerror(errno);
-      close(Fd);
-      unlink(Temporary.c_str());
-      return false;
-    }
-    Done += size_t(N);
-  }
-  if (fsync(Fd) != 0 || close(Fd) != 0) {
-    Error = Temporary + ": could not be synced: " + strerror(errno);
-    unlink(Temporary.c_str());
-    return false;
-  }
-  if (rename(Temporary.c_str(), Path.c_str()) != 0) {
-    Error = Path + ": cannot rename the finished file into place: " +
-            strerror(errno);
-    unlink(Temporary.c_str());
-    return false;
-  }
-  return true;
-}
-
 bool saveWeights(const plan::Plan &P, const std::vector<std::string> &Names,
                  const std::vector<std::vector<char>> &Data, ElementType Type,
                  const std::string &Path, std::string &Error) {
@@ -203,7 +169,10 @@ bool saveWeights(const plan::Plan &P, const std::vector<std::string> &Names,
   for (uint32_t T = 0; T < P.Tensors.size(); ++T)
     Out.add(Names[T].empty() ? P.Tensors[T].Name : Names[T], DType,
             P.Tensors[T].Shape, Data[T].data(), Data[T].size());
-  return writeFileAtomically(Path, Out.bytes(), Error);
+  const std::vector<char> &Bytes = Out.bytes();
+  AtomicFile File;
+  return File.open(Path, Error) && File.write(Bytes.data(), Bytes.size(), Error) &&
+         File.commit(Error);
 }
 
 } // namespace dsrun

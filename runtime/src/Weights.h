@@ -44,10 +44,6 @@ bool saveWeights(const dsc::plan::Plan &P, const std::vector<std::string> &Names
                  const std::vector<std::vector<char>> &Data, ElementType Type,
                  const std::string &Path, std::string &Error);
 
-/// Writes Bytes to Path through a synced temporary file and a rename.
-bool writeFileAtomically(const std::string &Path, const std::vector<char> &Bytes,
-                         std::string &Error);
-
 } // namespace dsrun
 
 #endif

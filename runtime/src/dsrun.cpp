@@ -29,6 +29,12 @@ static const char *const Usage =
     "  --init WEIGHTS.safetensors the starting weights (HF model.safetensors)\n"
     "  --seed N                   data order and dropout (default 1234)\n"
     "  --save-weights FILE        the trained 16-bit weights, as safetensors\n"
+    "  --save DIR                 checkpoints: DIR/global_stepN (per-rank\n"
+    "                             shards, model.safetensors) and DIR/latest\n"
+    "  --save-every N             a checkpoint every N steps (default: after\n"
+    "                             the last step only)\n"
+    "  --resume DIR               go on from DIR's latest checkpoint (or DIR,\n"
+    "                             a global_stepN); --steps counts from step 1\n"
     "  --timed-steps K            of the --steps, the first K timed instruction\n"
     "                             by instruction (3); the rest run lean\n"
     "  --profile-step N           time each kernel of step N; print where the\n"
@@ -149,12 +155,21 @@ int main(int argc, char **argv) {
       Options.Compute = Mode == "synthetic"
                             ? RunOptions::ComputeMode::Synthetic
                             : RunOptions::ComputeMode::None;
-    } else if (A == "--data" || A == "--init" || A == "--save-weights") {
+    } else if (A == "--data" || A == "--init" || A == "--save-weights" ||
+               A == "--save" || A == "--resume") {
       if (I + 1 >= ChildArgs.size())
-        return usage((A + " needs a file").c_str());
-      (A == "--data"   ? Options.DataPath
-       : A == "--init" ? Options.InitPath
-                       : Options.SaveWeightsPath) = ChildArgs[++I];
+        return usage((A + " needs a " +
+                      (A == "--save" || A == "--resume" ? "directory" : "file"))
+                         .c_str());
+      (A == "--data"           ? Options.DataPath
+       : A == "--init"         ? Options.InitPath
+       : A == "--save-weights" ? Options.SaveWeightsPath
+       : A == "--save"         ? Options.SaveDir
+                               : Options.ResumeDir) = ChildArgs[++I];
+    } else if (A == "--save-every") {
+      if (!Value(1, 1000000))
+        return usage("--save-every needs a positive count of steps");
+      Options.SaveEvery = uint32_t(V);
     } else if (A == "--seed") {
       if (I + 1 >= ChildArgs.size())
         return usage("--seed needs a number");
@@ -162,6 +177,7 @@ int main(int argc, char **argv) {
       Options.Seed = strtoull(ChildArgs[++I].c_str(), &End, 10);
       if (!*ChildArgs[I].c_str() || *End)
         return usage("--seed needs a non-negative integer");
+      Options.SeedGiven = true;
     } else if (A == "--nvme-path") {
       if (I + 1 >= ChildArgs.size())
         return usage("--nvme-path needs a directory");
@@ -181,6 +197,8 @@ int main(int argc, char **argv) {
   }
   if (PlanPath.empty())
     return usage("no plan file");
+  if (Options.SaveEvery && Options.SaveDir.empty())
+    return usage("--save-every needs --save DIR");
   if (!Options.DataPath.empty()) {
     if (Options.InitPath.empty())
       return usage("--data needs --init FILE.safetensors: the model's "
@@ -205,9 +223,10 @@ int main(int argc, char **argv) {
     Options.Steps = std::min(Total, TimedSteps);
     Options.LeanSteps = Total - Options.Steps;
   } else if (!Options.InitPath.empty() || !Options.SaveWeightsPath.empty() ||
+             !Options.SaveDir.empty() || !Options.ResumeDir.empty() ||
              Options.ProfileStep || TimedStepsGiven) {
-    return usage("--init, --save-weights, --timed-steps and --profile-step "
-                 "train with --data");
+    return usage("--init, --save-weights, --save, --resume, --timed-steps "
+                 "and --profile-step train with --data");
   }
 
   if (Processes && !getenv("DSRUN_CHILD")) {

@@ -19,11 +19,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "Calibration.h"
+#include "Checkpoint.h"
 #include "Collectives.h"
 #include "Exposed.h"
 #include "HostMath.h"
 #include "Launch.h"
 #include "Layout.h"
+#include "LossScaler.h"
 
 #include "dsc/PlanCheck.h"
 #include "dsc/PlanCodec.h"
@@ -722,6 +724,155 @@ static void weightFiles() {
   unlink(Saved.c_str());
 }
 
+/// fp16 loss scaling, step by step as DeepSpeed's DynamicLossScaler goes.
+static void lossScaling() {
+  plan::Info S;
+  S.ParamDType = plan::DType::F16;
+  S.InitialScalePower = 4;
+  S.LossScaleWindow = 3;
+  S.Hysteresis = 2;
+  S.MinLossScale = 2;
+  LossScaler A(S);
+  EXPECT(A.dynamic() && A.scale() == 16);
+  EXPECT(A.update(true).empty() && A.scale() == 16); // Hysteresis 2 -> 1.
+  EXPECT(A.update(true).empty() && A.scale() == 8);  // Then it halves.
+  for (int Clean = 0; Clean < 3; ++Clean) {
+    EXPECT(A.scaleIfApplied() == 8);
+    EXPECT(A.update(false).empty() && A.scale() == 8);
+  }
+  // The window's third clean step past the overflow doubles the scale,
+  // and the optimizer already divides that step's gradients by 16.
+  EXPECT(A.scaleIfApplied() == 16);
+  EXPECT(A.update(false).empty() && A.scale() == 16);
+  EXPECT(A.state().Hysteresis == 2 && A.state().Iteration == 6 &&
+         A.state().LastOverflow == 1);
+
+  // Without consecutive hysteresis a clean step in between leaves it used.
+  S.Hysteresis = 2;
+  LossScaler B(S);
+  B.update(true);
+  B.update(false);
+  B.update(true);
+  EXPECT(B.scale() == 8);
+  S.ConsecutiveHysteresis = true;
+  LossScaler C(S);
+  C.update(true);
+  C.update(false);
+  C.update(true);
+  EXPECT(C.scale() == 16);
+
+  // Halving stops at the minimum; an overflow there ends the run.
+  S = plan::Info();
+  S.ParamDType = plan::DType::F16;
+  S.InitialScalePower = 2;
+  S.Hysteresis = 1;
+  S.MinLossScale = 3;
+  LossScaler D(S);
+  EXPECT(D.update(true).empty() && D.scale() == 3);
+  EXPECT(D.update(true).find("minimum loss scale (3") != std::string::npos);
+
+  // A static scale never moves; bf16 has none.
+  S.LossScale = "128";
+  LossScaler E(S);
+  EXPECT(!E.dynamic() && E.scale() == 128 && E.scaleIfApplied() == 128);
+  EXPECT(E.update(true).empty() && E.scale() == 128);
+  S.ParamDType = plan::DType::BF16;
+  EXPECT(LossScaler(S).scale() == 1 && LossScaler(S).update(true).empty());
+
+  // What a checkpoint keeps brings it back exactly.
+  LossScaler F(plan::Info{});
+  F.restore(A.state());
+  EXPECT(F.scale() == 16 && F.state().Iteration == 6);
+}
+
+/// A shard written, read back, cut short, and checked against a plan.
+static void checkpointFiles() {
+  char Dir[] = "/tmp/dsrun-ckpt-XXXXXX";
+  EXPECT(mkdtemp(Dir) != nullptr);
+  std::string Root = Dir, Error;
+  std::string Step = Root + "/save/" + checkpointName(7);
+  EXPECT(makeDirectories(Step, Error));
+  CheckpointHeader H;
+  H.ModelHash = 11;
+  H.ConfigHash = 12;
+  H.WorldSize = 2;
+  H.Rank = 1;
+  H.ZeroStage = 3;
+  H.ParamType = uint32_t(plan::DType::BF16);
+  H.Step = 7;
+  H.OptimizerStep = 6;
+  H.Seed = 99;
+  H.Scaler.Scale = 512;
+  H.Scaler.LastOverflow = 3;
+  std::vector<CheckpointPart> Parts = {{"params16", 10}, {"master_params", 0},
+                                       {"optimizer_states", 100}};
+  std::string Path = Step + "/rank0.ckpt";
+  auto Byte = [](size_t Part, uint64_t At) { return char(Part * 31 + At); };
+  EXPECT(writeShard(Path, H, Parts,
+                    [&](size_t I, uint64_t At, uint64_t N, char *Out) {
+                      for (uint64_t K = 0; K < N; ++K)
+                        Out[K] = Byte(I, At + K);
+                      return true;
+                    },
+                    Error));
+  ShardReader R;
+  EXPECT(R.open(Path, Error));
+  EXPECT(R.header().Step == 7 && R.header().OptimizerStep == 6 &&
+         R.header().Seed == 99 && R.header().Scaler.Scale == 512 &&
+         R.header().Scaler.LastOverflow == 3 && R.parts().size() == 3 &&
+         R.parts()[2].Name == "optimizer_states" && R.parts()[2].Bytes == 100);
+  uint64_t Same = 0;
+  EXPECT(R.read(
+      [&](size_t I, uint64_t At, uint64_t N, const char *From) {
+        for (uint64_t K = 0; K < N; ++K)
+          Same += From[K] == Byte(I, At + K);
+        return true;
+      },
+      Error));
+  EXPECT(Same == 110);
+
+  // latest names the step's directory; --resume takes either.
+  EXPECT(checkpointToResume(Root + "/save", Error).empty());
+  EXPECT(writeFileAtomically(Root + "/save/latest", "global_step7\n", Error));
+  EXPECT(checkpointToResume(Root + "/save", Error) == Step);
+  EXPECT(checkpointToResume(Step, Error) == Step);
+  EXPECT(writeFileAtomically(Root + "/save/latest", "global_step8\n", Error));
+  EXPECT(checkpointToResume(Root + "/save", Error).empty() &&
+         Error.find("names 'global_step8'") != std::string::npos);
+
+  // A shard cut short is refused, whole or not.
+  std::string Cut = Root + "/cut.ckpt";
+  {
+    std::ifstream In(Path, std::ios::binary);
+    std::string Bytes((std::istreambuf_iterator<char>(In)), {});
+    EXPECT(writeFileAtomically(Cut, Bytes.substr(0, Bytes.size() - 20), Error));
+  }
+  ShardReader Short;
+  EXPECT(!Short.open(Cut, Error) &&
+         Error.find("cut short") != std::string::npos);
+
+  // Against a plan: what differs is named.
+  plan::Plan P;
+  P.Settings.ModelHash = 11;
+  P.Settings.WorldSize = 2;
+  P.Settings.ZeroStage = 3;
+  P.Settings.ParamDType = plan::DType::BF16;
+  EXPECT(checkShardAgainstPlan(H, Parts, P, 1, Parts).empty());
+  P.Settings.WorldSize = 4;
+  EXPECT(checkShardAgainstPlan(H, Parts, P, 1, Parts)
+             .find("world size 2 and this plan has 4") != std::string::npos);
+  P.Settings.WorldSize = 2;
+  std::vector<CheckpointPart> Bigger = Parts;
+  Bigger[2].Bytes = 200;
+  EXPECT(checkShardAgainstPlan(H, Parts, P, 1, Bigger)
+             .find("optimizer_states of bytes 100") != std::string::npos);
+  P.Settings.ModelHash = 5;
+  EXPECT(checkShardAgainstPlan(H, Parts, P, 1, Parts)
+             .find("another model") != std::string::npos);
+  std::string Clean = "rm -rf " + Root;
+  EXPECT(system(Clean.c_str()) == 0);
+}
+
 int main(int argc, char **argv) {
   if (argc == 2 && std::string(argv[1]) == "--mpi-rendezvous")
     return mpiRendezvous();
@@ -741,6 +892,8 @@ int main(int argc, char **argv) {
   calibrationFile();
   tokenFiles();
   weightFiles();
+  lossScaling();
+  checkpointFiles();
   for (int I = 1; I < argc; ++I)
     planChecks(argv[I]);
   printf("%s: %d failure(s), %d plan(s) checked\n",

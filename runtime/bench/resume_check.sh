@@ -1,0 +1,46 @@
+#!/bin/sh
+# Checks --save and --resume: trains STEPS steps saving a checkpoint every
+# EVERY, trains again from the checkpoint of step EVERY, and compares the
+# two runs' losses from step EVERY + 1 on and their final weights (both
+# must be equal bit for bit); then loads that checkpoint's consolidated
+# model.safetensors into transformers and compares its loss on step
+# EVERY + 1's samples with dsrun's.
+#
+#   runtime/bench/resume_check.sh DSRUN PLAN.bin CONFIG.json INIT TOKENS \
+#       OUTDIR STEPS EVERY SEQ
+set -u
+dsrun=$1 plan=$2 cfg=$3 init=$4 tokens=$5 out=$6 steps=$7 every=$8 seq=$9
+here=$(dirname "$0")
+rm -rf "$out"; mkdir -p "$out"
+run() { # NAME ARGS...
+  name=$1; shift
+  NCCL_NVLS_ENABLE=0 timeout 600 "$dsrun" "$plan" --data "$tokens" \
+    --init "$init" --steps "$steps" --json "$out/$name.json" \
+    --save-weights "$out/$name.safetensors" "$@" > "$out/$name.log" 2>&1 ||
+    { echo "$name: dsrun failed"; tail -3 "$out/$name.log"; }
+}
+run whole --save "$out/ckpt" --save-every "$every"
+run resumed --resume "$out/ckpt/global_step$every"
+python3 - "$out/whole.json" "$out/resumed.json" "$every" <<'PY'
+import json, sys
+def losses(path):
+    return {d["step"]: d["loss"] for d in map(json.loads, open(path))
+            if d.get("rank", 0) == 0 and "loss" in d}
+whole, resumed, every = losses(sys.argv[1]), losses(sys.argv[2]), int(sys.argv[3])
+after = [s for s in sorted(whole) if s > every]
+same = [s for s in after if resumed.get(s) == whole[s]]
+print(f"resumed at step {every + 1}: {len(same)} of {len(after)} losses "
+      f"equal to the uninterrupted run's"
+      + ("" if resumed.get(min(after)) is None else
+         f" (step {min(after)}: {whole[min(after)]:.6f} / {resumed[min(after)]:.6f})"))
+PY
+if cmp -s "$out/whole.safetensors" "$out/resumed.safetensors"; then
+  echo "final weights: equal bit for bit"
+else
+  echo "final weights: DIFFER"
+fi
+ls "$out/ckpt" | tr '\n' ' '; echo
+expect=$(python3 -c "import json,sys; print(next(d['loss'] for d in map(json.loads, open('$out/whole.json')) if d.get('step') == $every + 1 and 'loss' in d))")
+python3 "$here/checkpoint_loss.py" "$out/ckpt/global_step$every" \
+  --data "$tokens" --ds-config "$cfg" --seq "$seq" --step $((every + 1)) \
+  --expect "$expect"

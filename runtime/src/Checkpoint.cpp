@@ -1,0 +1,352 @@
+//===- Checkpoint.cpp - Training checkpoints: format and files ------------===//
+//
+// A shard is little-endian, in the order written:
+//   "DSRUNCK1", u32 version, the header's fields, u32 part count,
+//   per part: u32 name length, name, u64 bytes;
+//   the parts' bytes, one after another;
+//   "DSRUNEND" (a shard cut short has no trailer).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Checkpoint.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace plan = dsc::plan;
+
+namespace dsrun {
+
+namespace {
+
+constexpr char Magic[8] = {'D', 'S', 'R', 'U', 'N', 'C', 'K', '1'};
+constexpr char Trailer[8] = {'D', 'S', 'R', 'U', 'N', 'E', 'N', 'D'};
+constexpr uint32_t Version = 1;
+/// Parts move through a bounded buffer, never whole.
+constexpr uint64_t Chunk = 64ull << 20;
+
+/// The header and part table as bytes (and back).
+struct Encoder {
+  std::string Out;
+  template <class T> void put(const T &V) {
+    Out.append(reinterpret_cast<const char *>(&V), sizeof(V));
+  }
+  void put(const std::string &S) {
+    put(uint32_t(S.size()));
+    Out += S;
+  }
+};
+
+struct Decoder {
+  FILE *F;
+  bool Ok = true;
+  template <class T> void get(T &V) {
+    Ok = Ok && fread(&V, sizeof(V), 1, F) == 1;
+  }
+  void get(std::string &S) {
+    uint32_t N = 0;
+    get(N);
+    if (!Ok || N > 4096) {
+      Ok = false;
+      return;
+    }
+    S.resize(N);
+    Ok = Ok && (!N || fread(S.data(), N, 1, F) == 1);
+  }
+};
+
+template <class Coder, class H> void headerFields(Coder &C, H &X) {
+  C.put(X.ModelHash), C.put(X.ConfigHash), C.put(X.WorldSize), C.put(X.Rank);
+  C.put(X.ZeroStage), C.put(X.ParamType), C.put(X.Step), C.put(X.OptimizerStep);
+  C.put(X.Seed), C.put(X.Scaler.Scale), C.put(X.Scaler.Iteration);
+  C.put(X.Scaler.LastOverflow), C.put(X.Scaler.Hysteresis);
+}
+
+/// Decoder with put() spelled get(), so headerFields serves both ways.
+struct Reading {
+  Decoder &D;
+  template <class T> void put(T &V) { D.get(V); }
+};
+
+std::string directoryOf(const std::string &Path) {
+  size_t Slash = Path.rfind('/');
+  return Slash == std::string::npos ? "." : Slash ? Path.substr(0, Slash) : "/";
+}
+
+bool isFile(const std::string &Path) {
+  struct stat S;
+  return stat(Path.c_str(), &S) == 0 && S_ISREG(S.st_mode);
+}
+
+} // namespace
+
+AtomicFile::~AtomicFile() {
+  if (Fd >= 0) {
+    close(Fd);
+    unlink(Temporary.c_str());
+  }
+}
+
+bool AtomicFile::open(const std::string &To, std::string &Error) {
+  Path = To;
+  Temporary = Path + ".tmp." + std::to_string(getpid());
+  Fd = ::open(Temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (Fd < 0)
+    Error = Temporary + ": cannot create: " + strerror(errno);
+  return Fd >= 0;
+}
+
+bool AtomicFile::write(const void *Data, uint64_t Bytes, std::string &Error) {
+  const char *From = static_cast<const char *>(Data);
+  while (Bytes) {
+    ssize_t N = ::write(Fd, From, Bytes);
+    if (N < 0 && errno == EINTR)
+      continue;
+    if (N <= 0) {
+      Error = Temporary + ": write failed: " + strerror(errno);
+      return false;
+    }
+    From += N;
+    Bytes -= uint64_t(N);
+  }
+  return true;
+}
+
+bool AtomicFile::commit(std::string &Error) {
+  int F = Fd;
+  Fd = -1;
+  if (fsync(F) != 0 || close(F) != 0) {
+    Error = Temporary + ": could not be synced: " + strerror(errno);
+    unlink(Temporary.c_str());
+    return false;
+  }
+  if (rename(Temporary.c_str(), Path.c_str()) != 0) {
+    Error = Path + ": cannot rename the finished file into place: " +
+            strerror(errno);
+    unlink(Temporary.c_str());
+    return false;
+  }
+  // The rename is durable once the directory is.
+  int Dir = ::open(directoryOf(Path).c_str(), O_RDONLY | O_DIRECTORY);
+  if (Dir >= 0) {
+    fsync(Dir);
+    close(Dir);
+  }
+  return true;
+}
+
+bool writeFileAtomically(const std::string &Path, const std::string &Bytes,
+                         std::string &Error) {
+  AtomicFile F;
+  return F.open(Path, Error) && F.write(Bytes.data(), Bytes.size(), Error) &&
+         F.commit(Error);
+}
+
+const std::vector<std::string> &stateBuffers() {
+  static const std::vector<std::string> Names = {
+      "params16", "persistent_params", "master_params", "optimizer_states"};
+  return Names;
+}
+
+bool writeShard(
+    const std::string &Path, const CheckpointHeader &H,
+    const std::vector<CheckpointPart> &Parts,
+    const std::function<bool(size_t, uint64_t, uint64_t, char *)> &Fill,
+    std::string &Error) {
+  Encoder E;
+  E.Out.append(Magic, sizeof(Magic));
+  E.put(Version);
+  headerFields(E, H);
+  E.put(uint32_t(Parts.size()));
+  for (const CheckpointPart &Part : Parts) {
+    E.put(Part.Name);
+    E.put(Part.Bytes);
+  }
+  AtomicFile F;
+  if (!F.open(Path, Error) || !F.write(E.Out.data(), E.Out.size(), Error))
+    return false;
+  std::vector<char> Buffer;
+  for (size_t I = 0; I < Parts.size(); ++I)
+    for (uint64_t At = 0; At < Parts[I].Bytes; At += Chunk) {
+      uint64_t N = std::min(Chunk, Parts[I].Bytes - At);
+      Buffer.resize(N);
+      if (!Fill(I, At, N, Buffer.data())) {
+        Error = Path + ": could not read " + Parts[I].Name + " to save it";
+        return false;
+      }
+      if (!F.write(Buffer.data(), N, Error))
+        return false;
+    }
+  return F.write(Trailer, sizeof(Trailer), Error) && F.commit(Error);
+}
+
+ShardReader::~ShardReader() {
+  if (File)
+    fclose(File);
+}
+
+bool ShardReader::open(const std::string &From, std::string &Error) {
+  Path = From;
+  File = fopen(Path.c_str(), "rb");
+  if (!File) {
+    Error = Path + ": cannot open: " + strerror(errno);
+    return false;
+  }
+  Decoder D{File};
+  char M[8] = {};
+  uint32_t V = 0, Count = 0;
+  D.Ok = fread(M, sizeof(M), 1, File) == 1 && !memcmp(M, Magic, sizeof(M));
+  D.get(V);
+  if (!D.Ok || V != Version) {
+    Error = Path + ": not a dsrun checkpoint shard of version " +
+            std::to_string(Version);
+    return false;
+  }
+  Reading R{D};
+  headerFields(R, H);
+  D.get(Count);
+  if (D.Ok && Count > 64)
+    D.Ok = false;
+  uint64_t Total = 0;
+  for (uint32_t I = 0; D.Ok && I < Count; ++I) {
+    CheckpointPart Part;
+    D.get(Part.Name);
+    D.get(Part.Bytes);
+    Total += Part.Bytes;
+    Parts.push_back(Part);
+  }
+  long Here = ftell(File);
+  struct stat S;
+  if (!D.Ok || Here < 0 || fstat(fileno(File), &S) != 0) {
+    Error = Path + ": the shard's header is cut short or damaged";
+    return false;
+  }
+  DataBegin = uint64_t(Here);
+  char T[8] = {};
+  if (uint64_t(S.st_size) != DataBegin + Total + sizeof(Trailer) ||
+      fseek(File, long(DataBegin + Total), SEEK_SET) != 0 ||
+      fread(T, sizeof(T), 1, File) != 1 || memcmp(T, Trailer, sizeof(T))) {
+    Error = Path + ": the shard is " + std::to_string(S.st_size) +
+            " bytes where its header promises " +
+            std::to_string(DataBegin + Total + sizeof(Trailer)) +
+            " (cut short, or not written by dsrun)";
+    return false;
+  }
+  return true;
+}
+
+bool ShardReader::read(
+    const std::function<bool(size_t, uint64_t, uint64_t, const char *)> &Take,
+    std::string &Error) {
+  if (fseek(File, long(DataBegin), SEEK_SET) != 0) {
+    Error = Path + ": cannot seek";
+    return false;
+  }
+  std::vector<char> Buffer;
+  for (size_t I = 0; I < Parts.size(); ++I)
+    for (uint64_t At = 0; At < Parts[I].Bytes; At += Chunk) {
+      uint64_t N = std::min(Chunk, Parts[I].Bytes - At);
+      Buffer.resize(N);
+      if (fread(Buffer.data(), N, 1, File) != 1) {
+        Error = Path + ": read failed in " + Parts[I].Name;
+        return false;
+      }
+      if (!Take(I, At, N, Buffer.data())) {
+        Error = Path + ": could not restore " + Parts[I].Name;
+        return false;
+      }
+    }
+  return true;
+}
+
+bool makeDirectories(const std::string &Path, std::string &Error) {
+  for (size_t At = 1; At <= Path.size(); ++At) {
+    if (At < Path.size() && Path[At] != '/')
+      continue;
+    std::string Prefix = Path.substr(0, At);
+    if (mkdir(Prefix.c_str(), 0755) != 0 && errno != EEXIST) {
+      Error = Prefix + ": cannot create the directory: " + strerror(errno);
+      return false;
+    }
+  }
+  struct stat S;
+  if (stat(Path.c_str(), &S) != 0 || !S_ISDIR(S.st_mode)) {
+    Error = Path + ": not a directory";
+    return false;
+  }
+  return true;
+}
+
+std::string checkpointName(uint32_t Step) {
+  return "global_step" + std::to_string(Step);
+}
+
+std::string checkpointToResume(const std::string &Dir, std::string &Error) {
+  if (isFile(Dir + "/rank0.ckpt"))
+    return Dir;
+  FILE *F = fopen((Dir + "/latest").c_str(), "r");
+  if (!F) {
+    Error = Dir + ": neither a checkpoint (no rank0.ckpt) nor a --save "
+                  "directory (no file 'latest')";
+    return "";
+  }
+  char Line[256] = {};
+  bool Read = fgets(Line, sizeof(Line), F) != nullptr;
+  fclose(F);
+  std::string Name = Read ? Line : "";
+  while (!Name.empty() && (Name.back() == '\n' || Name.back() == ' '))
+    Name.pop_back();
+  if (Name.empty() || Name.find('/') != std::string::npos ||
+      !isFile(Dir + "/" + Name + "/rank0.ckpt")) {
+    Error = Dir + "/latest names '" + Name + "', which holds no checkpoint";
+    return "";
+  }
+  return Dir + "/" + Name;
+}
+
+std::string checkShardAgainstPlan(const CheckpointHeader &H,
+                                  const std::vector<CheckpointPart> &Have,
+                                  const plan::Plan &P, uint32_t Rank,
+                                  const std::vector<CheckpointPart> &Parts) {
+  const plan::Info &S = P.Settings;
+  auto Differs = [](const std::string &What, uint64_t Saved, uint64_t Now) {
+    return "it was written with " + What + " " + std::to_string(Saved) +
+           " and this plan has " + std::to_string(Now);
+  };
+  std::string Why;
+  if (H.ModelHash != S.ModelHash)
+    Why = "it was written for another model (the ONNX file's hash differs)";
+  else if (H.WorldSize != S.WorldSize)
+    Why = Differs("world size", H.WorldSize, S.WorldSize);
+  else if (H.ZeroStage != S.ZeroStage)
+    Why = Differs("ZeRO stage", H.ZeroStage, S.ZeroStage);
+  else if (H.ParamType != uint32_t(S.ParamDType))
+    Why = "it was written with " +
+          std::string(plan::enumName(plan::DType(H.ParamType))) +
+          " parameters and this plan has " +
+          std::string(plan::enumName(S.ParamDType));
+  else if (H.Rank != Rank)
+    Why = Differs("rank", H.Rank, Rank);
+  for (size_t I = 0; Why.empty() && I < std::max(Have.size(), Parts.size());
+       ++I) {
+    if (I >= Have.size() || I >= Parts.size() ||
+        Have[I].Name != Parts[I].Name)
+      Why = "its buffers are not this plan's (" +
+            (I < Have.size() ? Have[I].Name : std::string("none")) + " where "
+            "the plan has " +
+            (I < Parts.size() ? Parts[I].Name : std::string("none")) + ")";
+    else if (Have[I].Bytes != Parts[I].Bytes)
+      Why = Differs(Parts[I].Name + " of bytes", Have[I].Bytes,
+                    Parts[I].Bytes);
+  }
+  if (Why.empty())
+    return "";
+  return Why + "; resume with the plan that wrote it (re-sharding to "
+               "another layout is not supported)";
+}
+
+} // namespace dsrun

@@ -1,0 +1,191 @@
+//===- Checkpointing.cpp - --save and --resume ----------------------------===//
+//
+// The executor's side of Checkpoint.h: which of the plan's buffers hold
+// this rank's training state, moving them between the arenas and a shard,
+// and agreeing among ranks that a checkpoint is whole before latest names
+// it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Executor.h"
+
+#include "Checkpoint.h"
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace plan = dsc::plan;
+
+namespace dsrun {
+
+std::vector<BufferView> Executor::stateViews() const {
+  std::vector<BufferView> Views;
+  for (const std::string &Name : stateBuffers())
+    if (BufferView V = L.buffer(Name); V && V.Bytes)
+      Views.push_back(V);
+  return Views;
+}
+
+static std::vector<CheckpointPart>
+partsOf(const std::vector<BufferView> &Views) {
+  std::vector<CheckpointPart> Parts;
+  for (const BufferView &V : Views)
+    Parts.push_back({V.B->Name, V.Bytes});
+  return Parts;
+}
+
+bool Executor::openResume() {
+  if (Options.ResumeDir.empty())
+    return true;
+  std::string Error;
+  std::string Dir = checkpointToResume(Options.ResumeDir, Error);
+  ShardReader Shard;
+  std::string Path = Dir + "/rank" + std::to_string(Process.Rank) + ".ckpt";
+  if (Dir.empty() || !Shard.open(Path, Error)) {
+    fprintf(stderr, "dsrun: rank %d: --resume: %s\n", Process.Rank,
+            Error.c_str());
+    return false;
+  }
+  const CheckpointHeader &H = Shard.header();
+  std::string Why = checkShardAgainstPlan(H, Shard.parts(), P, Process.Rank,
+                                          partsOf(stateViews()));
+  if (!Why.empty()) {
+    fprintf(stderr, "dsrun: rank %d: --resume %s: %s\n", Process.Rank,
+            Dir.c_str(), Why.c_str());
+    return false;
+  }
+  if (Options.SeedGiven && H.Seed != Options.Seed) {
+    fprintf(stderr, "dsrun: --resume %s: the run was seeded with %llu and "
+                    "--seed gives %llu; the data order and dropout follow the "
+                    "seed, so resume with --seed %llu (or without --seed)\n",
+            Dir.c_str(), (unsigned long long)H.Seed,
+            (unsigned long long)Options.Seed, (unsigned long long)H.Seed);
+    return false;
+  }
+  uint32_t Total = Options.Steps + Options.LeanSteps;
+  if (H.Step >= Total) {
+    if (Process.Rank == 0)
+      fprintf(stderr, "dsrun: --resume %s: the checkpoint is at step %u and "
+                      "--steps %u counts every step from the first: give a "
+                      "larger --steps\n",
+              Dir.c_str(), H.Step, Total);
+    return false;
+  }
+  if (H.ConfigHash != P.Settings.ConfigHash && Process.Rank == 0)
+    fprintf(stderr, "dsrun: note: the config changed since %s was written; "
+                    "the run goes on from it, but not as the first run "
+                    "would have\n",
+            Dir.c_str());
+  Options.Seed = H.Seed;
+  Resumed = H;
+  ResumePath = Path;
+  return true;
+}
+
+void Executor::restoreCheckpoint() {
+  if (ResumePath.empty())
+    return;
+  CHECK_CUDA(cudaDeviceSynchronize());
+  std::vector<BufferView> Views = stateViews();
+  ShardReader Shard;
+  std::string Error;
+  bool Ok = Shard.open(ResumePath, Error) &&
+            Shard.read(
+                [&](size_t I, uint64_t At, uint64_t N, const char *From) {
+                  char *To = at(Views[I], At);
+                  if (Views[I].B->Space == plan::MemorySpace::Host)
+                    memcpy(To, From, N);
+                  else
+                    CHECK_CUDA(
+                        cudaMemcpy(To, From, N, cudaMemcpyHostToDevice));
+                  return true;
+                },
+                Error);
+  if (!Ok)
+    fatalError("rank " + std::to_string(Process.Rank) + ": --resume: " + Error);
+  OptimizerStep = Resumed.OptimizerStep;
+  Scaler.restore(Resumed.Scaler);
+  if (Process.Rank == 0)
+    fprintf(stderr, "dsrun: resumed from %s after step %u\n",
+            ResumePath.substr(0, ResumePath.rfind('/')).c_str(),
+            Resumed.Step);
+}
+
+bool Executor::allRanksAgree(bool Ok) {
+  if (P.Settings.WorldSize == 1)
+    return Ok;
+  // The step's loss slots are free between steps: losses are read by now.
+  cudaStream_t S = stream(plan::Stream::Compute);
+  float Flag = Ok ? 1.0f : 0.0f;
+  CHECK_CUDA(cudaMemcpy(DeviceLosses, &Flag, sizeof(float),
+                        cudaMemcpyHostToDevice));
+  CHECK_NCCL(ncclAllReduce(DeviceLosses, DeviceLosses, 1, ncclFloat32,
+                           ncclMin, Comm, S));
+  CHECK_CUDA(cudaStreamSynchronize(S));
+  CHECK_CUDA(cudaMemcpy(&Flag, DeviceLosses, sizeof(float),
+                        cudaMemcpyDeviceToHost));
+  return Flag == 1.0f;
+}
+
+void Executor::saveCheckpoint(uint32_t Step) {
+  CHECK_CUDA(cudaDeviceSynchronize());
+  std::string Dir = Options.SaveDir + "/" + checkpointName(Step);
+  std::string Error;
+  CheckpointHeader H;
+  H.ModelHash = P.Settings.ModelHash;
+  H.ConfigHash = P.Settings.ConfigHash;
+  H.WorldSize = P.Settings.WorldSize;
+  H.Rank = uint32_t(Process.Rank);
+  H.ZeroStage = P.Settings.ZeroStage;
+  H.ParamType = uint32_t(P.Settings.ParamDType);
+  H.Step = Step;
+  H.OptimizerStep = OptimizerStep;
+  H.Seed = Options.Seed;
+  H.Scaler = Scaler.state();
+  std::vector<BufferView> Views = stateViews();
+  bool Ok =
+      makeDirectories(Dir, Error) &&
+      writeShard(
+          Dir + "/rank" + std::to_string(Process.Rank) + ".ckpt", H,
+          partsOf(Views),
+          [&](size_t I, uint64_t At, uint64_t N, char *Out) {
+            const char *From = at(Views[I], At);
+            if (Views[I].B->Space == plan::MemorySpace::Host)
+              memcpy(Out, From, N);
+            else
+              CHECK_CUDA(cudaMemcpy(Out, From, N, cudaMemcpyDeviceToHost));
+            return true;
+          },
+          Error);
+  if (!Ok)
+    fprintf(stderr, "dsrun: rank %d: --save: %s\n", Process.Rank,
+            Error.c_str());
+  // Every rank takes part (stage 3 gathers the shards); rank 0 writes.
+  Ok = writeWeights(Dir + "/model.safetensors") && Ok;
+  if (Ok && Process.Rank == 0) {
+    // transformers loads the directory when it has the model's config.
+    std::string From = Options.InitPath.substr(
+                           0, Options.InitPath.find_last_of('/') + 1) +
+                       "config.json";
+    if (std::ifstream In{From}) {
+      std::stringstream Text;
+      Text << In.rdbuf();
+      Ok = writeFileAtomically(Dir + "/config.json", Text.str(), Error);
+    }
+  }
+  if (!allRanksAgree(Ok))
+    fatalError("rank " + std::to_string(Process.Rank) + ": --save: step " +
+               std::to_string(Step) + "'s checkpoint could not be written" +
+               (Error.empty() ? " on another rank" : ": " + Error) +
+               "; the previous checkpoint is untouched");
+  if (Process.Rank == 0) {
+    if (!writeFileAtomically(Options.SaveDir + "/latest",
+                             checkpointName(Step) + "\n", Error))
+      fatalError("--save: " + Error);
+    fprintf(stderr, "dsrun: saved the checkpoint of step %u in %s\n", Step,
+            Dir.c_str());
+  }
+}
+
+} // namespace dsrun
