@@ -19,6 +19,7 @@ static ArrayRef<KeySpec> schemaTable() {
     for (ArrayRef<KeySpec> Part :
          {schema::topLevelKeys(), schema::zeroKeys(), schema::precisionKeys(),
           schema::optimizerKeys(), schema::featureKeys(),
+          schema::dataEfficiencyKeys(), schema::compressionKeys(),
           schema::monitoringKeys()})
       All.insert(All.end(), Part.begin(), Part.end());
     return All;
@@ -110,20 +111,28 @@ ArrayRef<KeySpec> schemaKeys() { return schemaTable(); }
 
 const KeySpec *findKey(StringRef Path, StringRef Variant) {
   auto It = index().ByPath.find(Path);
-  if (It == index().ByPath.end()) {
-    // Written under an alias (stage3_prefetch_bucket_size)?
-    size_t Dot = Path.rfind('.');
-    StringRef Parent = Dot == StringRef::npos ? "" : Path.take_front(Dot);
-    StringRef Name = Dot == StringRef::npos ? Path : Path.drop_front(Dot + 1);
-    for (const KeySpec *K : keysIn(Parent))
-      if (K->Alias && K->Alias == Name && K->allows(Variant))
+  if (It != index().ByPath.end()) {
+    for (const KeySpec *K : It->second)
+      if (K->allows(Variant))
         return K;
-    return nullptr;
+    return It->second.front();
   }
-  for (const KeySpec *K : It->second)
-    if (K->allows(Variant))
-      return K;
-  return It->second.front();
+  // A path as a config writes it: an alias (stage3_prefetch_bucket_size) or
+  // a user-chosen name (a compression group) on the way. Walk it section by
+  // section.
+  const KeySpec *K = nullptr;
+  StringRef Rest = Path;
+  while (!Rest.empty()) {
+    auto [Name, Tail] = Rest.split('.');
+    if (K && !K->isSection())
+      return nullptr;
+    K = lookupIn(K ? StringRef(K->Path) : StringRef(), Name,
+                 Tail.empty() ? Variant : StringRef());
+    if (!K)
+      return nullptr;
+    Rest = Tail;
+  }
+  return K;
 }
 
 ArrayRef<const KeySpec *> keysIn(StringRef Parent) {
@@ -134,15 +143,19 @@ ArrayRef<const KeySpec *> keysIn(StringRef Parent) {
 }
 
 const KeySpec *lookupIn(StringRef Parent, StringRef Name, StringRef Variant) {
-  const KeySpec *Other = nullptr;
+  const KeySpec *Other = nullptr, *Any = nullptr;
   for (const KeySpec *K : keysIn(Parent)) {
+    if (K->isAnyName())
+      Any = K;
     if (K->name() != Name && (!K->Alias || K->Alias != Name))
       continue;
     if (K->allows(Variant))
       return K;
     Other = K;
   }
-  return Variant.empty() ? Other : nullptr;
+  if (Variant.empty() && Other)
+    return Other;
+  return Any;
 }
 
 SmallVector<const KeySpec *, 4> keysNamed(StringRef Name) {
@@ -166,7 +179,8 @@ SmallVector<NearKey, 4> keysNear(StringRef Parent, StringRef Name,
       Found.push_back({K, S, D});
   };
   for (const KeySpec *K : keysIn(Parent)) {
-    if (K->Type == ValueType::Misnomer || K->ReplacedBy || !K->allows(Variant))
+    if (K->Type == ValueType::Misnomer || K->ReplacedBy ||
+        !K->allows(Variant) || K->isAnyName())
       continue;
     Consider(K, K->name());
     if (K->Alias)

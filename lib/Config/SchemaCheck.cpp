@@ -16,6 +16,7 @@
 #include "llvm/ADT/StringExtras.h"
 
 #include <cmath>
+#include <utility>
 
 using namespace llvm;
 
@@ -94,6 +95,24 @@ public:
 
 private:
   LintContext &C;
+  /// The section being walked, as messages name it: its table path, with
+  /// the config's own names where the table says "any name" (a compression
+  /// group is `...different_groups.wq1`, not `...different_groups.*`).
+  std::string Shown;
+
+  /// Whether table path Path is Parent or lies below it.
+  static bool within(StringRef Path, StringRef Parent) {
+    return Parent.empty() || Path == Parent ||
+           (Path.startswith(Parent) && Path[Parent.size()] == '.');
+  }
+
+  /// Table path Path as messages name it: below Parent, the section being
+  /// walked, with the config's own names for Parent's part.
+  std::string shownPath(StringRef Path, StringRef Parent) const {
+    if (Parent.empty() || !within(Path, Parent))
+      return Path.str();
+    return Shown + Path.drop_front(Parent.size()).str();
+  }
 
   void walkObject(const JsonValue &Object, StringRef Parent, SectionKind How,
                   StringRef Variant) {
@@ -105,7 +124,6 @@ private:
   void checkMember(const JsonValue &Object, size_t Index, StringRef Parent,
                    SectionKind How, StringRef Variant) {
     const JsonMember &M = Object.Members[Index];
-    std::string Path = joinPath(Parent, M.Key);
     const KeySpec *K = lookupIn(Parent, M.Key, Variant);
     if (!K)
       return reportUnknown(Object, Index, Parent, How, Variant);
@@ -119,10 +137,10 @@ private:
       return reportLegacyZero(M);
     // Messages name the key as the user wrote it; an alias gets the
     // canonical name in a note, so the user can find both in the docs.
-    std::string Written = joinPath(Parent, M.Key);
+    std::string Written = joinPath(Shown, M.Key);
     size_t Before = C.Engine.diagnostics().size();
     auto NoteCanonical = [&] {
-      if (M.Key == K->name())
+      if (M.Key == K->name() || K->isAnyName())
         return;
       for (Diagnostic &D : C.Engine.diagnosticsSince(Before))
         D.note(C.keyRange(M), quoted(M.Key) + " is DeepSpeed's alias of " +
@@ -138,17 +156,20 @@ private:
                quoted(Written) + " has no effect: " + K->Unused);
     NoteCanonical();
     if (Valid)
-      descend(M.Value, *K);
+      descend(M, *K);
   }
 
-  void descend(const JsonValue &V, const KeySpec &K) {
-    if (K.isSection() && V.Kind == JsonKind::Object) {
+  void descend(const JsonMember &M, const KeySpec &K) {
+    if (K.isSection() && M.Value.Kind == JsonKind::Object) {
       std::string Variant = C.View.variantFor(K.Path);
       // A section whose keys depend on a class we do not model (a
       // torch.optim optimizer, a torch scheduler): nothing to check.
       if (K.VariantKey && Variant.empty())
         return;
-      walkObject(V, K.Path, K.Section, Variant);
+      std::string Outer = std::exchange(
+          Shown, joinPath(Shown, K.isAnyName() ? StringRef(M.Key) : K.name()));
+      walkObject(M.Value, K.Path, K.Section, Variant);
+      Shown = std::move(Outer);
     }
   }
 
@@ -270,15 +291,17 @@ private:
     // The setting lives in another section (max_grad_norm ->
     // gradient_clipping): move it there when that section exists and does
     // not set it already.
-    moveTo(D, Object, Index, *RealSpec);
+    moveTo(D, Object, Index, *RealSpec, K.parent());
   }
 
-  /// Adds fix-its that move member Index of Object to Dest's section under
-  /// Dest's name, when that section is written and the key is not.
+  /// Adds fix-its that move member Index of Object (the section at table
+  /// path Parent) to Dest's section under Dest's name, when that section is
+  /// written and the key is not.
   void moveTo(Diagnostic &D, const JsonValue &Object, size_t Index,
-              const KeySpec &Dest) {
+              const KeySpec &Dest, StringRef Parent) {
     const JsonValue *Section =
-        Dest.parent().empty() ? &C.Root : C.View.find(Dest.parent());
+        Dest.parent().empty() ? &C.Root
+                              : C.View.find(shownPath(Dest.parent(), Parent));
     if (!Section || Section->Kind != JsonKind::Object ||
         Section->member(Dest.name()))
       return;
@@ -309,7 +332,7 @@ private:
         SmallVector<StringRef, 8> Names;
         StringRef(Owners).split(Names, '|');
         SetVector<StringRef> Unique(Names.begin(), Names.end());
-        reportUnknownHere(M, Parent, How, Variant, {})
+        reportUnknownHere(M, How, Variant, {})
             .note(quoted(M.Key) + " is a parameter of " +
                   join(Unique.begin(), Unique.end(), ", "));
         return;
@@ -334,10 +357,9 @@ private:
       SmallVector<StringRef, 2> Meant =
           absentKeysNear(Object, Parent, M.Key, Variant);
       if (!Meant.empty())
-        return reportMisspelled(M, Parent, Meant);
+        return reportMisspelled(M, Meant);
     }
-    reportUnknownHere(M, Parent, How, Variant,
-                      suggestionsIn(Parent, M.Key, Variant));
+    reportUnknownHere(M, How, Variant, suggestionsIn(Parent, M.Key, Variant));
     (void)Where;
   }
 
@@ -363,10 +385,9 @@ private:
     return Out;
   }
 
-  void reportMisspelled(const JsonMember &M, StringRef Parent,
-                        ArrayRef<StringRef> Meant) {
-    std::string Where = Parent.empty() ? std::string("at the top level")
-                                       : "in " + quoted(Parent);
+  void reportMisspelled(const JsonMember &M, ArrayRef<StringRef> Meant) {
+    std::string Where = Shown.empty() ? std::string("at the top level")
+                                      : "in " + quoted(Shown);
     Diagnostic &D = C.report(
         Rule::MisspelledKey, C.keyRange(M),
         "unknown key " + quoted(M.Key) + " " + Where +
@@ -384,25 +405,26 @@ private:
     }
   }
 
-  Diagnostic &reportUnknownHere(const JsonMember &M, StringRef Parent,
-                                SectionKind How, StringRef Variant,
+  Diagnostic &reportUnknownHere(const JsonMember &M, SectionKind How,
+                                StringRef Variant,
                                 ArrayRef<StringRef> Suggestions) {
     std::string Message;
     Rule R = Rule::UnknownKey;
     if (How == SectionKind::Model) {
-      Message = "unknown key " + quoted(M.Key) + " in " + quoted(Parent) +
+      Message = "unknown key " + quoted(M.Key) + " in " + quoted(Shown) +
                 ": DeepSpeed rejects it (pydantic: extra inputs are not "
                 "permitted)";
     } else if (How == SectionKind::Kwargs && Variant != "Muon") {
       Message = quoted(M.Key) + " is not a parameter of " + Variant.str() +
                 ": DeepSpeed's call fails with TypeError (unexpected keyword "
                 "argument) when it builds the " +
-                (Parent.startswith("scheduler") ? "scheduler" : "optimizer");
+                (StringRef(Shown).startswith("scheduler") ? "scheduler"
+                                                          : "optimizer");
     } else {
       R = Rule::IgnoredKey;
       Message = "unknown key " + quoted(M.Key) +
-                (Parent.empty() ? std::string(" at the top level")
-                                : " in " + quoted(Parent)) +
+                (Shown.empty() ? std::string(" at the top level")
+                               : " in " + quoted(Shown)) +
                 ": DeepSpeed ignores it without a word, so this setting has "
                 "no effect";
     }
@@ -420,11 +442,17 @@ private:
                        SectionKind How,
                        const SetVector<const KeySpec *> &Elsewhere) {
     const JsonMember &M = Object.Members[Index];
-    const KeySpec &Dest = *Elsewhere.front();
+    // A key one level too high belongs in the subsection below it (a
+    // schedule's total_curriculum_step next to schedule_type).
+    const KeySpec *Below = nullptr;
+    for (const KeySpec *K : Elsewhere)
+      if (!Below && within(K->parent(), Parent))
+        Below = K;
+    const KeySpec &Dest = Below ? *Below : *Elsewhere.front();
     std::string Where =
         Dest.parent().empty()
             ? std::string("at the top level of the config")
-            : "in " + quoted(Dest.parent());
+            : "in " + quoted(shownPath(Dest.parent(), Parent));
     std::string Consequence =
         How == SectionKind::Model    ? "DeepSpeed rejects it here"
         : How == SectionKind::Kwargs ? "DeepSpeed fails with TypeError here"
@@ -434,18 +462,18 @@ private:
     Diagnostic &D = C.report(Rule::MisplacedKey, Sev, C.keyRange(M),
                              quoted(M.Key) + " belongs " + Where +
                                  ", not in " +
-                                 quoted(sectionDisplay(Parent)) + "; " +
+                                 quoted(sectionDisplay(Shown)) + "; " +
                                  Consequence);
     // fp16's loss-scaling keys under bf16: bf16 never scales the loss, so
     // the fix is to drop them, not to move them.
-    if (Parent == "bf16" && Dest.parent() == "fp16") {
+    if (Shown == "bf16" && Dest.parent() == "fp16") {
       D.note(C.keyRange(M), "bf16 training does not scale the loss; --fix "
                             "removes the key");
       TextEdit E = removeMember(C.Text, Object, Index);
       D.fix(C.range(E.Begin, E.End), E.Text);
       return;
     }
-    moveTo(D, Object, Index, Dest);
+    moveTo(D, Object, Index, Dest, Parent);
   }
 
   void checkRequired(const JsonValue &Object, StringRef Parent,
@@ -453,7 +481,7 @@ private:
     for (const KeySpec *K : keysIn(Parent)) {
       if (!K->Required || !K->allows(Variant) || Object.member(K->name()))
         continue;
-      std::string Who = Variant.empty() ? quoted(Parent) : Variant.str();
+      std::string Who = Variant.empty() ? quoted(Shown) : Variant.str();
       C.report(Rule::MissingKey, C.range(Object.Begin, Object.Begin + 1),
                Who + " needs " + quoted(K->name()) + ": " + K->Doc);
     }
@@ -652,8 +680,11 @@ static bool hasAutoIn(const JsonValue &V, StringRef Parent,
     const KeySpec *K = lookupIn(Parent, M.Key, Variant);
     if (M.Value.isString("auto") && !(K && autoIsValue(*K)))
       return true;
+    // Recurse by table path: below a name the user chose it has `*` where
+    // the config has the name.
     if (M.Value.Kind == JsonKind::Object &&
-        hasAutoIn(M.Value, joinPath(Parent, M.Key), ""))
+        hasAutoIn(M.Value, K ? std::string(K->Path) : joinPath(Parent, M.Key),
+                  ""))
       return true;
   }
   return false;

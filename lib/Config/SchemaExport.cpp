@@ -5,6 +5,8 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
 
+#include <optional>
+
 using namespace llvm;
 
 namespace dsc {
@@ -123,7 +125,7 @@ void explainKey(raw_ostream &OS, ArrayRef<const KeySpec *> Keys) {
       for (const KeySpec *C : keysIn(K->Path))
         if (C->Type != ValueType::Misnomer &&
             !llvm::is_contained(Names, C->name().str()))
-          Names.push_back(C->name().str());
+          Names.push_back(C->isAnyName() ? "* (any name)" : C->name().str());
       if (!Names.empty())
         OS << "  keys:      " << join(Names, ", ") << "\n";
     } else {
@@ -190,10 +192,15 @@ static json::Object schemaFor(const KeySpec &K);
 
 static json::Object sectionSchema(StringRef Path, SectionKind Kind) {
   json::Object Properties;
+  std::optional<json::Object> AnyName;
   bool Variants = false;
   for (const KeySpec *C : keysIn(Path)) {
     if (C->Type == ValueType::Misnomer || StringRef(C->Path).endswith("[]"))
       continue;
+    if (C->isAnyName()) {
+      AnyName = schemaFor(*C);
+      continue;
+    }
     Variants |= C->Variants != nullptr;
     // Keys with variants merge into one property (the first entry wins the
     // description); editors cannot know the optimizer class.
@@ -205,9 +212,11 @@ static json::Object sectionSchema(StringRef Path, SectionKind Kind) {
     Properties[C->name()] = std::move(S);
   }
   json::Object O{{"type", "object"}, {"properties", std::move(Properties)}};
-  // Constructor arguments of classes dsc does not model (torch.optim.SGD)
-  // may be anything.
-  if (!(Kind == SectionKind::Kwargs && Variants))
+  // Children under names of the user's choosing; constructor arguments of
+  // classes dsc does not model (torch.optim.SGD) may be anything.
+  if (AnyName)
+    O["additionalProperties"] = std::move(*AnyName);
+  else if (!(Kind == SectionKind::Kwargs && Variants))
     O["additionalProperties"] = false;
   return O;
 }
@@ -293,6 +302,8 @@ void printKeyReference(raw_ostream &OS) {
        << "| --- | --- | --- | --- | --- | --- |\n";
     for (const KeySpec *K : keysIn(Parent)) {
       std::string Name = "`" + K->name().str() + "`";
+      if (K->isAnyName())
+        Name += " (any name)";
       if (K->Alias)
         Name += " (`" + std::string(K->Alias) + "`)";
       if (K->Variants)

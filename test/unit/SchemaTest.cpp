@@ -76,6 +76,41 @@ TEST(SchemaTest, SuggestionsFindTypos) {
   EXPECT_TRUE(suggestionsIn("", "zzzzzz", "").empty());
 }
 
+TEST(SchemaTest, AnyNameEntriesAreSections) {
+  // Only a section can stand for children the user names; it is never
+  // itself a suggestion for a misspelled key.
+  for (const KeySpec &K : schemaKeys()) {
+    if (K.isAnyName()) {
+      EXPECT_TRUE(K.isSection()) << K.Path;
+    }
+  }
+  EXPECT_TRUE(suggestionsIn("compression_training.row_pruning.different_groups",
+                            "x", "")
+                  .empty());
+}
+
+TEST(SchemaTest, LookupResolvesNamesTheUserChooses) {
+  const char *Groups = "compression_training.weight_quantization.different_groups";
+  const KeySpec *Group = lookupIn(Groups, "wq1");
+  ASSERT_TRUE(Group);
+  EXPECT_TRUE(Group->isAnyName());
+  // A section that names all its keys has no catch-all.
+  EXPECT_FALSE(lookupIn("compression_training", "wq1"));
+
+  const KeySpec *Bits = findKey(
+      "compression_training.weight_quantization.different_groups.wq1.params."
+      "start_bits");
+  ASSERT_TRUE(Bits);
+  EXPECT_STREQ(Bits->Path, "compression_training.weight_quantization."
+                           "different_groups.*.params.start_bits");
+  EXPECT_FALSE(findKey("compression_training.weight_quantization."
+                       "different_groups.wq1.params.start_bit"));
+  // Aliases resolve on the way too, not only in the last segment.
+  const KeySpec *Tp = findKey("tensor_parallel.tp.tp_size");
+  ASSERT_TRUE(Tp);
+  EXPECT_STREQ(Tp->Path, "tensor_parallel.tensor_parallel.tp_size");
+}
+
 TEST(SchemaTest, KeysNamedFindsOtherSections) {
   auto Found = keysNamed("aio");
   ASSERT_EQ(Found.size(), 1u);

@@ -60,8 +60,13 @@ enum AutoFill : uint8_t {
 
 constexpr double NoBound = std::numeric_limits<double>::infinity();
 
+/// A path segment that stands for any name: the children of a section whose
+/// names the user chooses (compression groups, curriculum metrics).
+constexpr const char *AnyName = "*";
+
 struct KeySpec {
-  /// Dotted path; `[]` stands for the elements of an array.
+  /// Dotted path; `[]` stands for the elements of an array and AnyName for
+  /// every child of its section written under a name no sibling entry has.
   const char *Path = "";
   ValueType Type = ValueType::Any;
   /// The default as JSON text; null when there is none (required, derived
@@ -114,6 +119,8 @@ struct KeySpec {
   /// Everything before the last segment ("" at the top level).
   llvm::StringRef parent() const;
   bool isSection() const { return Section != SectionKind::None; }
+  /// Stands for every child its section does not name (path ends in `.*`).
+  bool isAnyName() const { return name() == AnyName; }
   bool allows(llvm::StringRef Variant) const;
   /// The values of OneOf.
   llvm::SmallVector<llvm::StringRef, 8> choices() const;
@@ -122,15 +129,17 @@ struct KeySpec {
 /// The whole table, in the order it is written (sections before their keys).
 llvm::ArrayRef<KeySpec> schemaKeys();
 
-/// The entry at Path (its last segment may be an alias), preferring the one
-/// whose Variants include Variant.
+/// The entry at Path, preferring the one whose Variants include Variant.
+/// Path is the table's path or one written in a config: any segment may be
+/// an alias, and a user-chosen name resolves to its AnyName entry.
 const KeySpec *findKey(llvm::StringRef Path, llvm::StringRef Variant = "");
 
 /// Entries directly inside the section at Parent ("" = top level).
 llvm::ArrayRef<const KeySpec *> keysIn(llvm::StringRef Parent);
 
 /// The key inside Parent written as Name: by name, alias, deprecated or
-/// misnamed spelling. Null when nothing in the section is spelled Name.
+/// misnamed spelling, else the section's AnyName entry. Null when nothing in
+/// the section is spelled Name and the section names all its keys.
 const KeySpec *lookupIn(llvm::StringRef Parent, llvm::StringRef Name,
                         llvm::StringRef Variant = "");
 

@@ -1,11 +1,10 @@
 //===- Features.cpp - Schema: feature sections ----------------------------===//
 //
 // Activation checkpointing, NVMe I/O, checkpoints, elasticity, autotuning,
-// DeepCompile, tensor/expert/pipeline parallelism and the data and
-// compression libraries. Most are plain dicts (unknown keys silently
-// ignored); compile, tensor_parallel, hybrid_engine, timers.throughput and
-// weight_quantization are pydantic models. Deep free-form trees (compression,
-// data efficiency) are checked at their top levels only.
+// DeepCompile, tensor/expert/pipeline parallelism and the smaller feature
+// sections; the compression and data efficiency libraries have files of their
+// own. Most are plain dicts (unknown keys silently ignored); compile,
+// tensor_parallel, hybrid_engine and weight_quantization are pydantic models.
 //
 //===----------------------------------------------------------------------===//
 
@@ -388,62 +387,6 @@ static const KeySpec Keys[] = {
         .doc("Lowest keep probability (read with [] when enabled)"),
     key("progressive_layer_drop.gamma", Float).def("0.001")
         .doc("Decay rate (read with [] when enabled)"),
-
-    section("curriculum_learning", DictSection)
-        .doc("Legacy curriculum learning"),
-    key("curriculum_learning.enabled", Bool).required()
-        .doc("Enable it (required: DeepSpeed pops it without a default)"),
-    key("curriculum_learning.curriculum_type", String)
-        .doc("What gets harder, e.g. seqlen"),
-    key("curriculum_learning.min_difficulty", Int).doc("Starting difficulty"),
-    key("curriculum_learning.max_difficulty", Int).doc("Final difficulty"),
-    key("curriculum_learning.schedule_type", String)
-        .oneOf("fixed_discrete|fixed_root|fixed_linear|custom")
-        .doc("Schedule shape"),
-    key("curriculum_learning.schedule_config", Dict).doc("Schedule settings"),
-
-    section("data_efficiency", DictSection)
-        .doc("Data efficiency library (checked at its top levels only)"),
-    key("data_efficiency.enabled", Bool).def("false").doc("Enable it"),
-    key("data_efficiency.seed", Int).def("1234").doc("Random seed"),
-    section("data_efficiency.data_sampling", DictSection)
-        .doc("Curriculum data sampling"),
-    key("data_efficiency.data_sampling.enabled", Bool).def("false")
-        .doc("Enable data sampling"),
-    key("data_efficiency.data_sampling.num_epochs", Int).def("1000")
-        .doc("Epochs to sample"),
-    key("data_efficiency.data_sampling.num_workers", Int).def("0").min(0)
-        .doc("Loader workers"),
-    key("data_efficiency.data_sampling.pin_memory", Bool).def("false")
-        .doc("Pinned loader memory"),
-    key("data_efficiency.data_sampling.curriculum_learning", Dict)
-        .doc("Curriculum metrics and schedules"),
-    key("data_efficiency.data_sampling.dynamic_batching", Dict)
-        .doc("Token-budget batching"),
-    section("data_efficiency.data_routing", DictSection)
-        .doc("Random layerwise token dropping"),
-    key("data_efficiency.data_routing.enabled", Bool).def("false")
-        .doc("Enable data routing"),
-    key("data_efficiency.data_routing.random_ltd", Dict)
-        .doc("Random-LTD settings"),
-
-    section("compression_training", DictSection)
-        .doc("Compression library (checked at its top level only)"),
-    key("compression_training.weight_quantization", Dict)
-        .doc("Weight quantization: shared_parameters, different_groups"),
-    key("compression_training.activation_quantization", Dict)
-        .doc("Activation quantization"),
-    key("compression_training.sparse_pruning", Dict).doc("Sparse pruning"),
-    key("compression_training.row_pruning", Dict).doc("Row pruning"),
-    key("compression_training.head_pruning", Dict).doc("Head pruning"),
-    key("compression_training.channel_pruning", Dict).doc("Channel pruning"),
-    key("compression_training.layer_reduction", Dict)
-        .doc("Layer reduction (distillation)"),
-
-    section("quantize_training", DictSection)
-        .doc("Legacy MoQ settings (eigenvalue)"),
-    key("quantize_training.eigenvalue", Dict)
-        .doc("Eigenvalue-based MoQ (disabled in DeepSpeed)"),
 
     section("weight_quantization", Model)
         .doc("Weight quantization at ZeRO-3 initialization"),

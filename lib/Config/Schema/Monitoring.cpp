@@ -1,7 +1,8 @@
 //===- Monitoring.cpp - Schema: logging and monitors ----------------------===//
 //
 // comms_logger, the four monitors and timers.throughput are pydantic models
-// (unknown keys rejected, "auto" dropped).
+// (unknown keys rejected, "auto" dropped). The monitors are top-level keys;
+// get_monitor_config (monitor/config.py) gathers them into one object.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,6 +53,12 @@ static const KeySpec Keys[] = {
     key("comet.online", Bool).def("null").nullable().doc("Log online"),
     key("comet.mode", String).def("null").nullable()
         .oneOf("get|create|get_or_create").doc("Experiment mode"),
+
+    misnomer("monitor_config", nullptr)
+        .doc("DeepSpeed reads no such key: the monitors are the top-level "
+             "sections tensorboard, wandb, csv_monitor and comet "
+             "(monitor_config is the name of the parsed object, not of a "
+             "section)"),
 
     section("timers", DictSection).doc("Engine timers"),
     section("timers.throughput", Model).doc("Throughput timer"),

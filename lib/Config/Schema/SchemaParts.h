@@ -17,6 +17,8 @@ llvm::ArrayRef<KeySpec> zeroKeys();
 llvm::ArrayRef<KeySpec> precisionKeys();
 llvm::ArrayRef<KeySpec> optimizerKeys();
 llvm::ArrayRef<KeySpec> featureKeys();
+llvm::ArrayRef<KeySpec> dataEfficiencyKeys();
+llvm::ArrayRef<KeySpec> compressionKeys();
 llvm::ArrayRef<KeySpec> monitoringKeys();
 
 } // namespace dsc::schema
