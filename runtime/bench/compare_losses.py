@@ -47,6 +47,16 @@ def main():
             print(f"step {s:5d}  dsrun {mine[s]:.5f}  pytorch {ref[s]:.5f}  "
                   f"diff {100 * rel:.3f}%")
     ok = worst <= a.tolerance
+    # How far apart the runs are as a whole: once a run is chaotic (a loss
+    # spike), the worst step says little and these say more.
+    rels = sorted(abs(mine[s] - ref[s]) / max(abs(ref[s]), 1e-12) for s in steps)
+    tail = steps[-50:]
+    m_tail = sum(mine[s] for s in tail) / len(tail)
+    r_tail = sum(ref[s] for s in tail) / len(tail)
+    print(f"median {100 * rels[len(rels) // 2]:.3f}%, "
+          f"{sum(r > a.tolerance for r in rels)} steps above the tolerance, "
+          f"mean of the last {len(tail)} steps {m_tail:.4f} / {r_tail:.4f} "
+          f"({100 * abs(m_tail - r_tail) / abs(r_tail):.3f}%)")
     print(f"{len(steps)} steps, worst {100 * worst:.3f}% at step {worst_step}: "
           f"{'PASS' if ok else 'FAIL'} (tolerance {100 * a.tolerance:.2f}%)")
     return 0 if ok else 1

@@ -99,6 +99,9 @@ def main():
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--json")
+    # Another attention kernel gives PyTorch's own noise floor: the same
+    # training, rounded differently (docs/training.md).
+    ap.add_argument("--attn", default="sdpa", choices=["sdpa", "eager"])
     a = ap.parse_args()
     cfg = json.load(open(a.ds_config))
     opt_params = cfg.get("optimizer", {}).get("params", {})
@@ -116,7 +119,7 @@ def main():
     dtype = torch.bfloat16 if bf16 else torch.float16 if fp16 else \
         torch.float32
     model = transformers.AutoModelForCausalLM.from_pretrained(
-        a.model, torch_dtype=torch.float32, attn_implementation="sdpa")
+        a.model, torch_dtype=torch.float32, attn_implementation=a.attn)
     model.config.use_cache = False
     model.to(dev, dtype).train()
     params = [p for p in model.parameters() if p.requires_grad]
