@@ -206,22 +206,30 @@ bool ShardReader::open(const std::string &From, std::string &Error) {
             std::to_string(Version);
     return false;
   }
+  struct stat S;
+  if (fstat(fileno(File), &S) != 0) {
+    Error = Path + ": cannot stat: " + strerror(errno);
+    return false;
+  }
   Reading R{D};
   headerFields(R, H);
   D.get(Count);
   if (D.Ok && Count > 64)
     D.Ok = false;
-  uint64_t Total = 0;
+  // No part, nor all of them, can be larger than the file: a damaged size
+  // is caught here rather than by a sum that wraps around.
+  uint64_t Total = 0, FileBytes = uint64_t(S.st_size);
   for (uint32_t I = 0; D.Ok && I < Count; ++I) {
     CheckpointPart Part;
     D.get(Part.Name);
     D.get(Part.Bytes);
+    if (Part.Bytes > FileBytes - std::min(Total, FileBytes))
+      D.Ok = false;
     Total += Part.Bytes;
     Parts.push_back(Part);
   }
   long Here = ftell(File);
-  struct stat S;
-  if (!D.Ok || Here < 0 || fstat(fileno(File), &S) != 0) {
+  if (!D.Ok || Here < 0) {
     Error = Path + ": the shard's header is cut short or damaged";
     return false;
   }
