@@ -8,9 +8,55 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/YAMLTraits.h"
 
+#include <cstring>
 #include <string>
 
 namespace dsc {
+
+/// LLVM's YAML parser recurses once per nesting level, so thousands of
+/// '[' overflow the stack. Documents dsc reads nest a few levels; this
+/// returns the 1-based line of the first place nested deeper than
+/// MaxDepth (flow brackets, or block indentation and "- " entries), or 0.
+inline unsigned tooDeeplyNested(llvm::StringRef Text, unsigned MaxDepth = 64) {
+  unsigned Line = 1, Flow = 0;
+  bool LineStart = true;
+  unsigned Lead = 0; // Indentation and "- " entries opening this line.
+  char Quote = 0, Previous = ' ';
+  bool Escaped = false;
+  for (char C : Text) {
+    if (C == '\n') {
+      ++Line, LineStart = true, Lead = 0, Previous = ' ';
+      continue;
+    }
+    if (Quote) {
+      // Inside "...", a backslash escapes the next character.
+      if (Escaped)
+        Escaped = false;
+      else if (Quote == '"' && C == '\\')
+        Escaped = true;
+      else if (C == Quote)
+        Quote = 0;
+      continue;
+    }
+    if (LineStart && (C == ' ' || C == '-')) {
+      if (++Lead > 4 * MaxDepth)
+        return Line;
+      continue;
+    }
+    LineStart = false;
+    // A quote opens a scalar only where one starts (not "DeepSpeed's").
+    bool ScalarStart = strchr(" [{,:", Previous) != nullptr;
+    Previous = C;
+    if ((C == '"' || C == '\'') && ScalarStart)
+      Quote = C;
+    else if (C == '[' || C == '{') {
+      if (++Flow > MaxDepth)
+        return Line;
+    } else if ((C == ']' || C == '}') && Flow)
+      --Flow;
+  }
+  return 0;
+}
 
 /// Reads Text, named Path, into Value with LLVM's YAML I/O. A YAML error
 /// comes back as its located diagnostic (path:line:col); a document that
@@ -18,6 +64,11 @@ namespace dsc {
 template <class T>
 llvm::Error readYAMLInto(T &Value, llvm::StringRef Text, llvm::StringRef Path,
                          llvm::StringRef What) {
+  if (unsigned Line = tooDeeplyNested(Text))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        (Path + ":" + llvm::Twine(Line) + ": nested too deeply to be " + What)
+            .str());
   std::string Errors;
   llvm::yaml::Input In(llvm::MemoryBufferRef(Text, Path), nullptr,
                        [](const llvm::SMDiagnostic &D, void *Ctx) {
