@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -228,6 +229,10 @@ bool ShardReader::open(const std::string &From, std::string &Error) {
     Total += Part.Bytes;
     Parts.push_back(Part);
   }
+  // Values a run could not have written (a damaged or forged header).
+  if (D.Ok && (H.OptimizerStep < 1 || H.OptimizerStep > H.Step + 1 ||
+               !(H.Scaler.Scale > 0) || !std::isfinite(H.Scaler.Scale)))
+    D.Ok = false;
   long Here = ftell(File);
   if (!D.Ok || Here < 0) {
     Error = Path + ": the shard's header is cut short or damaged";

@@ -90,9 +90,16 @@ void Executor::restoreCheckpoint() {
   std::vector<BufferView> Views = stateViews();
   ShardReader Shard;
   std::string Error;
-  bool Ok = Shard.open(ResumePath, Error) &&
+  // Opened again: checked again, in case the file changed since.
+  bool Ok = Shard.open(ResumePath, Error);
+  if (Ok)
+    Error = checkShardAgainstPlan(Shard.header(), Shard.parts(), P,
+                                  Process.Rank, partsOf(Views));
+  Ok = Ok && Error.empty() &&
             Shard.read(
                 [&](size_t I, uint64_t At, uint64_t N, const char *From) {
+                  if (I >= Views.size() || At + N > Views[I].Bytes)
+                    return false;
                   char *To = at(Views[I], At);
                   if (Views[I].B->Space == plan::MemorySpace::Host)
                     memcpy(To, From, N);
@@ -104,6 +111,13 @@ void Executor::restoreCheckpoint() {
                 Error);
   if (!Ok)
     fatalError("rank " + std::to_string(Process.Rank) + ": --resume: " + Error);
+  CHECK_CUDA(cudaDeviceSynchronize());
+  // Every rank must go on from the same step (each read its own shard).
+  if (!allRanksAgree(true, Resumed.Step) ||
+      !allRanksAgree(true, Resumed.OptimizerStep))
+    fatalError("rank " + std::to_string(Process.Rank) + ": --resume: the "
+               "ranks' shards are of different steps (a checkpoint written "
+               "over, or a 'latest' that differs between nodes)");
   OptimizerStep = Resumed.OptimizerStep;
   Scaler.restore(Resumed.Scaler);
   if (Process.Rank == 0)
@@ -112,20 +126,27 @@ void Executor::restoreCheckpoint() {
             Resumed.Step);
 }
 
-bool Executor::allRanksAgree(bool Ok) {
+bool Executor::allRanksAgree(bool Ok, uint32_t Value) {
   if (P.Settings.WorldSize == 1)
     return Ok;
-  // The step's loss slots are free between steps: losses are read by now.
+  // The first loss slot is free between steps (read by now), and its host
+  // side is pinned, so the copies keep stream order. Later slots are not
+  // free: the norm's partial sums after them must stay zero.
   cudaStream_t S = stream(plan::Stream::Compute);
-  float Flag = Ok ? 1.0f : 0.0f;
-  CHECK_CUDA(cudaMemcpy(DeviceLosses, &Flag, sizeof(float),
-                        cudaMemcpyHostToDevice));
-  CHECK_NCCL(ncclAllReduce(DeviceLosses, DeviceLosses, 1, ncclFloat32,
-                           ncclMin, Comm, S));
-  CHECK_CUDA(cudaStreamSynchronize(S));
-  CHECK_CUDA(cudaMemcpy(&Flag, DeviceLosses, sizeof(float),
-                        cudaMemcpyDeviceToHost));
-  return Flag == 1.0f;
+  auto Reduce = [&](uint32_t Mine, ncclRedOp_t Op) {
+    memcpy(HostLosses, &Mine, sizeof(Mine));
+    CHECK_CUDA(cudaMemcpyAsync(DeviceLosses, HostLosses, sizeof(Mine),
+                               cudaMemcpyHostToDevice, S));
+    CHECK_NCCL(
+        ncclAllReduce(DeviceLosses, DeviceLosses, 1, ncclUint32, Op, Comm, S));
+    CHECK_CUDA(cudaMemcpyAsync(HostLosses, DeviceLosses, sizeof(Mine),
+                               cudaMemcpyDeviceToHost, S));
+    CHECK_CUDA(cudaStreamSynchronize(S));
+    memcpy(&Mine, HostLosses, sizeof(Mine));
+    return Mine;
+  };
+  bool All = Reduce(Ok ? 1 : 0, ncclMin) == 1;
+  return Reduce(Value, ncclMin) == Reduce(Value, ncclMax) && All;
 }
 
 void Executor::saveCheckpoint(uint32_t Step) {

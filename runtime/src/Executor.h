@@ -304,8 +304,8 @@ private:
   void restoreCheckpoint();
   /// --save: this rank's shard, the consolidated weights, then latest.
   void saveCheckpoint(uint32_t Step);
-  /// Whether Ok holds on every rank.
-  bool allRanksAgree(bool Ok);
+  /// Whether Ok holds on every rank and every rank gives the same Value.
+  bool allRanksAgree(bool Ok, uint32_t Value = 0);
 
   const dsc::plan::Plan &P;
   ProcessInfo Process;

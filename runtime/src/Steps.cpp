@@ -286,8 +286,10 @@ void Executor::optimizerStep(uint32_t G, cudaStream_t S,
         Grads = host("grads_partition") + Lo * GB;
         GradType = L.GradAccum;
       }
-      if (HostStep->Overflow)
+      if (HostStep->Overflow) {
+        HostAdamNanos[I] = 0;
         return; // Skipped (fp16); this step's flag, read back by now.
+      }
       AdamW Now = A;
       Now.GradScale *= HostStep->Clip;
       HostAdamNanos[I] = nanosToRun([&] {
