@@ -78,6 +78,21 @@ std::string directoryOf(const std::string &Path) {
   return Slash == std::string::npos ? "." : Slash ? Path.substr(0, Slash) : "/";
 }
 
+/// Calls Move(part, offset, bytes, buffer) for each part's bytes in order,
+/// a chunk at a time through one buffer; false as soon as a call fails.
+template <class F>
+bool eachChunk(const std::vector<CheckpointPart> &Parts, F Move) {
+  std::vector<char> Buffer;
+  for (size_t I = 0; I < Parts.size(); ++I)
+    for (uint64_t At = 0; At < Parts[I].Bytes; At += Chunk) {
+      uint64_t N = std::min(Chunk, Parts[I].Bytes - At);
+      Buffer.resize(N);
+      if (!Move(I, At, N, Buffer.data()))
+        return false;
+    }
+  return true;
+}
+
 bool isFile(const std::string &Path) {
   struct stat S;
   return stat(Path.c_str(), &S) == 0 && S_ISREG(S.st_mode);
@@ -170,19 +185,16 @@ bool writeShard(
   AtomicFile F;
   if (!F.open(Path, Error) || !F.write(E.Out.data(), E.Out.size(), Error))
     return false;
-  std::vector<char> Buffer;
-  for (size_t I = 0; I < Parts.size(); ++I)
-    for (uint64_t At = 0; At < Parts[I].Bytes; At += Chunk) {
-      uint64_t N = std::min(Chunk, Parts[I].Bytes - At);
-      Buffer.resize(N);
-      if (!Fill(I, At, N, Buffer.data())) {
-        Error = Path + ": could not read " + Parts[I].Name + " to save it";
-        return false;
-      }
-      if (!F.write(Buffer.data(), N, Error))
-        return false;
+  bool Written = eachChunk(Parts, [&](size_t I, uint64_t At, uint64_t N,
+                                      char *Buffer) {
+    if (!Fill(I, At, N, Buffer)) {
+      Error = Path + ": could not read " + Parts[I].Name + " to save it";
+      return false;
     }
-  return F.write(Trailer, sizeof(Trailer), Error) && F.commit(Error);
+    return F.write(Buffer, N, Error);
+  });
+  return Written && F.write(Trailer, sizeof(Trailer), Error) &&
+         F.commit(Error);
 }
 
 ShardReader::~ShardReader() {
@@ -259,21 +271,18 @@ bool ShardReader::read(
     Error = Path + ": cannot seek";
     return false;
   }
-  std::vector<char> Buffer;
-  for (size_t I = 0; I < Parts.size(); ++I)
-    for (uint64_t At = 0; At < Parts[I].Bytes; At += Chunk) {
-      uint64_t N = std::min(Chunk, Parts[I].Bytes - At);
-      Buffer.resize(N);
-      if (fread(Buffer.data(), N, 1, File) != 1) {
-        Error = Path + ": read failed in " + Parts[I].Name;
-        return false;
-      }
-      if (!Take(I, At, N, Buffer.data())) {
-        Error = Path + ": could not restore " + Parts[I].Name;
-        return false;
-      }
+  return eachChunk(Parts, [&](size_t I, uint64_t At, uint64_t N,
+                              char *Buffer) {
+    if (fread(Buffer, N, 1, File) != 1) {
+      Error = Path + ": read failed in " + Parts[I].Name;
+      return false;
     }
-  return true;
+    if (!Take(I, At, N, Buffer)) {
+      Error = Path + ": could not restore " + Parts[I].Name;
+      return false;
+    }
+    return true;
+  });
 }
 
 bool makeDirectories(const std::string &Path, std::string &Error) {

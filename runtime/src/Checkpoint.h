@@ -97,6 +97,7 @@ public:
   bool open(const std::string &Path, std::string &Error);
   const CheckpointHeader &header() const { return H; }
   const std::vector<CheckpointPart> &parts() const { return Parts; }
+  const std::string &path() const { return Path; }
   bool read(const std::function<bool(size_t, uint64_t, uint64_t, const char *)>
                 &Take,
             std::string &Error);

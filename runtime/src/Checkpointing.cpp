@@ -40,15 +40,17 @@ bool Executor::openResume() {
     return true;
   std::string Error;
   std::string Dir = checkpointToResume(Options.ResumeDir, Error);
-  ShardReader Shard;
+  // Kept open until the restore reads it: what is read is what was checked
+  // (a checkpoint written over replaces the file, not this one's bytes).
+  auto Shard = std::make_unique<ShardReader>();
   std::string Path = Dir + "/rank" + std::to_string(Process.Rank) + ".ckpt";
-  if (Dir.empty() || !Shard.open(Path, Error)) {
+  if (Dir.empty() || !Shard->open(Path, Error)) {
     fprintf(stderr, "dsrun: rank %d: --resume: %s\n", Process.Rank,
             Error.c_str());
     return false;
   }
-  const CheckpointHeader &H = Shard.header();
-  std::string Why = checkShardAgainstPlan(H, Shard.parts(), P, Process.Rank,
+  const CheckpointHeader &H = Shard->header();
+  std::string Why = checkShardAgainstPlan(H, Shard->parts(), P, Process.Rank,
                                           partsOf(stateViews()));
   if (!Why.empty()) {
     fprintf(stderr, "dsrun: rank %d: --resume %s: %s\n", Process.Rank,
@@ -78,52 +80,39 @@ bool Executor::openResume() {
                     "would have\n",
             Dir.c_str());
   Options.Seed = H.Seed;
-  Resumed = H;
-  ResumePath = Path;
+  ResumeShard = std::move(Shard);
   return true;
 }
 
 void Executor::restoreCheckpoint() {
-  if (ResumePath.empty())
+  if (!ResumeShard)
     return;
   CHECK_CUDA(cudaDeviceSynchronize());
   std::vector<BufferView> Views = stateViews();
-  ShardReader Shard;
   std::string Error;
-  // Opened again: checked again, in case the file changed since.
-  bool Ok = Shard.open(ResumePath, Error);
-  if (Ok)
-    Error = checkShardAgainstPlan(Shard.header(), Shard.parts(), P,
-                                  Process.Rank, partsOf(Views));
-  Ok = Ok && Error.empty() &&
-            Shard.read(
-                [&](size_t I, uint64_t At, uint64_t N, const char *From) {
-                  if (I >= Views.size() || At + N > Views[I].Bytes)
-                    return false;
-                  char *To = at(Views[I], At);
-                  if (Views[I].B->Space == plan::MemorySpace::Host)
-                    memcpy(To, From, N);
-                  else
-                    CHECK_CUDA(
-                        cudaMemcpy(To, From, N, cudaMemcpyHostToDevice));
-                  return true;
-                },
-                Error);
+  // Either arena: cudaMemcpyDefault tells host from device addresses.
+  bool Ok = ResumeShard->read(
+      [&](size_t I, uint64_t At, uint64_t N, const char *From) {
+        if (I >= Views.size() || At + N > Views[I].Bytes)
+          return false;
+        CHECK_CUDA(cudaMemcpy(at(Views[I], At), From, N, cudaMemcpyDefault));
+        return true;
+      },
+      Error);
   if (!Ok)
     fatalError("rank " + std::to_string(Process.Rank) + ": --resume: " + Error);
   CHECK_CUDA(cudaDeviceSynchronize());
   // Every rank must go on from the same step (each read its own shard).
-  if (!allRanksAgree(true, Resumed.Step) ||
-      !allRanksAgree(true, Resumed.OptimizerStep))
+  const CheckpointHeader &H = ResumeShard->header();
+  if (!allRanksAgree(true, H.Step) || !allRanksAgree(true, H.OptimizerStep))
     fatalError("rank " + std::to_string(Process.Rank) + ": --resume: the "
                "ranks' shards are of different steps (a checkpoint written "
                "over, or a 'latest' that differs between nodes)");
-  OptimizerStep = Resumed.OptimizerStep;
-  Scaler.restore(Resumed.Scaler);
+  OptimizerStep = H.OptimizerStep;
+  Scaler.restore(H.Scaler);
   if (Process.Rank == 0)
     fprintf(stderr, "dsrun: resumed from %s after step %u\n",
-            ResumePath.substr(0, ResumePath.rfind('/')).c_str(),
-            Resumed.Step);
+            ResumeShard->path().c_str(), H.Step);
 }
 
 bool Executor::allRanksAgree(bool Ok, uint32_t Value) {
@@ -171,11 +160,8 @@ void Executor::saveCheckpoint(uint32_t Step) {
           Dir + "/rank" + std::to_string(Process.Rank) + ".ckpt", H,
           partsOf(Views),
           [&](size_t I, uint64_t At, uint64_t N, char *Out) {
-            const char *From = at(Views[I], At);
-            if (Views[I].B->Space == plan::MemorySpace::Host)
-              memcpy(Out, From, N);
-            else
-              CHECK_CUDA(cudaMemcpy(Out, From, N, cudaMemcpyDeviceToHost));
+            CHECK_CUDA(
+                cudaMemcpy(Out, at(Views[I], At), N, cudaMemcpyDefault));
             return true;
           },
           Error);

@@ -661,7 +661,7 @@ int Executor::run() {
   // and reports its loss. A resumed run goes on after the checkpoint's
   // step; its first steps are the timed ones.
   uint32_t Last = Options.Steps + (real() ? Options.LeanSteps : 0);
-  uint32_t First = ResumePath.empty() ? 0 : Resumed.Step;
+  uint32_t First = ResumeShard ? ResumeShard->header().Step : 0;
   std::vector<float> LeanMs;
   for (uint32_t Step = First + 1; Step <= Last; ++Step) {
     Lean = Step - First > Options.Steps;

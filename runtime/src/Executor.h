@@ -383,9 +383,9 @@ private:
   uint32_t OptimizerStep = 1;
   /// fp16 with --data: the loss scale (scale 1 otherwise).
   LossScaler Scaler;
-  /// --resume: the shard's header and path ("" when not resuming).
-  CheckpointHeader Resumed;
-  std::string ResumePath;
+  /// --resume: this rank's shard, checked against the plan, open until the
+  /// restore has read it (null when not resuming).
+  std::unique_ptr<ShardReader> ResumeShard;
   MemoryReadings Memory;
   std::vector<StepTiming> Timings;
   bool Failed = false;

@@ -27,11 +27,13 @@ LossScaler::LossScaler(const plan::Info &S) {
   MinScale = S.MinLossScale;
 }
 
-double LossScaler::scaleIfApplied() const {
-  if (!Dynamic)
-    return Now.Scale;
+bool LossScaler::windowEnds() const {
   int64_t Stable = Now.Iteration - Now.LastOverflow - 1;
-  return Stable > 0 && Stable % Window == 0 ? Now.Scale * 2 : Now.Scale;
+  return Stable > 0 && Stable % Window == 0;
+}
+
+double LossScaler::scaleIfApplied() const {
+  return Dynamic && windowEnds() ? Now.Scale * 2 : Now.Scale;
 }
 
 std::string LossScaler::update(bool Overflow) {
@@ -53,8 +55,7 @@ std::string LossScaler::update(bool Overflow) {
   } else {
     if (Consecutive)
       Now.Hysteresis = DelayedShift;
-    int64_t Stable = Now.Iteration - Now.LastOverflow - 1;
-    if (Stable > 0 && Stable % Window == 0) {
+    if (windowEnds()) {
       if (!Consecutive)
         Now.Hysteresis = DelayedShift;
       Now.Scale *= 2;

@@ -56,6 +56,10 @@ public:
   void restore(const State &S) { Now = S; }
 
 private:
+  /// Whether a clean step now ends a window: loss_scale_window clean steps
+  /// since the last overflow.
+  bool windowEnds() const;
+
   bool Dynamic = false;
   uint32_t Window = 1000, DelayedShift = 1;
   bool Consecutive = false;
