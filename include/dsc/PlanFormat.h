@@ -30,7 +30,7 @@ namespace dsc::plan {
 constexpr char FileMagic[8] = {'D', 'S', 'C', 'P', 'L', 'A', 'N', '\0'};
 /// Bumped whenever an existing section's encoding changes; new sections
 /// do not need a bump (old readers skip them).
-constexpr uint32_t FormatVersion = 5;
+constexpr uint32_t FormatVersion = 6;
 constexpr uint32_t NoIndex = std::numeric_limits<uint32_t>::max();
 /// Ranks of different layouts beyond this many are merged (see RankClass).
 constexpr uint32_t MaxRankClasses = 8;
@@ -88,12 +88,10 @@ constexpr uint32_t MaxRankClasses = 8;
 /// When a transfer happens, relative to what it serves (Transfer::Owner
 /// indexes the table named here): AfterReduce: bucket (reduced gradients
 /// out); BeforeStep: sub-group (optimizer state in); AfterStep: sub-group
-/// (states out, params in); BeforeGather: fetch unit (host shard in);
-/// CheckpointOut, CheckpointIn: the op starting a layer.
+/// (states out, params in); BeforeGather: fetch unit (host shard in).
 #define DSC_PLAN_TRANSFERPOINT(X)                                              \
   X(AfterReduce, "after-reduce") X(BeforeStep, "before-step")                  \
-  X(AfterStep, "after-step") X(BeforeGather, "before-gather")                  \
-  X(CheckpointOut, "checkpoint-out") X(CheckpointIn, "checkpoint-in")
+  X(AfterStep, "after-step") X(BeforeGather, "before-gather")
 /// What a value of the compute program is: a model input or target,
 /// filled every micro step; a parameter or its gradient, where the ZeRO
 /// layout keeps them; a constant of the program; an activation or an
@@ -321,8 +319,9 @@ struct Info {
   bool ParamOffloadPinned = true;
   uint32_t AioBufferCount = 0;
   uint64_t AioBufferBytes = 0;
-  bool CheckpointLayers = false;  ///< Activation checkpointing per layer.
-  bool CpuCheckpointing = false;
+  /// Each layer's forward runs again before its backward (HF gradient
+  /// checkpointing); only the layers' inputs are kept.
+  bool CheckpointLayers = false;
   Hardware Machine;
   template <class V> void visit(V &&F) {
     F("producer", Producer);
@@ -374,7 +373,6 @@ struct Info {
     F("aio_buffer_count", AioBufferCount);
     F("aio_buffer_bytes", AioBufferBytes);
     F("checkpoint_layers", CheckpointLayers);
-    F("cpu_checkpointing", CpuCheckpointing);
     F("hardware", Machine);
   }
 };
@@ -440,9 +438,6 @@ struct Op {
   uint32_t Layer = NoIndex;      ///< Repeated block it belongs to.
   std::vector<uint32_t> Params;  ///< Tensors it reads as weights.
   Interval Forward, Backward;    ///< Its kernels.
-  /// First op of a layer: bytes of the layer's inputs, which activation
-  /// checkpointing keeps instead of the layer's saved values.
-  uint64_t CheckpointBytes = 0;
   template <class V> void visit(V &&F) {
     F("name", Name);
     F("type", Type);
@@ -451,7 +446,6 @@ struct Op {
     F("params", Params);
     F("forward", Forward);
     F("backward", Backward);
-    F("checkpoint_bytes", CheckpointBytes);
   }
 };
 

@@ -71,7 +71,6 @@ private:
   Error assignOps(const compute::Graph &G, compute::KernelProgram &KP);
   void assignLayers(const compute::Graph &G,
                     const std::vector<uint32_t> &NodeOfOp);
-  void checkpointBytes();
 
   plan::Plan &P;
   const PlanInputs &In;
@@ -143,7 +142,6 @@ Error Lowering::lowerProgram() {
   P.Constants = std::move(KP->Constants);
   P.Training = std::move(KP->Training);
   P.Training.IgnoreIndex = PO.IgnoreIndex;
-  checkpointBytes();
   return Error::success();
 }
 
@@ -339,38 +337,6 @@ void Lowering::assignLayers(const compute::Graph &G,
   }
 }
 
-/// A layer's inputs: what per-layer checkpointing keeps of it, counted on
-/// its first op.
-void Lowering::checkpointBytes() {
-  std::vector<uint32_t> Writer(P.Values.size(), plan::NoIndex);
-  for (const plan::Kernel &K : P.Kernels)
-    if (!K.Backward)
-      for (const plan::TensorRef &R : K.Outputs)
-        if (Writer[R.Value] == plan::NoIndex)
-          Writer[R.Value] = K.Op;
-  uint32_t First = plan::NoIndex;
-  std::vector<bool> Counted(P.Values.size(), false);
-  for (uint32_t O = 0; O < P.Ops.size(); ++O) {
-    uint32_t Layer = P.Ops[O].Layer;
-    if (Layer == plan::NoIndex)
-      continue;
-    if (O == 0 || P.Ops[O - 1].Layer != Layer) {
-      First = O;
-      std::fill(Counted.begin(), Counted.end(), false);
-    }
-    for (uint32_t K = P.Ops[O].Forward.Begin; K < P.Ops[O].Forward.End; ++K)
-      for (const plan::TensorRef &R : P.Kernels[K].Inputs) {
-        const plan::Value &V = P.Values[R.Value];
-        uint32_t W = Writer[R.Value];
-        if (V.Kind != plan::ValueKind::Activation || W == plan::NoIndex ||
-            P.Ops[W].Layer == Layer || Counted[R.Value])
-          continue;
-        Counted[R.Value] = true;
-        P.Ops[First].CheckpointBytes += V.Elems * plan::dtypeBytes(V.Type);
-      }
-  }
-}
-
 Error Lowering::run() {
   lowerTensorsAndModules();
   if (P.Tensors.empty())
@@ -415,6 +381,12 @@ Expected<plan::Plan> lowerToPlan(const PlanInputs &In,
   Lowering L(P, In, Options, std::move(*Bindings));
   if (Error E = L.run())
     return E;
+  if (Options.CheckpointLayers &&
+      none_of(P.Ops, [](const plan::Op &O) { return O.Layer != plan::NoIndex; }))
+    return planError("--checkpoint-layers: the model has no repeated layers "
+                     "that dsc recognizes (a module list such as "
+                     "'model.layers.N' or 'transformer.h.N'), so there is "
+                     "nothing to checkpoint");
   return P;
 }
 

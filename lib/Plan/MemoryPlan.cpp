@@ -566,23 +566,6 @@ void MemoryPlanner::values() {
   if (Workspace)
     add("kernel_workspace", Category::Workspace, MemorySpace::Device,
         Workspace, Compute);
-
-  // CPU checkpointing keeps each checkpointed layer's inputs on the host
-  // between its forward and its recomputation.
-  if (!S.CheckpointLayers || !S.CpuCheckpointing)
-    return;
-  for (uint32_t O = 0; O < P.Ops.size(); ++O) {
-    const plan::Op &Op = P.Ops[O];
-    if (!Op.CheckpointBytes || Op.Layer == plan::NoIndex)
-      continue;
-    std::vector<plan::Interval> Host;
-    for (uint32_t M = 0; M < X.Micros; ++M)
-      if (X.Forward[M][O] != plan::NoIndex && X.Backward[M][O] != plan::NoIndex)
-        Host.push_back({X.Forward[M][O], X.Backward[M][O] + 1});
-    if (!Host.empty())
-      add(formatv("ckpt_host.{0}", O).str(), Category::Activations,
-          MemorySpace::Host, Op.CheckpointBytes, std::move(Host), true);
-  }
 }
 
 void MemoryPlanner::offloadStaging() {

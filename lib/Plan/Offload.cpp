@@ -6,8 +6,7 @@
 // comes back (unless parameters live on the host too). NVMe adds a read
 // of the master weights and states before each sub-group's step and a
 // write after it. Stage 3 parameter offload copies a unit's host shard to
-// the device before every gather. CPU activation checkpointing copies each
-// layer's inputs out in forward and back before its recompute.
+// the device before every gather.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,8 +30,6 @@ public:
     }
     if (S.ParamOffload != plan::OffloadDevice::None)
       parameterFetches();
-    if (S.CheckpointLayers && S.CpuCheckpointing)
-      checkpoints();
   }
 
 private:
@@ -122,18 +119,6 @@ private:
             plan::TransferPoint::BeforeGather, U, Bytes, true);
       add(plan::TransferKind::HostToDevice, plan::Category::Params16,
           plan::TransferPoint::BeforeGather, U, Bytes, S.ParamOffloadPinned);
-    }
-  }
-
-  void checkpoints() {
-    for (uint32_t O = 0; O < P.Ops.size(); ++O) {
-      uint64_t Bytes = P.Ops[O].CheckpointBytes;
-      if (!Bytes)
-        continue;
-      add(plan::TransferKind::DeviceToHost, plan::Category::Activations,
-          plan::TransferPoint::CheckpointOut, O, Bytes, true);
-      add(plan::TransferKind::HostToDevice, plan::Category::Activations,
-          plan::TransferPoint::CheckpointIn, O, Bytes, true);
     }
   }
 

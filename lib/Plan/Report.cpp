@@ -6,6 +6,8 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/WithColor.h"
 
+#include <set>
+
 using namespace llvm;
 
 namespace dsc {
@@ -141,6 +143,23 @@ void printEstimateText(raw_ostream &OS, const plan::Plan &P) {
                 "ops, {4} loss\n",
                 P.Kernels.size(), P.Kernels.size() - Backward, Backward,
                 P.Ops.size(), P.Training.Loss);
+  if (P.Settings.CheckpointLayers) {
+    // Each micro step's forward instructions beyond one per op are the
+    // checkpointed layers' recomputations.
+    size_t Forwards = count_if(P.Program, [](const plan::Instruction &I) {
+      return I.Kind == plan::InstrKind::Forward;
+    });
+    std::set<uint32_t> Layers;
+    for (const plan::Op &Op : P.Ops)
+      if (Op.Layer != plan::NoIndex)
+        Layers.insert(Op.Layer);
+    size_t Micros = std::max<uint32_t>(P.Settings.GradAccum, 1);
+    OS << formatv("activation checkpointing: {0} layers keep only their "
+                  "inputs; {1} of {2} ops run their forward again before "
+                  "their backward\n",
+                  Layers.size(), Forwards / Micros - P.Ops.size(),
+                  P.Ops.size());
+  }
   for (const std::string &M : P.Training.Missing)
     WithColor::warning(OS) << "this plan cannot train: it needs " << M
                            << "; export the model with its weights\n";

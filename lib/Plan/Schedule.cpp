@@ -301,9 +301,6 @@ void Scheduler::computeTurn(const Turn &T, uint32_t Micro, bool Reduces,
   if (S.ZeroStage == 3)
     prefetch(Position, Micro, UnitsAt);
 
-  if (T.Kind == InstrKind::Forward && T.Recompute && Op.CheckpointBytes)
-    transfersAt(plan::TransferPoint::CheckpointIn, T.Op,
-                {lastComputeInstruction()}, Micro, &Waits);
   if (T.Kind == InstrKind::Backward && Reduces) {
     // A gradient copied into an IPG buffer waits until the reduction that
     // last used that buffer has read it.
@@ -323,8 +320,6 @@ void Scheduler::computeTurn(const Turn &T, uint32_t Micro, bool Reduces,
   uint64_t Nanos = computeNanos(Op, T.Kind == InstrKind::Backward);
   uint32_t I = emit(T.Kind, Stream::Compute, Micro, T.Op, Waits, Nanos);
 
-  if (T.Kind == InstrKind::Forward && !T.Recompute && Op.CheckpointBytes)
-    transfersAt(plan::TransferPoint::CheckpointOut, T.Op, {I}, Micro);
   if (T.Kind == InstrKind::Backward)
     gradientsReady(T.Op, I, Micro, Reduces);
 

@@ -258,9 +258,6 @@ Error readPlanSettings(plan::Info &I, const ConfigView &C,
   }
 
   I.CheckpointLayers = Options.CheckpointLayers;
-  I.CpuCheckpointing =
-      Options.CheckpointLayers &&
-      C.getBool("activation_checkpointing.cpu_checkpointing").value_or(false);
   I.Machine = Options.Machine.Figures;
   return Error::success();
 }

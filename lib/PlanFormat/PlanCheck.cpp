@@ -410,10 +410,6 @@ std::string checkPlan(const Plan &P) {
     case TransferPoint::BeforeGather:
       Limit = NU;
       break;
-    case TransferPoint::CheckpointOut:
-    case TransferPoint::CheckpointIn:
-      Limit = NO;
-      break;
     }
     if (X.Owner >= Limit)
       return Bad("the owner of transfer", I);

@@ -3,7 +3,11 @@
 #include "dsc/ReferenceExecutor.h"
 #include "dsc/ReferenceKernels.h"
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <limits>
 
 namespace dsc::reference {
 
@@ -31,20 +35,19 @@ int64_t offsetOf(const TensorRef &R, int64_t Flat) {
 }
 
 /// The operand's elements in row-major order.
-std::vector<float> load(const std::vector<float> &S, const TensorRef &R) {
+std::vector<float> load(const Span &S, const TensorRef &R) {
   std::vector<float> Out(size_t(elements(R)));
   for (int64_t I = 0; I < int64_t(Out.size()); ++I)
     Out[size_t(I)] = S[size_t(offsetOf(R, I))];
   return Out;
 }
 
-std::vector<int64_t> loadInts(const std::vector<float> &S,
-                              const TensorRef &R) {
+std::vector<int64_t> loadInts(const Span &S, const TensorRef &R) {
   std::vector<float> F = load(S, R);
   return std::vector<int64_t>(F.begin(), F.end());
 }
 
-void store(std::vector<float> &S, const TensorRef &R,
+void store(Span &S, const TensorRef &R,
            const std::vector<float> &V) {
   for (int64_t I = 0; I < int64_t(V.size()); ++I)
     S[size_t(offsetOf(R, I))] = V[size_t(I)];
@@ -65,14 +68,42 @@ float convert(double V, plan::DType T) {
 
 } // namespace
 
+void Span::assign(const std::vector<float> &V) {
+  std::memcpy(Data, V.data(), std::min(V.size(), Size) * sizeof(float));
+}
+
 Executor::Executor(const std::vector<plan::Value> &Values,
                    const std::vector<plan::Constant> &Constants)
-    : Values(Values), Storage(Values.size()) {
-  for (size_t I = 0; I < Values.size(); ++I)
-    Storage[I].assign(size_t(Values[I].Elems), 0.0f);
+    : Executor(Values, Constants,
+               std::vector<uint64_t>(Values.size(), NoPlace), 0) {}
+
+Executor::Executor(const std::vector<plan::Value> &Values,
+                   const std::vector<plan::Constant> &Constants,
+                   const std::vector<uint64_t> &Place, uint64_t ArenaFloats)
+    : Values(Values), Own(Values.size()),
+      Arena(size_t(ArenaFloats), std::numeric_limits<float>::quiet_NaN()),
+      Storage(Values.size()) {
+  for (size_t I = 0; I < Values.size(); ++I) {
+    size_t N = size_t(Values[I].Elems);
+    if (I < Place.size() && Place[I] != NoPlace) {
+      if (Place[I] > Arena.size() || N > Arena.size() - Place[I]) {
+        std::fprintf(stderr, "reference executor: value %zu lies outside "
+                             "the arena\n", I);
+        std::abort();
+      }
+      Storage[I] = Span(Arena.data() + Place[I], N);
+    } else {
+      Own[I].assign(N, 0.0f);
+      Storage[I] = Span(Own[I].data(), N);
+    }
+  }
+  fillConstants(Constants);
+}
+
+void Executor::fillConstants(const std::vector<plan::Constant> &Constants) {
   for (const plan::Constant &C : Constants) {
     const plan::Value &V = Values[C.Value];
-    std::vector<float> &S = Storage[C.Value];
+    Span &S = Storage[C.Value];
     for (size_t K = 0; K < S.size(); ++K) {
       const uint8_t *P = C.Bytes.data() + K * plan::dtypeBytes(V.Type);
       if (V.Type == plan::DType::F32) {
@@ -89,10 +120,10 @@ Executor::Executor(const std::vector<plan::Value> &Values,
 }
 
 std::string Executor::run(const plan::Kernel &K, uint64_t Seed) {
-  auto In = [&](size_t I) -> std::vector<float> & {
+  auto In = [&](size_t I) -> Span & {
     return Storage[K.Inputs[I].Value];
   };
-  auto Out = [&](size_t I) -> std::vector<float> & {
+  auto Out = [&](size_t I) -> Span & {
     return Storage[K.Outputs[I].Value];
   };
   const std::vector<int64_t> &I = K.Ints;

@@ -88,9 +88,6 @@ uint32_t ScheduleDrawer::layerOf(const plan::Instruction &In) const {
       return layerOfTensor(P.Buckets[T.Owner].Segments.front().Tensor);
     case plan::TransferPoint::BeforeGather:
       return L.OfModule[P.FetchUnits[T.Owner].Module];
-    case plan::TransferPoint::CheckpointIn:
-    case plan::TransferPoint::CheckpointOut:
-      return P.Ops[T.Owner].Layer;
     default:
       return Layers::None;
     }

@@ -266,8 +266,6 @@ std::string checkProgramNeeds(const Layout &L) {
     if (In.Kind != plan::InstrKind::Transfer)
       continue;
     const plan::Transfer &X = P.Transfers[In.Arg];
-    bool NVMe = X.Kind == plan::TransferKind::NVMeRead ||
-                X.Kind == plan::TransferKind::NVMeWrite;
     bool Fits = true;
     switch (X.Point) {
     case plan::TransferPoint::AfterReduce:
@@ -299,10 +297,6 @@ std::string checkProgramNeeds(const Layout &L) {
                                  "being read from NVMe first");
         ReadPending = Read;
       }
-      break;
-    case plan::TransferPoint::CheckpointOut:
-    case plan::TransferPoint::CheckpointIn:
-      Fits = !NVMe;
       break;
     }
     if (!Fits)

@@ -193,20 +193,6 @@ void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
     measureEnd(S);
     return;
   }
-  case plan::TransferPoint::CheckpointOut:
-  case plan::TransferPoint::CheckpointIn: {
-    BufferView Dev = L.buffer("ckpt." + std::to_string(X.Owner));
-    BufferView Host = L.buffer("ckpt_host." + std::to_string(X.Owner));
-    if (!Dev || !Host)
-      return;
-    bool Out = X.Point == plan::TransferPoint::CheckpointOut;
-    measureBegin(S);
-    copy(Out ? at(Host) : at(Dev), Out ? at(Dev) : at(Host),
-         std::min(Dev.Bytes, Host.Bytes),
-         Out ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice, S);
-    measureEnd(S);
-    return;
-  }
   case plan::TransferPoint::BeforeStep:
     return swapIn(X, S);
   }

@@ -82,7 +82,7 @@ int testPlan(const std::string &Path, uint64_t Seed,
   std::mt19937_64 Rng(Seed);
   std::normal_distribution<float> Normal(0.0f, 0.1f);
   auto Upload = [&](size_t V) {
-    std::vector<float> &S = Host.storage(uint32_t(V));
+    dsc::reference::Span &S = Host.storage(uint32_t(V));
     std::vector<char> Bytes(S.size() * elementBytes(Type[V]));
     for (size_t I = 0; I < S.size(); ++I) {
       storeAs(Bytes.data(), I, Type[V], S[I]);
@@ -92,7 +92,7 @@ int testPlan(const std::string &Path, uint64_t Seed,
                      cudaMemcpyHostToDevice));
   };
   auto Download = [&](size_t V) {
-    std::vector<float> &S = Host.storage(uint32_t(V));
+    dsc::reference::Span &S = Host.storage(uint32_t(V));
     std::vector<char> Bytes(S.size() * elementBytes(Type[V]));
     CHECK(cudaMemcpy(Bytes.data(), Device[V], Bytes.size(),
                      cudaMemcpyDeviceToHost));
@@ -101,7 +101,7 @@ int testPlan(const std::string &Path, uint64_t Seed,
   };
   for (size_t V = 0; V < NV; ++V) {
     const plan::Value &X = P.Values[V];
-    std::vector<float> &S = Host.storage(uint32_t(V));
+    dsc::reference::Span &S = Host.storage(uint32_t(V));
     switch (X.Kind) {
     case plan::ValueKind::Param:
       for (float &F : S)
@@ -184,9 +184,9 @@ int testPlan(const std::string &Path, uint64_t Seed,
     Stats &St = ByKind[plan::enumName(K.Kind)];
     ++St.Kernels;
     for (const plan::TensorRef &R : K.Outputs) {
-      std::vector<float> Want = Host.storage(R.Value);
+      std::vector<float> Want = Host.storage(R.Value).copy();
       Download(R.Value);
-      const std::vector<float> &Got = Host.storage(R.Value);
+      const dsc::reference::Span &Got = Host.storage(R.Value);
       double Diff = 0, Norm = 0;
       for (size_t I = 0; I < Want.size(); ++I) {
         double D = double(Got[I]) - double(Want[I]);

@@ -165,7 +165,7 @@ void checkKernelsAgainstPyTorch(const std::string &Export,
   reference::Executor E(P->Values, P->Constants);
   auto Fill = [&](ValueId V, const HostTensor &T) {
     std::vector<float> F = T.floats();
-    E.storage(P->ValueOf[V]).assign(F.begin(), F.end());
+    E.storage(P->ValueOf[V]).assign(F);
   };
   Interpreter Weights(L.G); // Only to decode the export's weights.
   loadWeights(Weights, L);
@@ -186,7 +186,7 @@ void checkKernelsAgainstPyTorch(const std::string &Export,
     uint32_t V = P->ValueOf[Pi.Grad];
     ASSERT_NE(V, plan::NoIndex) << Pi.Name;
     EXPECT_EQ(P->Values[V].Kind, plan::ValueKind::ParamGrad) << Pi.Name;
-    const std::vector<float> &G = E.storage(V);
+    std::vector<float> G = E.storage(V).copy();
     HostTensor Ours = HostTensor::fromFloats(It->second.shape(),
                                              std::vector<float>(G.begin(), G.end()));
     EXPECT_TRUE(close(Ours, It->second, 1e-4)) << "gradient of " << Pi.Name;

@@ -8,6 +8,8 @@
 #include "dsc/Graph/ModelGen.h"
 #include "dsc/Graph/Parameters.h"
 #include "dsc/Graph/Shapes.h"
+#include "dsc/Plan/Planner.h"
+#include "dsc/Config/Json.h"
 
 #include "onnx/onnx_pb.h"
 
@@ -318,6 +320,34 @@ TEST(ModelGenTest, GeneratedGraphsCountLikePyTorch) {
   // The published sizes: GPT-2 small and Llama 3.2 1B.
   EXPECT_EQ(expectedParameters(*transformerPreset("gpt2-small")), 124439808u);
   EXPECT_EQ(expectedParameters(*transformerPreset("llama-1b")), 1235814400u);
+}
+
+TEST(PlanLayersTest, CheckpointingAModelWithoutLayersIsAnError) {
+  // A bigram model: an embedding and a head, no repeated block.
+  ModelBuilder B;
+  B.input("input_ids", {"batch", "sequence"}, onnx::TensorProto_DataType_INT64);
+  B.init("wte.weight", {50, 16});
+  B.init("head.weight", {16, 50});
+  B.node("Gather", {"wte.weight", "input_ids"}, {"h"}, "/wte/Gather");
+  B.node("MatMul", {"h", "head.weight"}, {"logits"}, "/head/MatMul");
+  B.output("logits");
+  llvm::Expected<Model> M = B.import();
+  ASSERT_TRUE(bool(M)) << llvm::toString(M.takeError());
+  llvm::Expected<ModelFacts> F = analyzeModel(*M, {});
+  ASSERT_TRUE(bool(F));
+  std::string Config = "{\"train_micro_batch_size_per_gpu\": 2}";
+  JsonParseResult J = parseJson(Config);
+  ConfigView View(*J.Root);
+  PlanInputs In{View, Config, *M, *F, 0};
+  PlanOptions O;
+  O.SeqLen = 8;
+  llvm::Expected<plan::Plan> Plain = buildPlan(In, O);
+  ASSERT_TRUE(bool(Plain)) << llvm::toString(Plain.takeError());
+  O.CheckpointLayers = true;
+  llvm::Expected<plan::Plan> P = buildPlan(In, O);
+  ASSERT_FALSE(bool(P));
+  EXPECT_NE(llvm::toString(P.takeError()).find("no repeated layers"),
+            std::string::npos);
 }
 
 } // namespace

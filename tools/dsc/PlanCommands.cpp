@@ -285,6 +285,18 @@ static int runPlanOrEstimate(StringRef Tool, bool WritePlan) {
   if (!Parsed.Root)
     return usage(Tool, ConfigPath + ": not a JSON object");
   ConfigView View(*Parsed.Root);
+  // DeepSpeed's activation_checkpointing section configures
+  // deepspeed.checkpointing, which HF models never call: they checkpoint
+  // through torch.utils.checkpoint, which keeps the layers' inputs on the
+  // GPU. The plan does what such a model does; say so.
+  if (View.getBool("activation_checkpointing.cpu_checkpointing")
+          .value_or(false))
+    WithColor::warning(errs(), Tool)
+        << "activation_checkpointing.cpu_checkpointing is not planned: it "
+           "applies only to code that calls deepspeed.checkpointing; a "
+           "Hugging Face model checkpoints with torch.utils.checkpoint "
+           "(--checkpoint-layers), which keeps each layer's inputs on the "
+           "GPU\n";
 
   // The model.
   if (!sys::fs::exists(ModelPath))
