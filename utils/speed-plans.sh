@@ -2,11 +2,13 @@
 # Writes the plans of the speed comparison in docs/training.md ("Speed"):
 # one model exported by runtime/bench/hf_model.py at micro batch 16 x
 # 1024 tokens, accumulation 1, bf16, AdamW 3e-4, clipping 1.0, ZeRO 1
-# and 2, planned for an H100.
+# and 2, planned for an H100; and ZeRO 1 with every layer checkpointed
+# (NAME-speed-s1-ckpt).
 #
 #   utils/speed-plans.sh DSC MODEL.onnx NAME OUTDIR [GPU]
 #
-# Writes OUTDIR/NAME-speed-s1.bin and -s2.bin, with their configs.
+# Writes OUTDIR/NAME-speed-s1.bin, -s2.bin and -s1-ckpt.bin, with their
+# configs.
 set -eu
 dsc=$1 model=$2 name=$3 out=$4 gpu=${5:-H100}
 mkdir -p "$out"
@@ -23,3 +25,7 @@ JSON
   "$dsc" plan "$cfg" "$model" --seq-len 1024 --gpu "$gpu" \
     -o "$out/$name-speed-s$stage.bin" > "$out/$name-speed-s$stage.txt"
 done
+cp "$out/$name-speed-s1.json" "$out/$name-speed-s1-ckpt.json"
+"$dsc" plan "$out/$name-speed-s1-ckpt.json" "$model" --seq-len 1024 \
+  --gpu "$gpu" --checkpoint-layers \
+  -o "$out/$name-speed-s1-ckpt.bin" > "$out/$name-speed-s1-ckpt.txt"

@@ -4,7 +4,9 @@
 # bf16, micro batch 4 x sequence SEQ, accumulation 2, AdamW with a
 # WarmupCosineLR schedule and gradient_clipping 1.0, at ZeRO 0-3, stage 2
 # with CPU optimizer offload and stage 3 with CPU parameter offload; and
-# stage 1 in fp16 with DeepSpeed's default dynamic loss scaling (s1-fp16).
+# stage 1 in fp16 with DeepSpeed's default dynamic loss scaling (s1-fp16);
+# stage 1 and 3 with every layer checkpointed (s1-ckpt, s3-ckpt: HF
+# gradient_checkpointing, dsc plan --checkpoint-layers).
 #
 #   utils/training-plans.sh DSC MODEL.onnx NAME OUTDIR [WORLD [SEQ [STEPS [LR]]]]
 #
@@ -18,13 +20,14 @@ set -eu
 dsc=$1 model=$2 name=$3 out=$4 world=${5:-1} seq=${6:-256} steps=${7:-200}
 lr=${8:-3e-4}
 mkdir -p "$out"
-for variant in s0 s1 s2 s3 s2-cpu s3-cpuparam s1-fp16; do
+for variant in s0 s1 s2 s3 s2-cpu s3-cpuparam s1-fp16 s1-ckpt s3-ckpt; do
   stage=${variant%%-*}; stage=${stage#s}
-  opt=none par=none precision='"bf16": {"enabled": true}'
+  opt=none par=none precision='"bf16": {"enabled": true}' ckpt=
   case $variant in
     *-cpu) opt=cpu ;;
     *-cpuparam) opt=cpu par=cpu ;;
     *-fp16) precision='"fp16": {"enabled": true}' ;;
+    *-ckpt) ckpt=--checkpoint-layers ;;
   esac
   cfg="$out/$name-$variant.json"
   cat > "$cfg" <<JSON
@@ -40,6 +43,6 @@ for variant in s0 s1 s2 s3 s2-cpu s3-cpuparam s1-fp16; do
    "params": {"total_num_steps": $steps, "warmup_num_steps": $((steps / 10)),
               "warmup_type": "linear", "cos_min_ratio": 0.1}}}
 JSON
-  "$dsc" plan "$cfg" "$model" --seq-len "$seq" --world-size "$world" \
+  "$dsc" plan "$cfg" "$model" --seq-len "$seq" --world-size "$world" $ckpt \
     -o "$out/$name-$variant.bin" > "$out/$name-$variant.txt"
 done

@@ -3,13 +3,17 @@
 beside.
 
     python3 runtime/bench/torch_train_speed.py --model DIR --micro 16 \
-        --seq 1024 [--steps 20] [--compile] [--json OUT.jsonl]
+        --seq 1024 [--steps 20] [--compile] [--gradient-checkpointing]
+        [--json OUT.jsonl]
 
 How people train an HF causal LM in PyTorch today: the model of DIR
 (hf_model.py) in fp32 under bf16 autocast, attention through SDPA
 (flash), fused AdamW (lr 3e-4, betas 0.9/0.95, weight decay 0.1),
 gradient clipping at 1.0, random tokens (speed does not depend on them).
-With --compile the model goes through torch.compile first. The first
+With --compile the model goes through torch.compile first; with
+--gradient-checkpointing every layer is recomputed in backward
+(transformers' gradient_checkpointing_enable, non-reentrant), the peer of
+dsc plan --checkpoint-layers. The first
 three steps warm up and are not counted.
 
 Prints one JSON line: tokens/s, ms per step, peak device memory, and
@@ -33,6 +37,7 @@ def main():
     ap.add_argument("--seq", type=int, required=True)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--gradient-checkpointing", action="store_true")
     ap.add_argument("--peak-tflops", type=float, default=989.0)
     ap.add_argument("--json")
     a = ap.parse_args()
@@ -41,6 +46,10 @@ def main():
     config = transformers.AutoConfig.from_pretrained(a.model)
     model = transformers.AutoModelForCausalLM.from_config(
         config, attn_implementation="sdpa").cuda()
+    if a.gradient_checkpointing:
+        model.gradient_checkpointing_enable(
+            gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.train()
     params = sum(p.numel() for p in model.parameters())
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95),
                             weight_decay=0.1, fused=True)
@@ -74,7 +83,8 @@ def main():
     seconds = (time.perf_counter() - start) / a.steps
     flops_per_token = 6 * params + 6 * layers * a.seq * hidden
     result = {
-        "peer": "pytorch-compile" if a.compile else "pytorch-eager",
+        "peer": ("pytorch-compile" if a.compile else "pytorch-eager") +
+                ("+gc" if a.gradient_checkpointing else ""),
         "params": params, "micro": a.micro, "seq": a.seq,
         "ms": seconds * 1e3, "tokens_per_s": tokens / seconds,
         "mfu": flops_per_token * tokens / seconds / (a.peak_tflops * 1e12),
