@@ -4,6 +4,7 @@
     python3 runtime/bench/torch_reference.py --model DIR --data TOKENS.bin \
         --ds-config ds_config.json --seq 1024 --world 2 --steps 200 \
         [--seed 1234] [--json OUT.jsonl]
+        [--val-data VAL.bin [--eval-every N] [--eval-batches K]]
 
 The same training DeepSpeed (and dsrun) does, in one process:
   - the HF model of DIR (hf_model.py), weights from its model.safetensors;
@@ -29,10 +30,16 @@ The same training DeepSpeed (and dsrun) does, in one process:
     config.
 Prints one JSON line per step: step, loss (the mean of the micro losses),
 ms, tokens/s, and with fp16 the loss scale and whether the step was
-skipped.
+skipped. With --val-data, as dsrun: after every --eval-every steps and
+the last, the model in eval mode under no_grad over the file's
+consecutive windows of seq + 1 tokens, micro batch K of rank R holding
+windows (K x world + R) x micro ...; the mean of the micro batches' losses
+as {"step", "val_loss"}.
 """
 import argparse
 import json
+
+import numpy
 import os
 import sys
 import time
@@ -102,6 +109,9 @@ def main():
     # Another attention kernel gives PyTorch's own noise floor: the same
     # training, rounded differently (docs/training.md).
     ap.add_argument("--attn", default="sdpa", choices=["sdpa", "eager"])
+    ap.add_argument("--val-data")
+    ap.add_argument("--eval-every", type=int, default=0)
+    ap.add_argument("--eval-batches", type=int, default=0)
     a = ap.parse_args()
     cfg = json.load(open(a.ds_config))
     opt_params = cfg.get("optimizer", {}).get("params", {})
@@ -134,6 +144,30 @@ def main():
     vocab = model.get_output_embeddings().weight.shape[0]
     scale = 1.0 / (accum * a.world)
     out = open(a.json, "w") if a.json else None
+    val = dsrun_data.read_tokens(a.val_data) if a.val_data else None
+
+    def evaluate(step):
+        windows = (len(val) - 1) // a.seq
+        batches = a.eval_batches or windows // (micro * a.world)
+        model.eval()
+        losses = []
+        with torch.no_grad():
+            for k in range(batches):
+                for r in range(a.world):
+                    rows = [((k * a.world + r) * micro + i) * a.seq
+                            for i in range(micro)]
+                    w = torch.from_numpy(numpy.stack(
+                        [val[s:s + a.seq + 1] for s in rows]).astype(
+                            numpy.int64)).to(dev)
+                    logits = model(input_ids=w[:, :-1]).logits.float()
+                    losses.append(torch.nn.functional.cross_entropy(
+                        logits.reshape(-1, vocab), w[:, 1:].reshape(-1)))
+        model.train()
+        line = {"step": step, "val_loss": float(torch.stack(losses).mean())}
+        print(json.dumps(line), flush=True)
+        if out:
+            out.write(json.dumps(line) + "\n")
+
     applied = 0  # Optimizer steps taken: the scheduler's count too.
     for step in range(1, a.steps + 1):
         loss_scale = scaler.scale if scaler else 1.0
@@ -188,6 +222,9 @@ def main():
         print(json.dumps(line), flush=True)
         if out:
             out.write(json.dumps(line) + "\n")
+        if val is not None and (step == a.steps or (
+                a.eval_every and step % a.eval_every == 0)):
+            evaluate(step)
     if out:
         out.close()
 

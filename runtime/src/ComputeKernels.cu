@@ -118,6 +118,8 @@ struct PointwiseArgs {
   int OutReg[4] = {};
   float Constants[MaxConstants] = {};
   uint64_t Seed = 0;
+  /// Evaluation: dropout keeps every element, unscaled.
+  bool Inference = false;
   int64_t N = 0;
 };
 
@@ -133,7 +135,8 @@ __device__ __forceinline__ void runProgram(const PointwiseArgs &A, int64_t E,
       V = A.Constants[X[2]];
     } else if (Op == PointwiseOp::Dropout) {
       float Ratio = A.Constants[X[3]];
-      V = dsc::dropoutKeeps(A.Seed, uint64_t(X[4]), uint64_t(E), Ratio)
+      V = A.Inference ? R[X[2]]
+          : dsc::dropoutKeeps(A.Seed, uint64_t(X[4]), uint64_t(E), Ratio)
               ? R[X[2]] / (1.0f - Ratio)
               : 0.0f;
     } else {
@@ -291,6 +294,7 @@ std::string pointwise(const plan::Kernel &K, const KernelOperands &Ops,
   for (size_t J = 0; J < K.Floats.size(); ++J)
     A.Constants[J] = float(K.Floats[J]);
   A.Seed = C.Seed;
+  A.Inference = C.Inference;
   A.N = numel(K.Outputs[0].Shape);
   A.Flat = true;
   for (int J = 0; J < A.NumIn; ++J)

@@ -38,6 +38,8 @@ struct KernelContext {
   uint64_t WorkspaceBytes = 0;
   /// Dropout's seed for this micro step.
   uint64_t Seed = 0;
+  /// Evaluation (the validation loss): dropout is the identity.
+  bool Inference = false;
   /// fp16 training: the device float holding the step's loss scale, which
   /// the loss gradient is multiplied by (null: 1).
   const float *LossScale = nullptr;

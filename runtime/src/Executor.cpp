@@ -692,6 +692,9 @@ int Executor::run() {
     if (!Options.SaveDir.empty() &&
         (Step == Last || (Options.SaveEvery && Step % Options.SaveEvery == 0)))
       saveCheckpoint(Step);
+    if (!Options.ValDataPath.empty() &&
+        (Step == Last || (Options.EvalEvery && Step % Options.EvalEvery == 0)))
+      evaluate(Step);
   }
   Lean = false;
   // Every rank runs the lean steps and the verification (collectives

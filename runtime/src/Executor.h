@@ -94,6 +94,11 @@ struct RunOptions {
   /// steps (0: after the last step only), and --resume's directory.
   std::string SaveDir, ResumeDir;
   uint32_t SaveEvery = 0;
+  /// Evaluation (--val-data): its token file, every how many steps (0:
+  /// after the last step only) and how many micro batches each rank
+  /// evaluates (0: every full batch of the file).
+  std::string ValDataPath;
+  uint32_t EvalEvery = 0, EvalBatches = 0;
 };
 
 /// Measured device memory, from the driver (cudaMemGetInfo): what the
@@ -285,6 +290,15 @@ private:
                    cudaStream_t S);
   /// Writes the step's tokens into its half of input_staging.
   void fillInputs(uint32_t Step);
+  /// One micro batch into Out: row R is the window starting at Starts[R].
+  void writeMicroInputs(char *Out, const TokenFile &From,
+                        const std::vector<uint64_t> &Starts) const;
+  /// Evaluation (Evaluate.cpp): opens --val-data and checks it against the
+  /// model (host only); then, at a step, the validation loss.
+  bool openValidation(uint64_t Vocab);
+  void evaluate(uint32_t Step);
+  /// Rank 0 prints the validation loss and logs it as JSON (val_loss).
+  void reportValidation(uint32_t Step, double Loss, uint64_t Tokens);
   /// After the step's last op: the micro steps' losses summed over ranks
   /// and read back.
   void readLosses(cudaStream_t S);
@@ -363,6 +377,11 @@ private:
   // Real training.
   std::optional<TokenFile> Tokens;
   std::unique_ptr<TokenSampler> Sampler;
+  /// --val-data, the micro batches each rank evaluates, and whether the
+  /// kernels now run for evaluation (no dropout).
+  std::optional<TokenFile> ValTokens;
+  uint64_t EvalBatches = 0;
+  bool Evaluating = false;
   std::optional<InitialWeights> Weights;
   ModelProgram Model;
   /// Per micro step, per input value: where its bytes go in a step's half

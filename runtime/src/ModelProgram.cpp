@@ -45,9 +45,10 @@ std::string ModelProgram::resolve(const plan::Plan &Plan,
 }
 
 std::string ModelProgram::run(uint32_t Begin, uint32_t End, uint64_t Seed,
-                              cudaStream_t S) {
+                              cudaStream_t S, bool Inference) {
   KernelContext C = Context;
   C.Seed = Seed;
+  C.Inference = Inference;
   for (uint32_t K = Begin; K < End; ++K) {
     Timed T{K, nullptr, nullptr};
     if (Profiling) {

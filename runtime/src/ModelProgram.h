@@ -26,9 +26,11 @@ public:
                       void *Workspace, uint64_t WorkspaceBytes,
                       cublasHandle_t Cublas, Matmuls *Products);
 
-  /// Launches kernels [Begin, End) on S with dropout seed Seed; returns ""
-  /// or the first kernel's reason it could not run.
-  std::string run(uint32_t Begin, uint32_t End, uint64_t Seed, cudaStream_t S);
+  /// Launches kernels [Begin, End) on S with dropout seed Seed (Inference:
+  /// without dropout); returns "" or the first kernel's reason it could
+  /// not run.
+  std::string run(uint32_t Begin, uint32_t End, uint64_t Seed, cudaStream_t S,
+                  bool Inference = false);
 
   /// fp16: the device float the loss gradient is multiplied by.
   void setLossScale(const float *DeviceScale) { Context.LossScale = DeviceScale; }

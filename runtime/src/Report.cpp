@@ -47,6 +47,22 @@ FILE *openLog(const std::string &Path, int Rank) {
 
 } // namespace
 
+void Executor::reportValidation(uint32_t Step, double Loss, uint64_t Tokens) {
+  if (Process.Rank != 0)
+    return;
+  char Line[200];
+  snprintf(Line, sizeof(Line),
+           "dsrun: step %u: validation loss %.5f (%llu tokens, no dropout)\n",
+           Step, Loss, (unsigned long long)Tokens);
+  writeLine(Line);
+  if (FILE *Log = openLog(Options.JsonLog, 0)) {
+    fprintf(Log, "{\"rank\":0,\"step\":%u,\"val_loss\":%.9g,"
+                 "\"val_tokens\":%llu}\n",
+            Step, Loss, (unsigned long long)Tokens);
+    fclose(Log);
+  }
+}
+
 void Executor::report(uint32_t Step, const StepTiming &T) {
   std::string Collectives, Json;
   for (auto &[Kind, C] : T.Collectives) {

@@ -111,6 +111,8 @@ bool Executor::openTraining() {
                 " tokens make " + std::to_string(Sampler->windows()) +
                 " samples of " + std::to_string(Seq + 1) +
                 " tokens; one step needs " + std::to_string(PerStep));
+  if (!Options.ValDataPath.empty() && !openValidation(Vocab))
+    return false;
 
   Weights = loadWeights(P, Options.InitPath, Error);
   if (!Weights)
@@ -219,35 +221,39 @@ void Executor::initWeights(void *Params, ElementType T, float *Master,
 }
 
 void Executor::fillInputs(uint32_t Step) {
-  const plan::Compute &C = P.Training;
   uint32_t B = P.Settings.MicroBatch, GAS = P.Settings.GradAccum;
   char *Half = Staging + uint64_t(Step % 2) * GAS * MicroInputBytes;
   for (uint32_t M = 0; M < GAS; ++M) {
-    char *Out = Half + M * MicroInputBytes;
     uint64_t First = ((uint64_t(Step - 1) * GAS + M) * Process.WorldSize +
                       Process.Rank) * B;
     std::vector<uint64_t> Starts(B);
     for (uint32_t Row = 0; Row < B; ++Row)
       Starts[Row] = Sampler->start(First + Row);
-    for (int Target = 0; Target < 2; ++Target)
-      for (uint32_t V : Target ? C.Targets : C.Inputs) {
-        ElementType T = ElementType(P.Values[V].Type);
-        char Kind = 'i';
-        if (!Target)
-          inputKind(P.Values[V].Name, Kind);
-        for (uint32_t Row = 0; Row < B; ++Row)
-          for (uint64_t I = 0; I < Seq; ++I) {
-            uint64_t At = Starts[Row] + I;
-            float X = Target          ? float((*Tokens)[At + 1])
-                      : Kind == 'i'   ? float((*Tokens)[At])
-                      : Kind == 'm'   ? 1.0f
-                      : Kind == 'p'   ? float(I)
-                                      : 0.0f;
-            storeAs(Out, Row * Seq + I, T, X);
-          }
-        Out += P.Values[V].Elems * elementBytes(T);
-      }
+    writeMicroInputs(Half + M * MicroInputBytes, *Tokens, Starts);
   }
+}
+
+void Executor::writeMicroInputs(char *Out, const TokenFile &From,
+                                const std::vector<uint64_t> &Starts) const {
+  const plan::Compute &C = P.Training;
+  for (int Target = 0; Target < 2; ++Target)
+    for (uint32_t V : Target ? C.Targets : C.Inputs) {
+      ElementType T = ElementType(P.Values[V].Type);
+      char Kind = 'i';
+      if (!Target)
+        inputKind(P.Values[V].Name, Kind);
+      for (uint32_t Row = 0; Row < Starts.size(); ++Row)
+        for (uint64_t I = 0; I < Seq; ++I) {
+          uint64_t At = Starts[Row] + I;
+          float X = Target          ? float(From[At + 1])
+                    : Kind == 'i'   ? float(From[At])
+                    : Kind == 'm'   ? 1.0f
+                    : Kind == 'p'   ? float(I)
+                                    : 0.0f;
+          storeAs(Out, Row * Seq + I, T, X);
+        }
+      Out += P.Values[V].Elems * elementBytes(T);
+    }
 }
 
 void Executor::runKernels(const plan::Instruction &In, bool Backward,
@@ -273,7 +279,7 @@ void Executor::runKernels(const plan::Instruction &In, bool Backward,
   // layer's recomputation draws the same.
   uint64_t Seed = mix(mix(Options.Seed ^ (uint64_t(Step) << 32)) ^
                       ((uint64_t(In.Micro) << 32) | Process.Rank));
-  std::string Problem = Model.run(R.Begin, R.End, Seed, S);
+  std::string Problem = Model.run(R.Begin, R.End, Seed, S, Evaluating);
   if (!Problem.empty())
     fatalError(Problem);
   CHECK_CUDA(cudaGetLastError());

@@ -35,6 +35,12 @@ static const char *const Usage =
     "                             the last step only)\n"
     "  --resume DIR               go on from DIR's latest checkpoint (or DIR,\n"
     "                             a global_stepN); --steps counts from step 1\n"
+    "  --val-data TOKENS.bin      the validation loss: the model's forward on\n"
+    "                             the file's consecutive windows, no dropout\n"
+    "  --eval-every N             evaluate every N steps (default: after the\n"
+    "                             last step only)\n"
+    "  --eval-batches N           micro batches each rank evaluates (default:\n"
+    "                             every full batch of the file)\n"
     "  --timed-steps K            of the --steps, the first K timed instruction\n"
     "                             by instruction (3); the rest run lean\n"
     "  --profile-step N           time each kernel of step N; print where the\n"
@@ -156,7 +162,7 @@ int main(int argc, char **argv) {
                             ? RunOptions::ComputeMode::Synthetic
                             : RunOptions::ComputeMode::None;
     } else if (A == "--data" || A == "--init" || A == "--save-weights" ||
-               A == "--save" || A == "--resume") {
+               A == "--save" || A == "--resume" || A == "--val-data") {
       if (I + 1 >= ChildArgs.size())
         return usage((A + " needs a " +
                       (A == "--save" || A == "--resume" ? "directory" : "file"))
@@ -165,11 +171,17 @@ int main(int argc, char **argv) {
        : A == "--init"         ? Options.InitPath
        : A == "--save-weights" ? Options.SaveWeightsPath
        : A == "--save"         ? Options.SaveDir
+       : A == "--val-data"     ? Options.ValDataPath
                                : Options.ResumeDir) = ChildArgs[++I];
     } else if (A == "--save-every") {
       if (!Value(1, 1000000))
         return usage("--save-every needs a positive count of steps");
       Options.SaveEvery = uint32_t(V);
+    } else if (A == "--eval-every" || A == "--eval-batches") {
+      if (!Value(1, 1000000000))
+        return usage((A + " needs a positive count").c_str());
+      (A == "--eval-every" ? Options.EvalEvery : Options.EvalBatches) =
+          uint32_t(V);
     } else if (A == "--seed") {
       if (I + 1 >= ChildArgs.size())
         return usage("--seed needs a number");
@@ -199,6 +211,8 @@ int main(int argc, char **argv) {
     return usage("no plan file");
   if (Options.SaveEvery && Options.SaveDir.empty())
     return usage("--save-every needs --save DIR");
+  if ((Options.EvalEvery || Options.EvalBatches) && Options.ValDataPath.empty())
+    return usage("--eval-every and --eval-batches need --val-data FILE");
   if (!Options.DataPath.empty()) {
     if (Options.InitPath.empty())
       return usage("--data needs --init FILE.safetensors: the model's "
@@ -224,9 +238,10 @@ int main(int argc, char **argv) {
     Options.LeanSteps = Total - Options.Steps;
   } else if (!Options.InitPath.empty() || !Options.SaveWeightsPath.empty() ||
              !Options.SaveDir.empty() || !Options.ResumeDir.empty() ||
-             Options.ProfileStep || TimedStepsGiven) {
-    return usage("--init, --save-weights, --save, --resume, --timed-steps "
-                 "and --profile-step train with --data");
+             !Options.ValDataPath.empty() || Options.ProfileStep ||
+             TimedStepsGiven) {
+    return usage("--init, --save-weights, --save, --resume, --val-data, "
+                 "--timed-steps and --profile-step train with --data");
   }
 
   if (Processes && !getenv("DSRUN_CHILD")) {
