@@ -23,21 +23,14 @@ namespace plan = dsc::plan;
 namespace dsrun {
 
 bool Executor::openValidation(uint64_t Vocab) {
-  auto Fail = [&](const std::string &Why) {
-    if (Process.Rank == 0)
-      fprintf(stderr, "dsrun: %s\n", Why.c_str());
-    return false;
-  };
+  auto Fail = [&](const std::string &Why) { return failOnRankZero(Why); };
   const std::string &Path = Options.ValDataPath;
   std::string Error;
   ValTokens = TokenFile::open(Path, Error);
   if (!ValTokens)
     return Fail(Error);
-  uint64_t Bad = ValTokens->firstAtLeast(Vocab);
-  if (Bad < ValTokens->tokens())
-    return Fail(Path + ": token " + std::to_string(Bad) + " is id " +
-                std::to_string((*ValTokens)[Bad]) +
-                ", beyond the model's vocabulary of " + std::to_string(Vocab));
+  if (std::string Beyond = ValTokens->idBeyond(Vocab); !Beyond.empty())
+    return Fail(Path + ": " + Beyond);
   uint64_t Windows = ValTokens->tokens() > Seq
                          ? (ValTokens->tokens() - 1) / Seq
                          : 0;
@@ -76,10 +69,7 @@ void Executor::evaluate(uint32_t Step) {
     for (uint32_t Row = 0; Row < B; ++Row)
       Starts[Row] = ((K * Process.WorldSize + Process.Rank) * B + Row) * Seq;
     writeMicroInputs(Half, *ValTokens, Starts);
-    CHECK_CUDA(cudaEventRecord(StepFork, Compute));
-    for (cudaStream_t S : Streams)
-      if (S != Compute)
-        CHECK_CUDA(cudaStreamWaitEvent(S, StepFork, 0));
+    forkStreams();
     for (uint32_t I = 0; I < End; ++I) {
       const plan::Instruction &In = P.Program[I];
       bool Fetch = In.Kind == plan::InstrKind::Transfer &&
@@ -92,11 +82,7 @@ void Executor::evaluate(uint32_t Step) {
         issue(I, Step);
     }
     CurrentInstruction = plan::NoIndex;
-    for (unsigned J = 0; J < plan::NumStreams; ++J)
-      if (Streams[J] != Compute) {
-        CHECK_CUDA(cudaEventRecord(Joins[J], Streams[J]));
-        CHECK_CUDA(cudaStreamWaitEvent(Compute, Joins[J], 0));
-      }
+    joinStreams();
     CHECK_CUDA(cudaMemcpyAsync(HostLosses, DeviceLosses, sizeof(float),
                                cudaMemcpyDeviceToHost, Compute));
     CHECK_CUDA(cudaEventRecord(StepEnd, Compute));

@@ -596,22 +596,31 @@ void Executor::step(uint32_t Step) {
   CHECK_CUDA(cudaMemcpyAsync(DeviceStep, HostStep, sizeof(StepValues),
                              cudaMemcpyHostToDevice, Compute));
   mark(StepBegin, Compute);
+  forkStreams();
+  for (uint32_t I = 0; I < P.Program.size(); ++I)
+    issue(I, Step);
+  CurrentInstruction = plan::NoIndex;
+  joinStreams();
+  if (real())
+    readLosses(Compute);
+  mark(StepEnd, Compute);
+}
+
+void Executor::forkStreams() {
+  cudaStream_t Compute = stream(plan::Stream::Compute);
   CHECK_CUDA(cudaEventRecord(StepFork, Compute));
   for (cudaStream_t S : Streams)
     if (S != Compute)
       CHECK_CUDA(cudaStreamWaitEvent(S, StepFork, 0));
-  for (uint32_t I = 0; I < P.Program.size(); ++I)
-    issue(I, Step);
-  CurrentInstruction = plan::NoIndex;
-  // Join every stream into the compute stream.
+}
+
+void Executor::joinStreams() {
+  cudaStream_t Compute = stream(plan::Stream::Compute);
   for (unsigned K = 0; K < plan::NumStreams; ++K)
     if (Streams[K] != Compute) {
       CHECK_CUDA(cudaEventRecord(Joins[K], Streams[K]));
       CHECK_CUDA(cudaStreamWaitEvent(Compute, Joins[K], 0));
     }
-  if (real())
-    readLosses(Compute);
-  mark(StepEnd, Compute);
 }
 
 bool Executor::waitForStep() {

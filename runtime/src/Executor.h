@@ -164,6 +164,10 @@ private:
   /// Runs the lean steps after the measured ones and reports their time.
   void runLeanSteps();
   void step(uint32_t Step);
+  /// Every other stream waits for the compute stream's work so far; then,
+  /// after the instructions, the compute stream waits for every other.
+  void forkStreams();
+  void joinStreams();
   bool waitForStep();
   /// The step's timings, once it has finished.
   StepTiming measureStep();
@@ -269,6 +273,8 @@ private:
   void gemms(const dsc::plan::Op &Op, bool Backward);
 
   // Real training (Training.cpp).
+  /// Rank 0 prints Why (every rank sees the same problem); false.
+  bool failOnRankZero(const std::string &Why) const;
   /// Opens the data and the weights and checks them against the plan
   /// (host only, before any GPU work).
   bool openTraining();

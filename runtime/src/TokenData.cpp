@@ -95,6 +95,15 @@ uint64_t TokenFile::firstAtLeast(uint64_t Limit) const {
   return Count;
 }
 
+std::string TokenFile::idBeyond(uint64_t Vocab) const {
+  uint64_t Bad = firstAtLeast(Vocab);
+  if (Bad == Count)
+    return "";
+  return "token " + std::to_string(Bad) + " is id " +
+         std::to_string((*this)[Bad]) + ", beyond the model's vocabulary of " +
+         std::to_string(Vocab);
+}
+
 namespace {
 uint64_t splitmix(uint64_t &State) {
   State += 0x9e3779b97f4a7c15ull;

@@ -55,6 +55,9 @@ public:
   }
   /// The first position holding an id >= Limit, or tokens() if none.
   uint64_t firstAtLeast(uint64_t Limit) const;
+  /// "" when every id is below Vocab; else which token is not, for an
+  /// error message about the file.
+  std::string idBeyond(uint64_t Vocab) const;
 
 private:
   void *Map = nullptr;

@@ -41,19 +41,15 @@ bool inputKind(const std::string &Name, char &Kind) {
 
 } // namespace
 
-namespace {
-bool failOnRankZero(int Rank, const std::string &Why) {
-  if (Rank == 0)
+bool Executor::failOnRankZero(const std::string &Why) const {
+  if (Process.Rank == 0)
     fprintf(stderr, "dsrun: %s\n", Why.c_str());
   return false;
 }
-} // namespace
 
 bool Executor::openTraining() {
   const plan::Compute &C = P.Training;
-  auto Fail = [&](const std::string &Why) {
-    return failOnRankZero(Process.Rank, Why);
-  };
+  auto Fail = [&](const std::string &Why) { return failOnRankZero(Why); };
   if (!C.Missing.empty())
     return Fail("the plan cannot train: " + C.Missing.front());
   if (C.Loss != "causal-lm")
@@ -99,11 +95,8 @@ bool Executor::openTraining() {
   Tokens = TokenFile::open(Options.DataPath, Error);
   if (!Tokens)
     return Fail(Error);
-  uint64_t Bad = Tokens->firstAtLeast(Vocab);
-  if (Bad < Tokens->tokens())
-    return Fail(Options.DataPath + ": token " + std::to_string(Bad) +
-                " is id " + std::to_string((*Tokens)[Bad]) +
-                ", beyond the model's vocabulary of " + std::to_string(Vocab));
+  if (std::string Beyond = Tokens->idBeyond(Vocab); !Beyond.empty())
+    return Fail(Options.DataPath + ": " + Beyond);
   Sampler = std::make_unique<TokenSampler>(Tokens->tokens(), Seq, Options.Seed);
   uint64_t PerStep = uint64_t(P.Settings.GradAccum) * Process.WorldSize * B;
   if (Sampler->windows() < PerStep)
@@ -148,9 +141,7 @@ static double densePeakFlops() {
 
 bool Executor::setUpTraining() {
   const plan::Compute &C = P.Training;
-  auto Fail = [&](const std::string &Why) {
-    return failOnRankZero(Process.Rank, Why);
-  };
+  auto Fail = [&](const std::string &Why) { return failOnRankZero(Why); };
   MicroInputBytes = 0;
   for (const std::vector<uint32_t> *Vs : {&C.Inputs, &C.Targets})
     for (uint32_t V : *Vs)

@@ -24,40 +24,7 @@ using namespace dsc::compute;
 
 namespace {
 
-/// Whether A equals B to Rel relative to ||B||. A gradient that is zero
-/// in exact arithmetic (a key projection's bias: softmax ignores a shift
-/// shared by a row) is rounding noise in both, so a floor of 1e-7 per
-/// element applies.
-::testing::AssertionResult close(const HostTensor &A, const HostTensor &B,
-                                 double Rel) {
-  std::vector<double> X = A.values(), Y = B.values();
-  if (X.size() != Y.size())
-    return ::testing::AssertionFailure() << "sizes differ";
-  double Diff = 0, Norm = 0;
-  for (size_t I = 0; I < X.size(); ++I) {
-    Diff += (X[I] - Y[I]) * (X[I] - Y[I]);
-    Norm += Y[I] * Y[I];
-  }
-  Diff = std::sqrt(Diff), Norm = std::sqrt(Norm);
-  if (Diff <= Rel * Norm + 1e-7 * std::sqrt(double(X.size())))
-    return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << "||ours - pytorch|| = " << Diff << ", ||pytorch|| = " << Norm;
-}
 
-/// HF deduplicates a tied weight under the first module's name.
-std::string hfName(const std::string &Name,
-                   const std::map<std::string, HostTensor> &Fixture) {
-  if (Fixture.count("grad." + Name))
-    return Name;
-  static const std::map<std::string, std::string> Tied = {
-      {"lm_head.weight", "transformer.wte.weight"},
-      {"cls.predictions.decoder.weight",
-       "bert.embeddings.word_embeddings.weight"},
-      {"cls.predictions.decoder.bias", "cls.predictions.bias"}};
-  auto It = Tied.find(Name);
-  return It == Tied.end() ? Name : It->second;
-}
 
 void checkAgainstPyTorch(const std::string &Export, const std::string &Model,
                          LossKind Loss, bool Fuse) {
@@ -96,12 +63,7 @@ void checkAgainstPyTorch(const std::string &Export, const std::string &Model,
   EXPECT_EQ(Checked, Want2);
 }
 
-struct Case {
-  const char *Export, *Model;
-  LossKind Loss;
-};
-
-class MatchesPyTorch : public ::testing::TestWithParam<Case> {};
+class MatchesPyTorch : public ::testing::TestWithParam<ExportCase> {};
 
 TEST_P(MatchesPyTorch, Unfused) {
   checkAgainstPyTorch(GetParam().Export, GetParam().Model, GetParam().Loss,
@@ -115,21 +77,15 @@ TEST_P(MatchesPyTorch, Fused) {
 INSTANTIATE_TEST_SUITE_P(
     Exports, MatchesPyTorch,
     ::testing::Values(
-        Case{"gpt2-train.dynamo", "gpt2-train", LossKind::CausalLM},
-        Case{"llama-train.dynamo", "llama-train", LossKind::CausalLM},
-        Case{"bert-train.dynamo", "bert-train", LossKind::MaskedLM},
-        Case{"bert-train.torchscript", "bert-train", LossKind::MaskedLM},
-        Case{"vit-train.dynamo", "vit-train",
+        ExportCase{"gpt2-train.dynamo", "gpt2-train", LossKind::CausalLM},
+        ExportCase{"llama-train.dynamo", "llama-train", LossKind::CausalLM},
+        ExportCase{"bert-train.dynamo", "bert-train", LossKind::MaskedLM},
+        ExportCase{"bert-train.torchscript", "bert-train", LossKind::MaskedLM},
+        ExportCase{"vit-train.dynamo", "vit-train",
              LossKind::SequenceClassification},
-        Case{"vit-train.torchscript", "vit-train",
+        ExportCase{"vit-train.torchscript", "vit-train",
              LossKind::SequenceClassification}),
-    [](const ::testing::TestParamInfo<Case> &I) {
-      std::string S = I.param.Export;
-      for (char &C : S)
-        if (!isalnum(C))
-          C = '_';
-      return S;
-    });
+    exportCaseName);
 
 } // namespace
 

@@ -14,6 +14,8 @@
 
 #include "gtest/gtest.h"
 
+#include <cctype>
+#include <cmath>
 #include <map>
 
 namespace dsc::compute {
@@ -114,6 +116,58 @@ inline void loadWeights(Interpreter &I, const LoweredModel &L) {
                                 StorageType::F32);
     ASSERT_TRUE(ok(I.set(P.Value, std::move(T)))) << P.Name;
   }
+}
+
+/// Whether A equals B to Rel relative to ||B||. A gradient that is zero
+/// in exact arithmetic (a key projection's bias: softmax ignores a shift
+/// shared by a row) is rounding noise in both, so a floor of 1e-7 per
+/// element applies.
+inline ::testing::AssertionResult close(const HostTensor &A,
+                                        const HostTensor &B, double Rel) {
+  std::vector<double> X = A.values(), Y = B.values();
+  if (X.size() != Y.size())
+    return ::testing::AssertionFailure() << "sizes differ";
+  double Diff = 0, Norm = 0;
+  for (size_t I = 0; I < X.size(); ++I) {
+    Diff += (X[I] - Y[I]) * (X[I] - Y[I]);
+    Norm += Y[I] * Y[I];
+  }
+  Diff = std::sqrt(Diff), Norm = std::sqrt(Norm);
+  if (Diff <= Rel * Norm + 1e-7 * std::sqrt(double(X.size())))
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "||ours - pytorch|| = " << Diff << ", ||pytorch|| = " << Norm;
+}
+
+/// The fixture's name for a parameter: HF deduplicates a tied weight
+/// under the first module's name.
+inline std::string hfName(const std::string &Name,
+                          const std::map<std::string, HostTensor> &Fixture) {
+  if (Fixture.count("grad." + Name))
+    return Name;
+  static const std::map<std::string, std::string> Tied = {
+      {"lm_head.weight", "transformer.wte.weight"},
+      {"cls.predictions.decoder.weight",
+       "bert.embeddings.word_embeddings.weight"},
+      {"cls.predictions.decoder.bias", "cls.predictions.bias"}};
+  auto It = Tied.find(Name);
+  return It == Tied.end() ? Name : It->second;
+}
+
+/// A test export and the model whose fixture it is checked against.
+struct ExportCase {
+  const char *Export, *Model;
+  LossKind Loss;
+};
+
+/// The export's name as a GoogleTest parameter name.
+inline std::string
+exportCaseName(const ::testing::TestParamInfo<ExportCase> &I) {
+  std::string S = I.param.Export;
+  for (char &C : S)
+    if (!isalnum(C))
+      C = '_';
+  return S;
 }
 
 } // namespace dsc::compute
