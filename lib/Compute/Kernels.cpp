@@ -963,7 +963,10 @@ void costKernel(plan::Kernel &K, const std::vector<plan::Value> &Values) {
 
 Expected<KernelProgram> selectKernels(const Graph &G,
                                       const KernelOptions &Options) {
-  return Selector(G, Options).run();
+  Expected<KernelProgram> P = Selector(G, Options).run();
+  if (P && Options.ElideCopies)
+    elideCopies(*P);
+  return P;
 }
 
 } // namespace dsc::compute

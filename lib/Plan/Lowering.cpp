@@ -129,6 +129,7 @@ Error Lowering::lowerProgram() {
   compute::KernelOptions KO;
   KO.Activation = P.Settings.ParamDType;
   KO.MathAttention = Options.MathAttention;
+  KO.ElideCopies = Options.ElideCopies;
   KO.TensorOf = [&](const compute::ParamInfo &Pi) {
     auto It = TensorNamed.find(Pi.Name);
     return It == TensorNamed.end() ? plan::NoIndex : It->second;

@@ -32,6 +32,7 @@ struct StepSetup {
   uint32_t Stage = 1;
   uint32_t GradAccum = 1;
   bool CheckpointLayers = false;
+  bool KeepCopies = false;
 };
 
 struct StepResult {
@@ -41,6 +42,7 @@ struct StepResult {
   /// activations live when the backward starts.
   uint32_t Recomputes = 0;
   uint64_t ActivationBytesAtBackward = 0;
+  size_t Kernels = 0;
 };
 
 /// The weights the export carries, by initializer name.
@@ -87,6 +89,7 @@ StepResult runStep(const std::string &Export,
   if (!Image)
     O.SeqLen = X.shape()[1];
   O.CheckpointLayers = S.CheckpointLayers;
+  O.ElideCopies = !S.KeepCopies;
   O.Loss = Loss;
   llvm::Expected<plan::Plan> P = buildPlan(In, O);
   if (!P) {
@@ -94,6 +97,7 @@ StepResult runStep(const std::string &Export,
     return R;
   }
   EXPECT_EQ(plan::checkPlan(*P), "");
+  R.Kernels = P->Kernels.size();
 
   // Every 4-byte value the memory plan places on the device lives in the
   // arena at its offset; parameters live where ZeRO's layout keeps them,
@@ -227,6 +231,20 @@ TEST_P(PlanProgram, CheckpointedLayersAreRecomputed) {
   EXPECT_GT(Ckpt.ActivationBytesAtBackward, 0u);
   EXPECT_LT(Ckpt.ActivationBytesAtBackward * 2,
             Plain.ActivationBytesAtBackward);
+}
+
+TEST_P(PlanProgram, ElidedCopiesGiveTheSameStep) {
+  // Attention outputs and the gradients of Q, K and V are written where
+  // their copies would have put them: fewer kernels, the same step.
+  StepResult Elided = run({}), Kept = run({1, 1, false, true});
+  expectPyTorch(Kept, Fixture);
+  expectPyTorch(Elided, Fixture);
+  // The encoders' fp32 attention runs on the math path, whose outputs
+  // stay dense; the decoders still lose copies of their own.
+  if (GetParam().Loss == LossKind::CausalLM)
+    EXPECT_LT(Elided.Kernels, Kept.Kernels);
+  else
+    EXPECT_LE(Elided.Kernels, Kept.Kernels);
 }
 
 TEST_P(PlanProgram, AccumulatedMicroStepsAtStage2) {

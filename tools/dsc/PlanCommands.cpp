@@ -108,6 +108,11 @@ static cl::opt<bool> MathAttention(
     cl::desc("Run every attention on the math path (scores stored, products "
              "by cuBLAS) instead of flash attention where it fits"),
     PLAN_SUBS, cl::cat(PlanOptionsCategory));
+static cl::opt<bool> KeepCopies(
+    "keep-copies",
+    cl::desc("Keep every layout copy instead of letting kernels write into "
+             "the copy's destination (for comparing the two)"),
+    PLAN_SUBS, cl::cat(PlanOptionsCategory));
 static cl::opt<std::string> Gpu("gpu",
                                 cl::desc("GPU figures and memory: H100, H200, "
                                          "A100-40GB, A100-80GB, L40S, ..."),
@@ -213,6 +218,7 @@ static Expected<PlanOptions> planOptions(StringRef Tool) {
   }
   O.CheckpointLayers = CheckpointLayers;
   O.MathAttention = MathAttention;
+  O.ElideCopies = !KeepCopies;
   std::optional<compute::LossKind> K = compute::lossNamed(Loss);
   if (!K)
     return createStringError(inconvertibleErrorCode(),

@@ -19,6 +19,7 @@
 #include "dsc/PlanFormat.h"
 
 #include <functional>
+#include <optional>
 
 namespace dsc::compute {
 
@@ -30,6 +31,9 @@ struct KernelOptions {
   std::function<uint32_t(const ParamInfo &)> TensorOf;
   /// Attention on the math path even where flash attention fits.
   bool MathAttention = false;
+  /// Kernels write straight into the destination of a copy whose source
+  /// exists only to be copied (elideCopies).
+  bool ElideCopies = true;
 };
 
 /// The kernel program in plan form. Kernels are in program order, each
@@ -48,6 +52,27 @@ struct KernelProgram {
 
 llvm::Expected<KernelProgram> selectKernels(const Graph &G,
                                             const KernelOptions &Options);
+
+/// Removes each plain copy whose source value is only written and read
+/// by kernels that take any view (pointwise, fill, flash attention): they
+/// address the copy's destination instead, and the source value goes.
+/// Safe where no other kernel touches the destination's copied elements
+/// while the source lives. Returns how many copies went.
+unsigned elideCopies(KernelProgram &P);
+
+/// A view V of a value of Elems elements, seen through a copy that reads
+/// the whole value once (through In) and writes it through Out: the same
+/// elements as a view of Out's value, or nullopt when strides cannot say
+/// it.
+std::optional<plan::TensorRef> viewThroughCopy(const plan::TensorRef &V,
+                                               const plan::TensorRef &In,
+                                               const plan::TensorRef &Out,
+                                               uint64_t Elems);
+
+/// Whether two views may share an element: exact for views of one value
+/// with equal strides laid out without interleaving, true (unknown) for
+/// other views of one value.
+bool mayOverlap(const plan::TensorRef &A, const plan::TensorRef &B);
 
 /// FLOPs, bytes moved and the device workspace dsrun needs for a kernel,
 /// from its kind and operands.

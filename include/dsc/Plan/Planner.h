@@ -52,6 +52,8 @@ struct PlanOptions {
   bool CheckpointLayers = false;
   /// Every attention on the math path, none as flash attention.
   bool MathAttention = false;
+  /// Kernels write into a copy's destination (compute::elideCopies).
+  bool ElideCopies = true;
   HardwareProfile Machine = defaultHardware();
   /// What the step minimizes.
   compute::LossKind Loss = compute::LossKind::CausalLM;

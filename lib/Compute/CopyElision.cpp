@@ -1,0 +1,352 @@
+//===- CopyElision.cpp - Kernels write where a copy would have put it -----===//
+//
+// Views cost no kernel, but some reach a reader only through a copy: an
+// attention output [B, H, T, D] read as [B, T, H * D] by the next product,
+// the gradients of Q, K and V concatenated into the gradient of the fused
+// QKV product. Each such copy moves the whole value through memory once
+// more (GPT-2 small: 48 copies, a fifth of its step on an H100). Where the
+// copied value exists only to be copied, the kernels that write and read
+// it can address the copy's destination instead, through views composed
+// with the copy's: the copy and the value disappear.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dsc/Compute/Kernels.h"
+
+#include "dsc/FlashAttention.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace dsc::compute {
+
+namespace {
+
+using plan::KernelKind;
+using plan::TensorRef;
+
+/// One dim of a copy: N elements, Src apart in the source, Dst apart in
+/// the destination.
+struct CopyDim {
+  int64_t N, Src, Dst;
+};
+
+/// The copy's dims from the source's innermost outwards when it reads
+/// every element of a value of Elems elements exactly once, densely from
+/// offset 0 (the source is its storage, in some order); nullopt otherwise.
+std::optional<std::vector<CopyDim>> denseCopyDims(const TensorRef &In,
+                                                  const TensorRef &Out,
+                                                  uint64_t Elems) {
+  if (In.Offset != 0 || In.Shape != Out.Shape ||
+      In.Strides.size() != In.Shape.size() ||
+      Out.Strides.size() != Out.Shape.size())
+    return std::nullopt;
+  std::vector<CopyDim> Dims;
+  for (size_t D = 0; D < In.Shape.size(); ++D)
+    if (In.Shape[D] != 1)
+      Dims.push_back({In.Shape[D], In.Strides[D], Out.Strides[D]});
+  std::sort(Dims.begin(), Dims.end(),
+            [](const CopyDim &A, const CopyDim &B) { return A.Src < B.Src; });
+  int64_t Expected = 1;
+  for (const CopyDim &D : Dims) {
+    if (D.N <= 0 || D.Src != Expected)
+      return std::nullopt;
+    Expected *= D.N;
+  }
+  if (uint64_t(Expected) != Elems)
+    return std::nullopt;
+  return Dims;
+}
+
+bool isPlainCopy(const plan::Kernel &K,
+                 const std::vector<plan::Value> &Values) {
+  // Ints: registers 1, instructions 0, stores 1, from register 0.
+  return K.Kind == KernelKind::Pointwise && K.Inputs.size() == 1 &&
+         K.Outputs.size() == 1 && K.Floats.empty() &&
+         K.Ints == std::vector<int64_t>{1, 0, 1, 0} &&
+         K.Inputs[0].Value != K.Outputs[0].Value &&
+         Values[K.Inputs[0].Value].Type == Values[K.Outputs[0].Value].Type;
+}
+
+/// Whether kernel K still runs once its operands are rewritten: kernels
+/// of any strides, and flash attention wherever its rule holds.
+bool takesAnyViews(const plan::Kernel &K,
+                   const std::vector<plan::Value> &Values) {
+  switch (K.Kind) {
+  case KernelKind::Pointwise:
+  case KernelKind::Fill:
+    return true;
+  case KernelKind::Attention:
+  case KernelKind::AttentionGrad:
+    return K.Ints.size() > 8 &&
+           K.Ints[8] == int64_t(plan::AttentionAlgorithm::Flash) &&
+           plan::flashAttentionMisfit(K, Values).empty();
+  default:
+    return false;
+  }
+}
+
+} // namespace
+
+std::optional<TensorRef> viewThroughCopy(const TensorRef &V,
+                                         const TensorRef &In,
+                                         const TensorRef &Out,
+                                         uint64_t Elems) {
+  std::optional<std::vector<CopyDim>> Dims = denseCopyDims(In, Out, Elems);
+  if (!Dims || V.Shape.size() != V.Strides.size() || V.Offset >= Elems)
+    return std::nullopt;
+  // The source offset of an element is a number whose digits (dims of the
+  // copy, innermost first) each move the destination by their own
+  // stride. A view of the source maps to one of the destination when
+  // each of its dims moves a single digit and no digit can carry.
+  std::vector<int64_t> Digit(Dims->size()), Reach(Dims->size());
+  int64_t Rest = int64_t(V.Offset);
+  for (size_t T = Dims->size(); T-- > 0;) {
+    Digit[T] = Rest / (*Dims)[T].Src;
+    Rest %= (*Dims)[T].Src;
+  }
+  TensorRef R{Out.Value, 0, V.Shape, std::vector<int64_t>(V.Shape.size(), 0)};
+  for (size_t K = 0; K < V.Shape.size(); ++K) {
+    int64_t S = V.Strides[K];
+    if (V.Shape[K] == 1 || S == 0)
+      continue;
+    if (S < 0)
+      return std::nullopt;
+    size_t T = Dims->size();
+    while (T-- > 0 && (*Dims)[T].Src > S) {
+    }
+    if (T >= Dims->size() || S % (*Dims)[T].Src)
+      return std::nullopt;
+    int64_t Times = S / (*Dims)[T].Src;
+    Reach[T] += Times * (V.Shape[K] - 1);
+    R.Strides[K] = Times * (*Dims)[T].Dst;
+  }
+  int64_t Offset = int64_t(Out.Offset);
+  for (size_t T = 0; T < Dims->size(); ++T) {
+    if (Digit[T] + Reach[T] >= (*Dims)[T].N)
+      return std::nullopt;
+    Offset += Digit[T] * (*Dims)[T].Dst;
+  }
+  if (Offset < 0)
+    return std::nullopt;
+  R.Offset = uint64_t(Offset);
+  return R;
+}
+
+namespace {
+
+/// A view's dims as (extent, stride), stride 0 and extent-1 dims dropped,
+/// innermost first, neighbours merged where the outer continues the
+/// inner: [16, 12, 1024, 64] at strides [2359296, 64, 2304, 1] becomes
+/// 768 at 1, 1024 at 2304, 16 at 2359296.
+std::vector<std::pair<int64_t, int64_t>> canonicalDims(const TensorRef &R) {
+  std::vector<std::pair<int64_t, int64_t>> Dims; // (stride, extent)
+  for (size_t K = 0; K < R.Shape.size(); ++K)
+    if (R.Shape[K] != 1 && R.Strides[K] != 0)
+      Dims.push_back({R.Strides[K], R.Shape[K]});
+  std::sort(Dims.begin(), Dims.end());
+  std::vector<std::pair<int64_t, int64_t>> Merged;
+  for (auto [Stride, N] : Dims) {
+    if (!Merged.empty() &&
+        Merged.back().first * Merged.back().second == Stride)
+      Merged.back().second *= N;
+    else
+      Merged.push_back({Stride, N});
+  }
+  return Merged;
+}
+
+} // namespace
+
+bool mayOverlap(const TensorRef &A, const TensorRef &B) {
+  if (A.Value != B.Value)
+    return false;
+  for (const TensorRef *R : {&A, &B})
+    for (size_t K = 0; K < R->Shape.size(); ++K)
+      if (R->Shape[K] == 0)
+        return false;
+      else if (K >= R->Strides.size() || R->Strides[K] < 0)
+        return true;
+  // The views meet where B.Offset - A.Offset = sum of (a_k - b_k) * s_k
+  // for indices a, b inside their extents. With the same strides, sorted
+  // descending and each beyond what the inner dims reach, each dim leaves
+  // at most two choices (floor and ceiling), tried in turn.
+  std::vector<std::pair<int64_t, int64_t>> DA = canonicalDims(A),
+                                           DB = canonicalDims(B);
+  // A dim only one side has moves it by nothing on the other.
+  std::vector<int64_t> Strides;
+  for (auto *D : {&DA, &DB})
+    for (auto [S, N] : *D)
+      Strides.push_back(S);
+  std::sort(Strides.begin(), Strides.end());
+  Strides.erase(std::unique(Strides.begin(), Strides.end()), Strides.end());
+  auto Extent = [](const std::vector<std::pair<int64_t, int64_t>> &D,
+                   int64_t S) {
+    for (auto [Stride, N] : D)
+      if (Stride == S)
+        return N;
+    return int64_t(1);
+  };
+  struct Dim {
+    int64_t Stride, Lo, Hi;
+  };
+  std::vector<Dim> Dims;
+  for (size_t K = Strides.size(); K-- > 0;)
+    Dims.push_back({Strides[K], -(Extent(DB, Strides[K]) - 1),
+                    Extent(DA, Strides[K]) - 1});
+  for (size_t K = 0; K + 1 < Dims.size(); ++K) {
+    int64_t Inner = 0;
+    for (size_t J = K + 1; J < Dims.size(); ++J)
+      Inner += Dims[J].Stride * std::max(-Dims[J].Lo, Dims[J].Hi);
+    if (Inner >= Dims[K].Stride)
+      return true; // Interleaved: no cheap answer.
+  }
+  auto Meets = [&](auto &&Self, size_t K, int64_t Delta) -> bool {
+    if (K == Dims.size())
+      return Delta == 0;
+    const Dim &D = Dims[K];
+    int64_t Floor = Delta >= 0 ? Delta / D.Stride
+                               : -((-Delta + D.Stride - 1) / D.Stride);
+    for (int64_t J : {Floor, Floor + 1})
+      if (J >= D.Lo && J <= D.Hi && Self(Self, K + 1, Delta - J * D.Stride))
+        return true;
+    return false;
+  };
+  return Meets(Meets, 0, int64_t(B.Offset) - int64_t(A.Offset));
+}
+
+unsigned elideCopies(KernelProgram &P) {
+  std::vector<bool> Gone(P.Kernels.size(), false);
+  std::vector<bool> Dropped(P.Values.size(), false);
+  unsigned Elided = 0;
+  auto Refs = [](plan::Kernel &K) {
+    std::vector<TensorRef *> All;
+    for (TensorRef &R : K.Inputs)
+      All.push_back(&R);
+    for (TensorRef &R : K.Outputs)
+      All.push_back(&R);
+    return All;
+  };
+  for (size_t C = 0; C < P.Kernels.size(); ++C) {
+    const plan::Kernel &Copy = P.Kernels[C];
+    if (!isPlainCopy(Copy, P.Values))
+      continue;
+    const TensorRef In = Copy.Inputs[0], Out = Copy.Outputs[0];
+    uint32_t X = In.Value;
+    const plan::Value &XV = P.Values[X];
+    if (XV.Kind != plan::ValueKind::Activation &&
+        XV.Kind != plan::ValueKind::Gradient)
+      continue;
+    if (P.Values[Out.Value].Kind == plan::ValueKind::Param ||
+        P.Values[Out.Value].Kind == plan::ValueKind::Input ||
+        P.Values[Out.Value].Kind == plan::ValueKind::Target ||
+        P.Values[Out.Value].Kind == plan::ValueKind::Constant)
+      continue;
+    // Every other operand on X, rewritten onto the destination.
+    std::vector<std::pair<TensorRef *, TensorRef>> Rewrites;
+    size_t First = C, Last = C;
+    bool Fits = true;
+    for (size_t K = 0; K < P.Kernels.size() && Fits; ++K) {
+      if (K == C || Gone[K])
+        continue;
+      bool Uses = false;
+      for (TensorRef *R : Refs(P.Kernels[K]))
+        if (R->Value == X) {
+          std::optional<TensorRef> New = viewThroughCopy(*R, In, Out, XV.Elems);
+          if (!New) {
+            Fits = false;
+            break;
+          }
+          Rewrites.push_back({R, *New});
+          Uses = true;
+        }
+      if (Uses) {
+        First = std::min(First, K);
+        Last = std::max(Last, K);
+      }
+    }
+    if (!Fits || Rewrites.empty())
+      continue;
+    // The destination's elements hold X from X's first write to its last
+    // use: no other kernel may write them in between (it would clobber
+    // X), nor read them before the copy did (it would see X too soon).
+    for (size_t K = First; K <= Last && Fits; ++K) {
+      if (K == C || Gone[K])
+        continue;
+      auto Meets = [&](const TensorRef &R) {
+        return R.Value == Out.Value && mayOverlap(R, Out);
+      };
+      const plan::Kernel &Other = P.Kernels[K];
+      if (std::any_of(Other.Outputs.begin(), Other.Outputs.end(), Meets) ||
+          (K < C &&
+           std::any_of(Other.Inputs.begin(), Other.Inputs.end(), Meets)))
+        Fits = false;
+    }
+    if (!Fits)
+      continue;
+    // Each rewritten kernel must still run on its new views.
+    std::vector<size_t> Touched;
+    for (size_t K = First; K <= Last; ++K)
+      if (K != C && !Gone[K])
+        for (TensorRef *R : Refs(P.Kernels[K]))
+          if (R->Value == X) {
+            Touched.push_back(K);
+            break;
+          }
+    std::vector<plan::Kernel> Saved;
+    for (size_t K : Touched)
+      Saved.push_back(P.Kernels[K]);
+    for (auto &[R, New] : Rewrites)
+      *R = New;
+    for (size_t K : Touched)
+      Fits = Fits && takesAnyViews(P.Kernels[K], P.Values);
+    if (!Fits) {
+      for (size_t I = 0; I < Touched.size(); ++I)
+        P.Kernels[Touched[I]] = std::move(Saved[I]);
+      continue;
+    }
+    Gone[C] = true;
+    Dropped[X] = true;
+    ++Elided;
+  }
+  if (!Elided)
+    return 0;
+
+  // Drop the copies and the values they copied; renumber the rest.
+  std::vector<plan::Kernel> Kernels;
+  std::vector<uint32_t> Node;
+  for (size_t K = 0; K < P.Kernels.size(); ++K)
+    if (!Gone[K]) {
+      Kernels.push_back(std::move(P.Kernels[K]));
+      Node.push_back(P.Node[K]);
+    }
+  P.Kernels = std::move(Kernels);
+  P.Node = std::move(Node);
+  std::vector<uint32_t> NewId(P.Values.size(), plan::NoIndex);
+  std::vector<plan::Value> Values;
+  for (size_t V = 0; V < P.Values.size(); ++V)
+    if (!Dropped[V]) {
+      NewId[V] = uint32_t(Values.size());
+      Values.push_back(std::move(P.Values[V]));
+    }
+  P.Values = std::move(Values);
+  auto Renumber = [&](uint32_t &V) {
+    if (V != plan::NoIndex)
+      V = NewId[V];
+  };
+  for (plan::Kernel &K : P.Kernels)
+    for (TensorRef *R : Refs(K))
+      Renumber(R->Value);
+  for (uint32_t &V : P.ValueOf)
+    Renumber(V);
+  for (plan::Constant &C : P.Constants)
+    Renumber(C.Value);
+  for (uint32_t &V : P.Training.Inputs)
+    Renumber(V);
+  for (uint32_t &V : P.Training.Targets)
+    Renumber(V);
+  Renumber(P.Training.LossValue);
+  return Elided;
+}
+
+} // namespace dsc::compute
