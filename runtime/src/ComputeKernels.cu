@@ -123,10 +123,41 @@ struct PointwiseArgs {
   int64_t N = 0;
 };
 
+/// A program's registers indexed by the program: in local memory.
+struct LocalRegisters {
+  static constexpr int Size = MaxRegisters;
+  float V[MaxRegisters];
+  __device__ __forceinline__ float get(int I) const { return V[I]; }
+  __device__ __forceinline__ void set(int I, float X) { V[I] = X; }
+};
+
+/// Registers of a short program (at most N), reached through selects on
+/// constant indices so that they stay in the thread's registers: a load
+/// stored into local memory stalls the thread until it returns, which
+/// kept one load in flight per thread and the kernels at a fifth of the
+/// memory's speed.
+template <int N> struct SelectRegisters {
+  static constexpr int Size = N;
+  float V[N];
+  __device__ __forceinline__ float get(int I) const {
+    float X = V[0];
+#pragma unroll
+    for (int K = 1; K < N; ++K)
+      X = I == K ? V[K] : X;
+    return X;
+  }
+  __device__ __forceinline__ void set(int I, float X) {
+#pragma unroll
+    for (int K = 0; K < N; ++K)
+      V[K] = I == K ? X : V[K];
+  }
+};
+
 /// Runs the program of element E over its registers R (the inputs loaded
 /// into the first ones).
+template <typename Registers>
 __device__ __forceinline__ void runProgram(const PointwiseArgs &A, int64_t E,
-                                           float *R) {
+                                           Registers &R) {
   for (int K = 0; K < A.Instructions; ++K) {
     const int16_t *X = A.Code[K];
     PointwiseOp Op = PointwiseOp(X[0]);
@@ -135,15 +166,15 @@ __device__ __forceinline__ void runProgram(const PointwiseArgs &A, int64_t E,
       V = A.Constants[X[2]];
     } else if (Op == PointwiseOp::Dropout) {
       float Ratio = A.Constants[X[3]];
-      V = A.Inference ? R[X[2]]
+      V = A.Inference ? R.get(X[2])
           : dsc::dropoutKeeps(A.Seed, uint64_t(X[4]), uint64_t(E), Ratio)
-              ? R[X[2]] / (1.0f - Ratio)
+              ? R.get(X[2]) / (1.0f - Ratio)
               : 0.0f;
     } else {
-      float Args[3] = {R[X[2]], R[X[3]], R[X[4]]};
+      float Args[3] = {R.get(X[2]), R.get(X[3]), R.get(X[4])};
       V = dsc::pointwise::apply(Op, Args);
     }
-    R[X[1]] = V;
+    R.set(X[1], V);
   }
 }
 
@@ -153,17 +184,17 @@ __device__ __forceinline__ void pointwiseElement(const PointwiseArgs &A,
                                                  int64_t E,
                                                  const int64_t *InOff,
                                                  const int64_t *OutOff) {
-  float R[MaxRegisters];
+  LocalRegisters R;
 #pragma unroll
   for (int J = 0; J < 8; ++J)
     if (J < A.NumIn)
-      R[J] = loadAs(A.In[J].Ptr, uint64_t(InOff[J]), A.In[J].Type);
+      R.V[J] = loadAs(A.In[J].Ptr, uint64_t(InOff[J]), A.In[J].Type);
   runProgram(A, E, R);
 #pragma unroll
   for (int J = 0; J < 4; ++J)
     if (J < A.NumOut)
       storeAs(A.Out[J].Ptr, uint64_t(OutOff[J]), A.Out[J].Type,
-              R[A.OutReg[J]]);
+              R.V[A.OutReg[J]]);
 }
 
 /// Whether an operand of offset (E / Div) % Period is laid out as the N
@@ -191,21 +222,19 @@ constexpr int FlatBatch = 4;
 // only at run time (an operand J, a program's register), a plain kernel
 // parameter is copied to every thread's local memory first, which made
 // these kernels 10x slower than the memory they move.
-template <typename Index>
+template <typename Index, typename Registers>
 __global__ void pointwiseFlatKernel(const __grid_constant__ PointwiseArgs A) {
   Index Stride = Index(gridDim.x) * blockDim.x * FlatBatch;
   for (Index First = Index(blockIdx.x) * blockDim.x * FlatBatch + threadIdx.x;
        First < Index(A.N); First += Stride) {
-    float R[FlatBatch][MaxRegisters];
+    Registers R[FlatBatch];
 #pragma unroll
     for (int B = 0; B < FlatBatch; ++B) {
       Index E = First + Index(B) * blockDim.x;
-      if (E >= Index(A.N))
-        break;
 #pragma unroll
-      for (int J = 0; J < 8; ++J)
-        if (J < A.NumIn)
-          R[B][J] = loadAs(
+      for (int J = 0; J < (Registers::Size < 8 ? Registers::Size : 8); ++J)
+        if (J < A.NumIn && E < Index(A.N))
+          R[B].V[J] = loadAs(
               A.In[J].Ptr,
               uint64_t(flatOffset<Index>(E, A.InDiv[J], A.InPeriod[J], A.N)),
               A.In[J].Type);
@@ -213,18 +242,28 @@ __global__ void pointwiseFlatKernel(const __grid_constant__ PointwiseArgs A) {
 #pragma unroll
     for (int B = 0; B < FlatBatch; ++B) {
       Index E = First + Index(B) * blockDim.x;
-      if (E >= Index(A.N))
-        break;
-      runProgram(A, int64_t(E), R[B]);
+      if (E < Index(A.N)) {
+        runProgram(A, int64_t(E), R[B]);
 #pragma unroll
-      for (int J = 0; J < 4; ++J)
-        if (J < A.NumOut)
-          storeAs(A.Out[J].Ptr,
-                  uint64_t(flatOffset<Index>(E, A.OutDiv[J], A.OutPeriod[J],
-                                             A.N)),
-                  A.Out[J].Type, R[B][A.OutReg[J]]);
+        for (int J = 0; J < 4; ++J)
+          if (J < A.NumOut)
+            storeAs(A.Out[J].Ptr,
+                    uint64_t(flatOffset<Index>(E, A.OutDiv[J],
+                                               A.OutPeriod[J], A.N)),
+                    A.Out[J].Type, R[B].get(A.OutReg[J]));
+      }
     }
   }
+}
+
+/// The flat kernel for a program of Regs registers, its index type
+/// chosen by the element count.
+template <typename Registers>
+void launchFlat(const PointwiseArgs &A, unsigned Blocks, cudaStream_t S) {
+  if (A.N < (int64_t(1) << 31))
+    pointwiseFlatKernel<uint32_t, Registers><<<Blocks, Threads, 0, S>>>(A);
+  else
+    pointwiseFlatKernel<uint64_t, Registers><<<Blocks, Threads, 0, S>>>(A);
 }
 
 /// Any strides: each element's offsets from its index, dim by dim.
@@ -316,12 +355,17 @@ std::string pointwise(const plan::Kernel &K, const KernelOperands &Ops,
   }
   unsigned Blocks = blocksFor(uint64_t(A.N));
   unsigned FlatBlocks = blocksFor((uint64_t(A.N) + FlatBatch - 1) / FlatBatch);
-  if (A.Flat && A.N < (int64_t(1) << 31))
-    pointwiseFlatKernel<uint32_t><<<FlatBlocks, Threads, 0, S>>>(A);
-  else if (A.Flat)
-    pointwiseFlatKernel<uint64_t><<<FlatBlocks, Threads, 0, S>>>(A);
-  else
+  // Inputs take the first registers; a program of few registers keeps
+  // them in the thread's own.
+  int64_t Registers = std::max<int64_t>(Regs, A.NumIn);
+  if (!A.Flat)
     pointwiseKernel<<<Blocks, Threads, 0, S>>>(A);
+  else if (Registers <= 4)
+    launchFlat<SelectRegisters<4>>(A, FlatBlocks, S);
+  else if (Registers <= 8)
+    launchFlat<SelectRegisters<8>>(A, FlatBlocks, S);
+  else
+    launchFlat<LocalRegisters>(A, FlatBlocks, S);
   return "";
 }
 

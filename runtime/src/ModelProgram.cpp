@@ -128,7 +128,7 @@ std::string ModelProgram::profileReport(double StepMs) {
     return ByKernel[A].Ms > ByKernel[B].Ms;
   });
   Out += "  the costliest kernels:\n";
-  for (size_t I = 0; I < std::min<size_t>(20, Order.size()); ++I)
+  for (size_t I = 0; I < std::min<size_t>(40, Order.size()); ++I)
     if (ByKernel[Order[I]].Launches)
       Row(std::to_string(Order[I]) + " " + P->Kernels[Order[I]].Name,
           ByKernel[Order[I]]);
