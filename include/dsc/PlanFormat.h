@@ -769,7 +769,21 @@ enum class GemmEpilogue : int64_t {
   None = 0,
   /// Inputs[2], a dense vector of N elements, added to every row of C.
   Bias = 1,
+  /// Bias, then GELU's tanh form: Outputs[0] = gelu(AB + bias), and
+  /// Outputs[1] (laid out as C) keeps AB + bias for the backward.
+  BiasGeluTanh = 2,
+  /// The gradient through GELU's tanh form: C = AB * gelu'(Inputs[2]),
+  /// the pre-activation the forward kept, laid out as C.
+  DGeluTanh = 3,
 };
+
+/// The inputs and outputs a gemm kernel with epilogue E has.
+inline unsigned gemmInputs(GemmEpilogue E) {
+  return E == GemmEpilogue::None ? 2 : 3;
+}
+inline unsigned gemmOutputs(GemmEpilogue E) {
+  return E == GemmEpilogue::BiasGeluTanh ? 2 : 1;
+}
 
 /// The kernel workspace a gemm kernel's cuBLASLt algorithm may use (its
 /// split-K partial sums); the algorithm is the one cuBLASLt's heuristic

@@ -277,6 +277,64 @@ private:
       return std::nullopt;
     return std::pair{I, Bias};
   }
+  /// V, or the value a chain of reshapes that are each value's only
+  /// reader makes of it (their nodes added to Chain).
+  ValueId pastReshapes(ValueId V, std::vector<uint32_t> &Chain) const {
+    while (Readers[V].size() == 1) {
+      const Node &N = G.Nodes[Readers[V][0]];
+      StringRef Op = N.Op;
+      if (!(Op == "Reshape" || Op == "Flatten" || Op == "Squeeze" ||
+            Op == "Unsqueeze") ||
+          N.Outputs.size() != 1 || N.Inputs[0] != V)
+        break;
+      Chain.push_back(Readers[V][0]);
+      V = N.Outputs[0];
+    }
+    return V;
+  }
+  /// The forward GELU (tanh form) that is the only forward reader of V
+  /// (past reshapes): its node. cuBLASLt's GELU epilogue computes that
+  /// form; the exact (erf) one stays a pointwise kernel.
+  std::optional<uint32_t> tanhGeluOf(ValueId V) const {
+    std::vector<uint32_t> Chain;
+    V = pastReshapes(V, Chain);
+    std::optional<uint32_t> Gelu;
+    for (uint32_t I : Readers[V]) {
+      const Node &N = G.Nodes[I];
+      if (N.Ph == Phase::Backward)
+        continue;
+      if (Gelu || N.Op != "Gelu" || N.A.s("approximate") != "tanh")
+        return std::nullopt;
+      Gelu = I;
+    }
+    return Gelu;
+  }
+  /// The gradient through GELU (tanh form) that is product C's only
+  /// reader (past reshapes, added to Chain), C being its dy, and whose
+  /// pre-activation is stored as dense rows of N elements: its node.
+  std::optional<uint32_t> tanhGeluGradOf(ValueId C, int64_t N,
+                                         std::vector<uint32_t> &Chain) {
+    if (GradOf[C] >= 0)
+      return std::nullopt;
+    ValueId Dy = pastReshapes(C, Chain);
+    if (Readers[Dy].size() != 1 || GradOf[Dy] >= 0)
+      return std::nullopt;
+    uint32_t I = Readers[Dy][0];
+    const Node &Grad = G.Nodes[I];
+    if (Grad.Op != "dsc.GeluGrad" || Grad.A.s("approximate") != "tanh" ||
+        Grad.Inputs.size() != 2 || Grad.Inputs[1] != Dy ||
+        Grad.Inputs[0] == Dy)
+      return std::nullopt;
+    ValueId X = Grad.Inputs[0];
+    const Loc &L = loc(X);
+    const Shape &XS = G.Values[X].Dims;
+    if (!L.valid() || L.Offset != 0 || XS.empty() || XS.back() != N ||
+        numel(XS) != numel(G.Values[C].Dims) ||
+        L.Strides != contiguousStrides(XS) ||
+        P.Values[L.Value].Type != typeOf(C) || N % 8)
+      return std::nullopt;
+    return I;
+  }
   /// Whether V is read only through transposes of its last two dims.
   bool readAllTransposed(ValueId V) const {
     size_t Rank = G.Values[V].Dims.size();
@@ -609,6 +667,13 @@ Error Selector::gemm(const Node &N) {
     // A bias added to every row (a Linear's, an addmm's) is the product's
     // epilogue, and the sum is its output: no pass over the product.
     ValueId Out = C;
+    plan::GemmEpilogue Epilogue = plan::GemmEpilogue::None;
+    // Products cuBLASLt runs whole (not split for an odd width) can also
+    // take GELU: forward, applied to the biased sum, which is kept for
+    // the backward; backward, its gradient applied to dy = the product.
+    bool Whole = Count == 1 && Nn % 8 == 0 && K % 8 == 0;
+    std::optional<uint32_t> GeluNode;
+    std::optional<plan::TensorRef> AuxIn;
     if (Count == 1)
       if (std::optional<std::pair<uint32_t, ValueId>> Add =
               biasAddOf(C, Nn)) {
@@ -621,19 +686,44 @@ Error Selector::gemm(const Node &N) {
         Kr.Name = G.Nodes[Add->first].Name + " (product and bias)";
         BiasRef = plan::TensorRef{LBias.Value, uint64_t(LBias.Offset), {Nn},
                                   {1}};
+        Epilogue = plan::GemmEpilogue::Bias;
+        if (Whole && (GeluNode = tanhGeluOf(Out))) {
+          FusedAway.insert(*GeluNode);
+          Epilogue = plan::GemmEpilogue::BiasGeluTanh;
+          Kr.Name = G.Nodes[Add->first].Name + " (product, bias and GELU)";
+        }
       }
+    std::vector<uint32_t> Reshapes;
+    if (Whole && Backward && (GeluNode = tanhGeluGradOf(C, Nn, Reshapes))) {
+      // The product's output and its reshapes are never stored.
+      const Node &Grad = G.Nodes[*GeluNode];
+      FusedAway.insert(*GeluNode);
+      FusedAway.insert(Reshapes.begin(), Reshapes.end());
+      const Loc &LX = loc(Grad.Inputs[0]);
+      AuxIn = plan::TensorRef{LX.Value, 0, {1, M, Nn}, {M * Nn, Nn, 1}};
+      Out = Grad.Outputs[0];
+      Epilogue = plan::GemmEpilogue::DGeluTanh;
+      Kr.Name = Grad.Name + " (product and GELU gradient)";
+    }
     Loc LC = own(Out, /*PadRows=*/true);
     int64_t LdC = LC.Strides[LC.Strides.size() - 2];
     Kr.Inputs = {RA, RB};
     if (BiasRef)
       Kr.Inputs.push_back(*BiasRef);
+    if (AuxIn)
+      Kr.Inputs.push_back(*AuxIn);
     Kr.Outputs = {
         plan::TensorRef{LC.Value, 0, {Count, M, Nn}, {M * LdC, LdC, 1}}};
+    if (Epilogue == plan::GemmEpilogue::BiasGeluTanh) {
+      // GELU's output first (what the next product reads), then the sum.
+      Loc LG = own(G.Nodes[*GeluNode].Outputs[0]);
+      Kr.Outputs.insert(Kr.Outputs.begin(),
+                        plan::TensorRef{LG.Value, 0, {Count, M, Nn},
+                                        {M * LdC, LdC, 1}});
+    }
     Kr.Ints = {M,      Nn,     K,   Count,           MA->Trans,
                MB->Trans, MA->Ld, MB->Ld, LdC, MA->BatchStride,
-               MB->BatchStride, M * LdC,
-               int64_t(BiasRef ? plan::GemmEpilogue::Bias
-                               : plan::GemmEpilogue::None)};
+               MB->BatchStride, M * LdC, int64_t(Epilogue)};
   }
   Kr.Floats = {1.0, 0.0};
   for (plan::Kernel &Part : splitUnaligned(std::move(Kr)))

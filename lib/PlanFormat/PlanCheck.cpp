@@ -24,8 +24,8 @@ struct KernelShape {
 
 KernelShape shapeOf(KernelKind K) {
   switch (K) {
-  case KernelKind::Gemm:
-    return {2, 3, 1, 13, 2};
+  case KernelKind::Gemm: // Outputs checked with the epilogue.
+    return {2, 3, 0, 13, 2};
   case KernelKind::Pointwise:
     return {0, 8, 1, -1, -1};
   case KernelKind::Reduce:
@@ -165,7 +165,8 @@ std::string checkCompute(const Plan &P) {
       return bad("the op of kernel", I);
     KernelShape Sh = shapeOf(K.Kind);
     if (K.Inputs.size() < Sh.MinIn || K.Inputs.size() > Sh.MaxIn ||
-        (K.Kind != KernelKind::Pointwise && K.Outputs.size() != Sh.Outputs) ||
+        (K.Kind != KernelKind::Pointwise && K.Kind != KernelKind::Gemm &&
+         K.Outputs.size() != Sh.Outputs) ||
         (K.Kind == KernelKind::Pointwise &&
          (K.Outputs.empty() || K.Outputs.size() > 4)) ||
         (Sh.Ints >= 0 && K.Ints.size() != size_t(Sh.Ints)) ||
@@ -186,11 +187,26 @@ std::string checkCompute(const Plan &P) {
                  " asks for flash attention with " + E;
     }
     if (K.Kind == KernelKind::Gemm) {
-      bool Bias = K.Ints[12] == int64_t(GemmEpilogue::Bias);
-      if ((!Bias && K.Ints[12] != int64_t(GemmEpilogue::None)) ||
-          Bias != (K.Inputs.size() == 3) ||
+      // The bias is a dense [N] vector; GELU's pre-activation (kept by
+      // the forward, read by the backward) is laid out as C.
+      auto E = GemmEpilogue(K.Ints[12]);
+      bool Known = K.Ints[12] >= 0 && K.Ints[12] <= 3;
+      bool Bias = E == GemmEpilogue::Bias || E == GemmEpilogue::BiasGeluTanh;
+      const TensorRef *Aux =
+          !Known ? nullptr
+          : E == GemmEpilogue::BiasGeluTanh && K.Outputs.size() == 2
+              ? &K.Outputs[1]
+          : E == GemmEpilogue::DGeluTanh && K.Inputs.size() == 3
+              ? &K.Inputs[2]
+              : nullptr;
+      if (!Known || K.Inputs.size() != gemmInputs(E) ||
+          K.Outputs.size() != gemmOutputs(E) ||
           (Bias && (K.Inputs[2].Shape != std::vector<int64_t>{K.Ints[1]} ||
-                    K.Inputs[2].Strides != std::vector<int64_t>{1})))
+                    K.Inputs[2].Strides != std::vector<int64_t>{1})) ||
+          ((E == GemmEpilogue::BiasGeluTanh || E == GemmEpilogue::DGeluTanh) &&
+           (!Aux || Aux->Shape != K.Outputs[0].Shape ||
+            Aux->Strides != K.Outputs[0].Strides || K.Ints[3] != 1 ||
+            K.Ints[8] % 8 != 0 || K.Floats[1] != 0)))
         return "kernel " + std::to_string(I) +
                " has a GEMM epilogue that does not match its inputs";
     }

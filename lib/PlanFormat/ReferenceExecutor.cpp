@@ -1,6 +1,7 @@
 //===- ReferenceExecutor.cpp ----------------------------------------------===//
 
 #include "dsc/ReferenceExecutor.h"
+#include "dsc/Pointwise.h"
 #include "dsc/ReferenceKernels.h"
 
 #include <algorithm>
@@ -136,8 +137,17 @@ std::string Executor::run(const plan::Kernel &K, uint64_t Seed) {
     const float *A = In(0).data() + K.Inputs[0].Offset;
     const float *B = In(1).data() + K.Inputs[1].Offset;
     float *C = Out(0).data() + K.Outputs[0].Offset;
-    const float *Bias =
-        K.Inputs.size() > 2 ? In(2).data() + K.Inputs[2].Offset : nullptr;
+    auto Epilogue = plan::GemmEpilogue(I[12]);
+    bool Gelu = Epilogue == plan::GemmEpilogue::BiasGeluTanh,
+         DGelu = Epilogue == plan::GemmEpilogue::DGeluTanh;
+    const float *Bias = K.Inputs.size() > 2 && !DGelu
+                            ? In(2).data() + K.Inputs[2].Offset
+                            : nullptr;
+    // GELU's pre-activation, laid out as C: written by the forward's
+    // epilogue, read by the backward's.
+    float *Aux = Gelu    ? Out(1).data() + K.Outputs[1].Offset
+                 : DGelu ? In(2).data() + K.Inputs[2].Offset
+                         : nullptr;
     double Alpha = K.Floats[0], Beta = K.Floats[1];
     for (int64_t Bt = 0; Bt < Batch; ++Bt)
       for (int64_t R = 0; R < M; ++R)
@@ -147,8 +157,16 @@ std::string Executor::run(const plan::Kernel &K, uint64_t Seed) {
             Sum += double(TA ? A[Bt * SA + L * LdA + R] : A[Bt * SA + R * LdA + L]) *
                    double(TB ? B[Bt * SB + Col * LdB + L] : B[Bt * SB + L * LdB + Col]);
           float &Dst = C[Bt * SC + R * LdC + Col];
-          Dst = float(Alpha * Sum + (Beta != 0 ? Beta * Dst : 0.0) +
-                      (Bias ? Bias[Col] : 0.0f));
+          double V = Alpha * Sum + (Beta != 0 ? Beta * Dst : 0.0) +
+                     (Bias ? Bias[Col] : 0.0f);
+          if (Gelu) {
+            Aux[Bt * SC + R * LdC + Col] =
+                convert(V, Values[K.Outputs[1].Value].Type);
+            V = pointwise::geluTanh(V);
+          } else if (DGelu) {
+            V *= pointwise::geluTanhGrad(double(Aux[Bt * SC + R * LdC + Col]));
+          }
+          Dst = float(V);
         }
     return "";
   }

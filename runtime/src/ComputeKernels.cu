@@ -1172,14 +1172,24 @@ std::string crossEntropy(const plan::Kernel &K, const KernelOperands &Ops,
 
 std::string matmul(const plan::Kernel &K, const KernelOperands &Ops,
                    const KernelContext &C, cudaStream_t S) {
-  bool Bias = K.Ints[12] == int64_t(plan::GemmEpilogue::Bias);
-  if (Ops.InType[0] != Ops.OutType[0] || Ops.InType[1] != Ops.OutType[0] ||
-      (Bias && Ops.InType[2] != Ops.OutType[0]))
-    return "a GEMM of operands of different element types";
+  auto E = plan::GemmEpilogue(K.Ints[12]);
+  bool Bias = E == plan::GemmEpilogue::Bias ||
+              E == plan::GemmEpilogue::BiasGeluTanh;
+  // GELU's pre-activation: the forward's second output, the backward's
+  // third input.
+  void *Aux = E == plan::GemmEpilogue::BiasGeluTanh ? Ops.Out[1]
+              : E == plan::GemmEpilogue::DGeluTanh  ? Ops.In[2]
+                                                    : nullptr;
+  for (size_t I = 0; I < Ops.InType.size(); ++I)
+    if (Ops.InType[I] != Ops.OutType[0])
+      return "a GEMM of operands of different element types";
+  for (ElementType T : Ops.OutType)
+    if (T != Ops.OutType[0])
+      return "a GEMM of operands of different element types";
   if (!C.Products)
     return "no cuBLASLt handle for the products";
   return C.Products->run(K, Ops.In[0], Ops.In[1], Bias ? Ops.In[2] : nullptr,
-                         Ops.Out[0], Ops.OutType[0], C.Workspace,
+                         Aux, Ops.Out[0], Ops.OutType[0], C.Workspace,
                          std::min(C.WorkspaceBytes, plan::GemmWorkspaceBytes),
                          S);
 }

@@ -60,8 +60,7 @@ std::string Matmuls::init() {
 // each described as stored (a row-major R x C matrix is a column-major
 // C x R one) and transposed by the kernel's flags.
 std::string Matmuls::prepare(const plan::Kernel &K, ElementType T,
-                             bool HasBias, uint64_t WorkspaceBytes,
-                             Product &P) {
+                             uint64_t WorkspaceBytes, Product &P) {
   const std::vector<int64_t> &I = K.Ints;
   int64_t M = I[0], N = I[1], Kd = I[2], Batch = I[3];
   bool TransA = I[4] != 0, TransB = I[5] != 0;
@@ -73,10 +72,26 @@ std::string Matmuls::prepare(const plan::Kernel &K, ElementType T,
                                         &OpA, sizeof(OpA)));
   TRY_LT(cublasLtMatmulDescSetAttribute(P.Desc, CUBLASLT_MATMUL_DESC_TRANSB,
                                         &OpB, sizeof(OpB)));
-  if (HasBias) {
-    cublasLtEpilogue_t E = CUBLASLT_EPILOGUE_BIAS;
+  // cuBLASLt's GELU is the tanh form; its aux matrix (the biased sum) is
+  // laid out as C.
+  auto Epilogue = plan::GemmEpilogue(I[12]);
+  if (Epilogue != plan::GemmEpilogue::None) {
+    cublasLtEpilogue_t E =
+        Epilogue == plan::GemmEpilogue::Bias           ? CUBLASLT_EPILOGUE_BIAS
+        : Epilogue == plan::GemmEpilogue::BiasGeluTanh ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+                                                       : CUBLASLT_EPILOGUE_DGELU;
     TRY_LT(cublasLtMatmulDescSetAttribute(
         P.Desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &E, sizeof(E)));
+  }
+  if (Epilogue == plan::GemmEpilogue::BiasGeluTanh ||
+      Epilogue == plan::GemmEpilogue::DGeluTanh) {
+    int64_t AuxLd = I[8];
+    int32_t AuxType = int32_t(D);
+    TRY_LT(cublasLtMatmulDescSetAttribute(
+        P.Desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &AuxLd, sizeof(AuxLd)));
+    TRY_LT(cublasLtMatmulDescSetAttribute(
+        P.Desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &AuxType,
+        sizeof(AuxType)));
   }
   if (std::string E = layout(P.A, D, TransB ? Kd : N, TransB ? N : Kd, I[7],
                              Batch, I[10]);
@@ -106,19 +121,18 @@ std::string Matmuls::prepare(const plan::Kernel &K, ElementType T,
 }
 
 std::string Matmuls::run(const plan::Kernel &K, const void *A, const void *B,
-                         const void *Bias, void *C, ElementType T,
+                         const void *Bias, void *Aux, void *C, ElementType T,
                          void *Workspace, uint64_t WorkspaceBytes,
                          cudaStream_t S) {
   if (!Handle)
     return "cuBLASLt is not initialized";
   std::vector<int64_t> Key = K.Ints;
   Key.push_back(int64_t(T));
-  Key.push_back(Bias != nullptr);
   Key.push_back(int64_t(WorkspaceBytes));
   auto [It, New] = Products.try_emplace(Key);
   Product &P = It->second;
   if (New)
-    if (std::string E = prepare(K, T, Bias != nullptr, WorkspaceBytes, P);
+    if (std::string E = prepare(K, T, WorkspaceBytes, P);
         !E.empty()) {
       destroy(P);
       Products.erase(It);
@@ -127,6 +141,9 @@ std::string Matmuls::run(const plan::Kernel &K, const void *A, const void *B,
   if (Bias)
     TRY_LT(cublasLtMatmulDescSetAttribute(
         P.Desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &Bias, sizeof(Bias)));
+  if (Aux)
+    TRY_LT(cublasLtMatmulDescSetAttribute(
+        P.Desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &Aux, sizeof(Aux)));
   float Alpha = float(K.Floats[0]), Beta = float(K.Floats[1]);
   // cuBLASLt's A is our B (see prepare).
   TRY_LT(cublasLtMatmul(Handle, P.Desc, &Alpha, B, P.A, A, P.B, &Beta, C, P.C,

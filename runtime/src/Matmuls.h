@@ -5,8 +5,10 @@
 // and its layouts, made once, and the algorithm cuBLASLt's heuristic puts
 // first for it and the plan's kernel workspace. Always the first: picking
 // by timing would let run-to-run noise pick another algorithm, whose
-// rounding differs, and runs must repeat bit for bit. The bias epilogue
-// adds a Linear's bias to the product's rows as it is stored.
+// rounding differs, and runs must repeat bit for bit. The epilogues add a
+// Linear's bias to the product's rows as it is stored, then apply GELU
+// (tanh form) keeping the biased sum, or multiply by GELU's gradient at a
+// kept sum (plan::GemmEpilogue).
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,13 +44,14 @@ public:
   /// Creates the cuBLASLt handle.
   std::string init();
 
-  /// Runs gemm kernel K: C = alpha op(A) op(B) + beta C (+ Bias per
-  /// column with the bias epilogue), operands of element type T, with the
-  /// kernel workspace (the plan reserves plan::GemmWorkspaceBytes).
-  /// Returns "" or why it could not run.
+  /// Runs gemm kernel K: C = alpha op(A) op(B) + beta C, with its
+  /// epilogue: Bias per column, GELU keeping the biased sum in Aux, or
+  /// GELU's gradient at Aux; operands of element type T, with the kernel
+  /// workspace (the plan reserves plan::GemmWorkspaceBytes). Returns ""
+  /// or why it could not run.
   std::string run(const dsc::plan::Kernel &K, const void *A, const void *B,
-                  const void *Bias, void *C, ElementType T, void *Workspace,
-                  uint64_t WorkspaceBytes, cudaStream_t S);
+                  const void *Bias, void *Aux, void *C, ElementType T,
+                  void *Workspace, uint64_t WorkspaceBytes, cudaStream_t S);
 
 private:
   struct Product {
@@ -58,7 +61,7 @@ private:
   };
   static void destroy(Product &P);
   std::string prepare(const dsc::plan::Kernel &K, ElementType T,
-                      bool HasBias, uint64_t WorkspaceBytes, Product &P);
+                      uint64_t WorkspaceBytes, Product &P);
 
   cublasLtHandle_t Handle = nullptr;
   std::map<std::vector<int64_t>, Product> Products;
