@@ -775,14 +775,25 @@ enum class GemmEpilogue : int64_t {
   /// The gradient through GELU's tanh form: C = AB * gelu'(Inputs[2]),
   /// the pre-activation the forward kept, laid out as C.
   DGeluTanh = 3,
+  /// A bias gradient with a weight gradient: Outputs[1], a dense vector of
+  /// M elements, sums op(A) over K (each of its M rows).
+  BiasGradA = 4,
+  /// The same for op(B): N elements, each column of op(B) summed over K.
+  BiasGradB = 5,
 };
 
 /// The inputs and outputs a gemm kernel with epilogue E has.
 inline unsigned gemmInputs(GemmEpilogue E) {
-  return E == GemmEpilogue::None ? 2 : 3;
+  return E == GemmEpilogue::None || E == GemmEpilogue::BiasGradA ||
+                 E == GemmEpilogue::BiasGradB
+             ? 2
+             : 3;
 }
 inline unsigned gemmOutputs(GemmEpilogue E) {
-  return E == GemmEpilogue::BiasGeluTanh ? 2 : 1;
+  return E == GemmEpilogue::None || E == GemmEpilogue::Bias ||
+                 E == GemmEpilogue::DGeluTanh
+             ? 1
+             : 2;
 }
 
 /// The kernel workspace a gemm kernel's cuBLASLt algorithm may use (its

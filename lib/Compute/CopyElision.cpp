@@ -68,8 +68,8 @@ bool isPlainCopy(const plan::Kernel &K,
          Values[K.Inputs[0].Value].Type == Values[K.Outputs[0].Value].Type;
 }
 
-/// Whether kernel K still runs once its operands are rewritten: kernels
-/// of any strides, and flash attention wherever its rule holds.
+/// Whether kernel K still runs on any views of its operands: kernels of
+/// any strides, and flash attention wherever its rule holds.
 bool takesAnyViews(const plan::Kernel &K,
                    const std::vector<plan::Value> &Values) {
   switch (K.Kind) {
@@ -296,10 +296,20 @@ unsigned elideCopies(KernelProgram &P) {
     std::vector<plan::Kernel> Saved;
     for (size_t K : Touched)
       Saved.push_back(P.Kernels[K]);
-    for (auto &[R, New] : Rewrites)
+    // Any kernel runs where only its operands' base moved (same shape and
+    // strides, 16-byte aligned): a product writing a bias gradient
+    // straight into the parameter's gradient.
+    std::vector<bool> Moved(P.Kernels.size(), true);
+    for (auto &[R, New] : Rewrites) {
+      for (size_t K : Touched)
+        for (TensorRef *Ref : Refs(P.Kernels[K]))
+          if (Ref == R && (New.Shape != R->Shape || New.Strides != R->Strides ||
+                           New.Offset % 8 != 0))
+            Moved[K] = false;
       *R = New;
+    }
     for (size_t K : Touched)
-      Fits = Fits && takesAnyViews(P.Kernels[K], P.Values);
+      Fits = Fits && (Moved[K] || takesAnyViews(P.Kernels[K], P.Values));
     if (!Fits) {
       for (size_t I = 0; I < Touched.size(); ++I)
         P.Kernels[Touched[I]] = std::move(Saved[I]);

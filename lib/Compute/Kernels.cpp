@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <set>
 
 using namespace llvm;
@@ -377,6 +378,10 @@ private:
     return true;
   }
 
+  Error select(uint32_t Node);
+  /// Pairs each bias gradient (a ReduceSum over dy's rows) with the later
+  /// weight-gradient product whose epilogue can compute it.
+  void findBiasGradients();
   Error view(const Node &N);
   Error kernel(const Node &N);
   Error gemm(const Node &N);
@@ -398,6 +403,14 @@ private:
   std::vector<std::vector<uint32_t>> Readers;
   /// Nodes another kernel computes (a bias add in a product's epilogue).
   std::set<uint32_t> FusedAway;
+  /// Weight-gradient products and the bias gradient each may compute:
+  /// the ReduceSum's node, and whether dy is the product's B (else dy^T
+  /// is its A).
+  struct BiasGrad {
+    uint32_t Reduce;
+    bool DyIsB;
+  };
+  std::map<uint32_t, BiasGrad> BiasGradFor;
   std::set<ValueId> GradClaimed;
   uint32_t CurrentNode = 0;
   bool Backward = false;
@@ -602,6 +615,7 @@ std::optional<MatrixLayout> matrixLayout(const Shape &S, const Shape &Strides,
 }
 
 Error Selector::gemm(const Node &N) {
+  uint32_t Self = CurrentNode;
   ValueId A = N.Inputs[0], B = N.Inputs[1], C = N.Outputs[0];
   Shape SA = G.Values[A].Dims, SB = G.Values[B].Dims, SC = G.Values[C].Dims;
   if (SA.size() < 2 || SB.size() < 2)
@@ -651,7 +665,8 @@ Error Selector::gemm(const Node &N) {
                      {MA->BatchStride, MA->Ld, 1}},
       RB{LB.Value, uint64_t(LB.Offset), {Count, RowsB, ColsB},
          {MB->BatchStride, MB->Ld, 1}};
-  if (Count == 1 && GradOf[C] < 0 && readAllTransposed(C)) {
+  bool Flipped = Count == 1 && GradOf[C] < 0 && readAllTransposed(C);
+  if (Flipped) {
     // Every reader reads the product transposed (a weight's gradient
     // X^T dY, which autodiff transposes into the weight's layout): compute
     // C^T = op(B)^T op(A)^T, so the readers see dense rows and the output
@@ -726,6 +741,24 @@ Error Selector::gemm(const Node &N) {
                MB->BatchStride, M * LdC, int64_t(Epilogue)};
   }
   Kr.Floats = {1.0, 0.0};
+  // The bias gradient beside a weight gradient, summed by cuBLASLt from
+  // the operand dy while the product reads it.
+  if (auto It = BiasGradFor.find(Self); It != BiasGradFor.end()) {
+    const Node &R = G.Nodes[It->second.Reduce];
+    ValueId Sum = R.Outputs[0];
+    bool OfA = It->second.DyIsB == Flipped;
+    int64_t Len = Kr.Ints[OfA ? 0 : 1];
+    if (Kr.Ints[3] == 1 && Kr.Ints[12] == int64_t(plan::GemmEpilogue::None) &&
+        Kr.Ints[1] % 8 == 0 && Kr.Ints[2] % 8 == 0 &&
+        numel(G.Values[Sum].Dims) == Len && typeOf(Sum) == typeOf(C)) {
+      Loc LS = own(Sum);
+      Kr.Outputs.push_back(plan::TensorRef{LS.Value, 0, {Len}, {1}});
+      Kr.Ints[12] = int64_t(OfA ? plan::GemmEpilogue::BiasGradA
+                                : plan::GemmEpilogue::BiasGradB);
+      Kr.Name += " (and bias gradient)";
+      FusedAway.insert(It->second.Reduce);
+    }
+  }
   for (plan::Kernel &Part : splitUnaligned(std::move(Kr)))
     emit(std::move(Part));
   return Error::success();
@@ -901,6 +934,69 @@ Error Selector::kernel(const Node &N) {
   return Error::success();
 }
 
+Error Selector::select(uint32_t I) {
+  const Node &N = G.Nodes[I];
+  CurrentNode = I;
+  Backward = N.Ph == Phase::Backward;
+  for (ValueId V : N.Inputs)
+    if (V != NoValue && !Locs[V].valid() &&
+        G.Values[V].Kind != ValueKind::Constant)
+      return G.nodeError(N, "reads '" + G.Values[V].Name +
+                                "', which has no storage");
+  return (N.Def->Flags & ViewOp) ? view(N) : kernel(N);
+}
+
+void Selector::findBiasGradients() {
+  // A backward ReduceSum of dy over all but its last dim, and a later
+  // product reading dy's rows (dy, or a reshape of it to [rows, N]) as B,
+  // or their transpose as A: the weight gradient X^T dy or dy^T X.
+  for (uint32_t R = 0; R < G.Nodes.size(); ++R) {
+    const Node &N = G.Nodes[R];
+    if (N.Dead || N.Ph != Phase::Backward || N.Op != "ReduceSum" ||
+        N.Inputs.size() != 1 || N.Outputs.size() != 1)
+      continue;
+    ValueId Dy = N.Inputs[0];
+    const Shape &S = G.Values[Dy].Dims;
+    std::vector<int64_t> Leading;
+    for (int64_t D = 0; D + 1 < int64_t(S.size()); ++D)
+      Leading.push_back(D);
+    if (S.size() < 2 ||
+        N.A.ints("axes").value_or(std::vector<int64_t>()) != Leading)
+      continue;
+    Shape Rows = {numel(S) / S.back(), S.back()};
+    std::vector<ValueId> AsRows, AsColumns;
+    if (S == Rows)
+      AsRows.push_back(Dy);
+    for (uint32_t I : Readers[Dy]) {
+      const Node &V = G.Nodes[I];
+      if (V.Op == "Reshape" && V.Outputs.size() == 1 &&
+          G.Values[V.Outputs[0]].Dims == Rows)
+        AsRows.push_back(V.Outputs[0]);
+    }
+    for (ValueId V : AsRows)
+      for (uint32_t I : Readers[V])
+        if (G.Nodes[I].Op == "Transpose" && G.Nodes[I].Outputs.size() == 1)
+          AsColumns.push_back(G.Nodes[I].Outputs[0]);
+    auto Pair = [&](ValueId V, unsigned Input) {
+      for (uint32_t Mm : Readers[V]) {
+        const Node &M = G.Nodes[Mm];
+        if (Mm > R && !M.Dead && M.Op == "MatMul" &&
+            M.Ph == Phase::Backward && M.Inputs.size() == 2 &&
+            M.Inputs[Input] == V && !BiasGradFor.count(Mm)) {
+          BiasGradFor[Mm] = {R, Input == 1};
+          return true;
+        }
+      }
+      return false;
+    };
+    bool Found = false;
+    for (ValueId V : AsRows)
+      Found = Found || Pair(V, 1);
+    for (ValueId V : AsColumns)
+      Found = Found || Pair(V, 0);
+  }
+}
+
 Expected<KernelProgram> Selector::run() {
   // Storage the runtime fills: parameters, inputs, targets, constants.
   for (const ParamInfo &Pi : G.Params) {
@@ -921,20 +1017,47 @@ Expected<KernelProgram> Selector::run() {
       (Kind == plan::ValueKind::Input ? P.Training.Inputs : P.Training.Targets)
           .push_back(Id);
     }
+  findBiasGradients();
+  // A bias gradient waits for the weight gradient whose product computes
+  // it, and so do the nodes reading it (its reshape, the copy into the
+  // parameter's gradient).
+  std::map<uint32_t, std::vector<uint32_t>> Pending;
+  std::map<ValueId, uint32_t> WaitsFor;
+  auto flush = [&](uint32_t Product) -> Error {
+    std::vector<uint32_t> Nodes = std::move(Pending[Product]);
+    Pending[Product].clear();
+    for (uint32_t J : Nodes)
+      if (!FusedAway.count(J))
+        if (Error E = select(J))
+          return E;
+    return Error::success();
+  };
   for (uint32_t I = 0; I < G.Nodes.size(); ++I) {
     const Node &N = G.Nodes[I];
     if (N.Dead || FusedAway.count(I))
       continue;
-    CurrentNode = I;
-    Backward = N.Ph == Phase::Backward;
+    std::optional<uint32_t> Product;
+    for (auto &[Mm, BG] : BiasGradFor)
+      if (BG.Reduce == I)
+        Product = Mm;
     for (ValueId V : N.Inputs)
-      if (V != NoValue && !Locs[V].valid() &&
-          G.Values[V].Kind != ValueKind::Constant)
-        return G.nodeError(N, "reads '" + G.Values[V].Name +
-                                  "', which has no storage");
-    if (Error E = (N.Def->Flags & ViewOp) ? view(N) : kernel(N))
+      if (auto It = WaitsFor.find(V); !Product && It != WaitsFor.end())
+        Product = It->second;
+    if (Product) {
+      Pending[*Product].push_back(I);
+      for (ValueId V : N.Outputs)
+        WaitsFor[V] = *Product;
+      continue;
+    }
+    if (Error E = select(I))
+      return E;
+    if (Error E = flush(I))
       return E;
   }
+  // Pending nodes whose product never came (none in a well-formed graph).
+  for (auto &[Product, Nodes] : Pending)
+    if (Error E = flush(Product))
+      return E;
   if (G.Loss != NoValue)
     P.Training.LossValue = P.ValueOf[G.Loss];
   if (ConstantError)

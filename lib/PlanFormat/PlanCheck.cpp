@@ -190,7 +190,9 @@ std::string checkCompute(const Plan &P) {
       // The bias is a dense [N] vector; GELU's pre-activation (kept by
       // the forward, read by the backward) is laid out as C.
       auto E = GemmEpilogue(K.Ints[12]);
-      bool Known = K.Ints[12] >= 0 && K.Ints[12] <= 3;
+      bool Known = K.Ints[12] >= 0 && K.Ints[12] <= 5;
+      bool BiasGrad =
+          E == GemmEpilogue::BiasGradA || E == GemmEpilogue::BiasGradB;
       bool Bias = E == GemmEpilogue::Bias || E == GemmEpilogue::BiasGeluTanh;
       const TensorRef *Aux =
           !Known ? nullptr
@@ -206,7 +208,13 @@ std::string checkCompute(const Plan &P) {
           ((E == GemmEpilogue::BiasGeluTanh || E == GemmEpilogue::DGeluTanh) &&
            (!Aux || Aux->Shape != K.Outputs[0].Shape ||
             Aux->Strides != K.Outputs[0].Strides || K.Ints[3] != 1 ||
-            K.Ints[8] % 8 != 0 || K.Floats[1] != 0)))
+            K.Ints[8] % 8 != 0 || K.Floats[1] != 0)) ||
+          (BiasGrad &&
+           (K.Outputs[1].Strides != std::vector<int64_t>{1} ||
+            K.Outputs[1].Shape !=
+                std::vector<int64_t>{
+                    K.Ints[E == GemmEpilogue::BiasGradA ? 0 : 1]} ||
+            K.Ints[3] != 1 || K.Floats[1] != 0)))
         return "kernel " + std::to_string(I) +
                " has a GEMM epilogue that does not match its inputs";
     }

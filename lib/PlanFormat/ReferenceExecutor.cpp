@@ -168,6 +168,20 @@ std::string Executor::run(const plan::Kernel &K, uint64_t Seed) {
           }
           Dst = float(V);
         }
+    // A bias gradient: op(A) summed over K for each of its M rows, or
+    // op(B) for each of its N columns.
+    if (Epilogue == plan::GemmEpilogue::BiasGradA ||
+        Epilogue == plan::GemmEpilogue::BiasGradB) {
+      bool OfA = Epilogue == plan::GemmEpilogue::BiasGradA;
+      float *G = Out(1).data() + K.Outputs[1].Offset;
+      for (int64_t J = 0; J < (OfA ? M : N); ++J) {
+        double Sum = 0;
+        for (int64_t L = 0; L < Kd; ++L)
+          Sum += OfA ? double(TA ? A[L * LdA + J] : A[J * LdA + L])
+                     : double(TB ? B[J * LdB + L] : B[L * LdB + J]);
+        G[J] = convert(Sum, Values[K.Outputs[1].Value].Type);
+      }
+    }
     return "";
   }
   case KernelKind::Pointwise: {

@@ -1170,11 +1170,27 @@ std::string crossEntropy(const plan::Kernel &K, const KernelOperands &Ops,
   return "";
 }
 
+/// A bias gradient cuBLASLt's epilogue could not give: element J of
+/// Out sums row J of op(A) (OfA) or column J of op(B) over K, in order.
+__global__ void operandSumsKernel(const void *X, ElementType T, bool OfA,
+                                  bool Trans, int64_t Ld, int64_t Len,
+                                  int64_t K, void *Out) {
+  for (int64_t J = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; J < Len;
+       J += int64_t(gridDim.x) * blockDim.x) {
+    float Sum = 0;
+    for (int64_t L = 0; L < K; ++L)
+      Sum += loadAs(X, uint64_t(OfA == Trans ? L * Ld + J : J * Ld + L), T);
+    storeAs(Out, uint64_t(J), T, Sum);
+  }
+}
+
 std::string matmul(const plan::Kernel &K, const KernelOperands &Ops,
                    const KernelContext &C, cudaStream_t S) {
   auto E = plan::GemmEpilogue(K.Ints[12]);
   bool Bias = E == plan::GemmEpilogue::Bias ||
               E == plan::GemmEpilogue::BiasGeluTanh;
+  bool BiasGrad = E == plan::GemmEpilogue::BiasGradA ||
+                  E == plan::GemmEpilogue::BiasGradB;
   // GELU's pre-activation: the forward's second output, the backward's
   // third input.
   void *Aux = E == plan::GemmEpilogue::BiasGeluTanh ? Ops.Out[1]
@@ -1188,10 +1204,23 @@ std::string matmul(const plan::Kernel &K, const KernelOperands &Ops,
       return "a GEMM of operands of different element types";
   if (!C.Products)
     return "no cuBLASLt handle for the products";
-  return C.Products->run(K, Ops.In[0], Ops.In[1], Bias ? Ops.In[2] : nullptr,
-                         Aux, Ops.Out[0], Ops.OutType[0], C.Workspace,
-                         std::min(C.WorkspaceBytes, plan::GemmWorkspaceBytes),
-                         S);
+  bool Separate = false;
+  const void *BiasPtr = Bias ? Ops.In[2] : BiasGrad ? Ops.Out[1] : nullptr;
+  if (std::string Problem = C.Products->run(
+          K, Ops.In[0], Ops.In[1], BiasPtr, Aux, Ops.Out[0], Ops.OutType[0],
+          C.Workspace, std::min(C.WorkspaceBytes, plan::GemmWorkspaceBytes), S,
+          Separate);
+      !Problem.empty())
+    return Problem;
+  if (BiasGrad && Separate) {
+    const std::vector<int64_t> &I = K.Ints;
+    bool OfA = E == plan::GemmEpilogue::BiasGradA;
+    int64_t Len = OfA ? I[0] : I[1];
+    operandSumsKernel<<<blocksFor(uint64_t(Len)), Threads, 0, S>>>(
+        Ops.In[OfA ? 0 : 1], Ops.InType[OfA ? 0 : 1], OfA, I[OfA ? 4 : 5] != 0,
+        I[OfA ? 6 : 7], Len, I[2], Ops.Out[1]);
+  }
+  return "";
 }
 
 } // namespace

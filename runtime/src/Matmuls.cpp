@@ -2,6 +2,8 @@
 
 #include "Matmuls.h"
 
+#include <cstdio>
+
 namespace plan = dsc::plan;
 
 namespace dsrun {
@@ -79,9 +81,19 @@ std::string Matmuls::prepare(const plan::Kernel &K, ElementType T,
     cublasLtEpilogue_t E =
         Epilogue == plan::GemmEpilogue::Bias           ? CUBLASLT_EPILOGUE_BIAS
         : Epilogue == plan::GemmEpilogue::BiasGeluTanh ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
-                                                       : CUBLASLT_EPILOGUE_DGELU;
+        : Epilogue == plan::GemmEpilogue::DGeluTanh    ? CUBLASLT_EPILOGUE_DGELU
+        // cuBLASLt's A is our B and its B our A (see above).
+        : Epilogue == plan::GemmEpilogue::BiasGradA ? CUBLASLT_EPILOGUE_BGRADB
+                                                    : CUBLASLT_EPILOGUE_BGRADA;
     TRY_LT(cublasLtMatmulDescSetAttribute(
         P.Desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &E, sizeof(E)));
+  }
+  if (Epilogue != plan::GemmEpilogue::None &&
+      Epilogue != plan::GemmEpilogue::DGeluTanh) {
+    int32_t BiasType = int32_t(D);
+    TRY_LT(cublasLtMatmulDescSetAttribute(
+        P.Desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &BiasType,
+        sizeof(BiasType)));
   }
   if (Epilogue == plan::GemmEpilogue::BiasGeluTanh ||
       Epilogue == plan::GemmEpilogue::DGeluTanh) {
@@ -123,7 +135,7 @@ std::string Matmuls::prepare(const plan::Kernel &K, ElementType T,
 std::string Matmuls::run(const plan::Kernel &K, const void *A, const void *B,
                          const void *Bias, void *Aux, void *C, ElementType T,
                          void *Workspace, uint64_t WorkspaceBytes,
-                         cudaStream_t S) {
+                         cudaStream_t S, bool &SeparateBiasGrad) {
   if (!Handle)
     return "cuBLASLt is not initialized";
   std::vector<int64_t> Key = K.Ints;
@@ -132,12 +144,30 @@ std::string Matmuls::run(const plan::Kernel &K, const void *A, const void *B,
   auto [It, New] = Products.try_emplace(Key);
   Product &P = It->second;
   if (New)
-    if (std::string E = prepare(K, T, WorkspaceBytes, P);
-        !E.empty()) {
+    if (std::string E = prepare(K, T, WorkspaceBytes, P); !E.empty()) {
       destroy(P);
-      Products.erase(It);
-      return E;
+      P = Product();
+      auto Epilogue = plan::GemmEpilogue(K.Ints[12]);
+      bool BiasGrad = Epilogue == plan::GemmEpilogue::BiasGradA ||
+                      Epilogue == plan::GemmEpilogue::BiasGradB;
+      plan::Kernel Plain = K;
+      Plain.Ints[12] = int64_t(plan::GemmEpilogue::None);
+      std::string Again =
+          BiasGrad ? prepare(Plain, T, WorkspaceBytes, P) : E;
+      if (!Again.empty()) {
+        destroy(P);
+        Products.erase(It);
+        return E;
+      }
+      P.SeparateBiasGrad = true;
+      fprintf(stderr,
+              "dsrun: note: cuBLASLt has no bias-gradient epilogue for '%s' "
+              "(%s); a column sum computes it after the product\n",
+              K.Name.c_str(), E.c_str());
     }
+  SeparateBiasGrad = P.SeparateBiasGrad;
+  if (SeparateBiasGrad)
+    Bias = nullptr;
   if (Bias)
     TRY_LT(cublasLtMatmulDescSetAttribute(
         P.Desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &Bias, sizeof(Bias)));

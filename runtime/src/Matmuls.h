@@ -49,15 +49,22 @@ public:
   /// GELU's gradient at Aux; operands of element type T, with the kernel
   /// workspace (the plan reserves plan::GemmWorkspaceBytes). Returns ""
   /// or why it could not run.
+  /// With a bias-gradient epilogue, Bias is where the gradient goes; where
+  /// cuBLASLt has no algorithm for that epilogue the product runs without
+  /// it (said once on stderr) and SeparateBiasGrad is set: the caller sums
+  /// the operand itself.
   std::string run(const dsc::plan::Kernel &K, const void *A, const void *B,
                   const void *Bias, void *Aux, void *C, ElementType T,
-                  void *Workspace, uint64_t WorkspaceBytes, cudaStream_t S);
+                  void *Workspace, uint64_t WorkspaceBytes, cudaStream_t S,
+                  bool &SeparateBiasGrad);
 
 private:
   struct Product {
     cublasLtMatmulDesc_t Desc = nullptr;
     cublasLtMatrixLayout_t A = nullptr, B = nullptr, C = nullptr;
     cublasLtMatmulAlgo_t Algo{};
+    /// The product runs without its bias-gradient epilogue.
+    bool SeparateBiasGrad = false;
   };
   static void destroy(Product &P);
   std::string prepare(const dsc::plan::Kernel &K, ElementType T,
