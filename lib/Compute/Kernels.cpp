@@ -1143,10 +1143,10 @@ void costKernel(plan::Kernel &K, const std::vector<plan::Value> &Values) {
     break;
   }
   case KernelKind::GatherGrad:
-    // A radix sort of (index, position) pairs, double-buffered, and the
-    // sort's own scratch.
+    // A radix sort of (index, position) pairs, double-buffered, the runs
+    // of equal ids (id, offset, length), and cub's own scratch.
     K.Flops = 4 * Elems(K.Outputs[0]);
-    K.WorkspaceBytes = uint64_t(I[4]) * 32 + (1 << 20);
+    K.WorkspaceBytes = uint64_t(I[4]) * 40 + (1 << 20);
     break;
   case KernelKind::CrossEntropyGrad:
     // The count of rows that are not ignored, which scales the gradient.

@@ -972,21 +972,28 @@ __global__ void iotaKeysKernel(const void *Idx, ElementType IT, int64_t Dim,
   }
 }
 
-/// Rows of the table: each run of equal sorted ids sums its positions'
-/// gradients in position order.
-__global__ void sortedScatterKernel(const int32_t *Keys, const int32_t *Positions,
-                                    const void *Dout, ElementType DT, void *Dx,
-                                    ElementType XT, int64_t Dim, int64_t Inner,
-                                    int64_t Count) {
-  int64_t N = Count * Inner;
+/// Rows of the table: run R of equal sorted ids (its id Unique[R], its
+/// positions Sorted[Offset[R] .. + Length[R]]) sums their gradients in
+/// position order. The bounds are known before the loop, so a long run
+/// (a common token: hundreds of positions) has its loads in flight
+/// together; testing each next id as the loop went made it one load at a
+/// time.
+__global__ void runScatterKernel(const int32_t *Unique, const int32_t *Offset,
+                                 const int32_t *Length, const int32_t *Runs,
+                                 const int32_t *Positions, const void *Dout,
+                                 ElementType DT, void *Dx, ElementType XT,
+                                 int64_t Dim, int64_t Inner) {
+  int64_t N = int64_t(*Runs) * Inner;
   for (int64_t E = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; E < N;
        E += int64_t(gridDim.x) * blockDim.x) {
-    int64_t J = E / Inner, I = E % Inner;
-    int32_t Key = Keys[J];
-    if ((J > 0 && Keys[J - 1] == Key) || Key < 0 || Key >= Dim)
+    int64_t Run = E / Inner, I = E % Inner;
+    int32_t Key = Unique[Run];
+    if (Key < 0 || Key >= Dim)
       continue;
+    int64_t Begin = Offset[Run], End = Begin + Length[Run];
     float Sum = 0;
-    for (int64_t R = J; R < Count && Keys[R] == Key; ++R)
+#pragma unroll 8
+    for (int64_t R = Begin; R < End; ++R)
       Sum += loadAs(Dout, uint64_t(Positions[R]) * Inner + I, DT);
     storeAs(Dx, uint64_t(Key) * Inner + I, XT, Sum);
   }
@@ -1013,12 +1020,25 @@ __global__ void gatherGradDirectKernel(const void *Idx, ElementType IT,
   }
 }
 
-uint64_t sortBytes(int64_t Count) {
-  size_t Temp = 0;
-  cub::DeviceRadixSort::SortPairs(nullptr, Temp, (int32_t *)nullptr,
+/// Scratch of cub's sort, run-length encoding and scan for Count ids.
+size_t cubTempBytes(int64_t Count) {
+  size_t Sort = 0, Encode = 0, Scan = 0;
+  cub::DeviceRadixSort::SortPairs(nullptr, Sort, (int32_t *)nullptr,
                                   (int32_t *)nullptr, (int32_t *)nullptr,
                                   (int32_t *)nullptr, int(Count));
-  return uint64_t(Count) * 16 + Temp + 256;
+  cub::DeviceRunLengthEncode::Encode(nullptr, Encode, (int32_t *)nullptr,
+                                     (int32_t *)nullptr, (int32_t *)nullptr,
+                                     (int32_t *)nullptr, int(Count));
+  cub::DeviceScan::ExclusiveSum(nullptr, Scan, (int32_t *)nullptr,
+                                (int32_t *)nullptr, int(Count));
+  return std::max({Sort, Encode, Scan});
+}
+
+/// Keys and positions, unsorted and sorted, each run's id, offset and
+/// length, the run count, and cub's scratch, 256-byte aligned (dsc's
+/// planner reserves 40 bytes per id and a MiB).
+uint64_t sortBytes(int64_t Count) {
+  return uint64_t(Count) * 28 + 16 + cubTempBytes(Count) + 256;
 }
 
 std::string gather(const plan::Kernel &K, const KernelOperands &Ops,
@@ -1049,9 +1069,13 @@ std::string gather(const plan::Kernel &K, const KernelOperands &Ops,
   char *W = static_cast<char *>(C.Workspace);
   int32_t *KeysIn = reinterpret_cast<int32_t *>(W);
   int32_t *KeysOut = KeysIn + Count, *PosIn = KeysOut + Count,
-          *PosOut = PosIn + Count;
-  void *Temp = PosOut + Count;
-  size_t TempBytes = Need - uint64_t(Count) * 16;
+          *PosOut = PosIn + Count, *Unique = PosOut + Count,
+          *Length = Unique + Count, *Offset = Length + Count,
+          *Runs = Offset + Count;
+  // cub's scratch starts 256-byte aligned.
+  void *Temp = reinterpret_cast<void *>(
+      (reinterpret_cast<uintptr_t>(Runs + 4) + 255) / 256 * 256);
+  size_t TempBytes = cubTempBytes(Count);
   cudaMemsetAsync(Ops.Out[0], 0,
                   uint64_t(Dim * Inner) * elementBytes(Ops.OutType[0]), S);
   if (!Count)
@@ -1060,11 +1084,16 @@ std::string gather(const plan::Kernel &K, const KernelOperands &Ops,
       Ops.In[0], Ops.InType[0], Dim, KeysIn, PosIn, Count);
   if (cub::DeviceRadixSort::SortPairs(Temp, TempBytes, KeysIn, KeysOut, PosIn,
                                       PosOut, int(Count), 0, 32,
-                                      S) != cudaSuccess)
+                                      S) != cudaSuccess ||
+      cub::DeviceRunLengthEncode::Encode(Temp, TempBytes, KeysOut, Unique,
+                                         Length, Runs, int(Count),
+                                         S) != cudaSuccess ||
+      cub::DeviceScan::ExclusiveSum(Temp, TempBytes, Length, Offset,
+                                    int(Count), S) != cudaSuccess)
     return "sorting the token ids of an embedding's gradient failed";
-  sortedScatterKernel<<<blocksFor(uint64_t(Count * Inner)), Threads, 0, S>>>(
-      KeysOut, PosOut, Ops.In[1], Ops.InType[1], Ops.Out[0], Ops.OutType[0],
-      Dim, Inner, Count);
+  runScatterKernel<<<blocksFor(uint64_t(Count * Inner)), Threads, 0, S>>>(
+      Unique, Offset, Length, Runs, PosOut, Ops.In[1], Ops.InType[1],
+      Ops.Out[0], Ops.OutType[0], Dim, Inner);
   return "";
 }
 
@@ -1074,19 +1103,114 @@ std::string gather(const plan::Kernel &K, const KernelOperands &Ops,
 
 // Logits rows are Ld apart (padded to a multiple of 8 where the plan made
 // them so), the gradient's LdD.
+/// Eight elements from element I of Base (I a multiple of 8, Base 16-byte
+/// aligned): one 16-byte load for 16-bit types, two for fp32.
+__device__ __forceinline__ void load8(const void *Base, uint64_t I,
+                                      ElementType T, float *Out) {
+  if (T == ElementType::F32) {
+    const float4 *P = reinterpret_cast<const float4 *>(
+        static_cast<const float *>(Base) + I);
+    float4 A = P[0], B = P[1];
+    Out[0] = A.x, Out[1] = A.y, Out[2] = A.z, Out[3] = A.w;
+    Out[4] = B.x, Out[5] = B.y, Out[6] = B.z, Out[7] = B.w;
+    return;
+  }
+  uint4 V = *reinterpret_cast<const uint4 *>(
+      static_cast<const uint16_t *>(Base) + I);
+  uint32_t W[4] = {V.x, V.y, V.z, V.w};
+#pragma unroll
+  for (int K = 0; K < 8; ++K) {
+    uint16_t H = uint16_t(W[K / 2] >> (16 * (K % 2)));
+    Out[K] = T == ElementType::BF16 ? fromBF16(H) : fromFP16(H);
+  }
+}
+
+/// Eight elements to element I of Base, as load8 reads them.
+__device__ __forceinline__ void store8(void *Base, uint64_t I, ElementType T,
+                                       const float *In) {
+  if (T == ElementType::F32) {
+    float4 *P = reinterpret_cast<float4 *>(static_cast<float *>(Base) + I);
+    P[0] = make_float4(In[0], In[1], In[2], In[3]);
+    P[1] = make_float4(In[4], In[5], In[6], In[7]);
+    return;
+  }
+  uint32_t W[4];
+#pragma unroll
+  for (int K = 0; K < 4; ++K) {
+    uint16_t Lo = T == ElementType::BF16 ? toBF16(In[2 * K]) : toFP16(In[2 * K]);
+    uint16_t Hi =
+        T == ElementType::BF16 ? toBF16(In[2 * K + 1]) : toFP16(In[2 * K + 1]);
+    W[K] = uint32_t(Lo) | uint32_t(Hi) << 16;
+  }
+  *reinterpret_cast<uint4 *>(static_cast<uint16_t *>(Base) + I) =
+      make_uint4(W[0], W[1], W[2], W[3]);
+}
+
+/// Whether rows Ld elements apart from P can be read 8 at a time.
+bool rowsOf8(const void *P, ElementType T, int64_t Ld) {
+  return Ld % 8 == 0 && reinterpret_cast<uintptr_t>(P) % 16 == 0 &&
+         (T == ElementType::F32 || T == ElementType::BF16 ||
+          T == ElementType::F16);
+}
+
+/// A running log-sum-exp (max M, sum S of exp(x - M)) and more elements.
+__device__ __forceinline__ void addToLse(float &M, float &S, const float *X,
+                                         int N) {
+  float Top = M;
+  for (int K = 0; K < N; ++K)
+    Top = fmaxf(Top, X[K]);
+  if (Top == -INFINITY)
+    return;
+  S *= expf(M - Top);
+  for (int K = 0; K < N; ++K)
+    S += expf(X[K] - Top);
+  M = Top;
+}
+__device__ __forceinline__ void mergeLse(float &M, float &S, float M2,
+                                         float S2) {
+  float Top = fmaxf(M, M2);
+  if (Top == -INFINITY)
+    return;
+  S = S * expf(M - Top) + S2 * expf(M2 - Top);
+  M = Top;
+}
+
+/// Each row's log-sum-exp in one pass over the logits (an online max and
+/// sum per thread, merged over the block), 8 elements per load where the
+/// rows allow: the vocabulary's row is read once, not twice.
 __global__ void lseKernel(const void *X, ElementType XT, float *Lse,
-                          int64_t V, int64_t Ld) {
+                          int64_t V, int64_t Ld, bool Vec) {
   uint64_t Row = uint64_t(blockIdx.x) * uint64_t(Ld);
-  float Max = -INFINITY;
-  for (int64_t C = threadIdx.x; C < V; C += blockDim.x)
-    Max = fmaxf(Max, loadAs(X, Row + C, XT));
-  Max = blockReduce(Max, true);
-  float Sum = 0;
-  for (int64_t C = threadIdx.x; C < V; C += blockDim.x)
-    Sum += expf(loadAs(X, Row + C, XT) - Max);
-  Sum = blockReduce(Sum, false);
-  if (threadIdx.x == 0)
-    Lse[blockIdx.x] = Max + logf(Sum);
+  float M = -INFINITY, S = 0;
+  int64_t Scalar = 0;
+  if (Vec) {
+    Scalar = V / 8 * 8;
+    for (int64_t C = threadIdx.x * 8; C < Scalar; C += blockDim.x * 8) {
+      float Y[8];
+      load8(X, Row + C, XT, Y);
+      addToLse(M, S, Y, 8);
+    }
+  }
+  for (int64_t C = Scalar + threadIdx.x; C < V; C += blockDim.x) {
+    float Y = loadAs(X, Row + C, XT);
+    addToLse(M, S, &Y, 1);
+  }
+  for (int O = 16; O > 0; O /= 2) {
+    float M2 = __shfl_xor_sync(0xffffffffu, M, O),
+          S2 = __shfl_xor_sync(0xffffffffu, S, O);
+    mergeLse(M, S, M2, S2);
+  }
+  __shared__ float Ms[32], Ss[32];
+  int Lane = threadIdx.x % 32, Warp = threadIdx.x / 32;
+  if (Lane == 0)
+    Ms[Warp] = M, Ss[Warp] = S;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float Mt = -INFINITY, St = 0;
+    for (int W = 0; W < int(blockDim.x + 31) / 32; ++W)
+      mergeLse(Mt, St, Ms[W], Ss[W]);
+    Lse[blockIdx.x] = Mt + logf(St);
+  }
 }
 
 /// One block: the mean loss over the rows whose target counts.
@@ -1124,7 +1248,7 @@ __global__ void crossEntropyGradKernel(const void *X, ElementType XT,
                                        const float *Count,
                                        const float *LossScale, void *D,
                                        ElementType DT, int64_t V, int64_t Ld,
-                                       int64_t LdD, int64_t Ignore) {
+                                       int64_t LdD, int64_t Ignore, bool Vec) {
   int64_t R = blockIdx.x;
   uint64_t Row = uint64_t(R * Ld), RowD = uint64_t(R * LdD);
   int64_t Tg = loadIndex(T, uint64_t(R), TT);
@@ -1132,8 +1256,21 @@ __global__ void crossEntropyGradKernel(const void *X, ElementType XT,
   float Scale = Counts ? *Dloss / *Count : 0.0f;
   if (LossScale)
     Scale *= *LossScale;
-  for (int64_t C = threadIdx.x; C < V; C += blockDim.x) {
-    float G = Counts ? (expf(loadAs(X, Row + C, XT) - Lse[R]) - float(C == Tg)) *
+  float L = Lse[R];
+  int64_t Scalar = 0;
+  if (Vec) {
+    Scalar = V / 8 * 8;
+    for (int64_t C = threadIdx.x * 8; C < Scalar; C += blockDim.x * 8) {
+      float Y[8];
+      load8(X, Row + C, XT, Y);
+#pragma unroll
+      for (int K = 0; K < 8; ++K)
+        Y[K] = Counts ? (expf(Y[K] - L) - float(C + K == Tg)) * Scale : 0.0f;
+      store8(D, RowD + C, DT, Y);
+    }
+  }
+  for (int64_t C = Scalar + threadIdx.x; C < V; C += blockDim.x) {
+    float G = Counts ? (expf(loadAs(X, Row + C, XT) - L) - float(C == Tg)) *
                            Scale
                      : 0.0f;
     storeAs(D, RowD + C, DT, G);
@@ -1148,8 +1285,9 @@ std::string crossEntropy(const plan::Kernel &K, const KernelOperands &Ops,
     return "";
   if (K.Kind == KernelKind::CrossEntropy) {
     float *Lse = static_cast<float *>(Ops.Out[1]);
-    lseKernel<<<unsigned(Rows), Threads, 0, S>>>(Ops.In[0], Ops.InType[0],
-                                                 Lse, V, Ld);
+    lseKernel<<<unsigned(Rows), Threads, 0, S>>>(
+        Ops.In[0], Ops.InType[0], Lse, V, Ld,
+        rowsOf8(Ops.In[0], Ops.InType[0], Ld));
     lossKernel<<<1, 1024, 0, S>>>(Ops.In[0], Ops.InType[0], Ops.In[1],
                                   Ops.InType[1], Lse,
                                   static_cast<float *>(Ops.Out[0]), Rows, V,
@@ -1159,14 +1297,17 @@ std::string crossEntropy(const plan::Kernel &K, const KernelOperands &Ops,
   if (C.WorkspaceBytes < sizeof(float))
     return "the cross entropy's gradient needs 4 bytes of workspace";
   float *Count = static_cast<float *>(C.Workspace);
+  int64_t LdD = plan::rowStride(K.Outputs[0].Shape, K.Outputs[0].Strides);
   countTargetsKernel<<<1, 1024, 0, S>>>(Ops.In[1], Ops.InType[1], Rows, Ignore,
                                         Count);
   crossEntropyGradKernel<<<unsigned(Rows), Threads, 0, S>>>(
       Ops.In[0], Ops.InType[0], Ops.In[1], Ops.InType[1],
       static_cast<const float *>(Ops.In[2]),
       static_cast<const float *>(Ops.In[3]), Count, C.LossScale, Ops.Out[0],
-      Ops.OutType[0], V, Ld,
-      plan::rowStride(K.Outputs[0].Shape, K.Outputs[0].Strides), Ignore);
+      Ops.OutType[0], V, Ld, LdD, Ignore,
+      rowsOf8(Ops.In[0], Ops.InType[0], Ld) &&
+          rowsOf8(Ops.Out[0], Ops.OutType[0], LdD) &&
+          Ops.InType[0] == Ops.OutType[0]);
   return "";
 }
 
