@@ -215,6 +215,51 @@ bool mayOverlap(const TensorRef &A, const TensorRef &B) {
   return Meets(Meets, 0, int64_t(B.Offset) - int64_t(A.Offset));
 }
 
+void dropKernelsAndValues(KernelProgram &P, const std::vector<bool> &Gone,
+                          const std::vector<bool> &Dropped) {
+  auto Refs = [](plan::Kernel &K) {
+    std::vector<TensorRef *> All;
+    for (TensorRef &R : K.Inputs)
+      All.push_back(&R);
+    for (TensorRef &R : K.Outputs)
+      All.push_back(&R);
+    return All;
+  };
+  std::vector<plan::Kernel> Kernels;
+  std::vector<uint32_t> Node;
+  for (size_t K = 0; K < P.Kernels.size(); ++K)
+    if (!Gone[K]) {
+      Kernels.push_back(std::move(P.Kernels[K]));
+      Node.push_back(P.Node[K]);
+    }
+  P.Kernels = std::move(Kernels);
+  P.Node = std::move(Node);
+  std::vector<uint32_t> NewId(P.Values.size(), plan::NoIndex);
+  std::vector<plan::Value> Values;
+  for (size_t V = 0; V < P.Values.size(); ++V)
+    if (!Dropped[V]) {
+      NewId[V] = uint32_t(Values.size());
+      Values.push_back(std::move(P.Values[V]));
+    }
+  P.Values = std::move(Values);
+  auto Renumber = [&](uint32_t &V) {
+    if (V != plan::NoIndex)
+      V = NewId[V];
+  };
+  for (plan::Kernel &K : P.Kernels)
+    for (TensorRef *R : Refs(K))
+      Renumber(R->Value);
+  for (uint32_t &V : P.ValueOf)
+    Renumber(V);
+  for (plan::Constant &C : P.Constants)
+    Renumber(C.Value);
+  for (uint32_t &V : P.Training.Inputs)
+    Renumber(V);
+  for (uint32_t &V : P.Training.Targets)
+    Renumber(V);
+  Renumber(P.Training.LossValue);
+}
+
 unsigned elideCopies(KernelProgram &P) {
   std::vector<bool> Gone(P.Kernels.size(), false);
   std::vector<bool> Dropped(P.Values.size(), false);
@@ -319,43 +364,8 @@ unsigned elideCopies(KernelProgram &P) {
     Dropped[X] = true;
     ++Elided;
   }
-  if (!Elided)
-    return 0;
-
-  // Drop the copies and the values they copied; renumber the rest.
-  std::vector<plan::Kernel> Kernels;
-  std::vector<uint32_t> Node;
-  for (size_t K = 0; K < P.Kernels.size(); ++K)
-    if (!Gone[K]) {
-      Kernels.push_back(std::move(P.Kernels[K]));
-      Node.push_back(P.Node[K]);
-    }
-  P.Kernels = std::move(Kernels);
-  P.Node = std::move(Node);
-  std::vector<uint32_t> NewId(P.Values.size(), plan::NoIndex);
-  std::vector<plan::Value> Values;
-  for (size_t V = 0; V < P.Values.size(); ++V)
-    if (!Dropped[V]) {
-      NewId[V] = uint32_t(Values.size());
-      Values.push_back(std::move(P.Values[V]));
-    }
-  P.Values = std::move(Values);
-  auto Renumber = [&](uint32_t &V) {
-    if (V != plan::NoIndex)
-      V = NewId[V];
-  };
-  for (plan::Kernel &K : P.Kernels)
-    for (TensorRef *R : Refs(K))
-      Renumber(R->Value);
-  for (uint32_t &V : P.ValueOf)
-    Renumber(V);
-  for (plan::Constant &C : P.Constants)
-    Renumber(C.Value);
-  for (uint32_t &V : P.Training.Inputs)
-    Renumber(V);
-  for (uint32_t &V : P.Training.Targets)
-    Renumber(V);
-  Renumber(P.Training.LossValue);
+  if (Elided)
+    dropKernelsAndValues(P, Gone, Dropped);
   return Elided;
 }
 

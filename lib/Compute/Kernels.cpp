@@ -1179,6 +1179,8 @@ Expected<KernelProgram> selectKernels(const Graph &G,
   Expected<KernelProgram> P = Selector(G, Options).run();
   if (P && Options.ElideCopies)
     elideCopies(*P);
+  if (P && Options.FuseResidualNorms)
+    fuseResidualNorms(*P, /*Forward=*/!Options.CheckpointLayers);
   return P;
 }
 

@@ -164,6 +164,19 @@ std::string checkCompute(const Plan &P) {
     if (K.Op >= NO)
       return bad("the op of kernel", I);
     KernelShape Sh = shapeOf(K.Kind);
+    // A norm with its residual add (ints[2] = 1): one more input, and the
+    // forward stores the sum as a last output (docs/plan-format.md).
+    bool Norm = K.Kind == KernelKind::LayerNorm ||
+                K.Kind == KernelKind::RMSNorm;
+    if ((Norm || K.Kind == KernelKind::LayerNormGrad ||
+         K.Kind == KernelKind::RMSNormGrad) &&
+        K.Ints.size() == 3) {
+      if (K.Ints[2] != 1)
+        return "kernel " + std::to_string(I) +
+               " names a residual form of its norm that is not 1";
+      ++Sh.MinIn, ++Sh.MaxIn, ++Sh.Ints;
+      Sh.Outputs += Norm;
+    }
     if (K.Inputs.size() < Sh.MinIn || K.Inputs.size() > Sh.MaxIn ||
         (K.Kind != KernelKind::Pointwise && K.Kind != KernelKind::Gemm &&
          K.Outputs.size() != Sh.Outputs) ||

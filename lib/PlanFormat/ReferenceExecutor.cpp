@@ -242,12 +242,21 @@ std::string Executor::run(const plan::Kernel &K, uint64_t Seed) {
   case KernelKind::LayerNorm:
   case KernelKind::RMSNorm: {
     bool Rms = K.Kind == KernelKind::RMSNorm;
+    // With the residual add: x = in0 + in1, rounded as stored, and kept.
+    size_t R = I.size() > 2 && I[2] == 1 ? 1 : 0;
     std::vector<float> X = load(In(0), K.Inputs[0]),
-                       W = load(In(1), K.Inputs[1]), B, Y(X.size()),
+                       W = load(In(1 + R), K.Inputs[1 + R]), B, Y(X.size()),
                        Mean(static_cast<size_t>(I[0])),
                        Rstd(static_cast<size_t>(I[0]));
-    if (!Rms && K.Inputs.size() > 2)
-      B = load(In(2), K.Inputs[2]);
+    if (R) {
+      std::vector<float> X2 = load(In(1), K.Inputs[1]);
+      plan::DType T = Values[K.Outputs.back().Value].Type;
+      for (size_t J = 0; J < X.size(); ++J)
+        X[J] = convert(double(X[J]) + double(X2[J]), T);
+      store(Out(K.Outputs.size() - 1), K.Outputs.back(), X);
+    }
+    if (!Rms && K.Inputs.size() > 2 + R)
+      B = load(In(2 + R), K.Inputs[2 + R]);
     if (Rms) {
       rmsNorm(X.data(), W.data(), Y.data(), Rstd.data(), I[0], I[1],
               K.Floats[0]);
@@ -273,6 +282,13 @@ std::string Executor::run(const plan::Kernel &K, uint64_t Seed) {
     std::vector<float> Dx(X.size()), Dw(W.size()), Db(W.size());
     layerNormGrad(Dy.data(), X.data(), W.data(), Rms ? nullptr : S3.data(),
                   S4.data(), Dx.data(), Dw.data(), Db.data(), I[0], I[1]);
+    if (I.size() > 2 && I[2] == 1) {
+      // The stream's gradient added to dx, each rounded as stored.
+      std::vector<float> G = load(In(K.Inputs.size() - 1), K.Inputs.back());
+      plan::DType T = Values[K.Outputs[0].Value].Type;
+      for (size_t J = 0; J < Dx.size(); ++J)
+        Dx[J] = convert(double(convert(Dx[J], T)) + double(G[J]), T);
+    }
     store(Out(0), K.Outputs[0], Dx);
     store(Out(1), K.Outputs[1], Dw);
     if (!Rms)

@@ -595,27 +595,45 @@ __global__ void softmaxGradKernel(const void *Y, ElementType YT, const void *G,
 // Layer and RMS normalization
 //===----------------------------------------------------------------------===//
 
-/// Mean (0 for RMS) and rstd of each row; y = (x - mean) rstd w + b.
-__global__ void normKernel(const void *X, ElementType XT, const void *W,
-                           ElementType WT, const void *B, ElementType BT,
-                           void *Y, ElementType YT, float *Mean, float *Rstd,
-                           int64_t Cols, float Eps, bool Rms) {
+/// V as a value of type T holds it.
+__device__ __forceinline__ float roundAs(float V, ElementType T) {
+  return T == ElementType::BF16  ? fromBF16(toBF16(V))
+         : T == ElementType::F16 ? fromFP16(toFP16(V))
+                                 : V;
+}
+
+/// Mean (0 for RMS) and rstd of each row; y = (x - mean) rstd w + b. With
+/// X2 (a residual add folded in), x = X + X2 as Sum stores it, and Sum
+/// keeps it.
+__global__ void normKernel(const void *X, ElementType XT, const void *X2,
+                           ElementType X2T, void *Sum, ElementType SumT,
+                           const void *W, ElementType WT, const void *B,
+                           ElementType BT, void *Y, ElementType YT,
+                           float *Mean, float *Rstd, int64_t Cols, float Eps,
+                           bool Rms) {
   uint64_t Row = uint64_t(blockIdx.x) * uint64_t(Cols);
+  auto In = [&](int64_t C) {
+    float V = loadAs(X, Row + C, XT);
+    return X2 ? roundAs(V + loadAs(X2, Row + C, X2T), SumT) : V;
+  };
+  if (X2)
+    for (int64_t C = threadIdx.x; C < Cols; C += blockDim.x)
+      storeAs(Sum, Row + C, SumT, In(C));
   float Mu = 0;
   if (!Rms) {
-    float Sum = 0;
+    float Total = 0;
     for (int64_t C = threadIdx.x; C < Cols; C += blockDim.x)
-      Sum += loadAs(X, Row + C, XT);
-    Mu = blockReduce(Sum, false) / float(Cols);
+      Total += In(C);
+    Mu = blockReduce(Total, false) / float(Cols);
   }
   float Var = 0;
   for (int64_t C = threadIdx.x; C < Cols; C += blockDim.x) {
-    float D = loadAs(X, Row + C, XT) - Mu;
+    float D = In(C) - Mu;
     Var += D * D;
   }
   float S = rsqrtf(blockReduce(Var, false) / float(Cols) + Eps);
   for (int64_t C = threadIdx.x; C < Cols; C += blockDim.x) {
-    float V = (loadAs(X, Row + C, XT) - Mu) * S * loadAs(W, C, WT);
+    float V = (In(C) - Mu) * S * loadAs(W, C, WT);
     if (B)
       V += loadAs(B, C, BT);
     storeAs(Y, Row + C, YT, V);
@@ -627,26 +645,30 @@ __global__ void normKernel(const void *X, ElementType XT, const void *W,
   }
 }
 
-/// dx of each row.
+/// dx of each row; with G (the residual stream's gradient folded in),
+/// dx as stored plus G.
 __global__ void normGradKernel(const void *Dy, ElementType DyT, const void *X,
                                ElementType XT, const void *W, ElementType WT,
-                               const float *Mean, const float *Rstd, void *Dx,
+                               const float *Mean, const float *Rstd,
+                               const void *G, ElementType GT, void *Dx,
                                ElementType DxT, int64_t Cols) {
   uint64_t Row = uint64_t(blockIdx.x) * uint64_t(Cols);
   float M = Mean ? Mean[blockIdx.x] : 0.0f, S = Rstd[blockIdx.x];
   float SumG = 0, SumGX = 0;
   for (int64_t C = threadIdx.x; C < Cols; C += blockDim.x) {
-    float G = loadAs(Dy, Row + C, DyT) * loadAs(W, C, WT);
+    float Gw = loadAs(Dy, Row + C, DyT) * loadAs(W, C, WT);
     float Xh = (loadAs(X, Row + C, XT) - M) * S;
-    SumG += G;
-    SumGX += G * Xh;
+    SumG += Gw;
+    SumGX += Gw * Xh;
   }
   float MeanG = blockReduce(SumG, false) / float(Cols);
   float MeanGX = blockReduce(SumGX, false) / float(Cols);
   for (int64_t C = threadIdx.x; C < Cols; C += blockDim.x) {
-    float G = loadAs(Dy, Row + C, DyT) * loadAs(W, C, WT);
+    float Gw = loadAs(Dy, Row + C, DyT) * loadAs(W, C, WT);
     float Xh = (loadAs(X, Row + C, XT) - M) * S;
-    float D = Mean ? S * (G - MeanG - Xh * MeanGX) : S * (G - Xh * MeanGX);
+    float D = Mean ? S * (Gw - MeanG - Xh * MeanGX) : S * (Gw - Xh * MeanGX);
+    if (G)
+      D = roundAs(D, DxT) + loadAs(G, Row + C, GT);
     storeAs(Dx, Row + C, DxT, D);
   }
 }
@@ -654,26 +676,33 @@ __global__ void normGradKernel(const void *Dy, ElementType DyT, const void *X,
 std::string norm(const plan::Kernel &K, const KernelOperands &Ops,
                  const KernelContext &C, cudaStream_t S) {
   int64_t Rows = K.Ints[0], Cols = K.Ints[1];
+  // ints[2] = 1: the residual add folded in (forward: two addends first,
+  // the sum a last output; backward: the stream's gradient a last input).
+  size_t R = K.Ints.size() > 2 && K.Ints[2] == 1 ? 1 : 0;
   bool Rms = K.Kind == KernelKind::RMSNorm || K.Kind == KernelKind::RMSNormGrad;
   if (K.Kind == KernelKind::LayerNorm || K.Kind == KernelKind::RMSNorm) {
-    bool Bias = !Rms && Ops.In.size() > 2;
+    bool Bias = !Rms && Ops.In.size() > 2 + R;
     if (Rows)
       normKernel<<<unsigned(Rows), Threads, 0, S>>>(
-          Ops.In[0], Ops.InType[0], Ops.In[1], Ops.InType[1],
-          Bias ? Ops.In[2] : nullptr, Bias ? Ops.InType[2] : ElementType::F32,
-          Ops.Out[0], Ops.OutType[0],
-          Rms ? nullptr : static_cast<float *>(Ops.Out[1]),
+          Ops.In[0], Ops.InType[0], R ? Ops.In[1] : nullptr,
+          R ? Ops.InType[1] : ElementType::F32, R ? Ops.Out.back() : nullptr,
+          R ? Ops.OutType.back() : ElementType::F32, Ops.In[1 + R],
+          Ops.InType[1 + R], Bias ? Ops.In[2 + R] : nullptr,
+          Bias ? Ops.InType[2 + R] : ElementType::F32, Ops.Out[0],
+          Ops.OutType[0], Rms ? nullptr : static_cast<float *>(Ops.Out[1]),
           static_cast<float *>(Ops.Out[Rms ? 1 : 2]), Cols,
           float(K.Floats[0]), Rms);
     return "";
   }
-  // dy, x, w, [mean,] rstd -> dx, dw, [db]
+  // dy, x, w, [mean,] rstd, [g] -> dx, dw, [db]
   const float *Mean = Rms ? nullptr : static_cast<const float *>(Ops.In[3]);
   const float *Rstd = static_cast<const float *>(Ops.In[Rms ? 3 : 4]);
   if (Rows)
     normGradKernel<<<unsigned(Rows), Threads, 0, S>>>(
         Ops.In[0], Ops.InType[0], Ops.In[1], Ops.InType[1], Ops.In[2],
-        Ops.InType[2], Mean, Rstd, Ops.Out[0], Ops.OutType[0], Cols);
+        Ops.InType[2], Mean, Rstd, R ? Ops.In.back() : nullptr,
+        R ? Ops.InType.back() : ElementType::F32, Ops.Out[0], Ops.OutType[0],
+        Cols);
   // dw and db: column sums of dy * x-hat and dy.
   ColumnSumArgs Sum;
   Sum.G = Ops.In[0];

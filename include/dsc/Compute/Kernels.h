@@ -34,6 +34,11 @@ struct KernelOptions {
   /// Kernels write straight into the destination of a copy whose source
   /// exists only to be copied (elideCopies).
   bool ElideCopies = true;
+  /// Residual adds folded into the norms (fuseResidualNorms); the forward
+  /// half is off where layers are recomputed, since a norm would then
+  /// recompute its layer's input from values already dropped.
+  bool FuseResidualNorms = true;
+  bool CheckpointLayers = false;
 };
 
 /// The kernel program in plan form. Kernels are in program order, each
@@ -59,6 +64,17 @@ llvm::Expected<KernelProgram> selectKernels(const Graph &G,
 /// Safe where no other kernel touches the destination's copied elements
 /// while the source lives. Returns how many copies went.
 unsigned elideCopies(KernelProgram &P);
+
+/// Folds each residual add into the norm that reads its sum (Forward; the
+/// norm then stores the sum too, ints[2] = 1) and each add of a norm's
+/// input gradient to the stream's gradient into the norm's gradient (a
+/// last input; ints[2] = 1). Returns how many adds went.
+unsigned fuseResidualNorms(KernelProgram &P, bool Forward);
+
+/// Removes the kernels marked Gone and the values marked Dropped (no
+/// kernel may still name them), renumbering the values everywhere.
+void dropKernelsAndValues(KernelProgram &P, const std::vector<bool> &Gone,
+                          const std::vector<bool> &Dropped);
 
 /// A view V of a value of Elems elements, seen through a copy that reads
 /// the whole value once (through In) and writes it through Out: the same
