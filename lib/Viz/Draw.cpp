@@ -106,6 +106,9 @@ static Expected<std::unique_ptr<viz::Graph>> build(const plan::Plan &P,
   case PlanView::Model:
     E = viz::drawModel(*G, P, O);
     break;
+  case PlanView::Compute:
+    E = viz::drawCompute(*G, P, O);
+    break;
   }
   if (E)
     return E;

@@ -1,4 +1,4 @@
-//===- Views.h - The four plan views and what they share ---------*- C++ -*-===//
+//===- Views.h - The plan views and what they share ---------*- C++ -*-===//
 
 #ifndef DSC_LIB_VIZ_VIEWS_H
 #define DSC_LIB_VIZ_VIEWS_H
@@ -40,6 +40,7 @@ llvm::Error drawPartitions(Graph &G, const plan::Plan &P,
 llvm::Error drawSchedule(Graph &G, const plan::Plan &P, const DrawOptions &O);
 llvm::Error drawMemory(Graph &G, const plan::Plan &P, const DrawOptions &O);
 llvm::Error drawModel(Graph &G, const plan::Plan &P, const DrawOptions &O);
+llvm::Error drawCompute(Graph &G, const plan::Plan &P, const DrawOptions &O);
 
 /// The layout engine each view needs.
 const char *layoutEngine(PlanView V);

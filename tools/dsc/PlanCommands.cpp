@@ -49,7 +49,9 @@ static cl::opt<PlanView> View(
                clEnumValN(PlanView::Memory, "memory",
                           "device bytes over the step by category"),
                clEnumValN(PlanView::Model, "model",
-                          "modules and stage-3 fetch units")),
+                          "modules and stage-3 fetch units"),
+               clEnumValN(PlanView::Compute, "compute",
+                          "the training program's kernels and values")),
     cl::init(PlanView::Schedule), cl::sub(DotCommand), cl::sub(PlanCommand));
 static cl::opt<int64_t> Rank("rank",
                              cl::desc("Draw this rank (partitions, memory)"),

@@ -1,11 +1,12 @@
 //===- Draw.h - Pictures of a plan, with Graphviz ---------------*- C++ -*-===//
 //
-// Four views of a plan, built with Graphviz's cgraph and laid out and
+// Five views of a plan, built with Graphviz's cgraph and laid out and
 // rendered in-process by gvc:
 //   partitions  which rank owns which elements, padding, persistence
 //   schedule    one lane per stream, the step in order, the waits
 //   memory      bytes over the step by category, the peak, the limit
 //   model       modules and the stage-3 fetch units
+//   compute     the training program's kernels and the values between
 // Repeated layers fold into one ("layers 1-78, like layer 0") unless
 // Expand is set, so a 70B-class plan stays readable.
 //
@@ -23,7 +24,7 @@
 
 namespace dsc {
 
-enum class PlanView { Partitions, Schedule, Memory, Model };
+enum class PlanView { Partitions, Schedule, Memory, Model, Compute };
 
 struct DrawOptions {
   PlanView View = PlanView::Schedule;
