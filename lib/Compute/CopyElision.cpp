@@ -16,6 +16,8 @@
 #include "dsc/FlashAttention.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <cstdlib>
 
 namespace dsc::compute {
@@ -173,6 +175,11 @@ bool mayOverlap(const TensorRef &A, const TensorRef &B) {
   // at most two choices (floor and ceiling), tried in turn.
   std::vector<std::pair<int64_t, int64_t>> DA = canonicalDims(A),
                                            DB = canonicalDims(B);
+  // Two dims of one view at one stride reach each other's elements.
+  for (auto *D : {&DA, &DB})
+    for (size_t K = 1; K < D->size(); ++K)
+      if ((*D)[K].first == (*D)[K - 1].first)
+        return true;
   // A dim only one side has moves it by nothing on the other.
   std::vector<int64_t> Strides;
   for (auto *D : {&DA, &DB})
@@ -260,9 +267,14 @@ void dropKernelsAndValues(KernelProgram &P, const std::vector<bool> &Gone,
   Renumber(P.Training.LossValue);
 }
 
-unsigned elideCopies(KernelProgram &P) {
-  std::vector<bool> Gone(P.Kernels.size(), false);
-  std::vector<bool> Dropped(P.Values.size(), false);
+namespace {
+
+/// One pass of elideCopies, leaving the copies into Forbidden values:
+/// marks the copies Gone and their sources Dropped, and lists the
+/// destinations that gained writers.
+unsigned elideCopiesOnce(KernelProgram &P, const std::vector<bool> &Forbidden,
+                         std::vector<bool> &Gone, std::vector<bool> &Dropped,
+                         std::vector<uint32_t> &Destinations) {
   unsigned Elided = 0;
   auto Refs = [](plan::Kernel &K) {
     std::vector<TensorRef *> All;
@@ -282,7 +294,8 @@ unsigned elideCopies(KernelProgram &P) {
     if (XV.Kind != plan::ValueKind::Activation &&
         XV.Kind != plan::ValueKind::Gradient)
       continue;
-    if (P.Values[Out.Value].Kind == plan::ValueKind::Param ||
+    if (Forbidden[Out.Value] ||
+        P.Values[Out.Value].Kind == plan::ValueKind::Param ||
         P.Values[Out.Value].Kind == plan::ValueKind::Input ||
         P.Values[Out.Value].Kind == plan::ValueKind::Target ||
         P.Values[Out.Value].Kind == plan::ValueKind::Constant)
@@ -295,6 +308,11 @@ unsigned elideCopies(KernelProgram &P) {
       if (K == C || Gone[K])
         continue;
       bool Uses = false;
+      // X rewritten after the copy read it would now change the copy's
+      // destination.
+      if (K > C)
+        for (const TensorRef &R : P.Kernels[K].Outputs)
+          Fits = Fits && R.Value != X;
       for (TensorRef *R : Refs(P.Kernels[K]))
         if (R->Value == X) {
           std::optional<TensorRef> New = viewThroughCopy(*R, In, Out, XV.Elems);
@@ -362,11 +380,58 @@ unsigned elideCopies(KernelProgram &P) {
     }
     Gone[C] = true;
     Dropped[X] = true;
+    Destinations.push_back(Out.Value);
     ++Elided;
   }
-  if (Elided)
-    dropKernelsAndValues(P, Gone, Dropped);
   return Elided;
+}
+
+/// The nodes of the kernels that write V.
+std::set<uint32_t> writerNodes(const KernelProgram &P,
+                               const std::vector<bool> &Gone, uint32_t V) {
+  std::set<uint32_t> Nodes;
+  for (size_t K = 0; K < P.Kernels.size(); ++K)
+    if (!Gone[K])
+      for (const TensorRef &R : P.Kernels[K].Outputs)
+        if (R.Value == V)
+          Nodes.insert(P.Node[K]);
+  return Nodes;
+}
+
+} // namespace
+
+unsigned elideCopies(KernelProgram &P) {
+  // The memory plan starts a value's lifetime anew at a write after its
+  // last access, so a value's writers must run together: a destination
+  // whose writers would come from more nodes than before (a concatenation
+  // of which only some parts could be elided, the others still copied in
+  // a later op) keeps its copies, and the pass runs again without eliding
+  // into it.
+  const KernelProgram Original = P;
+  std::vector<bool> Forbidden(P.Values.size(), false);
+  for (;;) {
+    P = Original;
+    std::vector<bool> Gone(P.Kernels.size(), false);
+    std::vector<bool> Dropped(P.Values.size(), false);
+    std::vector<uint32_t> Destinations;
+    unsigned Elided = elideCopiesOnce(P, Forbidden, Gone, Dropped,
+                                      Destinations);
+    std::vector<bool> NoneGone(Original.Kernels.size(), false);
+    bool Again = false;
+    for (uint32_t Y : Destinations) {
+      std::set<uint32_t> Now = writerNodes(P, Gone, Y);
+      if (Now.size() > 1 && Now != writerNodes(Original, NoneGone, Y) &&
+          !Forbidden[Y]) {
+        Forbidden[Y] = true;
+        Again = true;
+      }
+    }
+    if (Again)
+      continue;
+    if (Elided)
+      dropKernelsAndValues(P, Gone, Dropped);
+    return Elided;
+  }
 }
 
 } // namespace dsc::compute

@@ -329,7 +329,7 @@ private:
     ValueId X = Grad.Inputs[0];
     const Loc &L = loc(X);
     const Shape &XS = G.Values[X].Dims;
-    if (!L.valid() || L.Offset != 0 || XS.empty() || XS.back() != N ||
+    if (!L.valid() || L.Offset != 0 || XS.size() < 2 || XS.back() != N ||
         numel(XS) != numel(G.Values[C].Dims) ||
         L.Strides != contiguousStrides(XS) ||
         P.Values[L.Value].Type != typeOf(C) || N % 8)
@@ -974,9 +974,14 @@ void Selector::findBiasGradients() {
         AsRows.push_back(V.Outputs[0]);
     }
     for (ValueId V : AsRows)
-      for (uint32_t I : Readers[V])
-        if (G.Nodes[I].Op == "Transpose" && G.Nodes[I].Outputs.size() == 1)
-          AsColumns.push_back(G.Nodes[I].Outputs[0]);
+      for (uint32_t I : Readers[V]) {
+        const Node &T = G.Nodes[I];
+        std::vector<int64_t> Perm =
+            T.A.ints("perm").value_or(std::vector<int64_t>{1, 0});
+        if (T.Op == "Transpose" && T.Outputs.size() == 1 &&
+            Perm == std::vector<int64_t>{1, 0})
+          AsColumns.push_back(T.Outputs[0]);
+      }
     auto Pair = [&](ValueId V, unsigned Input) {
       for (uint32_t Mm : Readers[V]) {
         const Node &M = G.Nodes[Mm];
@@ -1023,26 +1028,38 @@ Expected<KernelProgram> Selector::run() {
   // parameter's gradient).
   std::map<uint32_t, std::vector<uint32_t>> Pending;
   std::map<ValueId, uint32_t> WaitsFor;
-  auto flush = [&](uint32_t Product) -> Error {
+  std::set<uint32_t> Selected;
+  // Selects the nodes that waited for Product, and those that waited for
+  // a product among them.
+  std::function<Error(uint32_t)> flush = [&](uint32_t Product) -> Error {
+    Selected.insert(Product);
     std::vector<uint32_t> Nodes = std::move(Pending[Product]);
     Pending[Product].clear();
     for (uint32_t J : Nodes)
-      if (!FusedAway.count(J))
+      if (!FusedAway.count(J)) {
         if (Error E = select(J))
           return E;
+        if (Error E = flush(J))
+          return E;
+      }
     return Error::success();
   };
   for (uint32_t I = 0; I < G.Nodes.size(); ++I) {
     const Node &N = G.Nodes[I];
     if (N.Dead || FusedAway.count(I))
       continue;
+    // The latest product this node waits for that is not selected yet.
     std::optional<uint32_t> Product;
+    auto Wait = [&](uint32_t Mm) {
+      if (!Selected.count(Mm) && (!Product || Mm > *Product))
+        Product = Mm;
+    };
     for (auto &[Mm, BG] : BiasGradFor)
       if (BG.Reduce == I)
-        Product = Mm;
+        Wait(Mm);
     for (ValueId V : N.Inputs)
-      if (auto It = WaitsFor.find(V); !Product && It != WaitsFor.end())
-        Product = It->second;
+      if (auto It = WaitsFor.find(V); It != WaitsFor.end())
+        Wait(It->second);
     if (Product) {
       Pending[*Product].push_back(I);
       for (ValueId V : N.Outputs)

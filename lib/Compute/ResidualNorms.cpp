@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dsc/Compute/Kernels.h"
+#include "dsc/Compute/Tensor.h"
 
 #include <algorithm>
 
@@ -75,7 +76,8 @@ unsigned fuseResidualNorms(KernelProgram &P, bool Forward) {
       // The add that wrote the norm's input, earlier, nobody reading the
       // sum in between (it is now stored here).
       uint32_t X = K.Inputs[0].Value;
-      if (!dense(K.Inputs[0]) || K.Inputs[0].Offset != 0)
+      if (!dense(K.Inputs[0]) || K.Inputs[0].Offset != 0 ||
+          uint64_t(numel(K.Inputs[0].Shape)) != P.Values[X].Elems)
         continue;
       size_t A = I;
       while (A-- > 0)
@@ -112,7 +114,8 @@ unsigned fuseResidualNorms(KernelProgram &P, bool Forward) {
     // The norm's input gradient dx, read only by an add of the stream's
     // gradient g written before the norm's gradient runs.
     uint32_t Dx = K.Outputs[0].Value;
-    if (!dense(K.Outputs[0]) || K.Outputs[0].Offset != 0)
+    if (!dense(K.Outputs[0]) || K.Outputs[0].Offset != 0 ||
+        uint64_t(numel(K.Outputs[0].Shape)) != P.Values[Dx].Elems)
       continue;
     size_t A = I + 1;
     for (; A < P.Kernels.size(); ++A)

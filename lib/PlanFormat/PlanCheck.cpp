@@ -186,6 +186,34 @@ std::string checkCompute(const Plan &P) {
         (Sh.Floats >= 0 && K.Floats.size() != size_t(Sh.Floats)))
       return "kernel " + std::to_string(I) + " (" + enumName(K.Kind) +
              ") has the wrong number of operands or attributes";
+    // A norm's rows: x (and with the residual add, the second addend and
+    // the sum; in the backward dy, x and the stream's gradient) hold rows x
+    // cols elements, and the sum is a value of its own.
+    if (Norm || K.Kind == KernelKind::LayerNormGrad ||
+        K.Kind == KernelKind::RMSNormGrad) {
+      auto Elems = [](const TensorRef &R) {
+        int64_t N = 1;
+        for (int64_t D : R.Shape)
+          N *= D;
+        return N;
+      };
+      int64_t Want = K.Ints[0] * K.Ints[1];
+      bool Residual = K.Ints.size() == 3;
+      std::vector<const TensorRef *> Rows = {&K.Inputs[0], &K.Inputs[1]};
+      if (Norm && !Residual)
+        Rows.pop_back();
+      if (Residual)
+        Rows.push_back(Norm ? &K.Outputs.back() : &K.Inputs.back());
+      for (const TensorRef *R : Rows)
+        if (Elems(*R) != Want || K.Ints[0] < 0 || K.Ints[1] < 0)
+          return "kernel " + std::to_string(I) +
+                 " has norm operands that are not rows x cols elements";
+      if (Norm && Residual &&
+          (K.Outputs.back().Value == K.Inputs[0].Value ||
+           K.Outputs.back().Value == K.Inputs[1].Value))
+        return "kernel " + std::to_string(I) +
+               " stores a residual sum over one of its addends";
+    }
     if (K.Kind == KernelKind::Pointwise)
       if (std::string E = checkProgram(K); !E.empty())
         return "kernel " + std::to_string(I) + ": " + E;

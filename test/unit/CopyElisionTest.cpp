@@ -157,4 +157,24 @@ TEST(CopyElision, KeepsCopiesOthersWouldClobber) {
   EXPECT_EQ(elideCopies(H.P), 0u);
 }
 
+TEST(CopyElision, KeepsAConcatenationWhosePartsWouldBeWrittenApart) {
+  // Y = concat(X1, broadcast X2): X2's copy broadcasts, so it stays, in
+  // the concatenation's node; eliding X1's copy alone would have Y
+  // written by two nodes, which the memory plan would see as two
+  // lifetimes with a gap between them. Both copies stay.
+  Program G;
+  uint32_t A = G.value(plan::ValueKind::Input), X1 = G.value(),
+           X2 = G.value(), Y = G.value();
+  G.kernel({view(A, 0, {96}, {1})}, {view(X1, 0, {96}, {1})},
+           {1, 1, 17, 1, 0, 0, 0, 1, 1});
+  G.kernel({view(A, 0, {48}, {1})}, {view(X2, 0, {48}, {1})},
+           {1, 1, 17, 1, 0, 0, 0, 1, 1});
+  G.kernel({view(X1, 0, {96}, {1})}, {view(Y, 0, {96}, {1})});
+  G.kernel({view(X2, 0, {2, 48}, {0, 1})}, {view(Y, 96, {2, 48}, {48, 1})});
+  G.P.Node = {0, 1, 2, 2};
+  EXPECT_EQ(elideCopies(G.P), 0u);
+  EXPECT_EQ(G.P.Kernels.size(), 4u);
+  EXPECT_EQ(G.P.Kernels[2].Inputs[0].Value, X1);
+}
+
 } // namespace
