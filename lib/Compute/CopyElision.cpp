@@ -60,6 +60,16 @@ std::optional<std::vector<CopyDim>> denseCopyDims(const TensorRef &In,
   return Dims;
 }
 
+/// Every operand of K, inputs then outputs.
+std::vector<TensorRef *> operands(plan::Kernel &K) {
+  std::vector<TensorRef *> All;
+  for (TensorRef &R : K.Inputs)
+    All.push_back(&R);
+  for (TensorRef &R : K.Outputs)
+    All.push_back(&R);
+  return All;
+}
+
 bool isPlainCopy(const plan::Kernel &K,
                  const std::vector<plan::Value> &Values) {
   // Ints: registers 1, instructions 0, stores 1, from register 0.
@@ -224,14 +234,6 @@ bool mayOverlap(const TensorRef &A, const TensorRef &B) {
 
 void dropKernelsAndValues(KernelProgram &P, const std::vector<bool> &Gone,
                           const std::vector<bool> &Dropped) {
-  auto Refs = [](plan::Kernel &K) {
-    std::vector<TensorRef *> All;
-    for (TensorRef &R : K.Inputs)
-      All.push_back(&R);
-    for (TensorRef &R : K.Outputs)
-      All.push_back(&R);
-    return All;
-  };
   std::vector<plan::Kernel> Kernels;
   std::vector<uint32_t> Node;
   for (size_t K = 0; K < P.Kernels.size(); ++K)
@@ -254,7 +256,7 @@ void dropKernelsAndValues(KernelProgram &P, const std::vector<bool> &Gone,
       V = NewId[V];
   };
   for (plan::Kernel &K : P.Kernels)
-    for (TensorRef *R : Refs(K))
+    for (TensorRef *R : operands(K))
       Renumber(R->Value);
   for (uint32_t &V : P.ValueOf)
     Renumber(V);
@@ -276,14 +278,6 @@ unsigned elideCopiesOnce(KernelProgram &P, const std::vector<bool> &Forbidden,
                          std::vector<bool> &Gone, std::vector<bool> &Dropped,
                          std::vector<uint32_t> &Destinations) {
   unsigned Elided = 0;
-  auto Refs = [](plan::Kernel &K) {
-    std::vector<TensorRef *> All;
-    for (TensorRef &R : K.Inputs)
-      All.push_back(&R);
-    for (TensorRef &R : K.Outputs)
-      All.push_back(&R);
-    return All;
-  };
   for (size_t C = 0; C < P.Kernels.size(); ++C) {
     const plan::Kernel &Copy = P.Kernels[C];
     if (!isPlainCopy(Copy, P.Values))
@@ -313,7 +307,7 @@ unsigned elideCopiesOnce(KernelProgram &P, const std::vector<bool> &Forbidden,
       if (K > C)
         for (const TensorRef &R : P.Kernels[K].Outputs)
           Fits = Fits && R.Value != X;
-      for (TensorRef *R : Refs(P.Kernels[K]))
+      for (TensorRef *R : operands(P.Kernels[K]))
         if (R->Value == X) {
           std::optional<TensorRef> New = viewThroughCopy(*R, In, Out, XV.Elems);
           if (!New) {
@@ -351,7 +345,7 @@ unsigned elideCopiesOnce(KernelProgram &P, const std::vector<bool> &Forbidden,
     std::vector<size_t> Touched;
     for (size_t K = First; K <= Last; ++K)
       if (K != C && !Gone[K])
-        for (TensorRef *R : Refs(P.Kernels[K]))
+        for (TensorRef *R : operands(P.Kernels[K]))
           if (R->Value == X) {
             Touched.push_back(K);
             break;
@@ -365,7 +359,7 @@ unsigned elideCopiesOnce(KernelProgram &P, const std::vector<bool> &Forbidden,
     std::vector<bool> Moved(P.Kernels.size(), true);
     for (auto &[R, New] : Rewrites) {
       for (size_t K : Touched)
-        for (TensorRef *Ref : Refs(P.Kernels[K]))
+        for (TensorRef *Ref : operands(P.Kernels[K]))
           if (Ref == R && (New.Shape != R->Shape || New.Strides != R->Strides ||
                            New.Offset % 8 != 0))
             Moved[K] = false;

@@ -83,14 +83,6 @@ Shape transposedStrides(const Shape &S, int64_t Total) {
   return St;
 }
 
-bool isContiguous(const Shape &S, const Shape &Strides) {
-  Shape Want = contiguousStrides(S);
-  for (size_t K = 0; K < S.size(); ++K)
-    if (S[K] != 1 && Strides[K] != Want[K])
-      return false;
-  return true;
-}
-
 /// The strides of (S, Strides) broadcast to Out's shape.
 Shape broadcastStrides(const Shape &S, const Shape &Strides, const Shape &Out) {
   Shape R(Out.size(), 0);

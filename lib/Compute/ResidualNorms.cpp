@@ -24,15 +24,7 @@ namespace {
 using plan::KernelKind;
 using plan::TensorRef;
 
-bool dense(const TensorRef &R) {
-  int64_t Want = 1;
-  for (size_t K = R.Shape.size(); K-- > 0;) {
-    if (R.Shape[K] != 1 && R.Strides[K] != Want)
-      return false;
-    Want *= R.Shape[K];
-  }
-  return true;
-}
+bool dense(const TensorRef &R) { return isContiguous(R.Shape, R.Strides); }
 
 /// A pointwise kernel computing In[0] + In[1] -> Out[0], all three dense
 /// views of one shape, each a whole value.

@@ -26,6 +26,14 @@ Shape contiguousStrides(llvm::ArrayRef<int64_t> S) {
   return Out;
 }
 
+bool isContiguous(llvm::ArrayRef<int64_t> S, llvm::ArrayRef<int64_t> Strides) {
+  Shape Want = contiguousStrides(S);
+  for (size_t K = 0; K < S.size(); ++K)
+    if (S[K] != 1 && Strides[K] != Want[K])
+      return false;
+  return true;
+}
+
 std::string shapeText(llvm::ArrayRef<int64_t> S) {
   std::string Out = "[";
   for (size_t I = 0; I < S.size(); ++I)

@@ -36,6 +36,9 @@ int64_t numel(llvm::ArrayRef<int64_t> S);
 constexpr int64_t MaxElements = int64_t(1) << 48;
 /// Row-major strides of a shape.
 Shape contiguousStrides(llvm::ArrayRef<int64_t> S);
+/// Whether elements of shape S at Strides lie densely in row-major order
+/// (extent-1 dims may have any stride).
+bool isContiguous(llvm::ArrayRef<int64_t> S, llvm::ArrayRef<int64_t> Strides);
 std::string shapeText(llvm::ArrayRef<int64_t> S);
 /// The broadcast of two shapes (numpy rules), or nullopt.
 std::optional<Shape> broadcastShapes(llvm::ArrayRef<int64_t> A,
