@@ -23,6 +23,30 @@
 
 namespace dsc::pointwise {
 
+/// What one pointwise kernel may hold: dsrun keeps the program and its
+/// operands in the kernel's parameters, and the compiler's fusion stops
+/// where a fused program would not fit.
+constexpr int MaxInputs = 8, MaxOutputs = 4, MaxInstructions = 48,
+              MaxRegisters = 32, MaxConstants = 16;
+
+/// How many of an instruction's fields a, b, c name registers it reads
+/// (Const reads Floats[a]; Dropout reads register a, Floats[b] and names
+/// its stream in c).
+DSC_POINTWISE_HD unsigned registerArgs(plan::PointwiseOp Op) {
+  using P = plan::PointwiseOp;
+  if (Op == P::Const)
+    return 0;
+  if (Op == P::Where)
+    return 3;
+  if (Op == P::Dropout)
+    return 1;
+  bool Binary = (Op >= P::Add && Op <= P::Min) ||
+                (Op >= P::GeluErfGrad && Op <= P::GeluTanhGrad) ||
+                (Op >= P::Equal && Op <= P::GreaterOrEqual) ||
+                (Op >= P::And && Op <= P::Xor) || Op == P::Mod;
+  return Binary ? 2 : 1;
+}
+
 template <typename T> DSC_POINTWISE_HD T geluErf(T X) {
   return T(0.5) * X * (T(1) + std::erf(X * T(0.70710678118654752440)));
 }

@@ -3,6 +3,7 @@
 #include "dsc/PlanCheck.h"
 
 #include "dsc/FlashAttention.h"
+#include "dsc/Pointwise.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -83,17 +84,7 @@ std::string checkProgram(const Kernel &K) {
       if (X[2] < 0 || size_t(X[2]) >= K.Floats.size())
         return "a pointwise constant out of range";
     } else {
-      unsigned Args = Op == PointwiseOp::Where ? 3
-                      : Op == PointwiseOp::Dropout ? 1
-                      : (Op >= PointwiseOp::Add && Op <= PointwiseOp::Min) ||
-                              (Op >= PointwiseOp::GeluErfGrad &&
-                               Op <= PointwiseOp::GeluTanhGrad) ||
-                              (Op >= PointwiseOp::Equal &&
-                               Op <= PointwiseOp::GreaterOrEqual) ||
-                              (Op >= PointwiseOp::And && Op <= PointwiseOp::Xor) ||
-                              Op == PointwiseOp::Mod
-                        ? 2
-                        : 1;
+      unsigned Args = dsc::pointwise::registerArgs(Op);
       for (unsigned A = 0; A < Args; ++A)
         if (X[2 + A] < 0 || X[2 + A] >= Regs || !Written[size_t(X[2 + A])])
           return "a pointwise instruction reads a register not yet written";

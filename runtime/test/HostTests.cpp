@@ -22,6 +22,7 @@
 #include "Checkpoint.h"
 #include "Collectives.h"
 #include "Exposed.h"
+#include "FastDivmod.h"
 #include "HostMath.h"
 #include "Launch.h"
 #include "Layout.h"
@@ -56,6 +57,37 @@ static int Failures = 0;
       ++Failures;                                                              \
     }                                                                          \
   } while (0)
+
+/// Division by multiply and shift: exact for every numerator below 2^31,
+/// checked at the edges of each divisor's range and at random.
+static void fastDivision() {
+  uint64_t Seed = 1;
+  auto Next = [&] {
+    Seed = Seed * 6364136223846793005ull + 1442695040888963407ull;
+    return uint32_t(Seed >> 33); // below 2^31
+  };
+  std::vector<uint32_t> Divisors = {1, 2, 3, 5, 7, 24, 25, 32, 64, 100, 1000,
+                                    1024, 4095, 4096, 4097, 32000, 50257,
+                                    (1u << 30) - 1, 1u << 30, (1u << 31) - 1};
+  for (int I = 0; I < 200; ++I)
+    Divisors.push_back(Next() % 100000 + 1);
+  int Wrong = 0;
+  for (uint32_t D : Divisors) {
+    FastDivmod F(D);
+    std::vector<uint32_t> Ns = {0, 1, D - 1, D, D + 1, 2 * D - 1,
+                                (1u << 31) - 1, (1u << 31) - D};
+    for (int I = 0; I < 2000; ++I)
+      Ns.push_back(Next());
+    for (uint32_t N : Ns) {
+      if (N >= (1u << 31))
+        continue;
+      uint32_t R;
+      uint32_t Q = F.divmod(N, R);
+      Wrong += Q != N / D || R != N % D;
+    }
+  }
+  EXPECT(Wrong == 0);
+}
 
 /// The host side of offload copies: every element converted once, on any
 /// number of threads, accumulating when asked.
@@ -923,6 +955,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   conversions();
+  fastDivision();
   adam();
   launchers();
   hostConversions();
