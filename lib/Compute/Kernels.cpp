@@ -1124,9 +1124,18 @@ void costKernel(plan::Kernel &K, const std::vector<plan::Value> &Values) {
   auto Bytes = [&](const plan::TensorRef &R) {
     return Elems(R) * plan::dtypeBytes(Values[R.Value].Type);
   };
+  // An input broadcast along a dim (stride 0) is read once per element
+  // it has, not once per element of the output.
+  auto ReadBytes = [&](const plan::TensorRef &R) {
+    uint64_t N = 1;
+    for (size_t D = 0; D < R.Shape.size(); ++D)
+      if (R.Strides[D] != 0)
+        N *= uint64_t(R.Shape[D]);
+    return N * plan::dtypeBytes(Values[R.Value].Type);
+  };
   K.Bytes = 0;
   for (const plan::TensorRef &R : K.Inputs)
-    K.Bytes += Bytes(R);
+    K.Bytes += ReadBytes(R);
   for (const plan::TensorRef &R : K.Outputs)
     K.Bytes += Bytes(R);
   const std::vector<int64_t> &I = K.Ints;
@@ -1190,6 +1199,8 @@ Expected<KernelProgram> selectKernels(const Graph &G,
     elideCopies(*P);
   if (P && Options.FuseResidualNorms)
     fuseResidualNorms(*P, /*Forward=*/!Options.CheckpointLayers);
+  if (P && Options.FusePointwise)
+    fusePointwiseChains(*P, /*Forward=*/!Options.CheckpointLayers);
   return P;
 }
 

@@ -130,6 +130,7 @@ Error Lowering::lowerProgram() {
   KO.Activation = P.Settings.ParamDType;
   KO.MathAttention = Options.MathAttention;
   KO.ElideCopies = Options.ElideCopies;
+  KO.FusePointwise = Options.FusePointwise;
   KO.CheckpointLayers = Options.CheckpointLayers;
   KO.TensorOf = [&](const compute::ParamInfo &Pi) {
     auto It = TensorNamed.find(Pi.Name);

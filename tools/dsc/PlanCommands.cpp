@@ -115,6 +115,11 @@ static cl::opt<bool> KeepCopies(
     cl::desc("Keep every layout copy instead of letting kernels write into "
              "the copy's destination (for comparing the two)"),
     PLAN_SUBS, cl::cat(PlanOptionsCategory));
+static cl::opt<bool> NoPointwiseFusion(
+    "no-pointwise-fusion",
+    cl::desc("Keep one kernel per elementwise op instead of fusing chains "
+             "of them (for comparing the two)"),
+    PLAN_SUBS, cl::cat(PlanOptionsCategory));
 static cl::opt<std::string> Gpu("gpu",
                                 cl::desc("GPU figures and memory: H100, H200, "
                                          "A100-40GB, A100-80GB, L40S, ..."),
@@ -221,6 +226,7 @@ static Expected<PlanOptions> planOptions(StringRef Tool) {
   O.CheckpointLayers = CheckpointLayers;
   O.MathAttention = MathAttention;
   O.ElideCopies = !KeepCopies;
+  O.FusePointwise = !NoPointwiseFusion;
   std::optional<compute::LossKind> K = compute::lossNamed(Loss);
   if (!K)
     return createStringError(inconvertibleErrorCode(),

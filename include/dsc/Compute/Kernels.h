@@ -39,6 +39,10 @@ struct KernelOptions {
   /// recompute its layer's input from values already dropped.
   bool FuseResidualNorms = true;
   bool CheckpointLayers = false;
+  /// Each pointwise kernel whose result one later pointwise kernel alone
+  /// reads is inlined into it (fusePointwiseChains); forward kernels
+  /// only where layers are not recomputed, as for the norms.
+  bool FusePointwise = true;
 };
 
 /// The kernel program in plan form. Kernels are in program order, each
@@ -70,6 +74,12 @@ unsigned elideCopies(KernelProgram &P);
 /// input gradient to the stream's gradient into the norm's gradient (a
 /// last input; ints[2] = 1). Returns how many adds went.
 unsigned fuseResidualNorms(KernelProgram &P, bool Forward);
+
+/// Inlines each pointwise kernel into the one later pointwise kernel that
+/// reads its result, element for element (backward kernels only unless
+/// Forward), where the fused program still fits a kernel. Returns how
+/// many kernels went.
+unsigned fusePointwiseChains(KernelProgram &P, bool Forward);
 
 /// Removes the kernels marked Gone and the values marked Dropped (no
 /// kernel may still name them), renumbering the values everywhere.

@@ -54,6 +54,8 @@ struct PlanOptions {
   bool MathAttention = false;
   /// Kernels write into a copy's destination (compute::elideCopies).
   bool ElideCopies = true;
+  /// Chains of pointwise kernels fused (compute::fusePointwiseChains).
+  bool FusePointwise = true;
   HardwareProfile Machine = defaultHardware();
   /// What the step minimizes.
   compute::LossKind Loss = compute::LossKind::CausalLM;
