@@ -7,14 +7,15 @@
 # EVERY + 1's samples with dsrun's.
 #
 #   runtime/bench/resume_check.sh DSRUN PLAN.bin CONFIG.json INIT TOKENS \
-#       OUTDIR STEPS EVERY SEQ
+#       OUTDIR STEPS EVERY SEQ [PROCESSES]
 set -u
 dsrun=$1 plan=$2 cfg=$3 init=$4 tokens=$5 out=$6 steps=$7 every=$8 seq=$9
+n=${10:-1}
 here=$(dirname "$0")
 rm -rf "$out"; mkdir -p "$out"
 run() { # NAME ARGS...
   name=$1; shift
-  NCCL_NVLS_ENABLE=0 timeout 600 "$dsrun" "$plan" --data "$tokens" \
+  NCCL_NVLS_ENABLE=0 timeout 600 "$dsrun" -n "$n" "$plan" --data "$tokens" \
     --init "$init" --steps "$steps" --json "$out/$name.json" \
     --save-weights "$out/$name.safetensors" "$@" > "$out/$name.log" 2>&1 ||
     { echo "$name: dsrun failed"; tail -3 "$out/$name.log"; }
@@ -43,4 +44,4 @@ ls "$out/ckpt" | tr '\n' ' '; echo
 expect=$(python3 -c "import json,sys; print(next(d['loss'] for d in map(json.loads, open('$out/whole.json')) if d.get('step') == $every + 1 and 'loss' in d))")
 python3 "$here/checkpoint_loss.py" "$out/ckpt/global_step$every" \
   --data "$tokens" --ds-config "$cfg" --seq "$seq" --step $((every + 1)) \
-  --expect "$expect"
+  --world "$n" --expect "$expect"
