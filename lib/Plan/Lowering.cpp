@@ -117,8 +117,12 @@ Error Lowering::lowerProgram() {
     return G.takeError();
   compute::PipelineOptions PO;
   PO.Loss = Options.Loss;
-  // DeepSpeed scales the loss by 1 / gradient accumulation steps.
-  PO.LossGradScale = 1.0 / double(P.Settings.GradAccum);
+  // DeepSpeed scales the loss by 1 / gradient accumulation steps, and
+  // divides each rank's gradient by the world size before reducing
+  // (stage 1 and 2's allreduce_bucket): in fp16 a sum of undivided
+  // gradients can overflow where DeepSpeed's does not.
+  PO.LossGradScale =
+      1.0 / (double(P.Settings.GradAccum) * double(P.Settings.WorldSize));
   if (Error E = compute::runPipeline(*G, PO, Options.AfterComputePass))
     return E;
   for (const compute::Value &V : G->Values)

@@ -281,6 +281,11 @@ private:
   /// Uploads the constants and resolves the kernels' operands.
   bool setUpTraining();
   bool real() const { return Options.Compute == RunOptions::ComputeMode::Real; }
+  /// What the reduced gradients are multiplied by before the optimizer:
+  /// the compute program's loss gradient already divides by the world
+  /// size (each rank's share, as DeepSpeed pre-divides); synthetic
+  /// gradients are averaged here.
+  float rankGradScale() const { return real() ? 1.0f : 1.0f / float(L.World); }
   /// The op's kernels; the first op's forward copies the micro step's
   /// tokens in, the loss kernel's copies the loss out.
   void runKernels(const dsc::plan::Instruction &In, bool Backward,

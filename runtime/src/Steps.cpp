@@ -252,7 +252,7 @@ void Executor::clipGradients(cudaStream_t S, bool OnHost) {
   // Stage 0 ranks hold every gradient; the others sum their partitions.
   if (L.Stage > 0 && L.World > 1)
     CHECK_NCCL(ncclAllReduce(Sum, Sum, 1, ncclFloat32, ncclSum, Comm, S));
-  launchClipFactor(Sum, 1.0f / float(L.World), MaxNorm, DeviceStep, S);
+  launchClipFactor(Sum, rankGradScale(), MaxNorm, DeviceStep, S);
   // The factor and the overflow flag, for the host optimizer and the report.
   static_assert(offsetof(StepValues, Overflow) ==
                 offsetof(StepValues, Clip) + sizeof(float));
@@ -267,6 +267,7 @@ void Executor::optimizerStep(uint32_t G, cudaStream_t S,
   AdamW A = adamwFor(P.Settings, OptimizerStep, Error);
   if (!Error.empty())
     fatalError(Error);
+  A.GradScale = rankGradScale();
   auto [Lo, Hi] = L.SubGroupRange[G];
   uint64_t N = Hi - Lo;
   unsigned PB = elementBytes(L.Param), GB = elementBytes(L.GradAccum);
