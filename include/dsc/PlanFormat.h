@@ -28,9 +28,9 @@
 namespace dsc::plan {
 
 constexpr char FileMagic[8] = {'D', 'S', 'C', 'P', 'L', 'A', 'N', '\0'};
-/// Bumped whenever an existing section's encoding changes; new sections
-/// do not need a bump (old readers skip them).
-constexpr uint32_t FormatVersion = 6;
+/// Bumped whenever an existing section's encoding or meaning changes; new
+/// sections do not need a bump (old readers skip them).
+constexpr uint32_t FormatVersion = 7;
 constexpr uint32_t NoIndex = std::numeric_limits<uint32_t>::max();
 /// Ranks of different layouts beyond this many are merged (see RankClass).
 constexpr uint32_t MaxRankClasses = 8;
