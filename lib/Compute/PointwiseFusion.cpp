@@ -16,6 +16,8 @@
 #include "dsc/Compute/Kernels.h"
 #include "dsc/Pointwise.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <algorithm>
 #include <array>
 #include <map>
@@ -36,10 +38,6 @@ bool sameView(const TensorRef &A, const TensorRef &B) {
 
 bool reads(const plan::Kernel &K, uint32_t V) {
   return std::any_of(K.Inputs.begin(), K.Inputs.end(),
-                     [&](const TensorRef &R) { return R.Value == V; });
-}
-bool writes(const plan::Kernel &K, uint32_t V) {
-  return std::any_of(K.Outputs.begin(), K.Outputs.end(),
                      [&](const TensorRef &R) { return R.Value == V; });
 }
 
@@ -238,6 +236,18 @@ unsigned fusePointwiseChains(KernelProgram &P, bool Forward) {
     Kept[V] = true;
   if (P.Training.LossValue != plan::NoIndex)
     Kept[P.Training.LossValue] = true;
+  // Each value's readers and writers, kept current as kernels fuse: a
+  // scan of the program per candidate made planning an 80-layer model
+  // quadratic in its kernels.
+  std::vector<std::vector<size_t>> Readers(P.Values.size()),
+      Writers(P.Values.size());
+  for (size_t K = 0; K < NK; ++K) {
+    for (const TensorRef &R : P.Kernels[K].Inputs)
+      if (!llvm::is_contained(Readers[R.Value], K))
+        Readers[R.Value].push_back(K);
+    for (const TensorRef &R : P.Kernels[K].Outputs)
+      Writers[R.Value].push_back(K);
+  }
   std::map<size_t, unsigned> Absorbed;
   unsigned Fused = 0;
   for (size_t I = 0; I < NK; ++I) {
@@ -252,18 +262,10 @@ unsigned fusePointwiseChains(KernelProgram &P, bool Forward) {
       continue;
     // V's one reader, a later pointwise kernel of the same pass over the
     // same elements; nobody else writes V.
-    size_t Reader = NK;
-    bool Other = false;
-    for (size_t J = 0; J < NK && !Other; ++J) {
-      if (J == I || Gone[J])
-        continue;
-      if (writes(P.Kernels[J], V))
-        Other = true;
-      else if (reads(P.Kernels[J], V))
-        Other = Reader != NK, Reader = J;
-    }
-    if (Other || Reader == NK || Reader < I)
+    if (Writers[V] != std::vector<size_t>{I} || Readers[V].size() != 1 ||
+        Readers[V][0] < I)
       continue;
+    size_t Reader = Readers[V][0];
     plan::Kernel &Cons = P.Kernels[Reader];
     if (Cons.Kind != KernelKind::Pointwise ||
         Cons.Backward != Prod.Backward ||
@@ -275,8 +277,8 @@ unsigned fusePointwiseChains(KernelProgram &P, bool Forward) {
     // The producer's inputs hold the same elements when the reader runs,
     // and the reader does not store over them but element for element.
     for (const TensorRef &R : Prod.Inputs) {
-      for (size_t J = I + 1; J < Reader && Fits; ++J)
-        Fits = Gone[J] || !writes(P.Kernels[J], R.Value);
+      for (size_t J : Writers[R.Value])
+        Fits = Fits && (Gone[J] || J <= I || J >= Reader);
       for (const TensorRef &O : Cons.Outputs)
         Fits = Fits && (O.Value != R.Value || sameView(O, R));
       // A parameter is gathered for its own op (ZeRO 3); where layers are
@@ -287,8 +289,14 @@ unsigned fusePointwiseChains(KernelProgram &P, bool Forward) {
                     (!Forward && In.Kind == plan::ValueKind::Activation);
       Fits = Fits && (!Pinned || Prod.Op == Cons.Op);
     }
+    std::vector<TensorRef> ProducerInputs = Prod.Inputs;
     if (!Fits || !inlineProducer(Prod, Cons, V))
       continue;
+    for (const TensorRef &R : ProducerInputs) {
+      llvm::erase_value(Readers[R.Value], I);
+      if (!llvm::is_contained(Readers[R.Value], Reader))
+        Readers[R.Value].push_back(Reader);
+    }
     costKernel(Cons, P.Values);
     Absorbed[Reader] += 1 + Absorbed[I];
     Absorbed.erase(I);
