@@ -17,10 +17,12 @@
 //   per query tile: P, dP = dO V^T, dS, dQ += dS K
 // P is recomputed from the saved log-sum-exp in both passes.
 //
-// Shared tiles are row-major with 8 elements of padding per row, so the
-// fragment loads of a warp (8 rows x 4 words) hit 32 distinct banks.
-// Operands whose B side is not k-contiguous in memory (V in P V, dO in
-// P^T dO, Q in dS^T Q, K in dS K) are also staged transposed.
+// Tiles reach shared memory by cp.async, 16 bytes a copy, the next tile's
+// while the current one is computed (two buffers of each streamed tile).
+// They stay row-major with 8 elements of padding per row, so the eight
+// row addresses of each ldmatrix hit distinct banks; ldmatrix's transposing
+// form gives the B fragments of operands that are not k-contiguous (V in
+// P V, dO in P^T dO, Q in dS^T Q, K in dS K) without a transposed copy.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,7 +46,6 @@ constexpr int Tile = 64;  // rows of a block and of each staged tile
 constexpr int Warps = 4;  // 16 rows each
 constexpr int Threads = Warps * 32;
 constexpr int Pad = 8;    // elements after each shared row
-constexpr int LdT = Tile + Pad; // row length of a transposed tile
 constexpr float Log2e = 1.4426950408889634f, Ln2 = 0.6931471805599453f;
 
 struct FlashParams {
@@ -105,33 +106,68 @@ template <> struct Mma<__half> {
   }
 };
 
-/// The A fragment (16 x 16) at (Row0, K0) of a shared tile of Ld elements
-/// per row: thread (g, c) = (lane / 4, lane % 4) holds rows g and g + 8,
-/// columns 2c, 2c + 1 and 2c + 8, 2c + 9.
-template <int Ld>
-__device__ __forceinline__ void loadA(uint32_t A[4], const void *Tile_,
-                                      int Row0, int K0) {
-  constexpr int W = Ld / 2;
-  int Lane = threadIdx.x % 32, G = Lane >> 2, C = Lane & 3;
-  const uint32_t *P =
-      static_cast<const uint32_t *>(Tile_) + (Row0 + G) * W + K0 / 2 + C;
-  A[0] = P[0];
-  A[1] = P[8 * W];
-  A[2] = P[4];
-  A[3] = P[8 * W + 4];
+// ldmatrix and cp.async need sm_75 and sm_80; older targets trap as above.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#define DSRUN_SM80(...) __trap();
+#else
+#define DSRUN_SM80(...) asm volatile(__VA_ARGS__);
+#endif
+
+__device__ __forceinline__ uint32_t sharedAddress(const void *P) {
+  return uint32_t(__cvta_generic_to_shared(P));
 }
 
-/// The B fragment (16 x 8, k x n) at (K0, N0) of a product whose B^T is
-/// the shared tile (n rows, k contiguous).
-template <int Ld>
-__device__ __forceinline__ void loadB(uint32_t &B0, uint32_t &B1,
-                                      const void *Tile_, int N0, int K0) {
-  constexpr int W = Ld / 2;
-  int Lane = threadIdx.x % 32, G = Lane >> 2, C = Lane & 3;
-  const uint32_t *P =
-      static_cast<const uint32_t *>(Tile_) + (N0 + G) * W + K0 / 2 + C;
-  B0 = P[0];
-  B1 = P[4];
+/// Four 8 x 8 matrices of 16-bit elements from shared memory; lanes 8i to
+/// 8i + 7 give the row addresses of matrix i, and register i of thread t
+/// holds row t / 4, columns 2 (t % 4) and 2 (t % 4) + 1 of matrix i (of
+/// its transpose with Trans).
+template <bool Trans>
+__device__ __forceinline__ void loadMatrices(uint32_t R[4], const void *P) {
+  uint32_t A = sharedAddress(P);
+  (void)A;
+  if (Trans) {
+    DSRUN_SM80("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 "
+               "{%0,%1,%2,%3}, [%4];\n"
+               : "=r"(R[0]), "=r"(R[1]), "=r"(R[2]), "=r"(R[3])
+               : "r"(A))
+  } else {
+    DSRUN_SM80("ldmatrix.sync.aligned.m8n8.x4.shared.b16 "
+               "{%0,%1,%2,%3}, [%4];\n"
+               : "=r"(R[0]), "=r"(R[1]), "=r"(R[2]), "=r"(R[3])
+               : "r"(A))
+  }
+}
+
+/// The A fragment (16 x 16) at (Row0, K0) of a row-major shared tile of
+/// Ld elements per row: thread (g, c) = (lane / 4, lane % 4) holds rows g
+/// and g + 8, columns 2c, 2c + 1 and 2c + 8, 2c + 9.
+template <int Ld, class E>
+__device__ __forceinline__ void loadA(uint32_t A[4], const E *Tile_, int Row0,
+                                      int K0) {
+  int L = threadIdx.x % 32;
+  loadMatrices<false>(
+      A, Tile_ + (Row0 + (L & 7) + (L >> 3 & 1) * 8) * Ld + K0 + (L >> 4) * 8);
+}
+
+/// The B fragments (16 x 8, k x n) of the n-blocks N0 and N0 + 8 at K0
+/// (B[0], B[1] and B[2], B[3]) of a product whose B^T is the shared tile
+/// (n rows, k contiguous).
+template <int Ld, class E>
+__device__ __forceinline__ void loadBTransposed(uint32_t B[4], const E *Tile_,
+                                                int N0, int K0) {
+  int L = threadIdx.x % 32;
+  loadMatrices<false>(
+      B, Tile_ + (N0 + (L & 7) + (L >> 4) * 8) * Ld + K0 + (L >> 3 & 1) * 8);
+}
+
+/// The same fragments where B itself is the shared tile (k rows, n
+/// contiguous): ldmatrix transposes on the way.
+template <int Ld, class E>
+__device__ __forceinline__ void loadB(uint32_t B[4], const E *Tile_, int K0,
+                                      int N0) {
+  int L = threadIdx.x % 32;
+  loadMatrices<true>(
+      B, Tile_ + (K0 + (L & 7) + (L >> 3 & 1) * 8) * Ld + N0 + (L >> 4) * 8);
 }
 
 /// The A fragment of a 16 x 64 tile held as four accumulators per 8
@@ -158,55 +194,64 @@ __device__ __forceinline__ void timesTransposed(float (&S)[8][4], const E *X,
     uint32_t A[4];
     loadA<Ld>(A, X, Row0, Kk * 16);
 #pragma unroll
-    for (int N = 0; N < 8; ++N) {
-      uint32_t B0, B1;
-      loadB<Ld>(B0, B1, Y, N * 8, Kk * 16);
-      Mma<E>::run(S[N], A, B0, B1);
+    for (int N = 0; N < 8; N += 2) {
+      uint32_t B[4];
+      loadBTransposed<Ld>(B, Y, N * 8, Kk * 16);
+      Mma<E>::run(S[N], A, B[0], B[1]);
+      Mma<E>::run(S[N + 1], A, B[2], B[3]);
     }
   }
 }
 
 /// Values: O (16 x DP) += P (16 x 64, as a product leaves it) times the
-/// 64-row tile whose transpose Yt ([DP][64 + Pad]) is staged.
+/// row-major shared tile Y (64 rows of DP).
 template <class E, int DP>
 __device__ __forceinline__ void accumulate(float (&O)[DP / 8][4],
                                            const float (&P)[8][4],
-                                           const E *Yt) {
+                                           const E *Y) {
+  constexpr int Ld = DP + Pad;
 #pragma unroll
   for (int Kk = 0; Kk < Tile / 16; ++Kk) {
     uint32_t A[4];
     accumulatorAsA<E>(A, P, Kk);
 #pragma unroll
-    for (int N = 0; N < DP / 8; ++N) {
-      uint32_t B0, B1;
-      loadB<LdT>(B0, B1, Yt, N * 8, Kk * 16);
-      Mma<E>::run(O[N], A, B0, B1);
+    for (int N = 0; N < DP / 8; N += 2) {
+      uint32_t B[4];
+      loadB<Ld>(B, Y, Kk * 16, N * 8);
+      Mma<E>::run(O[N], A, B[0], B[1]);
+      Mma<E>::run(O[N + 1], A, B[2], B[3]);
     }
   }
 }
 
-/// Rows [Row0, Row0 + 64) of a [Rows, D] view (row stride RowStride) into
-/// a shared tile [64][DP + Pad], and transposed into [DP][64 + Pad] when
-/// Transposed is given; zeros beyond Rows and D.
+/// Starts copying rows [Row0, Row0 + 64) of a [Rows, D] view (row stride
+/// RowStride) into a shared tile [64][DP + Pad], 16 bytes per copy, zeros
+/// beyond Rows and D. The copies land by waitCopies().
 template <class E, int DP>
-__device__ void stage(E *Rowwise, E *Transposed, const E *Base,
-                      int64_t RowStride, int Row0, int Rows, int D) {
+__device__ __forceinline__ void stage(E *Dst, const E *Base, int64_t RowStride,
+                                      int Row0, int Rows, int D) {
   constexpr int Chunks = DP / 8, Ld = DP + Pad;
+#pragma unroll
   for (int I = threadIdx.x; I < Tile * Chunks; I += Threads) {
     int R = I / Chunks, C = I % Chunks;
-    uint4 V = make_uint4(0, 0, 0, 0);
-    if (Row0 + R < Rows && C * 8 < D)
-      V = *reinterpret_cast<const uint4 *>(Base + int64_t(Row0 + R) * RowStride +
-                                           C * 8);
-    if (Rowwise)
-      *reinterpret_cast<uint4 *>(Rowwise + R * Ld + C * 8) = V;
-    if (Transposed) {
-      const E *X = reinterpret_cast<const E *>(&V);
-#pragma unroll
-      for (int K = 0; K < 8; ++K)
-        Transposed[(C * 8 + K) * LdT + R] = X[K];
-    }
+    bool In = Row0 + R < Rows && C * 8 < D;
+    const E *Src = In ? Base + int64_t(Row0 + R) * RowStride + C * 8 : Base;
+    uint32_t To = sharedAddress(Dst + R * Ld + C * 8);
+    int Bytes = In ? 16 : 0;
+    (void)To, (void)Src, (void)Bytes;
+    DSRUN_SM80("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(To),
+               "l"(Src), "r"(Bytes))
   }
+}
+
+/// Closes the copies started since the last call into one group.
+__device__ __forceinline__ void commitCopies() {
+  DSRUN_SM80("cp.async.commit_group;\n" ::)
+}
+
+/// Waits for every group but the Pending latest ones.
+template <int Pending> __device__ __forceinline__ void waitCopies() {
+  DSRUN_SM80("cp.async.wait_group %0;\n" ::"n"(Pending))
 }
 
 __device__ __forceinline__ float rowMax(float V) {
@@ -252,15 +297,18 @@ __device__ void storeRows(E *Base, int64_t RowStride, int Row0, int Rows,
 //===----------------------------------------------------------------------===//
 // Forward
 //===----------------------------------------------------------------------===//
+//
+// Each key tile's K and V are copied while the tile before is computed
+// (two buffers each).
 
 template <class E, int DP>
 __global__ void __launch_bounds__(Threads)
     flashForward(const __grid_constant__ FlashParams P) {
-  constexpr int Ld = DP + Pad;
+  constexpr int Ld = DP + Pad, TileElems = Tile * Ld;
   extern __shared__ __align__(16) unsigned char Smem[];
   E *Qs = reinterpret_cast<E *>(Smem);
-  E *Ks = Qs + Tile * Ld;
-  E *Vt = Ks + Tile * Ld; // [DP][LdT]
+  E *Ks = Qs + TileElems;       // [2][64][Ld]
+  E *Vs = Ks + 2 * TileElems;   // [2][64][Ld]
   // The longest causal rows first, so the short ones fill the tail.
   int Q0 = (gridDim.x - 1 - blockIdx.x) * Tile;
   int H = blockIdx.y, Bt = blockIdx.z, Hk = H / (P.Hq / P.Hkv);
@@ -269,42 +317,55 @@ __global__ void __launch_bounds__(Threads)
   const E *Qb = static_cast<const E *>(P.Q) + Bt * P.QS[0] + H * P.QS[1];
   const E *Kb = static_cast<const E *>(P.K) + Bt * P.KS[0] + Hk * P.KS[1];
   const E *Vb = static_cast<const E *>(P.V) + Bt * P.VS[0] + Hk * P.VS[1];
-  stage<E, DP>(Qs, nullptr, Qb, P.QS[2], Q0, P.T, P.D);
-  __syncthreads();
-  uint32_t Qa[DP / 16][4];
-#pragma unroll
-  for (int Kk = 0; Kk < DP / 16; ++Kk)
-    loadA<Ld>(Qa[Kk], Qs, Warp * 16, Kk * 16);
+  int Tiles = keyTiles(P, Q0);
+  stage<E, DP>(Qs, Qb, P.QS[2], Q0, P.T, P.D);
+  stage<E, DP>(Ks, Kb, P.KS[2], 0, P.S, P.D);
+  stage<E, DP>(Vs, Vb, P.VS[2], 0, P.S, P.D);
+  commitCopies();
 
+  uint32_t Qa[DP / 16][4];
   float O[DP / 8][4] = {};
   float M[2] = {-INFINITY, -INFINITY}, L[2] = {0, 0};
   float Scale2 = P.Scale * Log2e;
   int Row[2] = {Q0 + Warp * 16 + G, Q0 + Warp * 16 + G + 8};
-  int Tiles = keyTiles(P, Q0);
   for (int J = 0; J < Tiles; ++J) {
     int K0 = J * Tile;
+    if (J + 1 < Tiles) {
+      int Next = (J + 1) & 1;
+      stage<E, DP>(Ks + Next * TileElems, Kb, P.KS[2], K0 + Tile, P.S, P.D);
+      stage<E, DP>(Vs + Next * TileElems, Vb, P.VS[2], K0 + Tile, P.S, P.D);
+    }
+    commitCopies();
+    waitCopies<1>();
     __syncthreads();
-    stage<E, DP>(Ks, nullptr, Kb, P.KS[2], K0, P.S, P.D);
-    stage<E, DP>(nullptr, Vt, Vb, P.VS[2], K0, P.S, P.D);
-    __syncthreads();
+    if (J == 0)
+#pragma unroll
+      for (int Kk = 0; Kk < DP / 16; ++Kk)
+        loadA<Ld>(Qa[Kk], Qs, Warp * 16, Kk * 16);
+    const E *Kt = Ks + (J & 1) * TileElems, *Vt = Vs + (J & 1) * TileElems;
     float Sc[8][4] = {};
 #pragma unroll
     for (int Kk = 0; Kk < DP / 16; ++Kk)
 #pragma unroll
-      for (int N = 0; N < 8; ++N) {
-        uint32_t B0, B1;
-        loadB<Ld>(B0, B1, Ks, N * 8, Kk * 16);
-        Mma<E>::run(Sc[N], Qa[Kk], B0, B1);
+      for (int N = 0; N < 8; N += 2) {
+        uint32_t B[4];
+        loadBTransposed<Ld>(B, Kt, N * 8, Kk * 16);
+        Mma<E>::run(Sc[N], Qa[Kk], B[0], B[1]);
+        Mma<E>::run(Sc[N + 1], Qa[Kk], B[2], B[3]);
       }
+    // Only the tiles the diagonal or the sequence's end cut need a mask.
+    bool Masked = K0 + Tile > P.S || (P.Causal && K0 + Tile - 1 > Q0);
     float Mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
     for (int N = 0; N < 8; ++N)
 #pragma unroll
       for (int X = 0; X < 4; ++X) {
-        int Col = K0 + N * 8 + C * 2 + (X & 1);
         float V = Sc[N][X] * Scale2;
-        if (Col >= P.S || (P.Causal && Col > Row[X >> 1]))
-          V = -INFINITY;
+        if (Masked) {
+          int Col = K0 + N * 8 + C * 2 + (X & 1);
+          if (Col >= P.S || (P.Causal && Col > Row[X >> 1]))
+            V = -INFINITY;
+        }
         Sc[N][X] = V;
         Mx[X >> 1] = fmaxf(Mx[X >> 1], V);
       }
@@ -334,6 +395,8 @@ __global__ void __launch_bounds__(Threads)
       O[N][3] *= Alpha[1];
     }
     accumulate<E, DP>(O, Sc, Vt);
+    // The buffers of this tile are the next-but-one tile's.
+    __syncthreads();
   }
   float Inv[2];
 #pragma unroll
@@ -373,78 +436,92 @@ __global__ void flashDelta(const __grid_constant__ FlashParams P) {
     P.Delta[Row] = Sum;
 }
 
-/// dK and dV of one tile of 64 keys of one key/value head.
+/// dK and dV of one tile of 64 keys of one key/value head. The query
+/// tiles of every query head of the group stream through two buffers.
 template <class E, int DP>
 __global__ void __launch_bounds__(Threads)
     flashBackwardKeys(const __grid_constant__ FlashParams P) {
-  constexpr int Ld = DP + Pad;
+  constexpr int Ld = DP + Pad, TileElems = Tile * Ld;
   extern __shared__ __align__(16) unsigned char Smem[];
   E *Ks = reinterpret_cast<E *>(Smem);
-  E *Vs = Ks + Tile * Ld;
-  E *Qs = Vs + Tile * Ld;
-  E *Dos = Qs + Tile * Ld;
-  E *Qt = Dos + Tile * Ld;  // [DP][LdT]
-  E *Dot = Qt + DP * LdT;   // [DP][LdT]
-  float *Lse2 = reinterpret_cast<float *>(Dot + DP * LdT);
-  float *Delta = Lse2 + Tile;
+  E *Vs = Ks + TileElems;
+  E *Qs = Vs + TileElems;      // [2][64][Ld]
+  E *Dos = Qs + 2 * TileElems; // [2][64][Ld]
+  float *Lse2 = reinterpret_cast<float *>(Dos + 2 * TileElems); // [2][64]
+  float *Delta = Lse2 + 2 * Tile;                               // [2][64]
   // Low key tiles see the most queries under a causal mask: first.
   int K0 = blockIdx.x * Tile;
   int Hk = blockIdx.y, Bt = blockIdx.z, Group = P.Hq / P.Hkv;
   int Warp = threadIdx.x / 32, Lane = threadIdx.x % 32, G = Lane >> 2,
       C = Lane & 3;
-  stage<E, DP>(Ks, nullptr,
-               static_cast<const E *>(P.K) + Bt * P.KS[0] + Hk * P.KS[1],
+  int QTiles = (P.T + Tile - 1) / Tile;
+  int First = P.Causal ? K0 / Tile : 0;
+  int PerHead = max(QTiles - First, 0), Steps = Group * PerHead;
+  // Step S: query tile First + S % PerHead of the group's head S / PerHead.
+  auto Issue = [&](int Step, int Buf) {
+    int H = Hk * Group + Step / PerHead, Q0 = (First + Step % PerHead) * Tile;
+    stage<E, DP>(Qs + Buf * TileElems,
+                 static_cast<const E *>(P.Q) + Bt * P.QS[0] + H * P.QS[1],
+                 P.QS[2], Q0, P.T, P.D);
+    stage<E, DP>(Dos + Buf * TileElems,
+                 static_cast<const E *>(P.Do) + Bt * P.DoS[0] + H * P.DoS[1],
+                 P.DoS[2], Q0, P.T, P.D);
+    for (int R = threadIdx.x; R < Tile; R += Threads) {
+      bool In = Q0 + R < P.T;
+      Lse2[Buf * Tile + R] =
+          In ? P.Lse[Bt * P.LseS[0] + H * P.LseS[1] + (Q0 + R) * P.LseS[2]] *
+                   Log2e
+             : INFINITY;
+      Delta[Buf * Tile + R] =
+          In ? P.Delta[(int64_t(Bt) * P.Hq + H) * P.T + Q0 + R] : 0;
+    }
+  };
+  stage<E, DP>(Ks, static_cast<const E *>(P.K) + Bt * P.KS[0] + Hk * P.KS[1],
                P.KS[2], K0, P.S, P.D);
-  stage<E, DP>(Vs, nullptr,
-               static_cast<const E *>(P.V) + Bt * P.VS[0] + Hk * P.VS[1],
+  stage<E, DP>(Vs, static_cast<const E *>(P.V) + Bt * P.VS[0] + Hk * P.VS[1],
                P.VS[2], K0, P.S, P.D);
+  if (Steps)
+    Issue(0, 0);
+  commitCopies();
   float Dk[DP / 8][4] = {}, Dv[DP / 8][4] = {};
   float Scale2 = P.Scale * Log2e;
   int Key[2] = {K0 + Warp * 16 + G, K0 + Warp * 16 + G + 8};
-  int QTiles = (P.T + Tile - 1) / Tile;
-  for (int Gq = 0; Gq < Group; ++Gq) {
-    int H = Hk * Group + Gq;
-    const E *Qb = static_cast<const E *>(P.Q) + Bt * P.QS[0] + H * P.QS[1];
-    const E *Dob = static_cast<const E *>(P.Do) + Bt * P.DoS[0] + H * P.DoS[1];
-    for (int I = P.Causal ? K0 / Tile : 0; I < QTiles; ++I) {
-      int Q0 = I * Tile;
-      __syncthreads();
-      stage<E, DP>(Qs, Qt, Qb, P.QS[2], Q0, P.T, P.D);
-      stage<E, DP>(Dos, Dot, Dob, P.DoS[2], Q0, P.T, P.D);
-      for (int R = threadIdx.x; R < Tile; R += Threads) {
-        bool In = Q0 + R < P.T;
-        Lse2[R] = In ? P.Lse[Bt * P.LseS[0] + H * P.LseS[1] +
-                             (Q0 + R) * P.LseS[2]] * Log2e
-                     : INFINITY;
-        Delta[R] = In ? P.Delta[(int64_t(Bt) * P.Hq + H) * P.T + Q0 + R] : 0;
+  for (int Step = 0; Step < Steps; ++Step) {
+    if (Step + 1 < Steps)
+      Issue(Step + 1, (Step + 1) & 1);
+    commitCopies();
+    waitCopies<1>();
+    __syncthreads();
+    int Buf = Step & 1, Q0 = (First + Step % PerHead) * Tile;
+    const E *Qt = Qs + Buf * TileElems, *Dot = Dos + Buf * TileElems;
+    const float *L2 = Lse2 + Buf * Tile, *Dl = Delta + Buf * Tile;
+    // S^T = K Q^T, then P^T, for the warp's 16 keys x 64 queries.
+    float St[8][4] = {};
+    timesTransposed<E, DP>(St, Ks, Warp * 16, Qt);
+    bool Masked = K0 + Tile > P.S || (P.Causal && K0 + Tile - 1 > Q0);
+#pragma unroll
+    for (int N = 0; N < 8; ++N)
+#pragma unroll
+      for (int X = 0; X < 4; ++X) {
+        int Qi = N * 8 + C * 2 + (X & 1), K = Key[X >> 1];
+        float Pv = exp2f(St[N][X] * Scale2 - L2[Qi]);
+        if (Masked && (K >= P.S || (P.Causal && K > Q0 + Qi)))
+          Pv = 0;
+        St[N][X] = Pv;
       }
-      __syncthreads();
-      // S^T = K Q^T, then P^T, for the warp's 16 keys x 64 queries.
-      float St[8][4] = {};
-      timesTransposed<E, DP>(St, Ks, Warp * 16, Qs);
+    // dV += P^T dO
+    accumulate<E, DP>(Dv, St, Dot);
+    // dP^T = V dO^T
+    float Dp[8][4] = {};
+    timesTransposed<E, DP>(Dp, Vs, Warp * 16, Dot);
+    // dS^T = P^T (dP^T - delta) scale; dK += dS^T Q
 #pragma unroll
-      for (int N = 0; N < 8; ++N)
+    for (int N = 0; N < 8; ++N)
 #pragma unroll
-        for (int X = 0; X < 4; ++X) {
-          int Qi = N * 8 + C * 2 + (X & 1), K = Key[X >> 1];
-          float Pv = exp2f(St[N][X] * Scale2 - Lse2[Qi]);
-          if (K >= P.S || (P.Causal && K > Q0 + Qi))
-            Pv = 0;
-          St[N][X] = Pv;
-        }
-      // dV += P^T dO
-      accumulate<E, DP>(Dv, St, Dot);
-      // dP^T = V dO^T
-      float Dp[8][4] = {};
-      timesTransposed<E, DP>(Dp, Vs, Warp * 16, Dos);
-      // dS^T = P^T (dP^T - delta) scale; dK += dS^T Q
-#pragma unroll
-      for (int N = 0; N < 8; ++N)
-#pragma unroll
-        for (int X = 0; X < 4; ++X)
-          St[N][X] *= (Dp[N][X] - Delta[N * 8 + C * 2 + (X & 1)]) * P.Scale;
-      accumulate<E, DP>(Dk, St, Qt);
-    }
+      for (int X = 0; X < 4; ++X)
+        St[N][X] *= (Dp[N][X] - Dl[N * 8 + C * 2 + (X & 1)]) * P.Scale;
+    accumulate<E, DP>(Dk, St, Qt);
+    __syncthreads();
   }
   const float One[2] = {1, 1};
   storeRows<E, DP>(static_cast<E *>(P.Dk) + Bt * P.DkS[0] + Hk * P.DkS[1],
@@ -453,29 +530,31 @@ __global__ void __launch_bounds__(Threads)
                    P.DvS[2], K0 + Warp * 16, P.S, P.D, Dv, One);
 }
 
-/// dQ of one tile of 64 queries of one query head.
+/// dQ of one tile of 64 queries of one query head; key tiles stream
+/// through two buffers.
 template <class E, int DP>
 __global__ void __launch_bounds__(Threads)
     flashBackwardQueries(const __grid_constant__ FlashParams P) {
-  constexpr int Ld = DP + Pad;
+  constexpr int Ld = DP + Pad, TileElems = Tile * Ld;
   extern __shared__ __align__(16) unsigned char Smem[];
   E *Qs = reinterpret_cast<E *>(Smem);
-  E *Dos = Qs + Tile * Ld;
-  E *Ks = Dos + Tile * Ld;
-  E *Vs = Ks + Tile * Ld;
-  E *Kt = Vs + Tile * Ld; // [DP][LdT]
+  E *Dos = Qs + TileElems;
+  E *Ks = Dos + TileElems;    // [2][64][Ld]
+  E *Vs = Ks + 2 * TileElems; // [2][64][Ld]
   int Q0 = (gridDim.x - 1 - blockIdx.x) * Tile;
   int H = blockIdx.y, Bt = blockIdx.z, Hk = H / (P.Hq / P.Hkv);
   int Warp = threadIdx.x / 32, Lane = threadIdx.x % 32, G = Lane >> 2,
       C = Lane & 3;
-  stage<E, DP>(Qs, nullptr,
-               static_cast<const E *>(P.Q) + Bt * P.QS[0] + H * P.QS[1],
-               P.QS[2], Q0, P.T, P.D);
-  stage<E, DP>(Dos, nullptr,
-               static_cast<const E *>(P.Do) + Bt * P.DoS[0] + H * P.DoS[1],
-               P.DoS[2], Q0, P.T, P.D);
   const E *Kb = static_cast<const E *>(P.K) + Bt * P.KS[0] + Hk * P.KS[1];
   const E *Vb = static_cast<const E *>(P.V) + Bt * P.VS[0] + Hk * P.VS[1];
+  int Tiles = keyTiles(P, Q0);
+  stage<E, DP>(Qs, static_cast<const E *>(P.Q) + Bt * P.QS[0] + H * P.QS[1],
+               P.QS[2], Q0, P.T, P.D);
+  stage<E, DP>(Dos, static_cast<const E *>(P.Do) + Bt * P.DoS[0] + H * P.DoS[1],
+               P.DoS[2], Q0, P.T, P.D);
+  stage<E, DP>(Ks, Kb, P.KS[2], 0, P.S, P.D);
+  stage<E, DP>(Vs, Vb, P.VS[2], 0, P.S, P.D);
+  commitCopies();
   int Row[2] = {Q0 + Warp * 16 + G, Q0 + Warp * 16 + G + 8};
   float Lse2[2], Delta[2];
 #pragma unroll
@@ -488,16 +567,21 @@ __global__ void __launch_bounds__(Threads)
   }
   float Dq[DP / 8][4] = {};
   float Scale2 = P.Scale * Log2e;
-  int Tiles = keyTiles(P, Q0);
   for (int J = 0; J < Tiles; ++J) {
     int K0 = J * Tile;
+    if (J + 1 < Tiles) {
+      int Next = (J + 1) & 1;
+      stage<E, DP>(Ks + Next * TileElems, Kb, P.KS[2], K0 + Tile, P.S, P.D);
+      stage<E, DP>(Vs + Next * TileElems, Vb, P.VS[2], K0 + Tile, P.S, P.D);
+    }
+    commitCopies();
+    waitCopies<1>();
     __syncthreads();
-    stage<E, DP>(Ks, Kt, Kb, P.KS[2], K0, P.S, P.D);
-    stage<E, DP>(Vs, nullptr, Vb, P.VS[2], K0, P.S, P.D);
-    __syncthreads();
+    const E *Kt = Ks + (J & 1) * TileElems, *Vt = Vs + (J & 1) * TileElems;
     float Sc[8][4] = {}, Dp[8][4] = {};
-    timesTransposed<E, DP>(Sc, Qs, Warp * 16, Ks);
-    timesTransposed<E, DP>(Dp, Dos, Warp * 16, Vs);
+    timesTransposed<E, DP>(Sc, Qs, Warp * 16, Kt);
+    timesTransposed<E, DP>(Dp, Dos, Warp * 16, Vt);
+    bool Masked = K0 + Tile > P.S || (P.Causal && K0 + Tile - 1 > Q0);
     // dS = P (dP - delta) scale
 #pragma unroll
     for (int N = 0; N < 8; ++N)
@@ -505,12 +589,13 @@ __global__ void __launch_bounds__(Threads)
       for (int X = 0; X < 4; ++X) {
         int Col = K0 + N * 8 + C * 2 + (X & 1), R = X >> 1;
         float Pv = exp2f(Sc[N][X] * Scale2 - Lse2[R]);
-        if (Col >= P.S || (P.Causal && Col > Row[R]))
+        if (Masked && (Col >= P.S || (P.Causal && Col > Row[R])))
           Pv = 0;
         Sc[N][X] = Pv * (Dp[N][X] - Delta[R]) * P.Scale;
       }
     // dQ += dS K
     accumulate<E, DP>(Dq, Sc, Kt);
+    __syncthreads();
   }
   const float One[2] = {1, 1};
   storeRows<E, DP>(static_cast<E *>(P.Dq) + Bt * P.DqS[0] + H * P.DqS[1],
@@ -527,16 +612,15 @@ __global__ void __launch_bounds__(Threads)
       return std::string(#Call " failed: ") + cudaGetErrorString(E_);          \
   } while (0)
 
-/// Shared bytes of each kernel: row-wise tiles of 64 x (DP + Pad) and
-/// transposed ones of DP x (64 + Pad), plus the backward's row statistics.
+/// Shared bytes of each kernel: row-major tiles of 64 x (DP + Pad), the
+/// streamed ones twice, plus the keys pass's row statistics (twice).
 template <int DP> constexpr int rowTile() { return Tile * (DP + Pad) * 2; }
-template <int DP> constexpr int colTile() { return DP * LdT * 2; }
 
 template <class E, int DP>
 std::string launch(const FlashParams &P, bool Grad, cudaStream_t S) {
-  constexpr int Forward = 2 * rowTile<DP>() + colTile<DP>();
-  constexpr int Keys = 4 * rowTile<DP>() + 2 * colTile<DP>() + 2 * Tile * 4;
-  constexpr int Queries = 4 * rowTile<DP>() + colTile<DP>();
+  constexpr int Forward = 5 * rowTile<DP>();
+  constexpr int Keys = 6 * rowTile<DP>() + 4 * Tile * 4;
+  constexpr int Queries = 6 * rowTile<DP>();
   // Above 48 KiB a kernel must opt in; once per process and kernel.
   static bool OptedIn = false;
   if (!OptedIn) {
