@@ -677,7 +677,11 @@ int Executor::run() {
     if (real())
       fillInputs(Step);
     Model.setProfiling(Step == Options.ProfileStep);
+    auto Enqueue = std::chrono::steady_clock::now();
     step(Step);
+    double EnqueueMs = std::chrono::duration<double, std::milli>(
+                           std::chrono::steady_clock::now() - Enqueue)
+                           .count();
     waitForStep();
     finishStep(Step);
     Memory.Peak = std::max(Memory.Peak, usedDeviceMemory());
@@ -692,6 +696,7 @@ int Executor::run() {
       T = measureStep();
       Timings.push_back(T);
     }
+    T.EnqueueMs = EnqueueMs;
     report(Step, T);
     if (Step == Options.ProfileStep) {
       std::string Table = Model.profileReport(T.StepMs);

@@ -111,6 +111,9 @@ struct MemoryReadings {
 
 struct StepTiming {
   double StepMs = 0;
+  /// Host time step() took to enqueue the step: near StepMs, the GPU
+  /// waits for launches; well under it, the host waits for the GPU.
+  double EnqueueMs = 0;
   /// Instruction by instruction (the split and the rates below are
   /// measured); a lean step has its whole time only.
   bool Timed = true;

@@ -142,14 +142,15 @@ void Executor::report(uint32_t Step, const StepTiming &T) {
   if (!T.Timed) {
     if (Process.Rank == 0) {
       char Head[240];
-      snprintf(Head, sizeof(Head), "dsrun: step %u:%s %.2f ms (lean)\n", Step,
-               Loss.c_str(), T.StepMs);
+      snprintf(Head, sizeof(Head),
+               "dsrun: step %u:%s %.2f ms (lean; enqueued in %.2f ms)\n", Step,
+               Loss.c_str(), T.StepMs, T.EnqueueMs);
       writeLine(Head);
     }
     if (FILE *Log = openLog(Options.JsonLog, Process.Rank)) {
       fprintf(Log, "{\"rank\":%d,\"step\":%u,%s\"step_ms\":%.3f,"
-                   "\"lean\":true}\n",
-              Process.Rank, Step, LossJson.c_str(), T.StepMs);
+                   "\"enqueue_ms\":%.3f,\"lean\":true}\n",
+              Process.Rank, Step, LossJson.c_str(), T.StepMs, T.EnqueueMs);
       fclose(Log);
     }
     return;
