@@ -30,7 +30,7 @@ namespace dsc::plan {
 constexpr char FileMagic[8] = {'D', 'S', 'C', 'P', 'L', 'A', 'N', '\0'};
 /// Bumped whenever an existing section's encoding or meaning changes; new
 /// sections do not need a bump (old readers skip them).
-constexpr uint32_t FormatVersion = 7;
+constexpr uint32_t FormatVersion = 8;
 constexpr uint32_t NoIndex = std::numeric_limits<uint32_t>::max();
 /// Ranks of different layouts beyond this many are merged (see RankClass).
 constexpr uint32_t MaxRankClasses = 8;
@@ -230,6 +230,24 @@ struct DimBinding {
   }
 };
 
+/// What one kind of compute kernel achieved where dsrun measured it
+/// (--calibration-out): a rate on the dimension that bounds the kind
+/// (FLOPs for products and attention, bytes for the rest); the other is
+/// 0, unused. Kind is a KernelKind name; Backward tells the backward's
+/// kernels of that kind from the forward's.
+struct KernelRate {
+  std::string Kind;
+  bool Backward = false;
+  uint64_t FlopsPerSec = 0;
+  uint64_t BytesPerSec = 0;
+  template <class V> void visit(V &&F) {
+    F("kind", Kind);
+    F("backward", Backward);
+    F("flops_per_sec", FlopsPerSec);
+    F("bytes_per_sec", BytesPerSec);
+  }
+};
+
 /// Figures the time estimates use. Named so a calibration can replace them.
 struct Hardware {
   std::string GpuName;
@@ -246,6 +264,11 @@ struct Hardware {
   /// Elements a rank converts per second on the host between 16-bit and
   /// fp32 (offloaded gradients in, updated parameters out).
   uint64_t HostConvertElemsPerSec = 0;
+  /// Measured per kernel kind; a kind without an entry is estimated from
+  /// DenseFlopsPerSec and MemoryBytesPerSec.
+  std::vector<KernelRate> KernelRates;
+  /// The compute stream's time between two kernels, measured.
+  uint64_t KernelGapNanos = 0;
   template <class V> void visit(V &&F) {
     F("gpu", GpuName);
     F("gpu_memory_bytes", GpuMemoryBytes);
@@ -259,6 +282,8 @@ struct Hardware {
     F("nvme_write_bytes_per_sec", NVMeWriteBytesPerSec);
     F("host_adam_elems_per_sec", HostAdamElemsPerSec);
     F("host_convert_elems_per_sec", HostConvertElemsPerSec);
+    F("kernel_rates", KernelRates);
+    F("kernel_gap_ns", KernelGapNanos);
   }
 };
 

@@ -2,6 +2,8 @@
 
 #include "dsc/Plan/Hardware.h"
 
+#include "dsc/Plan/KernelRateYAML.h"
+
 #include "dsc/Support/YAMLInput.h"
 
 #include "llvm/ADT/StringExtras.h"

@@ -6,6 +6,8 @@
 
 #include "dsc/Plan/PlanYAML.h"
 
+#include "dsc/Plan/KernelRateYAML.h"
+
 #include "dsc/PlanCheck.h"
 #include "dsc/PlanCodec.h"
 

@@ -21,6 +21,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "PlanInternal.h"
+
+#include "dsc/KernelTime.h"
+
 #include <cstdlib>
 
 #include "llvm/ADT/DenseMap.h"
@@ -164,12 +167,8 @@ std::vector<uint32_t> Scheduler::unitsOf(uint32_t Op) const {
 uint64_t Scheduler::computeNanos(const plan::Op &Op, bool Backward) const {
   const plan::Interval &R = Backward ? Op.Backward : Op.Forward;
   uint64_t Total = 0;
-  for (uint32_t K = R.Begin; K < R.End; ++K) {
-    const plan::Kernel &Kr = P.Kernels[K];
-    uint64_t Flops = transferNanos(Kr.Flops, H.DenseFlopsPerSec);
-    uint64_t Memory = transferNanos(Kr.Bytes, H.MemoryBytesPerSec);
-    Total += std::max(Flops, Memory);
-  }
+  for (uint32_t K = R.Begin; K < R.End; ++K)
+    Total += plan::kernelNanos(P.Kernels[K], H);
   return Total;
 }
 

@@ -346,6 +346,20 @@ std::string checkPlan(const Plan &P) {
     return "settings: world size 0, ZeRO stage above 3, micro batch or "
            "accumulation 0, or nodes x GPUs per node is not the world size";
   const uint64_t W = S.WorldSize;
+  const std::vector<KernelRate> &Rates = S.Machine.KernelRates;
+  for (size_t I = 0; I < Rates.size(); ++I) {
+    bool Known = false;
+    for (unsigned K = 0; K < EnumInfo<KernelKind>::Count; ++K)
+      Known |= Rates[I].Kind == EnumInfo<KernelKind>::Names[K];
+    if (!Known)
+      return "hardware: kernel rate " + std::to_string(I) +
+             " names no kernel kind";
+    for (size_t J = 0; J < I; ++J)
+      if (Rates[J].Kind == Rates[I].Kind &&
+          Rates[J].Backward == Rates[I].Backward)
+        return "hardware: two kernel rates for " + Rates[I].Kind +
+               (Rates[I].Backward ? " (backward)" : "");
+  }
   if (!isFloatType(S.ParamDType) || !isFloatType(S.CommDType) ||
       !isFloatType(S.GradAccumDType) || !isFloatType(S.MasterDType) ||
       !isFloatType(S.OptimizerStateDType))

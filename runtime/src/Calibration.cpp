@@ -36,6 +36,16 @@ bool writeCalibration(const std::string &Path, const Calibration &C,
       fprintf(F, "%s: %llu\n", Name, (unsigned long long)Value);
     }
   });
+  if (!C.Rates.KernelRates.empty()) {
+    fprintf(F, "# Per kernel kind, from the profiled step:\nkernel_rates:\n");
+    for (const dsc::plan::KernelRate &R : C.Rates.KernelRates)
+      fprintf(F,
+              "  - { kind: %s, backward: %s, flops_per_sec: %llu, "
+              "bytes_per_sec: %llu }\n",
+              R.Kind.c_str(), R.Backward ? "true" : "false",
+              (unsigned long long)R.FlopsPerSec,
+              (unsigned long long)R.BytesPerSec);
+  }
   bool Failed = ferror(F) != 0;
   Failed |= fclose(F) != 0;
   if (Failed)

@@ -711,6 +711,8 @@ int Executor::run() {
       evaluate(Step);
   }
   Lean = false;
+  for (float Ms : LeanMs)
+    LeanMeanMs += Ms / double(LeanMs.size());
   // Every rank runs the lean steps and the verification (collectives
   // both), even where rank 0 could not write its calibration.
   bool Reported = reportSummary();

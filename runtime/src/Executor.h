@@ -233,6 +233,9 @@ private:
   void reportTime();
   /// The index in Timings of the first step past warm-up.
   size_t firstSteadyStep() const;
+  /// --calibration-out: the planner's kernel rates and the gap between
+  /// kernels, fitted to the profiled step (dsc/KernelTime.h).
+  void fitKernelRates(dsc::plan::Hardware &Rates) const;
 
   /// Device or host address of Bytes at Offset inside a buffer.
   char *at(const BufferView &V, uint64_t ByteOffset = 0) const;
@@ -398,6 +401,8 @@ private:
   bool Evaluating = false;
   std::optional<InitialWeights> Weights;
   ModelProgram Model;
+  /// The real training's lean steps, mean (0: none ran).
+  double LeanMeanMs = 0;
   /// Per micro step, per input value: where its bytes go in a step's half
   /// of input_staging.
   uint64_t MicroInputBytes = 0, Seq = 0;

@@ -83,11 +83,18 @@ std::string ModelProgram::profileReport(double StepMs) {
   };
   std::map<std::string, Sum> ByKind;
   std::vector<Sum> ByKernel(P->Kernels.size());
+  Profiled.clear();
   double Total = 0;
   for (const Timed &T : Launches) {
     float Ms = 0;
     CHECK_CUDA(cudaEventElapsedTime(&Ms, T.Begin, T.End));
     const dsc::plan::Kernel &K = P->Kernels[T.Kernel];
+    auto Same = [&](const KindTime &X) {
+      return X.Kind == K.Kind && X.Backward == K.Backward;
+    };
+    auto It = std::find_if(Profiled.begin(), Profiled.end(), Same);
+    if (It == Profiled.end())
+      It = Profiled.insert(Profiled.end(), KindTime{K.Kind, K.Backward});
     for (Sum *S : {&ByKind[std::string(dsc::plan::enumName(K.Kind)) +
                            (K.Backward ? " (backward)" : "")],
                    &ByKernel[T.Kernel]}) {
@@ -96,6 +103,10 @@ std::string ModelProgram::profileReport(double StepMs) {
       S->Bytes += double(K.Bytes);
       ++S->Launches;
     }
+    It->Ms += Ms;
+    It->Flops += double(K.Flops);
+    It->Bytes += double(K.Bytes);
+    ++It->Launches;
     Total += Ms;
   }
   Launches.clear();

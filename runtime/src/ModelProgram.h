@@ -43,6 +43,16 @@ public:
   /// each reached against its FLOPs and bytes. Clears what it read.
   std::string profileReport(double StepMs);
 
+  /// What the last profileReport read, per kernel kind and direction
+  /// (dsrun --calibration-out fits the planner's kernel rates to it).
+  struct KindTime {
+    dsc::plan::KernelKind Kind;
+    bool Backward;
+    double Ms = 0, Flops = 0, Bytes = 0;
+    unsigned Launches = 0;
+  };
+  std::vector<KindTime> Profiled;
+
 private:
   struct Timed {
     uint32_t Kernel;

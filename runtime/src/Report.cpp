@@ -4,6 +4,8 @@
 
 #include "Calibration.h"
 
+#include "dsc/KernelTime.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -182,6 +184,45 @@ void Executor::report(uint32_t Step, const StepTiming &T) {
   }
 }
 
+void Executor::fitKernelRates(plan::Hardware &Rates) const {
+  // The profiled step's kernels, per kind and direction (--profile-step,
+  // the last step by default with --calibration-out).
+  double KernelMs = 0;
+  unsigned Launches = 0;
+  for (const ModelProgram::KindTime &K : Model.Profiled) {
+    plan::KernelRate R = plan::fitKernelRate(K.Kind, K.Backward, K.Flops,
+                                             K.Bytes, K.Ms * 1e6,
+                                             P.Settings.Machine);
+    if (R.FlopsPerSec || R.BytesPerSec)
+      Rates.KernelRates.push_back(R);
+    KernelMs += K.Ms;
+    Launches += K.Launches;
+  }
+  size_t First = firstSteadyStep();
+  if (!Launches || Timings.size() <= First)
+    return;
+  // The compute stream's time in a step (lean where there are lean steps,
+  // less what the timed steps spent waiting), less the kernels and what
+  // the plan puts on the stream besides them (the optimizer), spread over
+  // the launches: the gap between two kernels.
+  double Step = 0, Waiting = 0;
+  for (size_t I = First; I < Timings.size(); ++I) {
+    const ExposedTime &X = Timings[I].Split;
+    Step += Timings[I].StepMs;
+    Waiting += X.CommunicationMs + X.OffloadMs + X.OtherMs;
+  }
+  size_t N = Timings.size() - First;
+  Step = LeanMeanMs > 0 ? LeanMeanMs : Step / double(N);
+  double Besides = 0;
+  for (const plan::Instruction &I : P.Program)
+    if (I.On == plan::Stream::Compute && I.Kind != plan::InstrKind::Forward &&
+        I.Kind != plan::InstrKind::Backward)
+      Besides += double(I.Nanos) / 1e6;
+  double Gap = Step - Waiting / double(N) - KernelMs - Besides;
+  if (Gap > 0)
+    Rates.KernelGapNanos = uint64_t(Gap / Launches * 1e6);
+}
+
 size_t Executor::firstSteadyStep() const {
   // The first step pays for warm-up (NCCL connections, cuBLAS heuristics):
   // the later ones are the steady state the plan estimates.
@@ -349,6 +390,7 @@ bool Executor::reportSummary() {
   C.Rates.PinnedCopyBytesPerSec = PerSecond(CopyBytes, CopyMs);
   C.Rates.NVMeReadBytesPerSec = PerSecond(ReadBytes, ReadMs);
   C.Rates.NVMeWriteBytesPerSec = PerSecond(WriteBytes, WriteMs);
+  fitKernelRates(C.Rates);
   std::string WriteError;
   if (!writeCalibration(Options.CalibrationOut, C, WriteError)) {
     fprintf(stderr, "dsrun: --calibration-out: %s\n", WriteError.c_str());

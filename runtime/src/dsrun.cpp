@@ -54,6 +54,8 @@ static const char *const Usage =
     "  --steps N                  steps to run (3)\n"
     "  --json FILE                one JSON line per step (%r: per rank)\n"
     "  --calibration-out FILE     write the measured figures for dsc plan\n"
+    "                             (with --data: per-kind kernel rates from\n"
+    "                             the --profile-step, the last by default)\n"
     "  --nvme-path DIR            where NVMe offload keeps its swap files\n"
     "  --timeout SECONDS          give up on a stuck step (300)\n"
     "  --host-threads N           threads of the host optimizer (8)\n"
@@ -234,6 +236,9 @@ int main(int argc, char **argv) {
     // Events around every instruction cost the step time (docs/runtime.md):
     // only the first steps are timed in detail, every step trains.
     uint32_t Total = Options.Steps;
+    // The kernel rates dsc plan learns come from one profiled step.
+    if (!Options.CalibrationOut.empty() && !Options.ProfileStep)
+      Options.ProfileStep = Total;
     Options.Steps = std::min(Total, TimedSteps);
     Options.LeanSteps = Total - Options.Steps;
   } else if (!Options.InitPath.empty() || !Options.SaveWeightsPath.empty() ||

@@ -28,6 +28,7 @@
 #include "Layout.h"
 #include "LossScaler.h"
 
+#include "dsc/KernelTime.h"
 #include "dsc/PlanCheck.h"
 #include "dsc/PlanCodec.h"
 #include "Nvme.h"
@@ -575,6 +576,46 @@ static void exposed() {
   EXPECT(Near(Sum(E), 0));
 }
 
+/// The planner's kernel time (dsc/KernelTime.h): the machine's rates for
+/// kinds never measured, the measured kind's rate on its bounding
+/// dimension, and the gap after every kernel; a fitted rate reproduces
+/// the time it was fitted to.
+static void kernelTimes() {
+  namespace plan = dsc::plan;
+  plan::Hardware H;
+  H.DenseFlopsPerSec = 1000000000000; // 1 TFLOP/s
+  H.MemoryBytesPerSec = 100000000000; // 100 GB/s
+  plan::Kernel Gemm;
+  Gemm.Kind = plan::KernelKind::Gemm;
+  Gemm.Flops = 2000000000; // 2 ms at the machine's rate
+  Gemm.Bytes = 10000000;   // 0.1 ms
+  EXPECT(plan::kernelNanos(Gemm, H) == 2000000);
+  plan::Kernel Norm;
+  Norm.Kind = plan::KernelKind::LayerNorm;
+  Norm.Flops = 1000000;
+  Norm.Bytes = 50000000; // 0.5 ms
+  EXPECT(plan::kernelNanos(Norm, H) == 500000);
+  // Fitted: the gemm took 4 ms (its flops bound it), the norm 0.25 ms.
+  plan::KernelRate G = plan::fitKernelRate(plan::KernelKind::Gemm, false,
+                                           2e9, 1e7, 4e6, H);
+  EXPECT(G.Kind == "gemm" && G.FlopsPerSec == 500000000000 &&
+         G.BytesPerSec == 0);
+  plan::KernelRate N = plan::fitKernelRate(plan::KernelKind::LayerNorm, false,
+                                           1e6, 5e7, 2.5e5, H);
+  EXPECT(N.FlopsPerSec == 0 && N.BytesPerSec == 200000000000);
+  H.KernelRates = {G, N};
+  H.KernelGapNanos = 3000;
+  EXPECT(plan::kernelNanos(Gemm, H) == 4003000);
+  EXPECT(plan::kernelNanos(Norm, H) == 253000);
+  // The backward's kernels of a kind are a kind of their own.
+  Norm.Backward = true;
+  EXPECT(plan::kernelNanos(Norm, H) == 503000);
+  // Nothing measured: no rate.
+  plan::KernelRate None =
+      plan::fitKernelRate(plan::KernelKind::Fill, false, 0, 0, 0, H);
+  EXPECT(!None.FlopsPerSec && !None.BytesPerSec);
+}
+
 /// A calibration sample: what --write-calibration writes for the lit test
 /// that reads it back with dsc plan.
 static Calibration sampleCalibration() {
@@ -586,6 +627,14 @@ static Calibration sampleCalibration() {
   C.Rates.HostAdamElemsPerSec = 456000000;
   C.Rates.HostConvertElemsPerSec = 2500000000;
   C.Rates.NVMeReadBytesPerSec = 1170000000;
+  C.Rates.KernelGapNanos = 5000;
+  dsc::plan::KernelRate Gemm, NormGrad;
+  Gemm.Kind = "gemm";
+  Gemm.FlopsPerSec = 600000000000000;
+  NormGrad.Kind = "layer-norm-grad";
+  NormGrad.Backward = true;
+  NormGrad.BytesPerSec = 1000000000000;
+  C.Rates.KernelRates = {Gemm, NormGrad};
   return C;
 }
 
@@ -609,6 +658,10 @@ static void calibrationFile() {
          std::string::npos);
   EXPECT(Text.find("pinned_copy") == std::string::npos);
   EXPECT(Text.find("gpu:") == std::string::npos);
+  EXPECT(Text.find("\nkernel_gap_ns: 5000\n") != std::string::npos);
+  EXPECT(Text.find("\n  - { kind: layer-norm-grad, backward: true, "
+                   "flops_per_sec: 0, bytes_per_sec: 1000000000000 }\n") !=
+         std::string::npos);
   unlink(Path.c_str());
   rmdir(Dir);
   EXPECT(!writeCalibration(std::string(Dir) + "/gone/c.yaml",
@@ -955,6 +1008,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   conversions();
+  kernelTimes();
   fastDivision();
   adam();
   launchers();
