@@ -248,6 +248,19 @@ struct KernelRate {
   }
 };
 
+/// The bus bandwidth one kind of collective reached where dsrun measured
+/// it, per call's bytes times nccl-tests' bus factor, after the call
+/// latency; Kind is a Collective name (stage 2's reduces to several roots
+/// count as the reduce-scatter they amount to).
+struct CollectiveRate {
+  std::string Kind;
+  uint64_t BusBytesPerSec = 0;
+  template <class V> void visit(V &&F) {
+    F("kind", Kind);
+    F("bus_bytes_per_sec", BusBytesPerSec);
+  }
+};
+
 /// Figures the time estimates use. Named so a calibration can replace them.
 struct Hardware {
   std::string GpuName;
@@ -269,6 +282,9 @@ struct Hardware {
   std::vector<KernelRate> KernelRates;
   /// The compute stream's time between two kernels, measured.
   uint64_t KernelGapNanos = 0;
+  /// Measured per collective kind; a kind without an entry runs at
+  /// CollectiveBytesPerSec.
+  std::vector<CollectiveRate> CollectiveRates;
   template <class V> void visit(V &&F) {
     F("gpu", GpuName);
     F("gpu_memory_bytes", GpuMemoryBytes);
@@ -284,6 +300,7 @@ struct Hardware {
     F("host_convert_elems_per_sec", HostConvertElemsPerSec);
     F("kernel_rates", KernelRates);
     F("kernel_gap_ns", KernelGapNanos);
+    F("collective_rates", CollectiveRates);
   }
 };
 

@@ -2,7 +2,7 @@
 
 #include "dsc/Plan/Hardware.h"
 
-#include "dsc/Plan/KernelRateYAML.h"
+#include "dsc/Plan/MeasuredRatesYAML.h"
 
 #include "dsc/Support/YAMLInput.h"
 

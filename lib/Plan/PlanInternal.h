@@ -31,7 +31,8 @@ inline uint64_t transferNanos(uint64_t Bytes, uint64_t BytesPerSec) {
 }
 
 /// A collective over World ranks carrying Bytes per rank, at the bus
-/// bandwidth in H (nccl-tests' convention: all-reduce moves 2(n-1)/n of
+/// bandwidth in H, the kind's measured one where there is one
+/// (nccl-tests' convention: all-reduce moves 2(n-1)/n of
 /// the buffer, reduce-scatter and all-gather (n-1)/n of the whole).
 uint64_t collectiveNanos(plan::Collective Kind, uint64_t Bytes,
                          uint32_t World, const plan::Hardware &H);

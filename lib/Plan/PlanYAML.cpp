@@ -6,7 +6,7 @@
 
 #include "dsc/Plan/PlanYAML.h"
 
-#include "dsc/Plan/KernelRateYAML.h"
+#include "dsc/Plan/MeasuredRatesYAML.h"
 
 #include "dsc/PlanCheck.h"
 #include "dsc/PlanCodec.h"

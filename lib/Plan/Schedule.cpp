@@ -36,14 +36,17 @@ namespace dsc {
 
 uint64_t collectiveNanos(plan::Collective Kind, uint64_t Bytes,
                          uint32_t World, const plan::Hardware &H) {
-  if (World <= 1 || !H.CollectiveBytesPerSec)
+  uint64_t Rate = H.CollectiveBytesPerSec;
+  for (const plan::CollectiveRate &R : H.CollectiveRates)
+    if (R.Kind == plan::enumName(Kind))
+      Rate = R.BusBytesPerSec;
+  if (World <= 1 || !Rate)
     return 0;
   double Factor = Kind == plan::Collective::AllReduce
                       ? 2.0 * (World - 1) / World
                       : double(World - 1) / World;
   return H.CollectiveLatencyNanos +
-         transferNanos(uint64_t(double(Bytes) * Factor),
-                       H.CollectiveBytesPerSec);
+         transferNanos(uint64_t(double(Bytes) * Factor), Rate);
 }
 
 namespace {

@@ -360,6 +360,18 @@ std::string checkPlan(const Plan &P) {
         return "hardware: two kernel rates for " + Rates[I].Kind +
                (Rates[I].Backward ? " (backward)" : "");
   }
+  const std::vector<CollectiveRate> &Links = S.Machine.CollectiveRates;
+  for (size_t I = 0; I < Links.size(); ++I) {
+    bool Known = false;
+    for (unsigned K = 0; K < EnumInfo<Collective>::Count; ++K)
+      Known |= Links[I].Kind == EnumInfo<Collective>::Names[K];
+    if (!Known)
+      return "hardware: collective rate " + std::to_string(I) +
+             " names no collective";
+    for (size_t J = 0; J < I; ++J)
+      if (Links[J].Kind == Links[I].Kind)
+        return "hardware: two collective rates for " + Links[I].Kind;
+  }
   if (!isFloatType(S.ParamDType) || !isFloatType(S.CommDType) ||
       !isFloatType(S.GradAccumDType) || !isFloatType(S.MasterDType) ||
       !isFloatType(S.OptimizerStateDType))

@@ -46,6 +46,13 @@ bool writeCalibration(const std::string &Path, const Calibration &C,
               (unsigned long long)R.FlopsPerSec,
               (unsigned long long)R.BytesPerSec);
   }
+  if (!C.Rates.CollectiveRates.empty()) {
+    fprintf(F, "# Per collective kind, bus bandwidth in the steady steps:\n"
+               "collective_rates:\n");
+    for (const dsc::plan::CollectiveRate &R : C.Rates.CollectiveRates)
+      fprintf(F, "  - { kind: %s, bus_bytes_per_sec: %llu }\n", R.Kind.c_str(),
+              (unsigned long long)R.BusBytesPerSec);
+  }
   bool Failed = ferror(F) != 0;
   Failed |= fclose(F) != 0;
   if (Failed)

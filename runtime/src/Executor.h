@@ -236,6 +236,9 @@ private:
   /// --calibration-out: the planner's kernel rates and the gap between
   /// kernels, fitted to the profiled step (dsc/KernelTime.h).
   void fitKernelRates(dsc::plan::Hardware &Rates) const;
+  /// --calibration-out on several ranks: each collective kind's bus
+  /// bandwidth in the steady timed steps.
+  void fitCollectiveRates(dsc::plan::Hardware &Rates) const;
 
   /// Device or host address of Bytes at Offset inside a buffer.
   char *at(const BufferView &V, uint64_t ByteOffset = 0) const;

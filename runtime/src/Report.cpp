@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 #include <unistd.h>
 
@@ -181,6 +182,33 @@ void Executor::report(uint32_t Step, const StepTiming &T) {
             T.NvmeWriteBytes, T.NvmeWriteMs,
             Json.empty() ? "" : Json.c_str() + 1);
     fclose(Log);
+  }
+}
+
+void Executor::fitCollectiveRates(plan::Hardware &Rates) const {
+  // Each kind's bus bytes over its time less the latency the planner adds
+  // per call, over the steady timed steps. Stage 2's grouped reduces to
+  // several roots are planned as the reduce-scatter they amount to.
+  struct Sum {
+    double BusBytes = 0, Ms = 0, Calls = 0;
+  };
+  std::map<std::string, Sum> ByKind;
+  for (size_t I = firstSteadyStep(); I < Timings.size(); ++I)
+    for (const auto &[Name, T] : Timings[I].Collectives) {
+      Sum &S = ByKind[Name == "reduce" ? "reduce-scatter" : Name];
+      S.BusBytes += T.BusBytes;
+      S.Ms += T.Ms;
+      S.Calls += T.Calls;
+    }
+  double Latency = double(P.Settings.Machine.CollectiveLatencyNanos) / 1e6;
+  for (const auto &[Name, S] : ByKind) {
+    double Ms = S.Ms - S.Calls * Latency;
+    if (S.BusBytes <= 0 || Ms <= 0)
+      continue;
+    plan::CollectiveRate R;
+    R.Kind = Name;
+    R.BusBytesPerSec = uint64_t(S.BusBytes / Ms * 1e3);
+    Rates.CollectiveRates.push_back(R);
   }
 }
 
@@ -391,6 +419,8 @@ bool Executor::reportSummary() {
   C.Rates.NVMeReadBytesPerSec = PerSecond(ReadBytes, ReadMs);
   C.Rates.NVMeWriteBytesPerSec = PerSecond(WriteBytes, WriteMs);
   fitKernelRates(C.Rates);
+  if (Process.WorldSize > 1)
+    fitCollectiveRates(C.Rates);
   std::string WriteError;
   if (!writeCalibration(Options.CalibrationOut, C, WriteError)) {
     fprintf(stderr, "dsrun: --calibration-out: %s\n", WriteError.c_str());

@@ -635,6 +635,10 @@ static Calibration sampleCalibration() {
   NormGrad.Backward = true;
   NormGrad.BytesPerSec = 1000000000000;
   C.Rates.KernelRates = {Gemm, NormGrad};
+  dsc::plan::CollectiveRate Reduce;
+  Reduce.Kind = "reduce-scatter";
+  Reduce.BusBytesPerSec = 234000000000;
+  C.Rates.CollectiveRates = {Reduce};
   return C;
 }
 
@@ -662,6 +666,8 @@ static void calibrationFile() {
   EXPECT(Text.find("\n  - { kind: layer-norm-grad, backward: true, "
                    "flops_per_sec: 0, bytes_per_sec: 1000000000000 }\n") !=
          std::string::npos);
+  EXPECT(Text.find("\ncollective_rates:\n  - { kind: reduce-scatter, "
+                   "bus_bytes_per_sec: 234000000000 }\n") != std::string::npos);
   unlink(Path.c_str());
   rmdir(Dir);
   EXPECT(!writeCalibration(std::string(Dir) + "/gone/c.yaml",

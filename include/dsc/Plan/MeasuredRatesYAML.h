@@ -1,0 +1,55 @@
+//===- MeasuredRatesYAML.h - Measured rates in YAML -------------*- C++ -*-===//
+//
+// The one YAML mapping of plan::KernelRate and plan::CollectiveRate,
+// shared by the plan's YAML form and calibration files (dsrun
+// --calibration-out writes the same keys):
+//   kernel_rates:
+//     - { kind: gemm, backward: false, flops_per_sec: 610000000000000,
+//         bytes_per_sec: 0 }
+//   collective_rates:
+//     - { kind: reduce-scatter, bus_bytes_per_sec: 234000000000 }
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSC_PLAN_MEASUREDRATESYAML_H
+#define DSC_PLAN_MEASUREDRATESYAML_H
+
+#include "dsc/PlanFormat.h"
+
+#include "llvm/Support/YAMLTraits.h"
+
+LLVM_YAML_IS_FLOW_SEQUENCE_VECTOR(dsc::plan::KernelRate)
+LLVM_YAML_IS_FLOW_SEQUENCE_VECTOR(dsc::plan::CollectiveRate)
+
+namespace llvm::yaml {
+template <> struct MappingTraits<dsc::plan::KernelRate> {
+  static void mapping(IO &IO, dsc::plan::KernelRate &R) {
+    R.visit([&](const char *Name, auto &Field) { IO.mapRequired(Name, Field); });
+  }
+  static std::string validate(IO &, dsc::plan::KernelRate &R) {
+    using Info = dsc::plan::EnumInfo<dsc::plan::KernelKind>;
+    for (unsigned I = 0; I < Info::Count; ++I)
+      if (R.Kind == Info::Names[I])
+        return "";
+    return "'" + R.Kind + "' is not a kernel kind (gemm, attention, ...)";
+  }
+  static const bool flow = true;
+};
+
+template <> struct MappingTraits<dsc::plan::CollectiveRate> {
+  static void mapping(IO &IO, dsc::plan::CollectiveRate &R) {
+    R.visit([&](const char *Name, auto &Field) { IO.mapRequired(Name, Field); });
+  }
+  static std::string validate(IO &, dsc::plan::CollectiveRate &R) {
+    using Info = dsc::plan::EnumInfo<dsc::plan::Collective>;
+    for (unsigned I = 0; I < Info::Count; ++I)
+      if (R.Kind == Info::Names[I])
+        return "";
+    return "'" + R.Kind +
+           "' is not a collective (all-reduce, reduce-scatter, all-gather)";
+  }
+  static const bool flow = true;
+};
+} // namespace llvm::yaml
+
+#endif
