@@ -87,6 +87,7 @@ private:
   void gradientsReady(uint32_t Op, uint32_t BackwardInstr, uint32_t Micro,
                       bool Reduces);
   void reduce(uint32_t Bucket, uint32_t After, uint32_t Micro);
+  uint64_t reduceNanos(const plan::Bucket &Bucket) const;
   void optimizerStep();
   void transfersAt(plan::TransferPoint Point, uint32_t Owner,
                    std::vector<uint32_t> Waits, uint32_t Micro,
@@ -267,12 +268,40 @@ void Scheduler::gradientsReady(uint32_t Op, uint32_t BackwardInstr,
   }
 }
 
+uint64_t Scheduler::reduceNanos(const plan::Bucket &Bucket) const {
+  uint64_t Bytes = bytesOf(Bucket.Elems, Bucket.Type);
+  uint32_t W = S.WorldSize;
+  uint64_t Part = P.Layout.PartitionElems;
+  if (S.ZeroStage != 2 || W <= 1 || !Part)
+    return collectiveNanos(Bucket.Kind, Bytes, W, H);
+  // Stage 2 reduces each partition's piece of the bucket to the rank that
+  // owns it (DeepSpeed's average_tensor). A piece crosses the links
+  // whole, so a bucket inside one partition moves all its bytes, not the
+  // (W - 1) / W a balanced reduce-scatter moves: the larger of the two.
+  std::vector<uint64_t> Owned(W, 0);
+  for (const plan::Segment &G : Bucket.Segments) {
+    uint64_t Begin = P.Tensors[G.Tensor].FlatOffset + G.Begin,
+             End = P.Tensors[G.Tensor].FlatOffset + G.End;
+    while (Begin < End) {
+      uint64_t Rank = std::min<uint64_t>(Begin / Part, W - 1);
+      uint64_t Stop = Rank + 1 == W ? End : std::min(End, (Rank + 1) * Part);
+      Owned[Rank] += Stop - Begin;
+      Begin = Stop;
+    }
+  }
+  uint64_t Largest = bytesOf(*std::max_element(Owned.begin(), Owned.end()),
+                             Bucket.Type);
+  // collectiveNanos counts (W - 1) / W of what it is given.
+  uint64_t AsScatter = std::max<uint64_t>(
+      Bytes, uint64_t(double(Largest) * W / (W - 1)));
+  return collectiveNanos(Bucket.Kind, AsScatter, W, H);
+}
+
 void Scheduler::reduce(uint32_t B, uint32_t After, uint32_t Micro) {
   const plan::Bucket &Bucket = P.Buckets[B];
   Stream On = S.OverlapComm ? Stream::Comm : Stream::Compute;
-  uint64_t Bytes = bytesOf(Bucket.Elems, Bucket.Type);
   ReduceInstr[B] = emit(InstrKind::Reduce, On, Micro, B, {After},
-                        collectiveNanos(Bucket.Kind, Bytes, S.WorldSize, H));
+                        reduceNanos(Bucket));
   AllReduces.push_back(ReduceInstr[B]);
   std::vector<uint32_t> Copies;
   transfersAt(plan::TransferPoint::AfterReduce, B, {ReduceInstr[B]}, Micro,

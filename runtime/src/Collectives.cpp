@@ -3,6 +3,7 @@
 #include "Collectives.h"
 
 #include <algorithm>
+#include <map>
 
 namespace plan = dsc::plan;
 
@@ -45,15 +46,23 @@ uint64_t CollectiveCall::messageBytes(unsigned World) const {
 
 double busBytes(const std::vector<CollectiveCall> &Group, unsigned World) {
   // A group of reduces to different roots (DeepSpeed's stage-2
-  // average_tensor) moves what a reduce-scatter of the same bytes moves.
+  // average_tensor) moves at least what a reduce-scatter of the same bytes
+  // moves, and at least its largest root's piece, which crosses the links
+  // whole (the planner's model of the same group, lib/Plan/Schedule.cpp).
   bool SeveralRoots = false;
   for (const CollectiveCall &C : Group)
     SeveralRoots |= C.Kind == CollectiveKind::Reduce && C.Root != Group[0].Root;
   double Sum = 0;
-  for (const CollectiveCall &C : Group)
-    Sum += double(C.messageBytes(World)) *
-           (SeveralRoots ? busFactor(CollectiveKind::ReduceScatter, World)
-                         : busFactor(C.Kind, World));
+  std::map<int, double> PerRoot;
+  for (const CollectiveCall &C : Group) {
+    double Bytes = double(C.messageBytes(World));
+    Sum += Bytes * (SeveralRoots ? busFactor(CollectiveKind::ReduceScatter, World)
+                                 : busFactor(C.Kind, World));
+    PerRoot[C.Root] += Bytes;
+  }
+  if (SeveralRoots)
+    for (const auto &[Root, Bytes] : PerRoot)
+      Sum = std::max(Sum, Bytes);
   return Sum;
 }
 

@@ -576,6 +576,26 @@ static void exposed() {
   EXPECT(Near(Sum(E), 0));
 }
 
+/// Bus bytes of a group of reduces, stage 2's average_tensor: one root
+/// moves its whole piece; several roots at least a reduce-scatter's share
+/// and at least the largest root's piece.
+static void reduceBusBytes() {
+  auto Reduce = [](uint64_t Count, int Root) {
+    CollectiveCall C{CollectiveKind::Reduce};
+    C.Count = Count;
+    C.Type = ElementType::F32;
+    C.Root = Root;
+    return C;
+  };
+  EXPECT(busBytes({Reduce(25, 0)}, 2) == 100);
+  EXPECT(busBytes({Reduce(10, 0), Reduce(15, 1)}, 2) == 60);
+  EXPECT(busBytes({Reduce(12, 0), Reduce(13, 1)}, 2) == 52);
+  // Four ranks, balanced: (4 - 1) / 4 of the whole.
+  EXPECT(busBytes({Reduce(10, 0), Reduce(10, 1), Reduce(10, 2),
+                   Reduce(10, 3)},
+                  4) == 120);
+}
+
 /// The planner's kernel time (dsc/KernelTime.h): the machine's rates for
 /// kinds never measured, the measured kind's rate on its bounding
 /// dimension, and the gap after every kernel; a fitted rate reproduces
@@ -1015,6 +1035,7 @@ int main(int argc, char **argv) {
   }
   conversions();
   kernelTimes();
+  reduceBusBytes();
   fastDivision();
   adam();
   launchers();
