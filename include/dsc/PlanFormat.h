@@ -30,7 +30,7 @@ namespace dsc::plan {
 constexpr char FileMagic[8] = {'D', 'S', 'C', 'P', 'L', 'A', 'N', '\0'};
 /// Bumped whenever an existing section's encoding or meaning changes; new
 /// sections do not need a bump (old readers skip them).
-constexpr uint32_t FormatVersion = 8;
+constexpr uint32_t FormatVersion = 9;
 constexpr uint32_t NoIndex = std::numeric_limits<uint32_t>::max();
 /// Ranks of different layouts beyond this many are merged (see RankClass).
 constexpr uint32_t MaxRankClasses = 8;
@@ -82,6 +82,26 @@ constexpr uint32_t MaxRankClasses = 8;
   X(ReduceBuckets, "reduce_buckets") X(Activations, "activations")             \
   X(Workspace, "workspace") X(OffloadStaging, "offload_staging")               \
   X(Inputs, "inputs") X(Constants, "constants")
+/// What a buffer of the memory plan is for. The runtime finds the
+/// buffers it needs through views (Placement) and, for whole buffers of
+/// state, by role; never by name. Indexed roles (Buffer::Index): ipg the
+/// bucket buffer, gather and unit the fetch unit, grads_fp32 at stage 3
+/// the sub-group, value the compute value.
+#define DSC_PLAN_BUFFERROLE(X)                                                 \
+  X(Params16, "params16") X(PersistentParams, "persistent_params")             \
+  X(MasterParams, "master_params") X(OptimizerStates, "optimizer_states")      \
+  X(Grads16, "grads16") X(GradPartition16, "grads16_partition")                \
+  X(GradPartition, "grads_partition") X(GradsFP32, "grads_fp32")               \
+  X(GradsFP32Accumulation, "grads_fp32_accumulation")                          \
+  X(ReduceFlat, "reduce_flat") X(ReduceBucket, "ipg")                          \
+  X(UnitGather, "gather") X(Unit, "unit") X(Value, "value")                    \
+  X(Scratch, "scratch") X(HostScratch, "host_scratch")                         \
+  X(InputStaging, "input_staging") X(KernelWorkspace, "kernel_workspace")      \
+  X(GradStaging, "offload_grad_staging")                                       \
+  X(GradStagingHost, "offload_grad_staging_host")                              \
+  X(ParamStagingHost, "offload_param_staging_host")                            \
+  X(NVMeOptimizerBuffers, "nvme_optimizer_buffers")                            \
+  X(NVMeParamBuffers, "nvme_param_buffers") X(SaveStaging, "save_staging")
 #define DSC_PLAN_TRANSFERKIND(X)                                               \
   X(HostToDevice, "host-to-device") X(DeviceToHost, "device-to-host")          \
   X(NVMeRead, "nvme-read") X(NVMeWrite, "nvme-write")
@@ -139,6 +159,7 @@ DSC_PLAN_ENUM(Stream, DSC_PLAN_STREAM)
 DSC_PLAN_ENUM(InstrKind, DSC_PLAN_INSTRKIND)
 DSC_PLAN_ENUM(MemorySpace, DSC_PLAN_MEMORYSPACE)
 DSC_PLAN_ENUM(Category, DSC_PLAN_CATEGORY)
+DSC_PLAN_ENUM(BufferRole, DSC_PLAN_BUFFERROLE)
 DSC_PLAN_ENUM(TransferKind, DSC_PLAN_TRANSFERKIND)
 DSC_PLAN_ENUM(TransferPoint, DSC_PLAN_TRANSFERPOINT)
 DSC_PLAN_ENUM(ValueKind, DSC_PLAN_VALUEKIND)
@@ -163,6 +184,7 @@ DSC_PLAN_ENUM_INFO(Stream)
 DSC_PLAN_ENUM_INFO(InstrKind)
 DSC_PLAN_ENUM_INFO(MemorySpace)
 DSC_PLAN_ENUM_INFO(Category)
+DSC_PLAN_ENUM_INFO(BufferRole)
 DSC_PLAN_ENUM_INFO(TransferKind)
 DSC_PLAN_ENUM_INFO(TransferPoint)
 DSC_PLAN_ENUM_INFO(ValueKind)
@@ -174,29 +196,43 @@ template <typename E> const char *enumName(E V) {
   unsigned I = unsigned(V);
   return I < EnumInfo<E>::Count ? EnumInfo<E>::Names[I] : "?";
 }
+/// How a buffer of a role is shown: the role's name, with the index where
+/// the role has several (ipg.0, unit.3). A value's buffer takes the
+/// value's name instead.
+inline std::string bufferName(BufferRole R, uint32_t Index) {
+  std::string Name = enumName(R);
+  return Index == NoIndex ? Name : Name + "." + std::to_string(Index);
+}
+
 /// Counts used as array bounds (the runtime's streams, the estimate's
 /// categories).
 constexpr unsigned NumStreams = EnumInfo<Stream>::Count;
 constexpr unsigned NumCategories = EnumInfo<Category>::Count;
 
-/// The runtime's scratch buffer, in floats: two per instruction (the
+/// The runtime's scratch buffer on the device, in floats: the step's
+/// values (step number, learning rate, bias corrections, clip factor, loss
+/// scale: runtime/src/Kernels.h StepValues), two per instruction (the
 /// collectives' timings the ranks agree on), the losses of a step's micro
 /// steps, the global gradient norm, and the partial sums of squares the
-/// norm's kernels leave, one per block.
+/// norm's kernels leave, one per block. The host scratch buffer holds the
+/// step's values as the host writes them, then the losses read back.
 struct ScratchLayout {
   static constexpr uint64_t NormBlocks = 512;
-  uint64_t Timings = 0, Losses = 0, Norm = 0, Partials = 0, Floats = 0;
+  static constexpr uint64_t StepValueFloats = 16;
+  uint64_t StepValues = 0, Timings = 0, Losses = 0, Norm = 0, Partials = 0,
+           Floats = 0;
+  uint64_t HostLosses = 0, HostFloats = 0;
 };
 inline ScratchLayout scratchLayout(uint64_t Instructions, uint32_t GradAccum) {
   ScratchLayout L;
-  L.Losses = 2 * Instructions;
+  L.Timings = ScratchLayout::StepValueFloats;
+  L.Losses = L.Timings + 2 * Instructions;
   L.Norm = L.Losses + GradAccum;
   L.Partials = L.Norm + 1;
   L.Floats = L.Partials + ScratchLayout::NormBlocks;
+  L.HostLosses = ScratchLayout::StepValueFloats;
+  L.HostFloats = L.HostLosses + GradAccum + 1;
   return L;
-}
-inline uint64_t scratchFloats(uint64_t Instructions, uint32_t GradAccum) {
-  return scratchLayout(Instructions, GradAccum).Floats;
 }
 
 inline unsigned dtypeBytes(DType T) {
@@ -640,9 +676,12 @@ struct Instruction {
 };
 
 /// A buffer of the static memory plan. Sizes and offsets are per rank
-/// class (index into Partition::RankClasses).
+/// class (index into Partition::RankClasses). Name is for people
+/// (bufferName); the runtime goes by Role and Index.
 struct Buffer {
   std::string Name;
+  BufferRole Role = BufferRole::Value;
+  uint32_t Index = NoIndex;
   Category What = Category::Workspace;
   MemorySpace Space = MemorySpace::Device;
   bool Pinned = false; ///< Host buffers: page-locked.
@@ -651,12 +690,184 @@ struct Buffer {
   std::vector<uint64_t> Offsets;
   template <class V> void visit(V &&F) {
     F("name", Name);
+    F("role", Role);
+    F("index", Index);
     F("category", What);
     F("space", Space);
     F("pinned", Pinned);
     F("live", Live);
     F("bytes", Bytes);
     F("offsets", Offsets);
+  }
+};
+
+/// Elements of one type at a place in a buffer: Elems elements of Type
+/// from byte Offset of buffer Buffer on rank 0, and from Offset + r *
+/// RankStride on rank r (a rank's chunk of a gather or a reduction, its
+/// partition of the flat parameters). Offsets are the same in every rank
+/// class; checkPlan proves every rank's view lies inside its buffer.
+struct View {
+  uint32_t Buffer = NoIndex;
+  uint64_t Offset = 0;
+  uint64_t RankStride = 0;
+  uint64_t Elems = 0;
+  DType Type = DType::F32;
+  template <class V> void visit(V &&F) {
+    F("buffer", Buffer);
+    F("offset", Offset);
+    F("rank_stride", RankStride);
+    F("elems", Elems);
+    F("dtype", Type);
+  }
+};
+
+/// Where a parameter tensor's data lives and moves (view ids; NoIndex
+/// where the stage or the settings give it none).
+struct TensorViews {
+  /// The whole tensor where the compute program reads it: its slot of
+  /// params16 (stage 0-2), of its gathered unit, or its padded copy in
+  /// persistent_params (stage 3).
+  uint32_t Param = NoIndex;
+  /// Where its gradient goes for the reduction: its slot of grads16
+  /// (stage 0/1, accumulated), of its bucket's buffer (stage 2), or of
+  /// every rank's chunk of the bucket (stage 3: RankStride is a chunk;
+  /// the gradient's own value when it is reduced alone).
+  uint32_t Grad = NoIndex;
+  /// Stage 3: this rank's shard of the 16-bit weights: in params16 (on
+  /// the device, or the host with offload_param cpu), or its piece of
+  /// persistent_params (RankStride is a shard).
+  uint32_t Shard = NoIndex;
+  /// Stage 3, in a fetch unit: its shard in every rank's chunk of what
+  /// the unit is all-gathered into (RankStride is a chunk).
+  uint32_t Chunk = NoIndex;
+  /// Stage 3: where its shard starts among the partition's elements.
+  uint64_t PartitionOffset = 0;
+  template <class V> void visit(V &&F) {
+    F("param", Param);
+    F("grad", Grad);
+    F("shard", Shard);
+    F("chunk", Chunk);
+    F("partition_offset", PartitionOffset);
+  }
+};
+
+/// A stage-3 fetch unit: its tensors whole in unit order (Whole), what
+/// the all-gather receives (Target: Whole itself, or the rank-major
+/// gather buffer a unit of several tensors is unpacked from) and what
+/// each rank sends (Send: its shards, side by side in params16, or its
+/// chunk of Target where they were copied in from the host).
+struct UnitViews {
+  uint32_t Whole = NoIndex, Target = NoIndex, Send = NoIndex;
+  template <class V> void visit(V &&F) {
+    F("whole", Whole);
+    F("target", Target);
+    F("send", Send);
+  }
+};
+
+/// The part of a stage 1/2 bucket that partition Root owns, and where it
+/// goes among that partition's elements.
+struct BucketPiece {
+  uint32_t Root = 0;
+  uint32_t View = NoIndex;
+  uint64_t PartitionOffset = 0;
+  template <class V> void visit(V &&F) {
+    F("root", Root);
+    F("view", View);
+    F("partition_offset", PartitionOffset);
+  }
+};
+
+/// A gradient reduction's data: all of it (Source), at stage 3 this
+/// rank's chunk of it (Chunk, RankStride a chunk), and at stage 1/2 the
+/// piece each partition owns (in partition order).
+struct BucketViews {
+  uint32_t Source = NoIndex, Chunk = NoIndex;
+  std::vector<BucketPiece> Pieces;
+  template <class V> void visit(V &&F) {
+    F("source", Source);
+    F("chunk", Chunk);
+    F("pieces", Pieces);
+  }
+};
+
+/// An optimizer sub-group: its first element among the partition's, and
+/// at stage 3 the fp32 gradients it is stepped from.
+struct SubGroupViews {
+  uint64_t Begin = 0;
+  uint32_t GradsFP32 = NoIndex;
+  template <class V> void visit(V &&F) {
+    F("begin", Begin);
+    F("grads_fp32", GradsFP32);
+  }
+};
+
+/// What a rank owns, each view indexed by the partition's elements: its
+/// fp32 master weights and Adam moments, its fp32 gradients for the step
+/// (stage 0-2), its reduced gradients as the reduction leaves them
+/// (stage 2: grads16_partition; stage 3: grads_partition; stage 0/1: its
+/// partition of grads16, RankStride the partition), and its partition of
+/// the flat 16-bit parameters (stage 0-2, RankStride the partition).
+struct PartitionViews {
+  uint32_t Master = NoIndex, Moment1 = NoIndex, Moment2 = NoIndex,
+           GradsFP32 = NoIndex, Grads = NoIndex, Params16 = NoIndex;
+  template <class V> void visit(V &&F) {
+    F("master", Master);
+    F("moment1", Moment1);
+    F("moment2", Moment2);
+    F("grads_fp32", GradsFP32);
+    F("grads", Grads);
+    F("params16", Params16);
+  }
+};
+
+/// The runtime's own places: its scratch on the device and the host
+/// (ScratchLayout), the step's token ids and targets on their way in, the
+/// kernels' workspace, the pinned host staging of offloaded gradients
+/// and parameters, the device buffer a stage-3 tensor is gathered into to
+/// be saved (between steps), the NVMe swap buffers of a sub-group's
+/// optimizer state (master, first and second moment) and the NVMe
+/// parameter buffers.
+struct RuntimeViews {
+  uint32_t Scratch = NoIndex, HostScratch = NoIndex, Inputs = NoIndex,
+           KernelWorkspace = NoIndex, GradStaging = NoIndex,
+           ParamStaging = NoIndex, SaveStaging = NoIndex;
+  std::vector<uint32_t> NVMeState, NVMeParams;
+  template <class V> void visit(V &&F) {
+    F("scratch", Scratch);
+    F("host_scratch", HostScratch);
+    F("inputs", Inputs);
+    F("kernel_workspace", KernelWorkspace);
+    F("grad_staging", GradStaging);
+    F("param_staging", ParamStaging);
+    F("save_staging", SaveStaging);
+    F("nvme_state", NVMeState);
+    F("nvme_params", NVMeParams);
+  }
+};
+
+/// Where everything the runtime touches sits, as views: per tensor, fetch
+/// unit, bucket, sub-group and compute value, what a rank owns, the
+/// runtime's own buffers, and per instruction the buffer slot an NVMe
+/// parameter read and its copy to the device go through.
+struct Placement {
+  std::vector<TensorViews> Tensors;
+  std::vector<UnitViews> Units;
+  std::vector<BucketViews> Buckets;
+  std::vector<SubGroupViews> SubGroups;
+  std::vector<uint32_t> Values;
+  std::vector<uint32_t> InstructionSlots;
+  PartitionViews Owned;
+  RuntimeViews Runtime;
+  template <class V> void visit(V &&F) {
+    F("tensors", Tensors);
+    F("units", Units);
+    F("buckets", Buckets);
+    F("sub_groups", SubGroups);
+    F("values", Values);
+    F("instruction_slots", InstructionSlots);
+    F("owned", Owned);
+    F("runtime", Runtime);
   }
 };
 
@@ -923,6 +1134,8 @@ struct Plan {
   std::vector<Kernel> Kernels;
   std::vector<Constant> Constants;
   Compute Training;
+  std::vector<View> Views;
+  Placement Places;
 };
 
 /// Section ids of plan.bin, and how Plan's members map to them. A section
@@ -944,8 +1157,10 @@ enum class SectionId : uint32_t {
   Kernels = 14,
   Constants = 15,
   Compute = 16,
+  Views = 17,
+  Placement = 18,
 };
-constexpr uint32_t LastSection = uint32_t(SectionId::Compute);
+constexpr uint32_t LastSection = uint32_t(SectionId::Placement);
 
 template <class V> void visitSections(Plan &P, V &&F) {
   F(SectionId::Info, "info", P.Settings);
@@ -964,6 +1179,8 @@ template <class V> void visitSections(Plan &P, V &&F) {
   F(SectionId::Kernels, "kernels", P.Kernels);
   F(SectionId::Constants, "constants", P.Constants);
   F(SectionId::Compute, "compute", P.Training);
+  F(SectionId::Views, "views", P.Views);
+  F(SectionId::Placement, "placement", P.Places);
 }
 
 //===----------------------------------------------------------------------===//
@@ -992,6 +1209,76 @@ inline uint64_t swapUnitBytes(const Plan &P, uint32_t Unit) {
 /// already in tensor order when gathered and goes into unit.U directly.
 inline bool unitGathersRankMajor(const Plan &P, uint32_t Unit) {
   return P.FetchUnits[Unit].Tensors.size() > 1 && P.Settings.WorldSize > 1;
+}
+
+/// Elements [Begin, End) of a trainable tensor that a rank owns and
+/// updates, and where they sit among the rank's partition elements.
+struct OwnedPiece {
+  uint32_t Tensor = 0;
+  uint64_t Begin = 0, End = 0, PartitionOffset = 0;
+};
+
+/// The pieces rank Rank owns, in partition order: every tensor whole at
+/// stage 0; at stage 1/2 the parts of tensors inside the rank's range of
+/// the flat buffer [Rank x partition, (Rank + 1) x partition); at stage 3
+/// its shard of each tensor (elements [Rank x shard, ...) that are not
+/// padding), where the placement puts the tensor's shards.
+inline std::vector<OwnedPiece> ownedPieces(const Plan &P, uint32_t Rank) {
+  std::vector<OwnedPiece> Out;
+  const Partition &L = P.Layout;
+  uint32_t Stage = P.Settings.ZeroStage;
+  if (Stage < 3) {
+    uint64_t Begin = Stage == 0 ? 0 : uint64_t(Rank) * L.PartitionElems;
+    uint64_t End = Stage == 0 ? L.FlatElems : Begin + L.PartitionElems;
+    for (uint32_t T : L.Order) {
+      const Tensor &X = P.Tensors[T];
+      uint64_t B = X.FlatOffset > Begin ? X.FlatOffset : Begin;
+      uint64_t E = X.FlatOffset + X.Elems < End ? X.FlatOffset + X.Elems : End;
+      if (B < E)
+        Out.push_back({T, B - X.FlatOffset, E - X.FlatOffset, B - Begin});
+    }
+    return Out;
+  }
+  for (uint32_t T : L.Order) {
+    const Tensor &X = P.Tensors[T];
+    uint64_t B = uint64_t(Rank) * X.ShardElems;
+    uint64_t E = X.Elems < B + X.ShardElems ? X.Elems : B + X.ShardElems;
+    if (B < E && T < P.Places.Tensors.size())
+      Out.push_back({T, B, E, P.Places.Tensors[T].PartitionOffset});
+  }
+  return Out;
+}
+
+/// The elements a rank owns that hold parameters: the partition less the
+/// padding after the last tensor (stage 1/2), every flat element (stage 0),
+/// the whole partition (stage 3, whose padding is kept at zero).
+inline uint64_t ownedRealElems(const Plan &P, uint32_t Rank) {
+  const Partition &L = P.Layout;
+  uint32_t Stage = P.Settings.ZeroStage;
+  if (Stage == 0)
+    return L.FlatElems;
+  if (Stage == 3)
+    return L.PartitionElems;
+  uint64_t Begin = uint64_t(Rank) * L.PartitionElems;
+  if (Begin >= L.FlatElems)
+    return 0;
+  return L.FlatElems - Begin < L.PartitionElems ? L.FlatElems - Begin
+                                                : L.PartitionElems;
+}
+
+/// nccl-tests' bus bandwidth factor: the share of a collective's bytes
+/// that crosses each rank's link. All-reduce moves 2(n-1)/n of the buffer,
+/// reduce-scatter and all-gather (n-1)/n of the whole.
+inline double busFactor(Collective Kind, uint32_t World) {
+  if (World <= 1)
+    return 1;
+  double Share = double(World - 1) / World;
+  return Kind == Collective::AllReduce ? 2 * Share : Share;
+}
+
+/// The view a rank sees: where it starts in its buffer, in bytes.
+inline uint64_t viewOffset(const View &V, uint32_t Rank) {
+  return V.Offset + uint64_t(Rank) * V.RankStride;
 }
 
 /// What an instruction's time counts as when a step is split, in the

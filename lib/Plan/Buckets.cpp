@@ -59,7 +59,15 @@ Error runBucketPass(plan::Plan &P) {
     uint64_t Group = 0;
     for (size_t K = I; K < End; ++K)
       Group += P.Tensors[Ready[K]].Elems;
-    if (Open.Elems > 0 && Open.Elems + Group > S.ReduceBucketElems)
+    // Parameters no op uses come last in both the flat order and this one:
+    // a bucket of their own keeps every bucket one range of the flat
+    // buffer (the first used parameters lie at its other end).
+    bool Unused = P.Tensors[Ready[I]].FirstUse == plan::NoIndex;
+    bool OpenUsed = !Open.Segments.empty() &&
+                    P.Tensors[Open.Segments.back().Tensor].FirstUse !=
+                        plan::NoIndex;
+    if ((Open.Elems > 0 && Open.Elems + Group > S.ReduceBucketElems) ||
+        (Unused && OpenUsed))
       Close();
     for (size_t K = I; K < End; ++K) {
       uint32_t T = Ready[K];

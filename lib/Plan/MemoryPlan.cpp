@@ -41,6 +41,7 @@ namespace dsc {
 
 namespace {
 
+using plan::BufferRole;
 using plan::Category;
 using plan::MemorySpace;
 
@@ -161,19 +162,28 @@ public:
 
 private:
   /// Adds a buffer whose size is the same for every rank class.
-  plan::Buffer &add(StringRef Name, Category What, MemorySpace Space,
-                    uint64_t Bytes, std::vector<plan::Interval> Live,
-                    bool Pinned = false) {
-    return addPerClass(Name, What, Space,
+  plan::Buffer &add(BufferRole Role, uint32_t Index, Category What,
+                    MemorySpace Space, uint64_t Bytes,
+                    std::vector<plan::Interval> Live, bool Pinned = false) {
+    return addPerClass(Role, Index, What, Space,
                        std::vector<uint64_t>(Classes, Bytes), std::move(Live),
                        Pinned);
   }
-  plan::Buffer &addPerClass(StringRef Name, Category What, MemorySpace Space,
-                            std::vector<uint64_t> Bytes,
+  plan::Buffer &add(BufferRole Role, Category What, MemorySpace Space,
+                    uint64_t Bytes, std::vector<plan::Interval> Live,
+                    bool Pinned = false) {
+    return add(Role, plan::NoIndex, What, Space, Bytes, std::move(Live),
+               Pinned);
+  }
+  plan::Buffer &addPerClass(BufferRole Role, uint32_t Index, Category What,
+                            MemorySpace Space, std::vector<uint64_t> Bytes,
                             std::vector<plan::Interval> Live,
                             bool Pinned = false) {
     plan::Buffer B;
-    B.Name = Name.str();
+    B.Role = Role;
+    B.Index = Index;
+    B.Name = Role == BufferRole::Value ? P.Values[Index].Name
+                                       : plan::bufferName(Role, Index);
     B.What = What;
     B.Space = Space;
     B.Pinned = Space == MemorySpace::Host && Pinned;
@@ -230,18 +240,18 @@ void MemoryPlanner::modelStates() {
   if (S.ZeroStage < 3) {
     // Stage 1/2 all-gather the padded flat buffer in place after the step.
     uint64_t Held = S.ZeroStage == 0 ? All : P.Layout.PaddedElems + Frozen;
-    add("params16", Category::Params16, MemorySpace::Device, Held * PB,
+    add(BufferRole::Params16, Category::Params16, MemorySpace::Device, Held * PB,
         whole());
   } else {
     if (S.ParamOffload == plan::OffloadDevice::CPU)
-      add("params16", Category::Params16, MemorySpace::Host, Shards * PB,
+      add(BufferRole::Params16, Category::Params16, MemorySpace::Host, Shards * PB,
           whole(), S.ParamOffloadPinned);
     else if (S.ParamOffload == plan::OffloadDevice::None)
-      add("params16", Category::Params16, MemorySpace::Device, Shards * PB,
+      add(BufferRole::Params16, Category::Params16, MemorySpace::Device, Shards * PB,
           whole());
     // NVMe: the shards live on NVMe (Estimate.cpp counts them).
     if (Persistent)
-      add("persistent_params", Category::Params16, MemorySpace::Device,
+      add(BufferRole::PersistentParams, Category::Params16, MemorySpace::Device,
           Persistent * PB, whole());
   }
 
@@ -250,10 +260,10 @@ void MemoryPlanner::modelStates() {
   bool OnNVMe = S.OptimizerOffload == plan::OffloadDevice::NVMe;
   bool MasterIsParams = S.ZeroStage == 0 && S.ParamDType == plan::DType::F32;
   if (!OnNVMe && !MasterIsParams)
-    add("master_params", Category::MasterParams, optimizerSpace(),
+    add(BufferRole::MasterParams, Category::MasterParams, optimizerSpace(),
         bytesOf(Owned, S.MasterDType), whole(), S.OptimizerOffloadPinned);
   if (!OnNVMe && S.OptimizerStates)
-    add("optimizer_states", Category::OptimizerStates, optimizerSpace(),
+    add(BufferRole::OptimizerStates, Category::OptimizerStates, optimizerSpace(),
         S.OptimizerStates * bytesOf(Owned, S.OptimizerStateDType), whole(),
         S.OptimizerOffloadPinned);
 }
@@ -266,26 +276,33 @@ void MemoryPlanner::gradients() {
   switch (S.ZeroStage) {
   case 0:
   case 1:
-    // Gradients accumulate in .grad until the boundary reduction.
-    add("grads16", Category::Grads, MemorySpace::Device, Trainable * PB,
-        from(FirstBackward));
+    // Gradients accumulate in .grad until the boundary reduction. Padded
+    // as the flat parameters are, so that every rank's partition of it is
+    // one view (the padding is never read: it holds no gradient).
+    add(BufferRole::Grads16, Category::Grads, MemorySpace::Device,
+        P.Layout.PaddedElems * PB, from(FirstBackward));
     break;
   case 2: {
     // With the optimizer offloaded, gradients go straight to the host's
     // fp32 buffer (stage_1_and_2.py copy_grads_in_partition returns early).
     if (S.OptimizerOffload != plan::OffloadDevice::None)
       break;
+    // DeepSpeed holds the gradients overlapping the partition whole; dsrun
+    // keeps the partition's own elements, which fit in that (a rank whose
+    // partition is mostly padding holds a partition's worth at least).
     std::vector<uint64_t> Bytes;
     for (const plan::RankClass &C : P.Layout.RankClasses)
-      Bytes.push_back(C.GradPartitionElems * PB);
-    addPerClass("grads16_partition", Category::Grads, MemorySpace::Device,
-                Bytes, from(X.FirstReduce == plan::NoIndex ? FirstBackward
-                                                           : X.FirstReduce));
+      Bytes.push_back(std::max(C.GradPartitionElems, P.Layout.PartitionElems) *
+                      PB);
+    addPerClass(BufferRole::GradPartition16, plan::NoIndex, Category::Grads,
+                MemorySpace::Device, Bytes,
+                from(X.FirstReduce == plan::NoIndex ? FirstBackward
+                                                    : X.FirstReduce));
     break;
   }
   case 3: {
     bool Host = S.OptimizerOffload != plan::OffloadDevice::None;
-    add("grads_partition", Category::Grads,
+    add(BufferRole::GradPartition, Category::Grads,
         Host ? MemorySpace::Host : MemorySpace::Device,
         bytesOf(P.Layout.PartitionElems, S.GradAccumDType), whole(),
         S.OptimizerOffloadPinned);
@@ -298,24 +315,24 @@ void MemoryPlanner::gradients() {
     // BF16_Optimizer keeps fp32 gradients of everything for the whole run;
     // FP16_Optimizer makes them for the step and frees them after.
     if (S.ParamDType == plan::DType::BF16)
-      add("grads_fp32", Category::GradsFP32, MemorySpace::Device,
+      add(BufferRole::GradsFP32, Category::GradsFP32, MemorySpace::Device,
           bytesOf(Trainable, plan::DType::F32), whole());
     else if (S.ParamDType == plan::DType::F16)
-      add("grads_fp32", Category::GradsFP32, MemorySpace::Device,
+      add(BufferRole::GradsFP32, Category::GradsFP32, MemorySpace::Device,
           bytesOf(Trainable, plan::DType::F32), from(X.FirstStep));
   } else if (S.ZeroStage < 3) {
     // bf16 with fp32 gradient accumulation at stage 1 runs DeepSpeed's
     // BF16_Optimizer, which accumulates into full-size fp32 gradients.
     if (S.ZeroStage == 1 && S.ParamDType == plan::DType::BF16 &&
         S.GradAccumDType == plan::DType::F32)
-      add("grads_fp32_accumulation", Category::GradsFP32, MemorySpace::Device,
+      add(BufferRole::GradsFP32Accumulation, Category::GradsFP32, MemorySpace::Device,
           bytesOf(Trainable, plan::DType::F32), whole());
     if (S.OptimizerOffload != plan::OffloadDevice::None)
-      add("grads_fp32", Category::GradsFP32, MemorySpace::Host,
+      add(BufferRole::GradsFP32, Category::GradsFP32, MemorySpace::Host,
           bytesOf(P.Layout.PartitionElems, plan::DType::F32), whole(),
           S.OptimizerOffloadPinned);
     else
-      add("grads_fp32", Category::GradsFP32, MemorySpace::Device,
+      add(BufferRole::GradsFP32, Category::GradsFP32, MemorySpace::Device,
           bytesOf(P.Layout.PartitionElems, plan::DType::F32),
           from(X.FirstStep));
   } else {
@@ -324,7 +341,7 @@ void MemoryPlanner::gradients() {
       uint32_t I = X.StepInstr[G];
       if (I == plan::NoIndex)
         continue;
-      add(formatv("grads_fp32.{0}", G).str(), Category::GradsFP32,
+      add(BufferRole::GradsFP32, G, Category::GradsFP32,
           optimizerSpace(), bytesOf(P.Layout.SubGroups[G].Elems,
                                     plan::DType::F32),
           {{I, I + 1}}, S.OptimizerOffloadPinned);
@@ -344,7 +361,7 @@ void MemoryPlanner::buckets() {
     std::vector<plan::Interval> During;
     for (uint32_t I : X.Reduces)
       During.push_back({I, I + 1});
-    add("reduce_flat", Category::ReduceBuckets, MemorySpace::Device,
+    add(BufferRole::ReduceFlat, Category::ReduceBuckets, MemorySpace::Device,
         bytesOf(Largest, S.CommDType), During);
     return;
   }
@@ -379,7 +396,7 @@ void MemoryPlanner::buckets() {
     Live = {{X.FirstBackward[FirstReducingMicro], X.LastBucketRead + 1}};
   }
   for (unsigned I = 0; I < Buffers; ++I)
-    add(formatv("ipg.{0}", I).str(), Category::ReduceBuckets,
+    add(BufferRole::ReduceBucket, I, Category::ReduceBuckets,
         MemorySpace::Device, Bytes, Live);
 }
 
@@ -394,7 +411,7 @@ void MemoryPlanner::gatheredUnits() {
       Elems += P.Tensors[T].ShardElems * S.WorldSize;
     uint64_t Bytes = bytesOf(Elems, S.ParamDType);
     if (!plan::unitGathersRankMajor(P, U)) {
-      add(formatv("unit.{0}", U).str(), Category::GatheredParams,
+      add(BufferRole::Unit, U, Category::GatheredParams,
           MemorySpace::Device, Bytes, Held);
       continue;
     }
@@ -417,9 +434,9 @@ void MemoryPlanner::gatheredUnits() {
       Staged.push_back({Held[K].Begin, Used + 1});
       Unpacked.push_back({G, Held[K].End});
     }
-    add(formatv("gather.{0}", U).str(), Category::GatheredParams,
+    add(BufferRole::UnitGather, U, Category::GatheredParams,
         MemorySpace::Device, Bytes, std::move(Staged));
-    add(formatv("unit.{0}", U).str(), Category::GatheredParams,
+    add(BufferRole::Unit, U, Category::GatheredParams,
         MemorySpace::Device, Bytes, std::move(Unpacked));
   }
 }
@@ -526,34 +543,34 @@ void MemoryPlanner::values() {
         Val.Tensor != plan::NoIndex)
       Elems = P.Tensors[Val.Tensor].ShardElems * S.WorldSize;
     Val.Buffer = P.Buffers.size();
-    add(Val.Name, CategoryOf(V), MemorySpace::Device,
+    add(BufferRole::Value, V, CategoryOf(V), MemorySpace::Device,
         Elems * plan::dtypeBytes(Val.Type), std::move(Live));
   }
 
-  // The runtime's own scratch: the ranks agree on the collectives' timings
-  // through it (a float per instruction each way), sum each micro step's
-  // loss over ranks there, and the squares of the gradient norm
-  // (plan::scratchFloats).
-  add("scratch", Category::Workspace, MemorySpace::Device,
-      std::max<uint64_t>(4096, sizeof(float) *
-                                   plan::scratchFloats(P.Program.size(),
-                                                       S.GradAccum)),
-      whole());
+  // The runtime's own scratch (plan::ScratchLayout): the step's values,
+  // the collectives' timings the ranks agree on (a float per instruction
+  // each way), each micro step's loss summed over ranks, the squares of the
+  // gradient norm; on the host, the step's values as written there and the
+  // losses read back.
+  plan::ScratchLayout Scratch =
+      plan::scratchLayout(P.Program.size(), S.GradAccum);
+  add(BufferRole::Scratch, Category::Workspace, MemorySpace::Device,
+      std::max<uint64_t>(4096, sizeof(float) * Scratch.Floats), whole());
+  add(BufferRole::HostScratch, Category::Workspace, MemorySpace::Host,
+      sizeof(float) * Scratch.HostFloats, whole(), true);
 
   // Token ids and targets of a step's micro steps, read from the data on
   // the host and copied to the input values before each micro step's
   // forward; two steps' worth, so that the host fills the next step while
-  // the device reads this one. Then the step's losses, read back.
+  // the device reads this one.
   uint64_t StepInputs = 0;
   for (const plan::Value &Val : P.Values)
     if (Val.Kind == plan::ValueKind::Input ||
         Val.Kind == plan::ValueKind::Target)
       StepInputs += Val.Elems * plan::dtypeBytes(Val.Type);
   if (StepInputs)
-    add("input_staging", Category::Inputs, MemorySpace::Host,
-        2 * S.GradAccum * StepInputs + sizeof(float) * (S.GradAccum + 1),
-        whole(),
-        true);
+    add(BufferRole::InputStaging, Category::Inputs, MemorySpace::Host,
+        2 * S.GradAccum * StepInputs, whole(), true);
 
   // One workspace for the kernels that need one (attention's backward).
   uint64_t Workspace = 0;
@@ -564,22 +581,48 @@ void MemoryPlanner::values() {
     if (X.FirstCompute[M] != plan::NoIndex)
       Compute.push_back({X.FirstCompute[M], X.LastBackward[M] + 1});
   if (Workspace)
-    add("kernel_workspace", Category::Workspace, MemorySpace::Device,
+    add(BufferRole::KernelWorkspace, Category::Workspace, MemorySpace::Device,
         Workspace, Compute);
 }
 
 void MemoryPlanner::offloadStaging() {
   uint64_t PB = plan::dtypeBytes(S.ParamDType);
-  if (S.OptimizerOffload != plan::OffloadDevice::None && S.ZeroStage < 3) {
-    // stage_1_and_2.py: a device and a host buffer of the largest
-    // parameter for moving gradients.
-    uint64_t Largest = 0;
-    for (uint32_t T : P.Layout.Order)
-      Largest = std::max(Largest, P.Tensors[T].Elems);
-    add("offload_grad_staging", Category::OffloadStaging, MemorySpace::Device,
-        Largest * PB, whole());
-    add("offload_grad_staging_host", Category::OffloadStaging,
-        MemorySpace::Host, Largest * PB, whole(), S.OptimizerOffloadPinned);
+  bool Offloaded = S.OptimizerOffload != plan::OffloadDevice::None;
+  uint64_t LargestParam = 0;
+  for (uint32_t T : P.Layout.Order)
+    LargestParam = std::max(LargestParam, P.Tensors[T].Elems);
+  if (Offloaded && S.ZeroStage < 3)
+    // stage_1_and_2.py's device buffer of the largest parameter for moving
+    // gradients (dsrun copies from the bucket directly; held as DeepSpeed
+    // holds it).
+    add(BufferRole::GradStaging, Category::OffloadStaging, MemorySpace::Device,
+        LargestParam * PB, whole());
+  if (Offloaded) {
+    // Pinned host staging: a rank's part of a bucket's reduced gradients on
+    // their way to the host's fp32 partition (DeepSpeed's host buffer holds
+    // the largest parameter), and a sub-group's updated 16-bit parameters
+    // on their way back.
+    uint64_t Piece = S.ZeroStage < 3 ? LargestParam * PB : 0;
+    for (const plan::Bucket &B : P.Buckets) {
+      if (S.ZeroStage < 3) {
+        Piece = std::max(Piece, std::min(B.Elems, P.Layout.PartitionElems) * PB);
+        continue;
+      }
+      uint64_t Chunk = 0;
+      for (const plan::Segment &Seg : B.Segments)
+        Chunk += P.Tensors[Seg.Tensor].ShardElems;
+      Piece = std::max(Piece, bytesOf(Chunk, B.InPlace ? S.ParamDType
+                                                       : S.CommDType));
+    }
+    add(BufferRole::GradStagingHost, Category::OffloadStaging,
+        MemorySpace::Host, Piece, whole(), S.OptimizerOffloadPinned);
+  }
+  if (Offloaded || S.ParamOffload == plan::OffloadDevice::NVMe) {
+    uint64_t Group = 0;
+    for (const plan::SubGroup &G : P.Layout.SubGroups)
+      Group = std::max(Group, G.Elems);
+    add(BufferRole::ParamStagingHost, Category::OffloadStaging,
+        MemorySpace::Host, Group * PB, whole(), true);
   }
   if (S.OptimizerOffload == plan::OffloadDevice::NVMe) {
     // Swap buffers: buffer_count x the largest sub-group of fp32 state,
@@ -587,13 +630,25 @@ void MemoryPlanner::offloadStaging() {
     uint64_t Largest = 0;
     for (const plan::SubGroup &G : P.Layout.SubGroups)
       Largest = std::max(Largest, G.Elems);
-    add("nvme_optimizer_buffers", Category::OffloadStaging, MemorySpace::Host,
+    add(BufferRole::NVMeOptimizerBuffers, Category::OffloadStaging, MemorySpace::Host,
         S.AioBufferCount * roundUp(bytesOf(Largest, plan::DType::F32),
                                    plan::SwapAlignment),
         whole(), true);
   }
+  if (S.ZeroStage == 3 && X.End) {
+    // Saving the weights (and checkpoints) gathers one tensor at a time,
+    // between steps: held over the last instruction, whose bytes are free
+    // once it ends.
+    uint64_t Largest = 0;
+    for (const plan::Tensor &T : P.Tensors)
+      if (!T.Persistent)
+        Largest = std::max(Largest, T.ShardElems * S.WorldSize);
+    if (Largest)
+      add(BufferRole::SaveStaging, Category::Workspace, MemorySpace::Device,
+          Largest * PB, {{X.End - 1, X.End}});
+  }
   if (S.ParamOffload == plan::OffloadDevice::NVMe)
-    add("nvme_param_buffers", Category::OffloadStaging, MemorySpace::Host,
+    add(BufferRole::NVMeParamBuffers, Category::OffloadStaging, MemorySpace::Host,
         S.AioBufferCount * roundUp(S.AioBufferBytes, plan::SwapAlignment),
         whole(), true);
 }

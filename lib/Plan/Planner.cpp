@@ -18,6 +18,9 @@ ArrayRef<PlanPass> planPasses() {
       {"offload", "host and NVMe transfers", runOffloadPass},
       {"schedule", "the instruction stream of one step", runSchedulePass},
       {"memory", "buffers, lifetimes and arena offsets", runMemoryPass},
+      {"placement", "views: where each tensor, shard, chunk and staging "
+                    "area sits in the buffers",
+       runPlacementPass},
       {"estimate", "per-rank peaks, DeepSpeed's figures, step time",
        runEstimatePass},
   };

@@ -590,7 +590,14 @@ std::string checkPlan(const Plan &P) {
   for (const RankEstimate &R : P.Estimates.Ranks)
     if (NI && R.PeakInstruction >= NI)
       return "the peak instruction is out of range";
-  return checkCompute(P);
+  if (std::string E = checkCompute(P); !E.empty())
+    return E;
+  if (std::string E = checkPlacement(P); !E.empty())
+    return E;
+  for (size_t C = 0; C < NC; ++C)
+    if (std::string E = checkMemoryOrdering(P, C); !E.empty())
+      return E;
+  return "";
 }
 
 

@@ -93,7 +93,7 @@ static double copyBandwidth(void *Host, void *Device, size_t Bytes,
 /// to back with the two directions at the same time (in dsrun gradients
 /// leave while parameters arrive, and the two directions share the host's
 /// memory and the PCIe link's credits).
-static void planCopies(const dsc::plan::Plan &P, const Layout &L, char *Arena,
+static void planCopies(const dsc::plan::Plan &P, const Arena &L, char *Arena,
                        cudaStream_t S) {
   namespace plan = dsc::plan;
   uint64_t ArenaBytes = P.Estimates.Ranks[L.Class].DeviceArenaBytes;
@@ -109,7 +109,8 @@ static void planCopies(const dsc::plan::Plan &P, const Layout &L, char *Arena,
     // What dsrun copies: a unit's fetch is this rank's chunk (the plan
     // counts the page padding an NVMe-fed unit has in its aio buffer).
     uint64_t N = X.Point == plan::TransferPoint::BeforeGather
-                     ? L.chunkElems(X.Owner) * elementBytes(L.Param)
+                     ? L.elems(P.Places.Units[X.Owner].Send) *
+                           plan::dtypeBytes(P.Settings.ParamDType)
                      : X.Bytes;
     Sizes[ToDevice ? 0 : 1].push_back(std::min(N, ArenaBytes));
   }
@@ -187,7 +188,7 @@ using IssueFn = std::function<void(const std::vector<CollectiveCall> &,
 using GroupList = std::vector<std::vector<CollectiveCall>>;
 
 /// Every collective group of the step, in program order.
-static GroupList stepGroups(const dsc::plan::Plan &P, const Layout &L) {
+static GroupList stepGroups(const dsc::plan::Plan &P, const Arena &L) {
   GroupList Out;
   for (uint32_t I = 0; I < P.Program.size(); ++I)
     if (std::vector<CollectiveCall> G = collectiveCalls(L, I); !G.empty())
@@ -209,7 +210,7 @@ static void printTotals(const char *Title, const char *Prefix,
 /// each agreed among the ranks as dsrun agrees on its own (Agreement.h).
 static TotalsByKind agreedTotals(const GroupList &Groups,
                                  const std::vector<float> &Ms, int Reps,
-                                 const Layout &L, ncclComm_t Comm,
+                                 const Arena &L, ncclComm_t Comm,
                                  cudaStream_t S) {
   RankAgreement Agreement(Ms);
   void *Scratch = nullptr;
@@ -231,7 +232,7 @@ static TotalsByKind agreedTotals(const GroupList &Groups,
     double Sum = 0;
     for (int R = 0; R < Reps; ++R)
       Sum += Agreement.agreed(G * Reps + R, Reduce);
-    addGroup(ByKind, Groups[G], Sum / Reps, L.World);
+    addGroup(ByKind, Groups[G], Sum / Reps, L.P.Settings.WorldSize);
   }
   return ByKind;
 }
@@ -241,7 +242,7 @@ static TotalsByKind agreedTotals(const GroupList &Groups,
 /// plan's forward and backward GEMMs over and over until they have ended;
 /// times each group, the ranks lined up before the first and the times
 /// agreed among them as dsrun agrees on its own.
-static void besideCompute(const dsc::plan::Plan &P, const Layout &L,
+static void besideCompute(const dsc::plan::Plan &P, const Arena &L,
                           const GroupList &Groups, char *Arena,
                           uint64_t ArenaBytes, ncclComm_t Comm,
                           const IssueFn &Issue) {
@@ -268,12 +269,13 @@ static void besideCompute(const dsc::plan::Plan &P, const Layout &L,
       for (uint32_t K = R.Begin; K < R.End; ++K) {
         const plan::Kernel &Kr = P.Kernels[K];
         auto At = [&](const plan::TensorRef &T) {
-          return Arena + L.ValueOffset[T.Value] +
+          return Arena + L.offset(P.Places.Values[T.Value]) +
                  T.Offset * plan::dtypeBytes(P.Values[T.Value].Type);
         };
         if (Kr.Kind == plan::KernelKind::Gemm)
           CHECK(runGemmKernel(H, Kr, At(Kr.Inputs[0]), At(Kr.Inputs[1]),
-                              At(Kr.Outputs[0]), L.Param));
+                              At(Kr.Outputs[0]),
+                              ElementType(P.Settings.ParamDType)));
       }
     }
   };
@@ -360,7 +362,7 @@ static void besideCompute(const dsc::plan::Plan &P, const Layout &L,
 /// waited for no one), the longest for reduces, as dsrun takes them. Raw
 /// NCCL timed back to back hides each call's start behind the previous
 /// one; a step's dependent calls cannot.
-static TotalsByKind oneAtATime(const GroupList &Groups, const Layout &L,
+static TotalsByKind oneAtATime(const GroupList &Groups, const Arena &L,
                                ncclComm_t Comm, cudaStream_t S,
                                const IssueFn &Issue) {
   const int Reps = 5;
@@ -391,7 +393,7 @@ static TotalsByKind oneAtATime(const GroupList &Groups, const Layout &L,
 /// per kind as dsrun's step report does.
 static void planCollectives(const dsc::plan::Plan &P, const ProcessInfo &Me,
                             ncclComm_t Comm, cudaStream_t S) {
-  Layout L(P, uint32_t(Me.Rank));
+  Arena L(P, uint32_t(Me.Rank));
   char *Arena = nullptr;
   uint64_t Bytes = P.Estimates.Ranks[L.Class].DeviceArenaBytes;
   CHECK(cudaMalloc(reinterpret_cast<void **>(&Arena), Bytes));
@@ -425,7 +427,7 @@ static void planCollectives(const dsc::plan::Plan &P, const ProcessInfo &Me,
     CHECK(cudaEventSynchronize(B));
     float Ms = 0;
     cudaEventElapsedTime(&Ms, A, B);
-    addGroup(ByKind, Group, Ms / Reps, L.World);
+    addGroup(ByKind, Group, Ms / Reps, P.Settings.WorldSize);
   }
   cudaEventDestroy(A);
   cudaEventDestroy(B);
@@ -450,10 +452,10 @@ static int writeWorkload(const dsc::plan::Plan &P, const std::string &Path) {
             strerror(errno));
     return 1;
   }
-  Layout L(P, 0);
+  Arena L(P, 0);
   static const char *const TypeNames[] = {"f32", "f16", "bf16"};
-  fprintf(F, "# dsrun workload 1: world %u, GEMMs in %s\n", L.World,
-          TypeNames[unsigned(L.Param)]);
+  fprintf(F, "# dsrun workload 1: world %u, GEMMs in %s\n", P.Settings.WorldSize,
+          TypeNames[unsigned(P.Settings.ParamDType)]);
   for (uint32_t I = 0; I < P.Program.size(); ++I) {
     const plan::Instruction &In = P.Program[I];
     if (In.Kind == plan::InstrKind::Forward ||
@@ -629,8 +631,10 @@ static int bench(int argc, char **argv) {
       float Ms = 0;
       cudaEventElapsedTime(&Ms, A, B);
       double Seconds = Ms / 1e3 / Reps;
-      double Factor = N == 1 ? 1 : Kind == 0 ? 2.0 * (N - 1) / N
-                                             : double(N - 1) / N;
+      const CollectiveKind Kinds[3] = {CollectiveKind::AllReduce,
+                                       CollectiveKind::ReduceScatter,
+                                       CollectiveKind::AllGather};
+      double Factor = busFactor(Kinds[Kind], unsigned(N));
       Bus[Kind] = double(Bytes) * Factor / Seconds / 1e9;
     }
     if (Me->Rank == 0)

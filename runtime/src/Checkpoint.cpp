@@ -162,10 +162,11 @@ bool writeFileAtomically(const std::string &Path, const std::string &Bytes,
          F.commit(Error);
 }
 
-const std::vector<std::string> &stateBuffers() {
-  static const std::vector<std::string> Names = {
-      "params16", "persistent_params", "master_params", "optimizer_states"};
-  return Names;
+const std::vector<plan::BufferRole> &stateRoles() {
+  static const std::vector<plan::BufferRole> Roles = {
+      plan::BufferRole::Params16, plan::BufferRole::PersistentParams,
+      plan::BufferRole::MasterParams, plan::BufferRole::OptimizerStates};
+  return Roles;
 }
 
 bool writeShard(

@@ -79,8 +79,8 @@ struct CheckpointPart {
 };
 
 /// The buffers that carry training state across steps, in the order a
-/// shard holds them (those the plan has).
-const std::vector<std::string> &stateBuffers();
+/// shard holds them (those the plan has), each part named by its role.
+const std::vector<dsc::plan::BufferRole> &stateRoles();
 
 /// Writes a shard: the header, then each part's bytes, which Fill provides
 /// chunk by chunk (Fill(Part, Offset, Bytes, Out)); atomically.

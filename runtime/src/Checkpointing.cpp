@@ -19,19 +19,19 @@ namespace plan = dsc::plan;
 
 namespace dsrun {
 
-std::vector<BufferView> Executor::stateViews() const {
-  std::vector<BufferView> Views;
-  for (const std::string &Name : stateBuffers())
-    if (BufferView V = L.buffer(Name); V && V.Bytes)
-      Views.push_back(V);
-  return Views;
+std::vector<Arena::Region> Executor::stateRegions() const {
+  std::vector<Arena::Region> Regions;
+  for (plan::BufferRole Role : stateRoles())
+    if (Arena::Region R = A.buffer(Role); R && R.Bytes)
+      Regions.push_back(R);
+  return Regions;
 }
 
 static std::vector<CheckpointPart>
-partsOf(const std::vector<BufferView> &Views) {
+partsOf(const std::vector<Arena::Region> &Regions) {
   std::vector<CheckpointPart> Parts;
-  for (const BufferView &V : Views)
-    Parts.push_back({V.B->Name, V.Bytes});
+  for (const Arena::Region &R : Regions)
+    Parts.push_back({plan::enumName(R.B->Role), R.Bytes});
   return Parts;
 }
 
@@ -51,7 +51,7 @@ bool Executor::openResume() {
   }
   const CheckpointHeader &H = Shard->header();
   std::string Why = checkShardAgainstPlan(H, Shard->parts(), P, Process.Rank,
-                                          partsOf(stateViews()));
+                                          partsOf(stateRegions()));
   if (!Why.empty()) {
     fprintf(stderr, "dsrun: rank %d: --resume %s: %s\n", Process.Rank,
             Dir.c_str(), Why.c_str());
@@ -88,14 +88,15 @@ void Executor::restoreCheckpoint() {
   if (!ResumeShard)
     return;
   CHECK_CUDA(cudaDeviceSynchronize());
-  std::vector<BufferView> Views = stateViews();
+  std::vector<Arena::Region> Regions = stateRegions();
   std::string Error;
   // Either arena: cudaMemcpyDefault tells host from device addresses.
   bool Ok = ResumeShard->read(
       [&](size_t I, uint64_t At, uint64_t N, const char *From) {
-        if (I >= Views.size() || At + N > Views[I].Bytes)
+        if (I >= Regions.size() || At + N > Regions[I].Bytes)
           return false;
-        CHECK_CUDA(cudaMemcpy(at(Views[I], At), From, N, cudaMemcpyDefault));
+        CHECK_CUDA(
+            cudaMemcpy(Regions[I].Ptr + At, From, N, cudaMemcpyDefault));
         return true;
       },
       Error);
@@ -121,7 +122,7 @@ bool Executor::allRanksAgree(bool Ok, uint32_t Value) {
   // The first loss slot is free between steps (read by now), and its host
   // side is pinned, so the copies keep stream order. Later slots are not
   // free: the norm's partial sums after them must stay zero.
-  cudaStream_t S = stream(plan::Stream::Compute);
+  cudaStream_t S = T.stream(plan::Stream::Compute);
   auto Reduce = [&](uint32_t Mine, ncclRedOp_t Op) {
     memcpy(HostLosses, &Mine, sizeof(Mine));
     CHECK_CUDA(cudaMemcpyAsync(DeviceLosses, HostLosses, sizeof(Mine),
@@ -153,15 +154,15 @@ void Executor::saveCheckpoint(uint32_t Step) {
   H.OptimizerStep = OptimizerStep;
   H.Seed = Options.Seed;
   H.Scaler = Scaler.state();
-  std::vector<BufferView> Views = stateViews();
+  std::vector<Arena::Region> Regions = stateRegions();
   bool Ok =
       makeDirectories(Dir, Error) &&
       writeShard(
           Dir + "/rank" + std::to_string(Process.Rank) + ".ckpt", H,
-          partsOf(Views),
+          partsOf(Regions),
           [&](size_t I, uint64_t At, uint64_t N, char *Out) {
             CHECK_CUDA(
-                cudaMemcpy(Out, at(Views[I], At), N, cudaMemcpyDefault));
+                cudaMemcpy(Out, Regions[I].Ptr + At, N, cudaMemcpyDefault));
             return true;
           },
           Error);

@@ -24,16 +24,17 @@ const char *collectiveName(CollectiveKind K) {
 }
 
 double busFactor(CollectiveKind K, unsigned N) {
-  if (N <= 1)
-    return 1;
   switch (K) {
   case CollectiveKind::AllReduce:
-    return 2.0 * (N - 1) / N;
+    return plan::busFactor(plan::Collective::AllReduce, N);
   case CollectiveKind::Reduce:
     return 1;
-  default:
-    return double(N - 1) / N;
+  case CollectiveKind::ReduceScatter:
+    return plan::busFactor(plan::Collective::ReduceScatter, N);
+  case CollectiveKind::AllGather:
+    return plan::busFactor(plan::Collective::AllGather, N);
   }
+  return 1;
 }
 
 uint64_t CollectiveCall::messageBytes(unsigned World) const {
@@ -78,98 +79,80 @@ void addGroup(TotalsByKind &ByKind, const std::vector<CollectiveCall> &Group,
 
 namespace {
 
-uint64_t offsetOf(const Layout &L, const std::string &Name) {
-  BufferView V = L.buffer(Name);
-  return V ? V.Offset : 0;
+/// A collective over views: the offsets are this rank's, in the device
+/// arena.
+CollectiveCall call(const Arena &A, CollectiveKind Kind, uint32_t Send,
+                    uint32_t Recv, uint64_t Count, int Root = -1) {
+  return {Kind, A.offset(Send), A.offset(Recv), Count,
+          ElementType(A.view(Send).Type), Root};
 }
 
-void reduceCalls(const Layout &L, uint32_t B, std::vector<CollectiveCall> &Out) {
-  const plan::Plan &P = L.P;
-  const BucketLayout &BL = L.Buckets[B];
-  unsigned PB = elementBytes(L.Param);
-  uint64_t Source = BL.SourceOffset;
-  if (L.Stage < 2) {
-    uint64_t Flat = Source + BL.FlatBegin * PB;
-    Out.push_back({CollectiveKind::AllReduce, Flat, Flat,
-                   BL.FlatEnd - BL.FlatBegin, L.Param, -1});
+void reduceCalls(const Arena &A, uint32_t B, std::vector<CollectiveCall> &Out) {
+  const plan::Plan &P = A.P;
+  const plan::BucketViews &V = P.Places.Buckets[B];
+  uint32_t Stage = P.Settings.ZeroStage;
+  if (Stage < 2) {
+    Out.push_back(call(A, CollectiveKind::AllReduce, V.Source, V.Source,
+                       A.elems(V.Source)));
     return;
   }
-  if (L.Stage == 2) {
+  if (Stage == 2) {
     // DeepSpeed's average_tensor: each partition's piece reduced to its
     // owner, in place.
-    uint64_t Part = P.Layout.PartitionElems;
-    for (uint32_t Q = 0; Q < L.World; ++Q) {
-      uint64_t Lo = std::max(BL.FlatBegin, Q * Part);
-      uint64_t Hi = std::min(BL.FlatEnd, (Q + 1) * Part);
-      if (Lo >= Hi)
-        continue;
-      uint64_t Piece = Source + (Lo - BL.SourceOrigin) * PB;
-      Out.push_back(
-          {CollectiveKind::Reduce, Piece, Piece, Hi - Lo, L.Param, int(Q)});
-    }
+    for (const plan::BucketPiece &Piece : V.Pieces)
+      Out.push_back(call(A, CollectiveKind::Reduce, Piece.View, Piece.View,
+                         A.elems(Piece.View), int(Piece.Root)));
     return;
   }
   // Stage 3: the rank-major chunks, reduce-scattered in place.
-  Out.push_back({CollectiveKind::ReduceScatter, Source,
-                 Source + uint64_t(L.Rank) * BL.ChunkElems *
-                              elementBytes(BL.SourceType),
-                 BL.ChunkElems, BL.SourceType, -1});
+  Out.push_back(call(A, CollectiveKind::ReduceScatter, V.Source, V.Chunk,
+                     A.elems(V.Chunk)));
 }
 
-void gatherCalls(const Layout &L, uint32_t U, std::vector<CollectiveCall> &Out) {
-  const plan::Plan &P = L.P;
-  const std::vector<uint32_t> &Tensors = P.FetchUnits[U].Tensors;
-  if (Tensors.empty())
-    return;
+void gatherCalls(const Arena &A, uint32_t U, std::vector<CollectiveCall> &Out) {
   // One all-gather of every rank's chunk: this rank's shards of the unit,
   // which sit together in params16, or were copied from the host into
-  // this rank's slot.
-  unsigned PB = elementBytes(L.Param);
-  uint64_t Chunk = L.chunkElems(U);
-  uint64_t Target = offsetOf(L, L.gatherTarget(U));
-  uint64_t Mine = P.Settings.ParamOffload != plan::OffloadDevice::None
-                      ? Target + uint64_t(L.Rank) * Chunk * PB
-                      : offsetOf(L, "params16") + L.shardOffset(Tensors[0]) * PB;
-  Out.push_back({CollectiveKind::AllGather, Mine, Target, Chunk, L.Param, -1});
+  // this rank's chunk.
+  const plan::UnitViews &V = A.P.Places.Units[U];
+  if (V.Target != plan::NoIndex)
+    Out.push_back(call(A, CollectiveKind::AllGather, V.Send, V.Target,
+                       A.elems(V.Send)));
 }
 
-void gatherParamsCalls(const Layout &L, std::vector<CollectiveCall> &Out) {
-  const plan::Plan &P = L.P;
-  unsigned PB = elementBytes(L.Param);
-  if (L.Stage < 3) {
-    uint64_t Part = P.Layout.PartitionElems;
-    uint64_t Params = offsetOf(L, "params16");
-    Out.push_back({CollectiveKind::AllGather,
-                   Params + uint64_t(L.Rank) * Part * PB, Params, Part,
-                   L.Param, -1});
+void gatherParamsCalls(const Arena &A, std::vector<CollectiveCall> &Out) {
+  const plan::Plan &P = A.P;
+  if (P.Settings.ZeroStage < 3) {
+    // The partitions of the flat 16-bit parameters, gathered in place.
+    uint32_t Mine = P.Places.Owned.Params16;
+    CollectiveCall C = call(A, CollectiveKind::AllGather, Mine, Mine,
+                            A.elems(Mine));
+    C.Recv = A.wholeOffset(Mine);
+    Out.push_back(C);
     return;
   }
+  // Each persistent tensor's shards, gathered in place into its whole.
   for (uint32_t T : P.Layout.Order) {
-    const plan::Tensor &X = P.Tensors[T];
-    if (!X.Persistent)
-      continue;
-    uint64_t Whole =
-        offsetOf(L, "persistent_params") + L.persistentOffset(T) * PB;
-    Out.push_back({CollectiveKind::AllGather,
-                   Whole + uint64_t(L.Rank) * X.ShardElems * PB, Whole,
-                   X.ShardElems, L.Param, -1});
+    const plan::TensorViews &V = P.Places.Tensors[T];
+    if (P.Tensors[T].Persistent)
+      Out.push_back(call(A, CollectiveKind::AllGather, V.Shard, V.Param,
+                         A.elems(V.Shard)));
   }
 }
 
 } // namespace
 
-std::vector<CollectiveCall> collectiveCalls(const Layout &L, uint32_t I) {
-  const plan::Instruction &In = L.P.Program[I];
+std::vector<CollectiveCall> collectiveCalls(const Arena &A, uint32_t I) {
+  const plan::Instruction &In = A.P.Program[I];
   std::vector<CollectiveCall> Out;
   switch (In.Kind) {
   case plan::InstrKind::Reduce:
-    reduceCalls(L, In.Arg, Out);
+    reduceCalls(A, In.Arg, Out);
     break;
   case plan::InstrKind::Gather:
-    gatherCalls(L, In.Arg, Out);
+    gatherCalls(A, In.Arg, Out);
     break;
   case plan::InstrKind::GatherParams:
-    gatherParamsCalls(L, Out);
+    gatherParamsCalls(A, Out);
     break;
   default:
     break;

@@ -1,16 +1,18 @@
 //===- Collectives.h - The NCCL calls each instruction makes ----*- C++ -*-===//
 //
 // One description of every collective a plan's program issues, with its
-// addresses as byte offsets into the rank's device arena. The executor
-// issues them beside compute; dsrun-bench issues the very same calls with
-// nothing else running, so the two can be compared size for size.
+// addresses as byte offsets into the rank's device arena, read from the
+// plan's views. The executor issues them beside compute; dsrun-bench
+// issues the very same calls with nothing else running, so the two can be
+// compared size for size.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef DSRUN_COLLECTIVES_H
 #define DSRUN_COLLECTIVES_H
 
-#include "Layout.h"
+#include "Arena.h"
+#include "Synthetic.h"
 
 #include <map>
 #include <string>
@@ -22,7 +24,8 @@ enum class CollectiveKind { AllReduce, Reduce, ReduceScatter, AllGather };
 
 const char *collectiveName(CollectiveKind K);
 
-/// nccl-tests' bus bandwidth factor of a collective over N ranks.
+/// nccl-tests' bus bandwidth factor of a collective over N ranks
+/// (plan::busFactor; a reduce crosses each link once).
 double busFactor(CollectiveKind K, unsigned N);
 
 struct CollectiveCall {
@@ -42,7 +45,7 @@ struct CollectiveCall {
 /// The calls an instruction makes, issued as one NCCL group; empty for an
 /// instruction that makes none. Every collective runs on device memory,
 /// offloaded or not.
-std::vector<CollectiveCall> collectiveCalls(const Layout &L,
+std::vector<CollectiveCall> collectiveCalls(const Arena &A,
                                             uint32_t Instruction);
 
 /// A group's bytes times its bus factor: divided by its time, the bus

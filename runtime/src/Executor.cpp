@@ -27,6 +27,14 @@ namespace {
 
 Executor *Current = nullptr;
 
+uint64_t usedDeviceMemory(uint64_t *Total = nullptr) {
+  size_t Free = 0, All = 0;
+  CHECK_CUDA(cudaMemGetInfo(&Free, &All));
+  if (Total)
+    *Total = All;
+  return All - Free;
+}
+
 } // namespace
 
 void fatalError(const std::string &Message) {
@@ -38,48 +46,28 @@ std::string whereNow() {
   return Current ? " (" + Current->where() + ")" : std::string();
 }
 
-namespace {
-
-/// Work a stream runs as a host callback: one slot per instruction (two
-/// for transfers), reused every step.
-struct HostTask {
-  std::function<void()> Work;
-};
-
-void CUDART_CB runHostTask(void *Data) {
-  static_cast<HostTask *>(Data)->Work();
-}
-
-std::vector<HostTask> Tasks;
-
-uint64_t usedDeviceMemory(uint64_t *Total = nullptr) {
-  size_t Free = 0, All = 0;
-  CHECK_CUDA(cudaMemGetInfo(&Free, &All));
-  if (Total)
-    *Total = All;
-  return All - Free;
-}
-
-} // namespace
-
 Executor::Executor(const plan::Plan &P, const ProcessInfo &Process,
                    const RunOptions &Options)
-    : P(P), Process(Process), Options(Options), L(P, Process.Rank) {
+    : P(P), Process(Process), Options(Options), A(P, Process.Rank),
+      ParamType(ElementType(P.Settings.ParamDType)),
+      CommType(ElementType(P.Settings.CommDType)),
+      GradAccumType(ElementType(P.Settings.GradAccumDType)),
+      Stage(P.Settings.ZeroStage), World(P.Settings.WorldSize) {
   Current = this;
   BucketOfTensor.assign(P.Tensors.size(), plan::NoIndex);
-  SegmentOfTensor.assign(P.Tensors.size(), 0);
   for (uint32_t B = 0; B < P.Buckets.size(); ++B)
-    for (uint32_t K = 0; K < P.Buckets[B].Segments.size(); ++K) {
-      BucketOfTensor[P.Buckets[B].Segments[K].Tensor] = B;
-      SegmentOfTensor[P.Buckets[B].Segments[K].Tensor] = K;
-    }
+    for (const plan::Segment &Seg : P.Buckets[B].Segments)
+      BucketOfTensor[Seg.Tensor] = B;
+  GradValue.assign(P.Tensors.size(), plan::NoIndex);
+  for (uint32_t V = 0; V < P.Values.size(); ++V)
+    if (P.Values[V].Kind == plan::ValueKind::ParamGrad &&
+        P.Values[V].Tensor < P.Tensors.size())
+      GradValue[P.Values[V].Tensor] = V;
 }
 
 Executor::~Executor() {
   if (StepGraph)
     cudaGraphExecDestroy(StepGraph);
-  if (HostStep)
-    cudaFreeHost(HostStep);
   if (Comm)
     ncclCommDestroy(Comm);
   Current = nullptr;
@@ -87,46 +75,13 @@ Executor::~Executor() {
 
 std::string Executor::where() const {
   std::string S = "rank " + std::to_string(Process.Rank);
-  if (CurrentInstruction < P.Program.size()) {
-    const plan::Instruction &In = P.Program[CurrentInstruction];
-    S += ", instruction " + std::to_string(CurrentInstruction) + " (" +
+  if (Issuing) {
+    const plan::Instruction &In = Issuing->In;
+    S += ", instruction " + std::to_string(Issuing->Index) + " (" +
          plan::enumName(In.Kind) + " " + std::to_string(In.Arg) + ", micro " +
          std::to_string(In.Micro) + ")";
   }
   return S;
-}
-
-char *Executor::at(const BufferView &V, uint64_t ByteOffset) const {
-  if (!V)
-    return nullptr;
-  char *Base = V.B->Space == plan::MemorySpace::Device ? DeviceArena : HostArena;
-  return Base + V.Offset + ByteOffset;
-}
-char *Executor::device(const std::string &Name) const {
-  BufferView V = L.buffer(Name);
-  return V && V.B->Space == plan::MemorySpace::Device ? at(V) : nullptr;
-}
-char *Executor::host(const std::string &Name) const {
-  BufferView V = L.buffer(Name);
-  return V && V.B->Space == plan::MemorySpace::Host ? at(V) : nullptr;
-}
-
-void Executor::measureBegin(cudaStream_t S) {
-  mark(MeasuredStart[CurrentInstruction], S);
-}
-void Executor::measureEnd(cudaStream_t S) {
-  mark(MeasuredFinish[CurrentInstruction], S);
-}
-void Executor::mark(cudaEvent_t E, cudaStream_t S) {
-  if (Lean && E != StepBegin && E != StepEnd)
-    return;
-  CHECK_CUDA(cudaEventRecordWithFlags(
-      E, S, Capturing ? cudaEventRecordExternal : cudaEventRecordDefault));
-}
-
-void Executor::onHost(cudaStream_t S, uint32_t Slot, std::function<void()> W) {
-  Tasks[Slot].Work = std::move(W);
-  CHECK_CUDA(cudaLaunchHostFunc(S, runHostTask, &Tasks[Slot]));
 }
 
 //===----------------------------------------------------------------------===//
@@ -179,16 +134,9 @@ bool Executor::checkBeforeRunning() {
     if (!Existed)
       unlink(Path);
   }
-  std::string Short = checkRuntimeNeeds(L);
+  std::string Short = checkRunnable(P);
   if (!Short.empty()) {
-    fprintf(stderr, "dsrun: the plan cannot run: %s (was it edited? plan "
-                    "again with dsc plan)\n",
-            Short.c_str());
-    return false;
-  }
-  std::string Hazard = checkMemoryOrdering(P, L.Class);
-  if (!Hazard.empty()) {
-    fprintf(stderr, "dsrun: the plan is unsafe to run: %s\n", Hazard.c_str());
+    fprintf(stderr, "dsrun: the plan cannot run: %s\n", Short.c_str());
     return false;
   }
   return true;
@@ -207,7 +155,7 @@ bool Executor::setUp() {
   CHECK_CUDA(cudaFree(nullptr));
   Memory.Context = usedDeviceMemory(&Memory.Total);
 
-  const plan::RankEstimate &R = P.Estimates.Ranks[L.Class];
+  const plan::RankEstimate &R = P.Estimates.Ranks[A.Class];
   size_t Free = 0, All = 0;
   CHECK_CUDA(cudaMemGetInfo(&Free, &All));
   uint64_t Needed = R.DeviceArenaBytes + R.DeviceFixedBytes;
@@ -225,20 +173,10 @@ bool Executor::setUp() {
     return false;
   }
 
-  // NCCL's kernels run on SMs. At the highest priority the block
-  // scheduler hands them SMs as the GEMMs' blocks retire instead of after
-  // every block queued before (the default; --comm-priority normal
-  // gives every stream the same priority).
-  int Least = 0, Greatest = 0;
-  CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&Least, &Greatest));
-  for (unsigned K = 0; K < plan::NumStreams; ++K)
-    CHECK_CUDA(cudaStreamCreateWithPriority(
-        &Streams[K], cudaStreamNonBlocking,
-        K == unsigned(plan::Stream::Comm) && Options.CommPriority ? Greatest
-                                                                  : Least));
-
+  T.create(P, Options.CommPriority);
+  cudaStream_t Compute = T.stream(plan::Stream::Compute);
   CHECK_CUBLAS(cublasCreate(&Cublas));
-  CHECK_CUBLAS(cublasSetStream(Cublas, stream(plan::Stream::Compute)));
+  CHECK_CUBLAS(cublasSetStream(Cublas, Compute));
   if (Options.CommSMs) {
     // GEMMs that leave SMs free let overlapped collectives start and run at
     // once instead of waiting for GEMM blocks to retire.
@@ -254,7 +192,8 @@ bool Executor::setUp() {
   }
   {
     // cuBLASLt runs the products in the plan's kernel workspace; cuBLAS
-    // (the math attention) keeps its own. The first GEMM allocates it.
+    // (the math attention) keeps its own, which the first GEMM allocates:
+    // run one now, so that it is counted with the library's fixed cost.
     std::string Lt = Products.init();
     if (!Lt.empty()) {
       fprintf(stderr, "dsrun: %s\n", Lt.c_str());
@@ -263,10 +202,10 @@ bool Executor::setUp() {
     void *Scratch = nullptr;
     CHECK_CUDA(cudaMalloc(&Scratch, 3 * 64 * 64 * 4));
     float One = 1, Zero = 0;
-    float *A = static_cast<float *>(Scratch);
+    float *M = static_cast<float *>(Scratch);
     CHECK_CUBLAS(cublasSgemm(Cublas, CUBLAS_OP_N, CUBLAS_OP_N, 64, 64, 64, &One,
-                             A, 64, A + 4096, 64, &Zero, A + 8192, 64));
-    CHECK_CUDA(cudaStreamSynchronize(stream(plan::Stream::Compute)));
+                             M, 64, M + 4096, 64, &Zero, M + 8192, 64));
+    CHECK_CUDA(cudaStreamSynchronize(Compute));
     CHECK_CUDA(cudaFree(Scratch));
   }
   Memory.Cublas = usedDeviceMemory();
@@ -296,12 +235,13 @@ bool Executor::setUp() {
     return false;
   }
   {
-    // NCCL sets up its buffers on the first collective.
+    // NCCL sets up its buffers on the first collective: one now, so that
+    // they are counted with NCCL's fixed cost.
     void *One = nullptr;
     CHECK_CUDA(cudaMalloc(&One, 4096));
-    CHECK_NCCL(ncclAllReduce(One, One, 1024, ncclFloat32, ncclSum, Comm,
-                             stream(plan::Stream::Comm)));
-    CHECK_CUDA(cudaStreamSynchronize(stream(plan::Stream::Comm)));
+    cudaStream_t S = T.stream(plan::Stream::Comm);
+    CHECK_NCCL(ncclAllReduce(One, One, 1024, ncclFloat32, ncclSum, Comm, S));
+    CHECK_CUDA(cudaStreamSynchronize(S));
     CHECK_CUDA(cudaFree(One));
   }
   Memory.Nccl = usedDeviceMemory();
@@ -311,79 +251,38 @@ bool Executor::setUp() {
             Process.WorldSize, P.Settings.ZeroStage);
 
   // The arenas: everything the plan places, allocated once.
-  ArenaBytes = R.DeviceArenaBytes;
-  uint64_t StepValuesAt = (ArenaBytes + 255) / 256 * 256;
-  CHECK_CUDA(cudaMalloc(reinterpret_cast<void **>(&DeviceArena),
-                        StepValuesAt + 256));
-  CHECK_CUDA(cudaMemset(DeviceArena, 0, ArenaBytes));
-  DeviceStep = reinterpret_cast<StepValues *>(DeviceArena + StepValuesAt);
-  CHECK_CUDA(cudaHostAlloc(reinterpret_cast<void **>(&HostStep),
-                           sizeof(StepValues), cudaHostAllocDefault));
-  if (R.HostArenaBytes) {
-    CHECK_CUDA(cudaHostAlloc(reinterpret_cast<void **>(&HostArena),
-                             R.HostArenaBytes, cudaHostAllocDefault));
-    memset(HostArena, 0, R.HostArenaBytes);
+  char *Device = nullptr, *Host = nullptr;
+  CHECK_CUDA(cudaMalloc(reinterpret_cast<void **>(&Device), A.deviceBytes()));
+  CHECK_CUDA(cudaMemset(Device, 0, A.deviceBytes()));
+  if (A.hostBytes()) {
+    CHECK_CUDA(cudaHostAlloc(reinterpret_cast<void **>(&Host), A.hostBytes(),
+                             cudaHostAllocDefault));
+    memset(Host, 0, A.hostBytes());
   }
-  // Staging for offloaded gradients and parameters (host, pinned): the
-  // largest share of a bucket and the largest sub-group.
-  if (P.Settings.OptimizerOffload != plan::OffloadDevice::None) {
-    uint64_t Share = 0;
-    for (const plan::Bucket &B : P.Buckets)
-      Share = std::max(Share, B.Elems);
-    GradStagingBytes = Share * 4 + 256;
-    uint64_t Group = 0;
-    for (auto [Lo, Hi] : L.SubGroupRange)
-      Group = std::max(Group, Hi - Lo);
-    ParamStagingBytes = Group * 4 + 256;
-    CHECK_CUDA(cudaHostAlloc(reinterpret_cast<void **>(&GradStaging),
-                             GradStagingBytes, cudaHostAllocDefault));
-    CHECK_CUDA(cudaHostAlloc(reinterpret_cast<void **>(&ParamStaging),
-                             ParamStagingBytes, cudaHostAllocDefault));
-  }
+  A.bind(Device, Host);
   Memory.Arena = usedDeviceMemory();
-  resolveValues();
+  static_assert(sizeof(StepValues) <=
+                    sizeof(float) * plan::ScratchLayout::StepValueFloats,
+                "the step's values outgrow their place in the scratch");
+  plan::ScratchLayout SL =
+      plan::scratchLayout(P.Program.size(), P.Settings.GradAccum);
+  const plan::RuntimeViews &RV = P.Places.Runtime;
+  HostStep = reinterpret_cast<StepValues *>(A.at(RV.HostScratch, 0));
+  DeviceStep = reinterpret_cast<StepValues *>(A.at(RV.Scratch, SL.StepValues));
+  HostLosses = reinterpret_cast<float *>(A.at(RV.HostScratch, SL.HostLosses));
+  DeviceLosses = reinterpret_cast<float *>(A.at(RV.Scratch, SL.Losses));
   if (!setUpSwap())
     return false;
 
-  // Events: timing, and for lean steps (which record no timing events)
-  // one per instruction another stream waits for.
-  std::vector<bool> WaitedOn(P.Program.size(), false);
-  for (const plan::Instruction &In : P.Program)
-    for (uint32_t W : In.Waits)
-      WaitedOn[W] = true;
-  size_t N = P.Program.size();
-  Done.assign(N, nullptr);
-  Start.assign(N, nullptr);
-  Finish.assign(N, nullptr);
-  MeasuredStart.assign(N, nullptr);
-  MeasuredFinish.assign(N, nullptr);
-  CopiesIssued.assign(N, 0);
-  IoBytes.assign(N, 0);
-  IoNanos.assign(N, 0);
-  HostAdamNanos.assign(N, 0);
-  ConvertElems.assign(N, 0);
-  ConvertNanos.assign(N, 0);
-  Calls.resize(N);
-  // Ranks agree on the collectives' timings through the scratch buffer
-  // (checkRuntimeNeeds made sure every rank has one large enough).
+  Calls.resize(P.Program.size());
+  // Ranks agree on the collectives' timings through the scratch buffer.
   TimesTravel = P.Settings.WorldSize > 1;
-  for (uint32_t I = 0; I < N; ++I) {
-    if (WaitedOn[I])
-      CHECK_CUDA(cudaEventCreateWithFlags(&Done[I], cudaEventDisableTiming));
-    CHECK_CUDA(cudaEventCreate(&Start[I]));
-    CHECK_CUDA(cudaEventCreate(&Finish[I]));
-    Calls[I] = collectiveCalls(L, I);
-    if (P.Program[I].Kind == plan::InstrKind::Transfer || !Calls[I].empty()) {
-      CHECK_CUDA(cudaEventCreate(&MeasuredStart[I]));
-      CHECK_CUDA(cudaEventCreate(&MeasuredFinish[I]));
-    }
+  for (uint32_t I = 0; I < P.Program.size(); ++I) {
+    Calls[I] = collectiveCalls(A, I);
+    if (!Calls[I].empty())
+      T.measure(I);
   }
-  for (cudaEvent_t &E : Joins)
-    CHECK_CUDA(cudaEventCreateWithFlags(&E, cudaEventDisableTiming));
-  CHECK_CUDA(cudaEventCreate(&StepBegin));
-  CHECK_CUDA(cudaEventCreate(&StepEnd));
-  CHECK_CUDA(cudaEventCreateWithFlags(&StepFork, cudaEventDisableTiming));
-  Tasks.resize(P.Program.size() * 2);
+  Counts.reset(P.Program.size());
   for (const plan::Instruction &In : P.Program)
     if (In.On == plan::Stream::Host || In.Kind == plan::InstrKind::Transfer)
       NoGraphReason = "the plan offloads: its host work and copies are "
@@ -391,59 +290,51 @@ bool Executor::setUp() {
   return true;
 }
 
-void Executor::resolveValues() {
-  ValueAddress.assign(P.Values.size(), nullptr);
-  for (uint32_t V = 0; V < P.Values.size(); ++V)
-    if (L.ValueOffset[V] != NoOffset)
-      ValueAddress[V] = DeviceArena + L.ValueOffset[V];
-}
-
 void Executor::initializeWeights() {
-  cudaStream_t S = stream(plan::Stream::Compute);
-  ElementType T = L.Param;
-  unsigned PB = elementBytes(T);
+  cudaStream_t S = T.stream(plan::Stream::Compute);
   const plan::Info &Set = P.Settings;
-  bool Offloaded = Set.OptimizerOffload != plan::OffloadDevice::None;
   for (uint32_t Ti = 0; Ti < P.Tensors.size(); ++Ti) {
     const plan::Tensor &X = P.Tensors[Ti];
-    if (L.Stage < 3) {
-      initWeights(device("params16") + L.paramOffset(Ti) * PB, T, nullptr, Ti,
-                  0, X.Elems, X.Elems, S);
+    const plan::TensorViews &V = P.Places.Tensors[Ti];
+    if (Stage < 3) {
+      initWeights(A.at(V.Param), ParamType, nullptr, Ti, 0, X.Elems, X.Elems,
+                  S);
       continue;
     }
     uint64_t Base = uint64_t(Process.Rank) * X.ShardElems;
     if (X.Persistent) {
-      initWeights(device("persistent_params") + L.persistentOffset(Ti) * PB,
-                  T, nullptr, Ti, 0, X.ShardElems * L.World, X.Elems, S);
+      initWeights(A.at(V.Param), ParamType, nullptr, Ti, 0,
+                  X.ShardElems * World, X.Elems, S);
     } else if (Set.ParamOffload == plan::OffloadDevice::None) {
-      initWeights(device("params16") + L.shardOffset(Ti) * PB, T, nullptr, Ti,
-                  Base, X.ShardElems, X.Elems, S);
+      initWeights(A.at(V.Shard), ParamType, nullptr, Ti, Base, X.ShardElems,
+                  X.Elems, S);
     } else if (!ParamSwap) { // On NVMe: initializeSwap writes them.
-      char *Dst = host("params16") + L.shardOffset(Ti) * PB;
+      char *Dst = A.at(V.Shard);
       for (uint64_t I = 0; I < X.ShardElems; ++I)
-        storeAs(Dst, I, T,
+        storeAs(Dst, I, ParamType,
                 Base + I < X.Elems ? startWeight(Ti, Base + I) : 0.0f);
     }
   }
   initializeSwap();
   // The fp32 master copy of what this rank owns starts as the stored
-  // 16-bit weight; moments start at zero (the arenas are zeroed).
-  if (!L.buffer("master_params")) {
+  // 16-bit weight; moments start at zero (the arenas are zeroed). With
+  // NVMe it lives in the swap file (initializeSwap); in fp32 at stage 0 it
+  // is the parameters themselves.
+  uint32_t Master = P.Places.Owned.Master;
+  if (OptimizerSwap || Master == plan::NoIndex ||
+      P.Buffers[A.view(Master).Buffer].Role == plan::BufferRole::Params16) {
     CHECK_CUDA(cudaStreamSynchronize(S));
     return;
   }
-  for (const OwnedRange &O : L.Owned) {
+  for (const plan::OwnedPiece &O : plan::ownedPieces(P, Process.Rank)) {
     uint64_t N = O.End - O.Begin;
-    if (Offloaded) {
-      float *Master =
-          reinterpret_cast<float *>(host("master_params")) + O.PartitionOffset;
+    float *To = reinterpret_cast<float *>(A.at(Master, O.PartitionOffset));
+    if (!A.onDevice(Master)) {
       for (uint64_t I = 0; I < N; ++I)
-        Master[I] = storedValue(startWeight(O.Tensor, O.Begin + I), T);
+        To[I] = storedValue(startWeight(O.Tensor, O.Begin + I), ParamType);
     } else {
       // The stored weight, rounded through the 16-bit type.
-      float *Master = reinterpret_cast<float *>(device("master_params")) +
-                      O.PartitionOffset;
-      initWeights(nullptr, T, Master, O.Tensor, O.Begin, N,
+      initWeights(nullptr, ParamType, To, O.Tensor, O.Begin, N,
                   P.Tensors[O.Tensor].Elems, S);
     }
   }
@@ -454,62 +345,54 @@ void Executor::initializeWeights() {
 // The step.
 //===----------------------------------------------------------------------===//
 
-void Executor::issue(uint32_t Index, uint32_t Step) {
-  CurrentInstruction = Index;
-  const plan::Instruction &In = P.Program[Index];
-  cudaStream_t S = stream(In.On);
-  // A measured step waits on the timing events themselves, which saves a
-  // record per waited-on instruction (lean steps record no timing events
-  // and wait on their own).
-  for (uint32_t W : In.Waits)
-    CHECK_CUDA(cudaStreamWaitEvent(S, Lean ? Done[W] : Finish[W], 0));
-  mark(Start[Index], S);
-  switch (In.Kind) {
+void Executor::issue(const Instr &C) {
+  Issuing = &C;
+  T.begin(C);
+  switch (C.In.Kind) {
   case plan::InstrKind::Forward:
-    compute(In, false, Step);
+    compute(C, false);
     break;
   case plan::InstrKind::Backward:
-    compute(In, true, Step);
-    gradients(In.Arg, In.Micro, S);
+    compute(C, true);
+    gradients(C);
     break;
   case plan::InstrKind::Gather:
-    gatherUnit(In.Arg, S);
+    gatherUnit(C);
     break;
   case plan::InstrKind::GatherParams:
-    collectives(S);
+    collectives(C);
     break;
   case plan::InstrKind::Release:
     break; // The memory plan already reuses the bytes after this point.
   case plan::InstrKind::Reduce:
-    reduce(In.Arg, In.Micro, S);
+    reduce(C);
     break;
   case plan::InstrKind::OptimizerStep:
-    optimizerStep(In.Arg, S, In.On == plan::Stream::Host);
+    optimizerStep(C);
     break;
   case plan::InstrKind::Transfer:
-    transfer(In.Arg, In.Micro, S);
+    transfer(C);
     break;
   case plan::InstrKind::ClipGradients:
-    clipGradients(S, In.On == plan::Stream::Host);
+    clipGradients(C);
     break;
   }
-  mark(Finish[Index], S);
-  if (Lean && Done[Index])
-    CHECK_CUDA(cudaEventRecord(Done[Index], S));
+  T.end(C);
+  Issuing = nullptr;
 }
 
 void Executor::setStepValues(uint32_t Step) {
   // Only the previous step, finished, has read them.
   std::string Error;
-  AdamW A = adamwFor(P.Settings, OptimizerStep, Error);
+  AdamW W = adamwFor(P.Settings, OptimizerStep, Error);
   if (!Error.empty())
     fatalError(Error);
   *HostStep = {Step,
-               A.Lr,
-               A.Beta1,
-               A.Beta2,
-               A.BiasCorrection1,
-               A.BiasCorrection2,
+               W.Lr,
+               W.Beta1,
+               W.Beta2,
+               W.BiasCorrection1,
+               W.BiasCorrection2,
                1.0f,
                0,
                float(Scaler.scale()),
@@ -539,13 +422,13 @@ void Executor::finishStep(uint32_t Step) {
 }
 
 void Executor::launchLeanStep(uint32_t Step) {
-  cudaStream_t Compute = stream(plan::Stream::Compute);
+  cudaStream_t Compute = T.stream(plan::Stream::Compute);
   if (!StepGraph && Options.Graph && NoGraphReason.empty()) {
     CHECK_CUDA(
         cudaStreamBeginCapture(Compute, cudaStreamCaptureModeThreadLocal));
-    Capturing = true;
+    T.Capturing = true;
     step(Step);
-    Capturing = false;
+    T.Capturing = false;
     cudaGraph_t Graph = nullptr;
     CHECK_CUDA(cudaStreamEndCapture(Compute, &Graph));
     // Node priorities as captured: the communication stream's kernels
@@ -568,59 +451,35 @@ void Executor::launchLeanStep(uint32_t Step) {
 void Executor::runLeanSteps() {
   if (!Options.LeanSteps)
     return;
-  Lean = true;
+  T.Lean = true;
   uint64_t Before = usedDeviceMemory();
   std::vector<float> Ms;
   for (uint32_t K = 1; K <= Options.LeanSteps; ++K) {
     launchLeanStep(Options.Steps + K);
     waitForStep();
     finishStep(Options.Steps + K);
-    float StepMs = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&StepMs, StepBegin, StepEnd));
-    Ms.push_back(StepMs);
+    Ms.push_back(T.stepMs());
   }
   // What the graph took (its launch resources), apart from the plan.
   uint64_t After = usedDeviceMemory();
-  Lean = false;
+  T.Lean = false;
   reportLean(Ms, StepGraph && After > Before ? After - Before : 0);
 }
 
 void Executor::step(uint32_t Step) {
-  cudaStream_t Compute = stream(plan::Stream::Compute);
-  std::fill(CopiesIssued.begin(), CopiesIssued.end(), 0);
-  std::fill(IoBytes.begin(), IoBytes.end(), 0);
-  std::fill(IoNanos.begin(), IoNanos.end(), 0);
-  std::fill(ConvertElems.begin(), ConvertElems.end(), 0);
-  std::fill(ConvertNanos.begin(), ConvertNanos.end(), 0);
+  cudaStream_t Compute = T.stream(plan::Stream::Compute);
+  Counts.reset(P.Program.size());
   setStepValues(Step);
   CHECK_CUDA(cudaMemcpyAsync(DeviceStep, HostStep, sizeof(StepValues),
                              cudaMemcpyHostToDevice, Compute));
-  mark(StepBegin, Compute);
-  forkStreams();
+  T.markStepBegin();
+  T.fork();
   for (uint32_t I = 0; I < P.Program.size(); ++I)
-    issue(I, Step);
-  CurrentInstruction = plan::NoIndex;
-  joinStreams();
+    issue(T.instr(I, Step));
+  T.join();
   if (real())
     readLosses(Compute);
-  mark(StepEnd, Compute);
-}
-
-void Executor::forkStreams() {
-  cudaStream_t Compute = stream(plan::Stream::Compute);
-  CHECK_CUDA(cudaEventRecord(StepFork, Compute));
-  for (cudaStream_t S : Streams)
-    if (S != Compute)
-      CHECK_CUDA(cudaStreamWaitEvent(S, StepFork, 0));
-}
-
-void Executor::joinStreams() {
-  cudaStream_t Compute = stream(plan::Stream::Compute);
-  for (unsigned K = 0; K < plan::NumStreams; ++K)
-    if (Streams[K] != Compute) {
-      CHECK_CUDA(cudaEventRecord(Joins[K], Streams[K]));
-      CHECK_CUDA(cudaStreamWaitEvent(Compute, Joins[K], 0));
-    }
+  T.markStepEnd(Compute);
 }
 
 bool Executor::waitForStep() {
@@ -629,7 +488,7 @@ bool Executor::waitForStep() {
   auto Deadline = std::chrono::steady_clock::now() +
                   std::chrono::seconds(Options.TimeoutSeconds);
   while (true) {
-    cudaError_t E = cudaEventQuery(StepEnd);
+    cudaError_t E = T.stepStatus();
     if (E == cudaSuccess)
       return true;
     if (E != cudaErrorNotReady)
@@ -673,7 +532,7 @@ int Executor::run() {
   uint32_t First = ResumeShard ? ResumeShard->header().Step : 0;
   std::vector<float> LeanMs;
   for (uint32_t Step = First + 1; Step <= Last; ++Step) {
-    Lean = Step - First > Options.Steps;
+    T.Lean = Step - First > Options.Steps;
     if (real())
       fillInputs(Step);
     Model.setProfiling(Step == Options.ProfileStep);
@@ -685,21 +544,19 @@ int Executor::run() {
     waitForStep();
     finishStep(Step);
     Memory.Peak = std::max(Memory.Peak, usedDeviceMemory());
-    StepTiming T;
-    if (Lean) {
-      float Ms = 0;
-      CHECK_CUDA(cudaEventElapsedTime(&Ms, StepBegin, StepEnd));
-      T.StepMs = Ms;
-      T.Timed = false;
-      LeanMs.push_back(Ms);
+    StepTiming Took;
+    if (T.Lean) {
+      Took.StepMs = T.stepMs();
+      Took.Timed = false;
+      LeanMs.push_back(float(Took.StepMs));
     } else {
-      T = measureStep();
-      Timings.push_back(T);
+      Took = measureStep();
+      Timings.push_back(Took);
     }
-    T.EnqueueMs = EnqueueMs;
-    report(Step, T);
+    Took.EnqueueMs = EnqueueMs;
+    report(Step, Took);
     if (Step == Options.ProfileStep) {
-      std::string Table = Model.profileReport(T.StepMs);
+      std::string Table = Model.profileReport(Took.StepMs);
       if (Process.Rank == 0)
         fputs(Table.c_str(), stderr);
     }
@@ -710,7 +567,7 @@ int Executor::run() {
         (Step == Last || (Options.EvalEvery && Step % Options.EvalEvery == 0)))
       evaluate(Step);
   }
-  Lean = false;
+  T.Lean = false;
   for (float Ms : LeanMs)
     LeanMeanMs += Ms / double(LeanMs.size());
   // Every rank runs the lean steps and the verification (collectives

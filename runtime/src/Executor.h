@@ -1,28 +1,41 @@
 //===- Executor.h - Run one rank's program ----------------------*- C++ -*-===//
 //
-// One device arena and one pinned host arena of the planned sizes hold
-// every buffer at its planned offset; five CUDA streams (compute,
-// communication, copy in, copy out, and a host stream whose work runs as
-// host callbacks) execute the instructions in program order per stream,
-// ordered across streams by the event recorded after each instruction
-// someone waits for. Nothing is allocated inside the step loop (a CUDA
-// graph of the lean steps, with --graph on, is instantiated before the
-// first of them).
+// dsrun interprets the plan: it allocates the planned arenas (Arena.h),
+// resolves every view to an address once, and issues the program's
+// instructions in order on the plan's streams (Timeline.h); it decides
+// nothing the plan decided. Nothing is allocated inside the step loop (a
+// CUDA graph of the lean steps, with --graph on, is instantiated before
+// the first of them).
+//
+// The executor's parts, one file each:
+//   Executor.cpp      set-up, the step loop, issuing an instruction
+//   Steps.cpp         compute, gradients and their reduction, clipping,
+//                     the optimizer step
+//   Collectives.cpp   the NCCL calls an instruction makes (host-only)
+//   Transfers.cpp     offload copies through the planned staging
+//   Swap.cpp          NVMe swap files (Nvme.h)
+//   Training.cpp      data, weights, the model's kernels, losses
+//   Checkpointing.cpp --save and --resume
+//   Evaluate.cpp      the validation loss
+//   Measure.cpp       a step's timings, agreed among ranks
+//   Report.cpp        what a step measured beside what the plan said
+//   Verify.cpp        --verify against the host reference
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef DSRUN_EXECUTOR_H
 #define DSRUN_EXECUTOR_H
 
+#include "Arena.h"
 #include "Checkpoint.h"
 #include "Checks.h"
 #include "Collectives.h"
 #include "Exposed.h"
 #include "Launch.h"
-#include "Nvme.h"
-#include "Layout.h"
 #include "LossScaler.h"
 #include "ModelProgram.h"
+#include "Nvme.h"
+#include "Timeline.h"
 #include "TokenData.h"
 #include "Weights.h"
 
@@ -31,14 +44,12 @@
 #include <nccl.h>
 
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace dsrun {
-
 
 struct RunOptions {
   uint32_t Steps = 3;
@@ -109,6 +120,20 @@ struct MemoryReadings {
            Peak = 0;
 };
 
+/// What each instruction did in the current step that its events do not
+/// show: bytes copied, NVMe I/O, the host optimizer's and the host
+/// conversions' work. Cleared at every step's start.
+struct StepCounters {
+  std::vector<uint64_t> CopiedBytes, IoBytes, IoNanos, HostAdamNanos,
+      ConvertElems, ConvertNanos;
+  void reset(size_t Instructions) {
+    for (std::vector<uint64_t> *V : {&CopiedBytes, &IoBytes, &IoNanos,
+                                     &HostAdamNanos, &ConvertElems,
+                                     &ConvertNanos})
+      V->assign(Instructions, 0);
+  }
+};
+
 struct StepTiming {
   double StepMs = 0;
   /// Host time step() took to enqueue the step: near StepMs, the GPU
@@ -148,14 +173,16 @@ public:
   /// Sets up and runs; the exit status of the process.
   int run();
 
-  /// Where the current instruction stands, for error messages.
+  /// Where the run stands (the rank and the instruction being issued), for
+  /// error messages.
   std::string where() const;
 
 private:
-  bool setUp();
+  // Set-up and the step loop (Executor.cpp).
   bool checkBeforeRunning();
+  bool setUp();
   void initializeWeights();
-  /// Writes the step's StepValues for its first copy to read.
+  /// Writes the step's values (StepValues) for its first copy to read.
   void setStepValues(uint32_t Step);
   /// After a step has finished: whether it was applied (fp16 skips a step
   /// whose gradients overflowed), the loss scaler updated; stops the run
@@ -167,63 +194,66 @@ private:
   /// Runs the lean steps after the measured ones and reports their time.
   void runLeanSteps();
   void step(uint32_t Step);
-  /// Every other stream waits for the compute stream's work so far; then,
-  /// after the instructions, the compute stream waits for every other.
-  void forkStreams();
-  void joinStreams();
+  void issue(const Instr &C);
   bool waitForStep();
-  /// The step's timings, once it has finished.
-  StepTiming measureStep();
-  /// Each collective's duration: on the rank that joined it last for
-  /// symmetric ones, the longest for reduces.
-  std::vector<float> collectiveTimes();
-  void issue(uint32_t Index, uint32_t Step);
 
-  // One function per instruction kind.
-  void compute(const dsc::plan::Instruction &In, bool Backward, uint32_t Step);
-  void gradients(uint32_t Op, uint32_t Micro, cudaStream_t S);
+  // What each instruction does (Steps.cpp).
+  void compute(const Instr &C, bool Backward);
+  /// The gradients an op's backward completed, into where they are reduced.
+  void gradients(const Instr &C);
   void gradientOf(uint32_t Tensor, uint32_t Micro, cudaStream_t S);
-  /// Issues the current instruction's NCCL calls as one group.
-  void collectives(cudaStream_t S);
-  /// Stage 3: gathers a unit (the current instruction) and unpacks a
-  /// rank-major gather into the unit's tensor order.
-  void gatherUnit(uint32_t Unit, cudaStream_t S);
-  void reduce(uint32_t Bucket, uint32_t Micro, cudaStream_t S);
-  void optimizerStep(uint32_t SubGroup, cudaStream_t S, bool OnHost);
+  void reduce(const Instr &C);
   /// gradient_clipping: the global norm of the reduced gradients this rank
   /// owns, summed over ranks, into the step's Clip factor (on the device,
-  /// and in HostStep for the host optimizer and the report).
-  void clipGradients(cudaStream_t S, bool OnHost);
-  void transfer(uint32_t Index, uint32_t Micro, cudaStream_t S);
-  /// NVMe reads and writes (Swap.cpp); run as host work on stream S.
-  bool setUpSwap();
-  void initializeSwap();
-  void swapIn(const dsc::plan::Transfer &X, cudaStream_t S);
-  void swapOut(const dsc::plan::Transfer &X, cudaStream_t S);
-  HostState hostState(uint32_t SubGroup) const;
-  /// Reads or writes a sub-group's three state regions in the swap file.
-  bool stateIo(uint32_t SubGroup, const HostState &Regions, bool Write,
-               std::string &Error);
-  /// The NVMe parameter buffer a BeforeGather read or copy uses.
-  char *paramSwapBuffer() const;
-  /// Runs Io (inside a host callback) and records its bytes and time as
-  /// the instruction's.
-  void timedIo(uint32_t Instruction, uint64_t Bytes,
-               const std::function<void()> &Io);
+  /// and in the host's step values for the host optimizer and the report).
+  void clipGradients(const Instr &C);
+  void optimizerStep(const Instr &C);
+  /// Issues the instruction's NCCL calls as one group.
+  void collectives(const Instr &C);
+  /// Stage 3: gathers a unit and unpacks a rank-major gather into the
+  /// unit's tensor order.
+  void gatherUnit(const Instr &C);
+  /// Synthetic compute: the op's GEMM kernels on their real operands.
+  void gemms(const dsc::plan::Op &Op, bool Backward);
+
+  // Offload (Transfers.cpp, Swap.cpp).
+  void transfer(const Instr &C);
+  /// An asynchronous copy of a transfer, counted in its bytes.
+  void copy(const Instr &C, void *Dst, const void *Src, uint64_t Bytes,
+            cudaMemcpyKind Kind);
+  struct CopyPiece {
+    char *Dst;
+    const char *Src;
+    size_t Bytes;
+  };
+  /// Copies the pieces in one batch, those that continue each other as
+  /// one: one submission instead of one per piece, which is what small
+  /// per-tensor pieces cost most.
+  void copyBatch(const Instr &C, std::vector<CopyPiece> Pieces);
   /// Converts Elems elements with convertOnHost's arguments (inside a host
   /// callback) and adds them and their time to the instruction's.
   void timedConvert(uint32_t Instruction, void *Dst, ElementType DstType,
                     const void *Src, ElementType SrcType, uint64_t Elems,
                     bool Accumulate);
+  bool setUpSwap();
+  void initializeSwap();
+  void swapIn(const Instr &C, const dsc::plan::Transfer &X);
+  void swapOut(const Instr &C, const dsc::plan::Transfer &X);
+  HostState hostState(uint32_t SubGroup) const;
+  /// Reads or writes a sub-group's three state regions in the swap file.
+  bool stateIo(uint32_t SubGroup, const HostState &Regions, bool Write,
+               std::string &Error);
+  /// Runs Io (inside a host callback) and records its bytes and time as
+  /// the instruction's.
+  void timedIo(uint32_t Instruction, uint64_t Bytes,
+               const std::function<void()> &Io);
 
-  // Verification (Verify.cpp).
-  bool verify(uint32_t Steps);
-  /// The first step's clip factor against the norm of the synthetic
-  /// gradients computed on the host (skipped for models too large to sum
-  /// quickly).
-  bool checkFirstClip();
-
-  // Reporting (Report.cpp).
+  // Measuring and reporting (Measure.cpp, Report.cpp).
+  /// The step's timings, once it has finished.
+  StepTiming measureStep();
+  /// Each collective's duration: on the rank that joined it last for
+  /// symmetric ones, the longest for reduces.
+  std::vector<float> collectiveTimes();
   void report(uint32_t Step, const StepTiming &T);
   /// The lean steps' times (Ms) beside the measured ones'.
   void reportLean(const std::vector<float> &Ms, uint64_t GraphBytes);
@@ -240,48 +270,14 @@ private:
   /// bandwidth in the steady timed steps.
   void fitCollectiveRates(dsc::plan::Hardware &Rates) const;
 
-  /// Device or host address of Bytes at Offset inside a buffer.
-  char *at(const BufferView &V, uint64_t ByteOffset = 0) const;
-  /// Where each compute value lives on the device: its buffer in the
-  /// arena, or for a parameter where the ZeRO layout keeps it (params16,
-  /// its gathered unit, persistent_params). Resolved once at set-up.
-  void resolveValues();
-  /// The device address of a kernel operand.
-  char *address(const dsc::plan::TensorRef &R) const {
-    return ValueAddress[R.Value] +
-           R.Offset * dsc::plan::dtypeBytes(P.Values[R.Value].Type);
-  }
-  char *device(const std::string &Name) const;
-  char *host(const std::string &Name) const;
-  cudaStream_t stream(dsc::plan::Stream S) const {
-    return Streams[unsigned(S)];
-  }
-  /// An asynchronous copy of a transfer, counted in its bytes.
-  void copy(void *Dst, const void *Src, uint64_t Bytes, cudaMemcpyKind Kind,
-            cudaStream_t S);
-  /// Many copies in one batch: one submission instead of one per piece,
-  /// which is what small per-tensor pieces cost most.
-  struct CopyPiece {
-    char *Dst;
-    const char *Src;
-    size_t Bytes;
-  };
-  /// Copies the pieces in one batch, those that continue each other as one.
-  void copyBatch(std::vector<CopyPiece> Pieces, cudaStream_t S);
-  /// Brackets the measured part of the current instruction (see
-  /// MeasuredStart).
-  void measureBegin(cudaStream_t S);
-  void measureEnd(cudaStream_t S);
-  /// Records a timing event, in a lean step only the step's own two;
-  /// while the step is being captured as an external event, so that every
-  /// launch of the graph records it.
-  void mark(cudaEvent_t E, cudaStream_t S);
-  /// Runs Work on stream S as a host callback, after what S has queued.
-  void onHost(cudaStream_t S, uint32_t Slot, std::function<void()> Work);
-  /// Synthetic compute: the op's GEMM kernels on their real operands.
-  void gemms(const dsc::plan::Op &Op, bool Backward);
+  // Verification (Verify.cpp).
+  bool verify(uint32_t Steps);
+  /// The first step's clip factor against the norm of the synthetic
+  /// gradients computed on the host (skipped for models too large to sum
+  /// quickly).
+  bool checkFirstClip();
 
-  // Real training (Training.cpp).
+  // Real training (Training.cpp, Evaluate.cpp).
   /// Rank 0 prints Why (every rank sees the same problem); false.
   bool failOnRankZero(const std::string &Why) const;
   /// Opens the data and the weights and checks them against the plan
@@ -294,11 +290,12 @@ private:
   /// the compute program's loss gradient already divides by the world
   /// size (each rank's share, as DeepSpeed pre-divides); synthetic
   /// gradients are averaged here.
-  float rankGradScale() const { return real() ? 1.0f : 1.0f / float(L.World); }
+  float rankGradScale() const {
+    return real() ? 1.0f : 1.0f / float(P.Settings.WorldSize);
+  }
   /// The op's kernels; the first op's forward copies the micro step's
   /// tokens in, the loss kernel's copies the loss out.
-  void runKernels(const dsc::plan::Instruction &In, bool Backward,
-                  uint32_t Step);
+  void runKernels(const Instr &C, bool Backward);
   /// A tensor's starting weight: --init's, or the synthetic one.
   float startWeight(uint32_t Tensor, uint64_t Elem) const {
     return Weights ? Weights->Values[Tensor][Elem]
@@ -308,13 +305,13 @@ private:
   void initWeights(void *Params, ElementType T, float *Master, uint32_t Tensor,
                    uint64_t ElemBase, uint64_t N, uint64_t RealN,
                    cudaStream_t S);
-  /// Writes the step's tokens into its half of input_staging.
+  /// Writes the step's tokens into its half of the input staging.
   void fillInputs(uint32_t Step);
   /// One micro batch into Out: row R is the window starting at Starts[R].
   void writeMicroInputs(char *Out, const TokenFile &From,
                         const std::vector<uint64_t> &Starts) const;
-  /// Evaluation (Evaluate.cpp): opens --val-data and checks it against the
-  /// model (host only); then, at a step, the validation loss.
+  /// Opens --val-data and checks it against the model (host only); then,
+  /// at a step, the validation loss.
   bool openValidation(uint64_t Vocab);
   void evaluate(uint32_t Step);
   /// Rank 0 prints the validation loss and logs it as JSON (val_loss).
@@ -330,7 +327,7 @@ private:
 
   // Checkpoints (Checkpointing.cpp).
   /// The plan's buffers that carry training state from step to step.
-  std::vector<BufferView> stateViews() const;
+  std::vector<Arena::Region> stateRegions() const;
   /// --resume: finds this rank's shard and checks it against the plan
   /// (host only, before any GPU work); adopts its seed.
   bool openResume();
@@ -344,56 +341,47 @@ private:
   const dsc::plan::Plan &P;
   ProcessInfo Process;
   RunOptions Options;
-  Layout L;
-  uint32_t CurrentInstruction = dsc::plan::NoIndex;
+  /// The planned memory, view by view.
+  Arena A;
+  /// Streams, events and host work.
+  Timeline T;
+  StepCounters Counts;
+  /// The instruction being issued, for error messages only.
+  const Instr *Issuing = nullptr;
+  ElementType ParamType, CommType, GradAccumType;
+  uint32_t Stage, World;
 
-  cudaStream_t Streams[dsc::plan::NumStreams] = {};
-  std::vector<cudaEvent_t> Done; ///< Waited on, in lean steps (else Finish).
-  std::vector<cudaEvent_t> Start, Finish; ///< Timing, per instruction.
-  /// Around the part of an instruction whose rate is reported: a
-  /// transfer's copies without its host work, a collective's NCCL group
-  /// without the copies into partitions after it.
-  std::vector<cudaEvent_t> MeasuredStart, MeasuredFinish;
-  /// Bytes each transfer copied this step.
-  std::vector<uint64_t> CopiesIssued;
+  /// The step's values: written by the host in host scratch, copied by the
+  /// step's first operation to the device's scratch, where kernels read
+  /// them (so that a captured step serves every step).
+  StepValues *HostStep = nullptr, *DeviceStep = nullptr;
+  /// The micro steps' losses on the device (summed over ranks) and read
+  /// back, each followed by the gradient norm clip-gradients left.
+  float *HostLosses = nullptr, *DeviceLosses = nullptr;
+
+  // Communication.
+  ncclComm_t Comm = nullptr;
   /// Each instruction's NCCL calls (Collectives.h).
   std::vector<std::vector<CollectiveCall>> Calls;
   /// Whether collective timings are agreed among ranks (collectiveTimes).
   bool TimesTravel = false;
-  cudaEvent_t StepBegin = nullptr, StepEnd = nullptr;
-  /// The other streams start after this (StepBegin is for timing).
-  cudaEvent_t StepFork = nullptr;
-  cudaEvent_t Joins[dsc::plan::NumStreams] = {};
-  /// The step number and bias corrections, in pinned host memory and just
-  /// past the device arena: every step copies them over first, so the
-  /// kernels of a captured step read the current step's.
-  StepValues *HostStep = nullptr, *DeviceStep = nullptr;
+  /// The bucket carrying each tensor's gradient.
+  std::vector<uint32_t> BucketOfTensor;
+  /// The value holding each tensor's gradient as the backward leaves it
+  /// (NoIndex: frozen, or read by nothing).
+  std::vector<uint32_t> GradValue;
+
+  // Compute.
+  cublasHandle_t Cublas = nullptr;
+  Matmuls Products;
   /// Why the step cannot be captured ("" if it can).
   std::string NoGraphReason;
   cudaGraphExec_t StepGraph = nullptr;
-  bool Capturing = false, Lean = false;
-  cublasHandle_t Cublas = nullptr;
-  Matmuls Products;
-  ncclComm_t Comm = nullptr;
-  char *DeviceArena = nullptr, *HostArena = nullptr;
-  char *GradStaging = nullptr, *ParamStaging = nullptr;
-  uint64_t GradStagingBytes = 0, ParamStagingBytes = 0;
-  uint64_t ArenaBytes = 0;
-  std::vector<char *> ValueAddress;
-  /// The bucket and segment carrying each tensor's gradient.
-  std::vector<uint32_t> BucketOfTensor, SegmentOfTensor;
+
+  // NVMe offload.
   std::unique_ptr<SwapLayout> Swap;
   std::unique_ptr<SwapFile> OptimizerSwap, ParamSwap;
-  /// Per instruction: the NVMe parameter buffer its read or copy uses.
-  std::vector<uint32_t> SwapSlot;
-  /// Per NVMe instruction this step: bytes moved and nanoseconds of I/O.
-  std::vector<uint64_t> IoBytes, IoNanos;
-  /// Per host optimizer step this step: nanoseconds of AdamW alone (not
-  /// the 16-bit copy of the update that follows it with CPU parameters).
-  std::vector<uint64_t> HostAdamNanos;
-  /// Per instruction this step: elements converted on the host between
-  /// 16-bit and fp32, and the nanoseconds it took.
-  std::vector<uint64_t> ConvertElems, ConvertNanos;
+
   // Real training.
   std::optional<TokenFile> Tokens;
   std::unique_ptr<TokenSampler> Sampler;
@@ -406,11 +394,8 @@ private:
   ModelProgram Model;
   /// The real training's lean steps, mean (0: none ran).
   double LeanMeanMs = 0;
-  /// Per micro step, per input value: where its bytes go in a step's half
-  /// of input_staging.
+  /// One micro step's inputs and targets, in bytes; the sequence length.
   uint64_t MicroInputBytes = 0, Seq = 0;
-  char *Staging = nullptr;
-  float *HostLosses = nullptr, *DeviceLosses = nullptr;
   /// FLOPs of one step's kernels on this rank (each micro step runs the
   /// forward and backward kernels once), and the GPU's dense 16-bit peak
   /// (0: not known for this GPU, no MFU reported).
@@ -429,8 +414,6 @@ private:
   std::unique_ptr<ShardReader> ResumeShard;
   MemoryReadings Memory;
   std::vector<StepTiming> Timings;
-  bool Failed = false;
-  std::string FailureMessage;
 };
 
 } // namespace dsrun

@@ -10,7 +10,9 @@
 #ifndef DSRUN_GEMMS_H
 #define DSRUN_GEMMS_H
 
-#include "Layout.h"
+#include "Synthetic.h"
+
+#include "dsc/PlanFormat.h"
 
 #include <cublas_v2.h>
 

@@ -20,18 +20,17 @@ std::vector<float> Executor::collectiveTimes() {
   std::vector<float> Ms(N, 0);
   for (uint32_t I = 0; I < N; ++I)
     if (!Calls[I].empty())
-      CHECK_CUDA(
-          cudaEventElapsedTime(&Ms[I], MeasuredStart[I], MeasuredFinish[I]));
+      Ms[I] = T.measuredMs(I);
   RankAgreement Agreement(Ms);
   if (TimesTravel) {
     // Through the scratch buffer the plan keeps for the runtime.
-    void *Scratch = at(L.buffer("scratch"));
-    cudaStream_t S = stream(plan::Stream::Comm);
+    void *Scratch = A.at(P.Places.Runtime.Scratch);
+    cudaStream_t S = T.stream(plan::Stream::Comm);
     const char *Failed = Agreement.issue(Scratch, Comm, S);
     if (Failed)
       fatalError(std::string(Failed) + " failed while agreeing on the "
                  "collectives' times");
-    CHECK_CUDA(cudaEventRecord(StepEnd, S));
+    T.markStepEnd(S);
     waitForStep(); // Polls, so that a dead peer cannot hang us here.
     if ((Failed = Agreement.collect(Scratch)))
       fatalError(std::string(Failed) + " failed while agreeing on the "
@@ -45,49 +44,43 @@ std::vector<float> Executor::collectiveTimes() {
 }
 
 StepTiming Executor::measureStep() {
-  StepTiming T;
-  float Ms = 0;
-  CHECK_CUDA(cudaEventElapsedTime(&Ms, StepBegin, StepEnd));
-  T.StepMs = Ms;
+  StepTiming Took;
+  Took.StepMs = T.stepMs();
   std::vector<float> Collective = collectiveTimes();
   std::vector<Span> Spans(P.Program.size());
-  for (uint32_t I = 0; I < P.Program.size(); ++I) {
-    float Begin = 0, End = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&Begin, StepBegin, Start[I]));
-    CHECK_CUDA(cudaEventElapsedTime(&End, StepBegin, Finish[I]));
-    Spans[I] = {Begin, End};
-  }
-  T.Split = exposedTime(P, Spans, T.StepMs);
+  for (uint32_t I = 0; I < P.Program.size(); ++I)
+    Spans[I] = {T.startMs(I), T.endMs(I)};
+  Took.Split = exposedTime(P, Spans, Took.StepMs);
   for (uint32_t I = 0; I < P.Program.size(); ++I) {
     const plan::Instruction &In = P.Program[I];
-    CHECK_CUDA(cudaEventElapsedTime(&Ms, Start[I], Finish[I]));
     if (In.On == plan::Stream::Host)
-      T.HostMs += Ms;
-    T.ConvertElems += double(ConvertElems[I]);
-    T.ConvertMs += double(ConvertNanos[I]) / 1e6;
+      Took.HostMs += T.instructionMs(I);
+    Took.ConvertElems += double(Counts.ConvertElems[I]);
+    Took.ConvertMs += double(Counts.ConvertNanos[I]) / 1e6;
     if (In.On == plan::Stream::Host &&
         In.Kind == plan::InstrKind::OptimizerStep) {
-      auto [Lo, Hi] = L.SubGroupRange[In.Arg];
-      T.HostAdamElems += double(Hi - Lo);
-      T.HostAdamMs += double(HostAdamNanos[I]) / 1e6;
+      Took.HostAdamElems += double(P.Layout.SubGroups[In.Arg].Elems);
+      Took.HostAdamMs += double(Counts.HostAdamNanos[I]) / 1e6;
     }
     if (!Calls[I].empty()) {
-      addGroup(T.Collectives, Calls[I], Collective[I], L.World);
+      addGroup(Took.Collectives, Calls[I], Collective[I], World);
     } else if (In.Kind == plan::InstrKind::Transfer &&
                (P.Transfers[In.Arg].Kind == plan::TransferKind::NVMeRead ||
                 P.Transfers[In.Arg].Kind == plan::TransferKind::NVMeWrite)) {
       bool Read = P.Transfers[In.Arg].Kind == plan::TransferKind::NVMeRead;
-      (Read ? T.NvmeReadBytes : T.NvmeWriteBytes) += double(IoBytes[I]);
-      (Read ? T.NvmeReadMs : T.NvmeWriteMs) += double(IoNanos[I]) / 1e6;
-    } else if (In.Kind == plan::InstrKind::Transfer && CopiesIssued[I]) {
+      (Read ? Took.NvmeReadBytes : Took.NvmeWriteBytes) +=
+          double(Counts.IoBytes[I]);
+      (Read ? Took.NvmeReadMs : Took.NvmeWriteMs) +=
+          double(Counts.IoNanos[I]) / 1e6;
+    } else if (In.Kind == plan::InstrKind::Transfer && Counts.CopiedBytes[I]) {
       const plan::Transfer &X = P.Transfers[In.Arg];
-      CHECK_CUDA(cudaEventElapsedTime(&Ms, MeasuredStart[I], MeasuredFinish[I]));
-      bool In = X.Kind == plan::TransferKind::HostToDevice;
-      (In ? T.CopyInBytes : T.CopyOutBytes) += CopiesIssued[I];
-      (In ? T.CopyInMs : T.CopyOutMs) += Ms;
+      bool ToDevice = X.Kind == plan::TransferKind::HostToDevice;
+      (ToDevice ? Took.CopyInBytes : Took.CopyOutBytes) +=
+          double(Counts.CopiedBytes[I]);
+      (ToDevice ? Took.CopyInMs : Took.CopyOutMs) += T.measuredMs(I);
     }
   }
-  return T;
+  return Took;
 }
 
 } // namespace dsrun

@@ -153,29 +153,23 @@ bool SwapFile::transfer(char *Memory, uint64_t Offset, uint64_t Size,
   return true;
 }
 
-uint64_t swapBufferStride(const BufferView &Buffers, uint32_t Count) {
-  // Each buffer starts on a page, as the plan sizes them.
-  return Count ? Buffers.Bytes / Count / SwapFile::Alignment *
-                     SwapFile::Alignment
-               : 0;
-}
-
-SwapLayout::SwapLayout(const Layout &L) {
-  const plan::Plan &P = L.P;
-  for (auto [Lo, Hi] : L.SubGroupRange) {
-    uint64_t Stride = alignUp((Hi - Lo) * 4, SwapFile::Alignment);
+SwapLayout::SwapLayout(const plan::Plan &P) {
+  for (const plan::SubGroup &G : P.Layout.SubGroups) {
+    uint64_t Stride = alignUp(G.Elems * 4, SwapFile::Alignment);
     OptimizerBase.push_back(OptimizerFileBytes);
     RegionStride.push_back(Stride);
     OptimizerFileBytes += 3 * Stride;
   }
-  unsigned PB = elementBytes(L.Param);
-  ShardInUnit.assign(P.Tensors.size(), NoOffset);
+  unsigned PB = plan::dtypeBytes(P.Settings.ParamDType);
+  ShardInUnit.assign(P.Tensors.size(), ~uint64_t(0));
+  UnitOfTensor.assign(P.Tensors.size(), plan::NoIndex);
   for (uint32_t U = 0; U < P.FetchUnits.size(); ++U) {
     // Every shard on its own pages, as plan::swapUnitBytes counts them, so
     // that each read and write of one goes direct.
     uint64_t Within = 0;
     for (uint32_t T : P.FetchUnits[U].Tensors) {
       ShardInUnit[T] = Within;
+      UnitOfTensor[T] = U;
       Within += alignUp(P.Tensors[T].ShardElems * PB, SwapFile::Alignment);
     }
     UnitBase.push_back(ParamFileBytes);

@@ -15,7 +15,9 @@
 #ifndef DSRUN_NVME_H
 #define DSRUN_NVME_H
 
-#include "Layout.h"
+#include "Synthetic.h"
+
+#include "dsc/PlanFormat.h"
 
 #include <atomic>
 #include <cstdint>
@@ -62,17 +64,14 @@ private:
   std::atomic<uint64_t> DirectBytes{0}, BufferedBytes{0};
 };
 
-/// The distance between the buffer_count swap buffers planned as one
-/// buffer: each starts on a page.
-uint64_t swapBufferStride(const BufferView &Buffers, uint32_t Count);
-
 /// Where a rank's swapped data sits in its files. The optimizer file holds,
 /// per sub-group, its fp32 master weights, first and second moments; the
 /// parameter file holds, per fetch unit, the shards of its tensors in unit
 /// order, so that one read brings a whole unit. Every region starts on an
-/// aligned offset.
+/// aligned offset. The files are dsrun's own: the plan places what passes
+/// through memory, not what lies on the drive.
 struct SwapLayout {
-  explicit SwapLayout(const Layout &L);
+  explicit SwapLayout(const dsc::plan::Plan &P);
 
   /// Sub-group G's region K (0 master, 1 first moment, 2 second moment).
   uint64_t optimizerRegion(uint32_t G, unsigned K) const {
@@ -84,12 +83,15 @@ struct SwapLayout {
   uint64_t unitBase(uint32_t U) const { return UnitBase[U]; }
   uint64_t unitBytes(uint32_t U) const { return UnitBytes[U]; }
   uint64_t shardInUnit(uint32_t T) const { return ShardInUnit[T]; }
+  /// The fetch unit a tensor's shard is swapped with.
+  uint32_t unitOf(uint32_t T) const { return UnitOfTensor[T]; }
   uint64_t ParamFileBytes = 0;
   uint64_t LargestUnitBytes = 0;
 
 private:
   std::vector<uint64_t> OptimizerBase, RegionStride, UnitBase, UnitBytes,
       ShardInUnit;
+  std::vector<uint32_t> UnitOfTensor;
 };
 
 } // namespace dsrun

@@ -337,7 +337,7 @@ void Executor::reportLean(const std::vector<float> &Ms, uint64_t GraphBytes) {
 }
 
 bool Executor::reportSummary() {
-  const plan::RankEstimate &R = P.Estimates.Ranks[L.Class];
+  const plan::RankEstimate &R = P.Estimates.Ranks[A.Class];
   uint64_t Context = Memory.Context;
   uint64_t Cublas = Memory.Cublas - Memory.Context;
   uint64_t Nccl = Memory.Nccl - Memory.Cublas;

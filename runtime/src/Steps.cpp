@@ -1,8 +1,8 @@
 //===- Steps.cpp - What each instruction does -----------------------------===//
 //
-// The conventions of where tensors sit are Layout.h's. With synthetic
-// compute, forward and backward run GEMMs of the op's real shapes on
-// scratch (timing), and backward writes each completed gradient as the
+// Where everything sits is the plan's (its views, Arena.h). With synthetic
+// compute, forward and backward run GEMMs of the op's real shapes on their
+// operands (timing), and backward writes each completed gradient as the
 // known function Synthetic.h defines, where DeepSpeed would put it.
 //
 //===----------------------------------------------------------------------===//
@@ -32,117 +32,108 @@ void Executor::gemms(const plan::Op &Op, bool Backward) {
   if (Options.Compute != RunOptions::ComputeMode::Synthetic)
     return;
   const plan::Interval &R = Backward ? Op.Backward : Op.Forward;
+  auto At = [&](const plan::TensorRef &Ref) {
+    return A.at(P.Places.Values[Ref.Value], Ref.Offset);
+  };
   for (uint32_t K = R.Begin; K < R.End; ++K) {
     const plan::Kernel &Kr = P.Kernels[K];
     if (Kr.Kind == plan::KernelKind::Gemm)
-      CHECK_CUBLAS(runGemmKernel(Cublas, Kr, address(Kr.Inputs[0]),
-                                 address(Kr.Inputs[1]),
-                                 address(Kr.Outputs[0]), L.Param));
+      CHECK_CUBLAS(runGemmKernel(Cublas, Kr, At(Kr.Inputs[0]),
+                                 At(Kr.Inputs[1]), At(Kr.Outputs[0]),
+                                 ParamType));
   }
 }
 
-void Executor::compute(const plan::Instruction &In, bool Backward,
-                       uint32_t Step) {
+void Executor::compute(const Instr &C, bool Backward) {
   if (real())
-    runKernels(In, Backward, Step);
+    runKernels(C, Backward);
   else
-    gemms(P.Ops[In.Arg], Backward);
+    gemms(P.Ops[C.In.Arg], Backward);
 }
 
 //===----------------------------------------------------------------------===//
 // Gradients and their reduction.
 //===----------------------------------------------------------------------===//
 
-void Executor::gradients(uint32_t Op, uint32_t Micro, cudaStream_t S) {
-  for (uint32_t T : P.Ops[Op].Params)
-    if (P.Tensors[T].FirstUse == Op &&
+void Executor::gradients(const Instr &C) {
+  for (uint32_t T : P.Ops[C.In.Arg].Params)
+    if (P.Tensors[T].FirstUse == C.In.Arg &&
         P.Tensors[T].Role == plan::TensorRole::Trainable)
-      gradientOf(T, Micro, S);
+      gradientOf(T, C.In.Micro, C.S);
 }
 
 void Executor::gradientOf(uint32_t T, uint32_t Micro, cudaStream_t S) {
   const plan::Tensor &X = P.Tensors[T];
-  unsigned PB = elementBytes(L.Param);
+  const plan::Bucket &Bucket = P.Buckets[BucketOfTensor[T]];
   uint32_t Rank = Process.Rank;
-  char *Computed = real() ? ValueAddress[L.GradValue[T]] : nullptr;
-  if (L.Stage < 2) {
+  // Where the backward left it (real), and where the reduction wants it.
+  char *Computed = real() ? A.at(P.Places.Values[GradValue[T]]) : nullptr;
+  uint32_t Slot = P.Places.Tensors[T].Grad;
+  if (Stage < 2) {
     // Accumulated into the flat gradient buffer (the hook of stage 0/1).
-    char *Flat = device("grads16") + X.FlatOffset * PB;
     if (Computed)
-      launchCopyConvert(Flat, L.Param, Computed, L.Param, X.Elems, Micro > 0,
-                        S);
+      launchCopyConvert(A.at(Slot), ParamType, Computed, ParamType, X.Elems,
+                        Micro > 0, S);
     else
-      launchFillGrad(Flat, L.Param, X.Elems, X.Elems, Rank, DeviceStep, Micro,
-                     T, 0, Micro > 0, S);
+      launchFillGrad(A.at(Slot), ParamType, X.Elems, X.Elems, Rank,
+                     DeviceStep, Micro, T, 0, Micro > 0, S);
     return;
   }
   // Stage 2/3: the backward's gradient, then the hook copies it to the
   // bucket.
-  uint32_t B = BucketOfTensor[T], Seg = SegmentOfTensor[T];
-  const plan::Bucket &Bucket = P.Buckets[B];
-  char *Transient = ValueAddress[L.GradValue[T]];
-  uint64_t Padded = L.Stage == 3 ? X.ShardElems * L.World : X.Elems;
+  char *Transient = A.at(P.Places.Values[GradValue[T]]);
+  unsigned PB = elementBytes(ParamType);
+  uint64_t Padded = Stage == 3 ? X.ShardElems * World : X.Elems;
   if (!Computed)
-    launchFillGrad(Transient, L.Param, Padded, X.Elems, Rank, DeviceStep,
+    launchFillGrad(Transient, ParamType, Padded, X.Elems, Rank, DeviceStep,
                    Micro, T, 0, false, S);
   else if (Padded > X.Elems) // Reduced whole: the padding must be zero.
     CHECK_CUDA(cudaMemsetAsync(Transient + X.Elems * PB, 0,
                                (Padded - X.Elems) * PB, S));
-  if (Bucket.BufferIndex == plan::NoIndex)
-    return; // Reduced in place, from where autograd left it.
-  const BucketLayout &BL = L.Buckets[B];
-  char *Ipg = DeviceArena + BL.SourceOffset;
-  if (L.Stage == 2)
-    launchCopyConvert(Ipg + (X.FlatOffset - BL.FlatBegin) * PB, L.Param,
-                      Transient, L.Param, X.Elems, false, S);
-  else
-    launchScatterToChunks(Ipg, L.Comm, Transient, L.Param, X.Elems,
-                          X.ShardElems, L.World, BL.ChunkElems,
-                          BL.ChunkOffset[Seg], S);
+  if (Bucket.InPlace)
+    return; // Reduced from where the backward left it.
+  if (Stage == 2) {
+    launchCopyConvert(A.at(Slot), ParamType, Transient, ParamType, X.Elems,
+                      false, S);
+    return;
+  }
+  // Each rank's shard into its chunk: the slot's rank stride is a chunk.
+  const plan::View &V = A.view(Slot);
+  uint64_t SlotBytes = plan::dtypeBytes(V.Type);
+  launchScatterToChunks(A.whole(Slot) - V.Offset, ElementType(V.Type),
+                        Transient, ParamType, X.Elems, X.ShardElems, World,
+                        V.RankStride / SlotBytes, V.Offset / SlotBytes, S);
 }
 
-void Executor::reduce(uint32_t B, uint32_t Micro, cudaStream_t S) {
+void Executor::reduce(const Instr &C) {
+  uint32_t B = C.In.Arg, Micro = C.In.Micro;
   const plan::Bucket &Bucket = P.Buckets[B];
-  const BucketLayout &BL = L.Buckets[B];
-  unsigned PB = elementBytes(L.Param);
+  const plan::BucketViews &BV = P.Places.Buckets[B];
   bool Offloaded = P.Settings.OptimizerOffload != plan::OffloadDevice::None;
   // Parameters no op uses get their gradient only now.
   for (const plan::Segment &Seg : Bucket.Segments)
     if (P.Tensors[Seg.Tensor].FirstUse == plan::NoIndex)
-      gradientOf(Seg.Tensor, Micro, S);
+      gradientOf(Seg.Tensor, Micro, C.S);
 
-  collectives(S);
-  if (L.Stage < 2 || Offloaded)
+  collectives(C);
+  if (Stage < 2 || Offloaded)
     return; // Offloaded gradients go to the host as a transfer next.
-  char *Source = DeviceArena + BL.SourceOffset;
-  if (L.Stage == 2) {
+  uint32_t Owned = P.Places.Owned.Grads;
+  if (Stage == 2) {
     // This rank's piece, reduced to it, into its gradient partition.
-    uint64_t Lo = std::max(BL.FlatBegin, L.PartitionBegin);
-    uint64_t Hi = std::min(BL.FlatEnd, L.PartitionEnd);
-    for (const plan::Segment &Seg : Bucket.Segments) {
-      const plan::Tensor &X = P.Tensors[Seg.Tensor];
-      uint64_t A = std::max(Lo, X.FlatOffset);
-      uint64_t Z = std::min(Hi, X.FlatOffset + X.Elems);
-      if (A >= Z)
-        continue;
-      launchCopyConvert(device("grads16_partition") +
-                            (L.gradPartitionOffset(Seg.Tensor) + A -
-                             X.FlatOffset) *
-                                PB,
-                        L.Param, Source + (A - BL.SourceOrigin) * PB, L.Param,
-                        Z - A,
-                        Micro > 0, S);
-    }
+    for (const plan::BucketPiece &Piece : BV.Pieces)
+      if (Piece.Root == uint32_t(Process.Rank))
+        launchCopyConvert(A.at(Owned, Piece.PartitionOffset), ParamType,
+                          A.at(Piece.View), ParamType, A.elems(Piece.View),
+                          Micro > 0, C.S);
     return;
   }
   // Stage 3: this rank's chunk, accumulated into its gradient partition.
-  unsigned GB = elementBytes(L.GradAccum), SB = elementBytes(BL.SourceType);
-  char *Mine = Source + uint64_t(Process.Rank) * BL.ChunkElems * SB;
-  for (size_t K = 0; K < Bucket.Segments.size(); ++K) {
-    uint32_t T = Bucket.Segments[K].Tensor;
-    launchCopyConvert(device("grads_partition") + L.orderOffset(T) * GB,
-                      L.GradAccum, Mine + BL.ChunkOffset[K] * SB,
-                      BL.SourceType, P.Tensors[T].ShardElems, Micro > 0, S);
+  for (const plan::Segment &Seg : Bucket.Segments) {
+    const plan::TensorViews &V = P.Places.Tensors[Seg.Tensor];
+    launchCopyConvert(A.at(Owned, V.PartitionOffset), GradAccumType,
+                      A.at(V.Grad), ElementType(A.view(V.Grad).Type),
+                      P.Tensors[Seg.Tensor].ShardElems, Micro > 0, C.S);
   }
 }
 
@@ -150,70 +141,79 @@ void Executor::reduce(uint32_t B, uint32_t Micro, cudaStream_t S) {
 // Parameters.
 //===----------------------------------------------------------------------===//
 
-void Executor::collectives(cudaStream_t S) {
-  const std::vector<CollectiveCall> &Group = Calls[CurrentInstruction];
+void Executor::collectives(const Instr &C) {
+  const std::vector<CollectiveCall> &Group = Calls[C.Index];
   if (Group.empty())
     return; // A stage-3 step with no persistent parameters gathers none.
-  measureBegin(S);
+  T.measureBegin(C);
   const char *Failed = nullptr;
-  if (ncclResult_t R = issueGroup(Group, DeviceArena, Comm, S, Failed))
+  if (ncclResult_t R = issueGroup(Group, A.deviceBase(), Comm, C.S, Failed))
     fatalError(std::string(Failed) + " failed: " + ncclGetErrorString(R) +
                whereNow());
-  measureEnd(S);
+  T.measureEnd(C);
 }
 
-void Executor::gatherUnit(uint32_t U, cudaStream_t S) {
-  collectives(S);
+void Executor::gatherUnit(const Instr &C) {
+  uint32_t U = C.In.Arg;
+  collectives(C);
   if (!plan::unitGathersRankMajor(P, U))
     return;
   // Rank r's shard of a tensor sits at r * chunk + the tensor's offset in
   // the chunk. One kernel for up to eight tensors: at a step's hundreds of
   // gathers, launches on the communication stream are what it costs (a
   // strided cudaMemcpy2DAsync, or copy-engine copies, were slower).
-  unsigned PB = elementBytes(L.Param);
-  const char *Gathered = device(L.gatherTarget(U));
-  char *Unit = device("unit." + std::to_string(U));
+  const plan::UnitViews &UV = P.Places.Units[U];
+  unsigned PB = elementBytes(ParamType);
+  uint64_t Chunk = A.elems(UV.Send);
   UnpackTable Table;
   auto Flush = [&] {
-    launchUnpackUnit(Unit, Gathered, PB, Table, L.World, L.chunkElems(U), S);
+    launchUnpackUnit(A.at(UV.Whole), A.at(UV.Target), PB, Table, World, Chunk,
+                     C.S);
     Table.Count = 0;
   };
-  for (uint32_t T : P.FetchUnits[U].Tensors) {
-    Table.UnitOffset[Table.Count] = L.unitOffset(U, T);
-    Table.ChunkOffset[Table.Count] = L.chunkOffset(U, T);
-    Table.Shard[Table.Count] = P.Tensors[T].ShardElems;
+  for (uint32_t Tn : P.FetchUnits[U].Tensors) {
+    const plan::TensorViews &V = P.Places.Tensors[Tn];
+    Table.UnitOffset[Table.Count] =
+        (A.offset(V.Param) - A.offset(UV.Whole)) / PB;
+    Table.ChunkOffset[Table.Count] =
+        (A.wholeOffset(V.Chunk) - A.offset(UV.Target)) / PB;
+    Table.Shard[Table.Count] = P.Tensors[Tn].ShardElems;
     if (++Table.Count == UnpackTable::Capacity)
       Flush();
   }
   Flush();
 }
 
-void Executor::clipGradients(cudaStream_t S, bool OnHost) {
+void Executor::clipGradients(const Instr &C) {
   plan::ScratchLayout SL =
       plan::scratchLayout(P.Program.size(), P.Settings.GradAccum);
-  float *Scratch = reinterpret_cast<float *>(device("scratch"));
+  float *Scratch = reinterpret_cast<float *>(A.at(P.Places.Runtime.Scratch));
   float *Sum = Scratch + SL.Norm, *Partials = Scratch + SL.Partials;
   unsigned Blocks = unsigned(plan::ScratchLayout::NormBlocks);
-  unsigned PB = elementBytes(L.Param);
-  float MaxNorm = float(std::strtod(P.Settings.GradientClipping.c_str(), nullptr));
+  float MaxNorm =
+      float(std::strtod(P.Settings.GradientClipping.c_str(), nullptr));
+  // The gradients this rank owns, as the reduction (or at stage 0-2 with
+  // the optimizer offloaded, the host's fp32 partition) holds them.
+  const plan::PartitionViews &O = P.Places.Owned;
+  bool OnHost = C.In.On == plan::Stream::Host;
+  uint32_t Owned = OnHost && Stage < 3 ? O.GradsFP32 : O.Grads;
+  ElementType Type = ElementType(A.view(Owned).Type);
+  uint64_t N = plan::ownedRealElems(P, Process.Rank);
   if (OnHost) {
-    // The gradients are on the host: summed there by the host stream, in
-    // fixed chunks added in order (the same gradients, the same norm); only
-    // the sum travels. HostStep->Clip holds it until the factor replaces it.
+    // Summed by the host stream, in fixed chunks added in order (the same
+    // gradients, the same norm); only the sum travels. The host's Clip
+    // holds it until the factor replaces it.
     float *HostSum = &HostStep->Clip;
-    uint64_t N = P.Layout.PartitionElems;
+    const char *Grads = A.at(Owned);
     unsigned Threads = Options.HostThreads;
-    onHost(S, CurrentInstruction, [=] {
-      const char *Grads = L.Stage < 3 ? host("grads_fp32")
-                                      : host("grads_partition");
-      ElementType T = L.Stage < 3 ? ElementType::F32 : L.GradAccum;
+    T.onHost(C, [=] {
       constexpr unsigned Chunks = 64;
       std::vector<double> Part(Chunks, 0.0);
       auto Work = [&](unsigned First) {
-        for (unsigned C = First; C < Chunks; C += Threads)
-          for (uint64_t I = N * C / Chunks; I < N * (C + 1) / Chunks; ++I) {
-            double V = loadAs(Grads, I, T);
-            Part[C] += V * V;
+        for (unsigned K = First; K < Chunks; K += Threads)
+          for (uint64_t I = N * K / Chunks; I < N * (K + 1) / Chunks; ++I) {
+            double V = loadAs(Grads, I, Type);
+            Part[K] += V * V;
           }
       };
       std::vector<std::thread> Pool;
@@ -228,151 +228,113 @@ void Executor::clipGradients(cudaStream_t S, bool OnHost) {
       *HostSum = float(Total);
     });
     CHECK_CUDA(cudaMemcpyAsync(Sum, HostSum, sizeof(float),
-                               cudaMemcpyHostToDevice, S));
+                               cudaMemcpyHostToDevice, C.S));
   } else {
-    if (L.Stage == 0) {
-      launchSumSquares(device("grads16"), L.Param, P.Layout.FlatElems,
-                       Partials, Blocks, S);
-    } else if (L.Stage == 1) {
-      uint64_t Real = std::min(L.PartitionEnd, P.Layout.FlatElems);
-      if (Real > L.PartitionBegin)
-        launchSumSquares(device("grads16") + L.PartitionBegin * PB, L.Param,
-                         Real - L.PartitionBegin, Partials, Blocks, S);
-    } else if (L.Stage == 2) {
-      for (const OwnedRange &O : L.Owned)
-        launchSumSquares(device("grads16_partition") +
-                             (L.gradPartitionOffset(O.Tensor) + O.Begin) * PB,
-                         L.Param, O.End - O.Begin, Partials, Blocks, S);
-    } else {
-      launchSumSquares(device("grads_partition"), L.GradAccum,
-                       P.Layout.PartitionElems, Partials, Blocks, S);
-    }
-    launchSumPartials(Partials, Blocks, Sum, S);
+    if (N)
+      launchSumSquares(A.at(Owned), Type, N, Partials, Blocks, C.S);
+    launchSumPartials(Partials, Blocks, Sum, C.S);
   }
   // Stage 0 ranks hold every gradient; the others sum their partitions.
-  if (L.Stage > 0 && L.World > 1)
-    CHECK_NCCL(ncclAllReduce(Sum, Sum, 1, ncclFloat32, ncclSum, Comm, S));
-  launchClipFactor(Sum, rankGradScale(), MaxNorm, DeviceStep, S);
+  if (Stage > 0 && World > 1)
+    CHECK_NCCL(ncclAllReduce(Sum, Sum, 1, ncclFloat32, ncclSum, Comm, C.S));
+  launchClipFactor(Sum, rankGradScale(), MaxNorm, DeviceStep, C.S);
   // The factor and the overflow flag, for the host optimizer and the report.
   static_assert(offsetof(StepValues, Overflow) ==
                 offsetof(StepValues, Clip) + sizeof(float));
   CHECK_CUDA(cudaMemcpyAsync(&HostStep->Clip, &DeviceStep->Clip,
                              sizeof(float) + sizeof(uint32_t),
-                             cudaMemcpyDeviceToHost, S));
+                             cudaMemcpyDeviceToHost, C.S));
 }
 
-void Executor::optimizerStep(uint32_t G, cudaStream_t S,
-                             bool OnHost) {
+void Executor::optimizerStep(const Instr &C) {
+  uint32_t G = C.In.Arg;
   std::string Error;
-  AdamW A = adamwFor(P.Settings, OptimizerStep, Error);
+  AdamW W = adamwFor(P.Settings, OptimizerStep, Error);
   if (!Error.empty())
     fatalError(Error);
-  A.GradScale = rankGradScale();
-  auto [Lo, Hi] = L.SubGroupRange[G];
-  uint64_t N = Hi - Lo;
-  unsigned PB = elementBytes(L.Param), GB = elementBytes(L.GradAccum);
-  uint64_t Owned = L.Stage == 0 ? P.Layout.FlatElems : P.Layout.PartitionElems;
+  W.GradScale = rankGradScale();
+  const plan::PartitionViews &O = P.Places.Owned;
+  uint64_t Lo = P.Places.SubGroups[G].Begin;
+  uint64_t N = P.Layout.SubGroups[G].Elems;
   uint32_t Rank = Process.Rank;
+  // The owned pieces of this sub-group: stage 3 writes updated shards back
+  // tensor by tensor.
+  auto InGroup = [&](const plan::OwnedPiece &Piece) {
+    return Piece.PartitionOffset >= Lo && Piece.PartitionOffset < Lo + N;
+  };
 
-  if (OnHost) {
-    uint32_t I = CurrentInstruction;
-    onHost(S, I, [=] {
+  if (C.In.On == plan::Stream::Host) {
+    uint32_t I = C.Index;
+    bool Fp32Grads = Stage < 3;
+    const char *Grads = A.at(Fp32Grads ? O.GradsFP32 : O.Grads, Lo);
+    ElementType GradType = Fp32Grads ? ElementType::F32 : GradAccumType;
+    bool HostParams = P.Settings.ParamOffload == plan::OffloadDevice::CPU;
+    T.onHost(C, [=] {
       HostState H = hostState(G);
-      const char *Grads;
-      ElementType GradType;
-      if (L.Stage < 3) {
-        Grads = host("grads_fp32") + Lo * 4;
-        GradType = ElementType::F32;
-      } else {
-        Grads = host("grads_partition") + Lo * GB;
-        GradType = L.GradAccum;
-      }
       if (HostStep->Overflow) {
-        HostAdamNanos[I] = 0;
+        Counts.HostAdamNanos[I] = 0;
         return; // Skipped (fp16); this step's flag, read back by now.
       }
-      AdamW Now = A;
+      AdamW Now = W;
       Now.GradScale *= HostStep->Clip;
-      HostAdamNanos[I] = nanosToRun([&] {
+      Counts.HostAdamNanos[I] = nanosToRun([&] {
         hostAdamW(Now, Grads, GradType, H.Master, H.M, H.V, N,
                   Options.HostThreads);
       });
-      if (P.Settings.ParamOffload != plan::OffloadDevice::CPU)
+      if (!HostParams)
         return; // On NVMe: written by the transfer after the step.
       // Parameters live on the host: the update lands there directly
       // (persistent ones go back to the device as a transfer).
-      for (const OwnedRange &O : L.Owned) {
-        if (O.PartitionOffset < Lo || O.PartitionOffset >= Hi ||
-            P.Tensors[O.Tensor].Persistent)
+      for (const plan::OwnedPiece &Piece : plan::ownedPieces(P, Rank)) {
+        if (!InGroup(Piece) || P.Tensors[Piece.Tensor].Persistent)
           continue;
-        timedConvert(I, host("params16") + L.shardOffset(O.Tensor) * PB,
-                     L.Param, H.Master + (O.PartitionOffset - Lo),
-                     ElementType::F32, O.End - O.Begin, false);
+        timedConvert(I, A.at(P.Places.Tensors[Piece.Tensor].Shard), ParamType,
+                     H.Master + (Piece.PartitionOffset - Lo), ElementType::F32,
+                     Piece.End - Piece.Begin, false);
       }
     });
-    (void)Rank;
     return;
   }
 
-  // On the device: gather this sub-group's gradients as fp32, update.
+  // On the device: this sub-group's gradients as fp32, then the update.
+  uint64_t Real = plan::ownedRealElems(P, Rank);
   float *Grad = nullptr;
-  char *Params = device("params16");
-  if (L.Stage == 0) {
-    Grad = reinterpret_cast<float *>(device("grads_fp32"));
-    if (!Grad) // fp32 training: the gradients are fp32 already.
-      Grad = reinterpret_cast<float *>(device("grads16"));
-    else
-      launchCopyConvert(Grad, ElementType::F32, device("grads16"), L.Param,
-                        N, false, S);
-  } else if (L.Stage == 1) {
-    Grad = reinterpret_cast<float *>(device("grads_fp32"));
-    CHECK_CUDA(cudaMemsetAsync(Grad, 0, N * 4, S));
-    uint64_t Real = std::min(L.PartitionEnd, P.Layout.FlatElems);
-    if (Real > L.PartitionBegin)
-      launchCopyConvert(Grad, ElementType::F32,
-                        device("grads16") + L.PartitionBegin * PB, L.Param,
-                        Real - L.PartitionBegin, false, S);
-  } else if (L.Stage == 2) {
-    Grad = reinterpret_cast<float *>(device("grads_fp32"));
-    CHECK_CUDA(cudaMemsetAsync(Grad, 0, N * 4, S));
-    for (const OwnedRange &O : L.Owned)
-      launchCopyConvert(Grad + O.PartitionOffset, ElementType::F32,
-                        device("grads16_partition") +
-                            (L.gradPartitionOffset(O.Tensor) + O.Begin) * PB,
-                        L.Param, O.End - O.Begin, false, S);
+  if (Stage < 3) {
+    // fp32 training at stage 0 steps from the gradients themselves.
+    Grad = reinterpret_cast<float *>(A.at(O.GradsFP32));
+    if (!Grad) {
+      Grad = reinterpret_cast<float *>(A.at(O.Grads));
+    } else {
+      // The padding of the last partition holds no gradient.
+      if (Real < N)
+        CHECK_CUDA(cudaMemsetAsync(Grad, 0, N * 4, C.S));
+      if (Real)
+        launchCopyConvert(Grad, ElementType::F32, A.at(O.Grads), ParamType,
+                          Real, false, C.S);
+    }
   } else {
-    Grad = reinterpret_cast<float *>(device("grads_fp32." + std::to_string(G)));
-    launchCopyConvert(Grad, ElementType::F32,
-                      device("grads_partition") + Lo * GB, L.GradAccum, N,
-                      false, S);
+    Grad = reinterpret_cast<float *>(A.at(P.Places.SubGroups[G].GradsFP32));
+    launchCopyConvert(Grad, ElementType::F32, A.at(O.Grads, Lo), GradAccumType,
+                      N, false, C.S);
   }
-  float *Master = reinterpret_cast<float *>(device("master_params"));
-  bool MasterIsParams = !Master;
-  if (MasterIsParams)
-    Master = reinterpret_cast<float *>(Params);
-  float *States = reinterpret_cast<float *>(device("optimizer_states"));
-  launchAdamW(Master + Lo, States + Lo, States + Owned + Lo, Grad, N, A,
-              DeviceStep, S);
-  if (MasterIsParams)
-    return;
-  if (L.Stage < 3) {
-    launchCopyConvert(Params + (L.PartitionBegin + Lo) * PB, L.Param,
-                      Master + Lo, ElementType::F32, N, false, S);
+  float *Master = reinterpret_cast<float *>(A.at(O.Master, Lo));
+  launchAdamW(Master, reinterpret_cast<float *>(A.at(O.Moment1, Lo)),
+              reinterpret_cast<float *>(A.at(O.Moment2, Lo)), Grad, N, W,
+              DeviceStep, C.S);
+  if (Stage < 3) {
+    // The updated partition back into the 16-bit parameters, unless they
+    // are the master weights themselves (fp32 at stage 0).
+    if (A.at(O.Params16) != A.at(O.Master))
+      launchCopyConvert(A.at(O.Params16, Lo), ParamType, Master,
+                        ElementType::F32, N, false, C.S);
     return;
   }
-  for (const OwnedRange &O : L.Owned) {
-    if (O.PartitionOffset < Lo || O.PartitionOffset >= Hi)
-      continue;
-    const plan::Tensor &X = P.Tensors[O.Tensor];
-    char *Dst = X.Persistent
-                    ? device("persistent_params") +
-                          (L.persistentOffset(O.Tensor) +
-                           uint64_t(Rank) * X.ShardElems) *
-                              PB
-                    : Params + L.shardOffset(O.Tensor) * PB;
-    launchCopyConvert(Dst, L.Param, Master + O.PartitionOffset,
-                      ElementType::F32, O.End - O.Begin, false, S);
-  }
+  for (const plan::OwnedPiece &Piece : plan::ownedPieces(P, Rank))
+    if (InGroup(Piece))
+      launchCopyConvert(A.at(P.Places.Tensors[Piece.Tensor].Shard), ParamType,
+                        Master + (Piece.PartitionOffset - Lo),
+                        ElementType::F32, Piece.End - Piece.Begin, false,
+                        C.S);
 }
 
 } // namespace dsrun

@@ -4,9 +4,9 @@
 // in its optimizer swap file and pass, one sub-group at a time, through
 // the planned nvme_optimizer_buffers (master, first and second moment);
 // at stage 3 its parameter shards live in the parameter swap file and
-// each unit passes through one of the nvme_param_buffers on its way to
-// the device. The plan orders every reuse of those buffers; the I/O runs
-// as host work on the stream the plan gives it.
+// each unit passes through the one of the nvme_param_buffers the plan
+// names for its read. The plan orders every reuse of those buffers; the
+// I/O runs as host work on the stream the plan gives it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,32 +32,23 @@ void swapCheck(bool Ok, const std::string &Error, const std::string &Where) {
 } // namespace
 
 HostState Executor::hostState(uint32_t G) const {
-  auto [Lo, Hi] = L.SubGroupRange[G];
-  if (OptimizerSwap) {
-    // The sub-group's state is in the swap buffers, one region each.
-    uint64_t Stride = swapBufferStride(L.buffer("nvme_optimizer_buffers"),
-                                       P.Settings.AioBufferCount);
-    char *Buffers = host("nvme_optimizer_buffers");
-    return {reinterpret_cast<float *>(Buffers),
-            reinterpret_cast<float *>(Buffers + Stride),
-            reinterpret_cast<float *>(Buffers + 2 * Stride)};
-  }
-  uint64_t Owned = L.Stage == 0 ? P.Layout.FlatElems : P.Layout.PartitionElems;
-  float *Master = reinterpret_cast<float *>(host("master_params"));
-  float *States = reinterpret_cast<float *>(host("optimizer_states"));
-  return {Master + Lo, States + Lo, States + Owned + Lo};
-}
-
-char *Executor::paramSwapBuffer() const {
-  uint64_t Stride = swapBufferStride(L.buffer("nvme_param_buffers"),
-                                     P.Settings.AioBufferCount);
-  return host("nvme_param_buffers") + SwapSlot[CurrentInstruction] * Stride;
+  // With NVMe, the sub-group's state is in the swap buffers, one each;
+  // else in the host's partition arrays, from the sub-group's start.
+  const plan::Placement &X = P.Places;
+  if (OptimizerSwap)
+    return {reinterpret_cast<float *>(A.at(X.Runtime.NVMeState[0])),
+            reinterpret_cast<float *>(A.at(X.Runtime.NVMeState[1])),
+            reinterpret_cast<float *>(A.at(X.Runtime.NVMeState[2]))};
+  uint64_t Lo = X.SubGroups[G].Begin;
+  return {reinterpret_cast<float *>(A.at(X.Owned.Master, Lo)),
+          reinterpret_cast<float *>(A.at(X.Owned.Moment1, Lo)),
+          reinterpret_cast<float *>(A.at(X.Owned.Moment2, Lo))};
 }
 
 void Executor::timedIo(uint32_t Instruction, uint64_t Bytes,
                        const std::function<void()> &Io) {
-  IoNanos[Instruction] = nanosToRun(Io);
-  IoBytes[Instruction] = Bytes;
+  Counts.IoNanos[Instruction] = nanosToRun(Io);
+  Counts.IoBytes[Instruction] = Bytes;
 }
 
 bool Executor::setUpSwap() {
@@ -66,13 +57,13 @@ bool Executor::setUpSwap() {
   bool Params = S.ParamOffload == plan::OffloadDevice::NVMe;
   if (!Optimizer && !Params)
     return true;
-  Swap = std::make_unique<SwapLayout>(L);
+  Swap = std::make_unique<SwapLayout>(P);
   std::string Base = Options.NvmePath + "/dsrun-rank" +
                      std::to_string(Process.Rank) + "-";
   std::string Error;
   const unsigned QueueDepth = 8;
   const uint64_t Block = 1 << 20;
-  // checkRuntimeNeeds has checked the buffers' count and sizes.
+  // checkRunnable has checked the buffers' count and sizes.
   if (Optimizer) {
     OptimizerSwap = std::make_unique<SwapFile>();
     if (!OptimizerSwap->create(Base + "optimizer.swp",
@@ -89,23 +80,6 @@ bool Executor::setUpSwap() {
       fprintf(stderr, "dsrun: %s\n", Error.c_str());
       return false;
     }
-    // The buffers are used in turn, in program order (as the plan's waits
-    // assume): a unit's copy to the device reads the buffer its read
-    // filled.
-    SwapSlot.assign(P.Program.size(), 0);
-    uint32_t Reads = 0;
-    std::vector<uint32_t> SlotOfUnit(P.FetchUnits.size(), 0);
-    for (uint32_t I = 0; I < P.Program.size(); ++I) {
-      const plan::Instruction &In = P.Program[I];
-      if (In.Kind != plan::InstrKind::Transfer)
-        continue;
-      const plan::Transfer &X = P.Transfers[In.Arg];
-      if (X.Point != plan::TransferPoint::BeforeGather)
-        continue;
-      if (X.Kind == plan::TransferKind::NVMeRead)
-        SlotOfUnit[X.Owner] = Reads++ % S.AioBufferCount;
-      SwapSlot[I] = SlotOfUnit[X.Owner];
-    }
   }
   if (Process.Rank == 0)
     fprintf(stderr, "dsrun: NVMe swap files in %s (%s I/O)\n",
@@ -118,10 +92,10 @@ bool Executor::setUpSwap() {
 
 bool Executor::stateIo(uint32_t G, const HostState &Regions, bool Write,
                        std::string &Error) {
-  auto [Lo, Hi] = L.SubGroupRange[G];
+  uint64_t Bytes = P.Layout.SubGroups[G].Elems * 4;
   float *Region[3] = {Regions.Master, Regions.M, Regions.V};
   for (unsigned K = 0; K < 3; ++K) {
-    uint64_t At = Swap->optimizerRegion(G, K), Bytes = (Hi - Lo) * 4;
+    uint64_t At = Swap->optimizerRegion(G, K);
     if (!(Write ? OptimizerSwap->write(Region[K], At, Bytes, Error)
                 : OptimizerSwap->read(Region[K], At, Bytes, Error)))
       return false;
@@ -133,17 +107,15 @@ void Executor::initializeSwap() {
   std::string Error;
   if (OptimizerSwap) {
     // Master weights start as the stored 16-bit weights, moments at zero.
-    uint64_t Owned = 0;
-    for (auto [Lo, Hi] : L.SubGroupRange)
-      Owned = std::max(Owned, Hi);
+    uint64_t Owned = Stage == 0 ? P.Layout.FlatElems : P.Layout.PartitionElems;
     std::vector<float> All(Owned, 0.0f), Zero;
-    for (const OwnedRange &O : L.Owned)
+    for (const plan::OwnedPiece &O : plan::ownedPieces(P, Process.Rank))
       for (uint64_t I = 0; I < O.End - O.Begin; ++I)
         All[O.PartitionOffset + I] =
-            storedValue(startWeight(O.Tensor, O.Begin + I), L.Param);
-    for (uint32_t G = 0; G < L.SubGroupRange.size(); ++G) {
-      auto [Lo, Hi] = L.SubGroupRange[G];
-      Zero.assign(Hi - Lo, 0.0f);
+            storedValue(startWeight(O.Tensor, O.Begin + I), ParamType);
+    for (uint32_t G = 0; G < P.Layout.SubGroups.size(); ++G) {
+      uint64_t Lo = P.Places.SubGroups[G].Begin;
+      Zero.assign(P.Layout.SubGroups[G].Elems, 0.0f);
       swapCheck(stateIo(G, {All.data() + Lo, Zero.data(), Zero.data()},
                         /*Write=*/true, Error),
                 Error, "initial optimizer state");
@@ -157,7 +129,7 @@ void Executor::initializeSwap() {
         uint64_t Base = uint64_t(Process.Rank) * X.ShardElems;
         char *Dst = Block.data() + Swap->shardInUnit(T);
         for (uint64_t I = 0; I < X.ShardElems; ++I)
-          storeAs(Dst, I, L.Param,
+          storeAs(Dst, I, ParamType,
                   Base + I < X.Elems ? startWeight(T, Base + I) : 0.0f);
       }
       swapCheck(ParamSwap->write(Block.data(), Swap->unitBase(U), Block.size(),
@@ -167,79 +139,94 @@ void Executor::initializeSwap() {
   }
 }
 
-void Executor::swapIn(const plan::Transfer &X, cudaStream_t S) {
-  uint32_t Slot = uint32_t(P.Program.size()) + CurrentInstruction;
+void Executor::swapIn(const Instr &C, const plan::Transfer &X) {
   std::string Where = where();
-  uint32_t I = CurrentInstruction;
+  uint32_t I = C.Index;
   if (X.Point == plan::TransferPoint::BeforeStep) {
     uint32_t G = X.Owner;
-    auto [Lo, Hi] = L.SubGroupRange[G];
-    onHost(S, Slot, [=] {
-      timedIo(I, 3 * (Hi - Lo) * 4, [&] {
-        std::string Error;
-        swapCheck(stateIo(G, hostState(G), /*Write=*/false, Error), Error,
-                  Where);
-      });
-    });
+    uint64_t Bytes = 3 * P.Layout.SubGroups[G].Elems * 4;
+    T.onHost(
+        C,
+        [=] {
+          timedIo(I, Bytes, [&] {
+            std::string Error;
+            swapCheck(stateIo(G, hostState(G), /*Write=*/false, Error), Error,
+                      Where);
+          });
+        },
+        /*Second=*/true);
     return;
   }
-  // A stage-3 unit's shards, into this read's parameter buffer.
+  // A stage-3 unit's shards, into the parameter buffer the plan gives this
+  // read.
   uint32_t U = X.Owner;
-  char *Buffer = paramSwapBuffer();
-  onHost(S, Slot, [=] {
-    timedIo(I, Swap->unitBytes(U), [&] {
-      std::string Error;
-      swapCheck(ParamSwap->read(Buffer, Swap->unitBase(U), Swap->unitBytes(U),
-                                Error),
-                Error, Where);
-    });
-  });
+  char *Buffer = A.at(P.Places.InstructionSlots[I]);
+  T.onHost(
+      C,
+      [=] {
+        timedIo(I, Swap->unitBytes(U), [&] {
+          std::string Error;
+          swapCheck(ParamSwap->read(Buffer, Swap->unitBase(U),
+                                    Swap->unitBytes(U), Error),
+                    Error, Where);
+        });
+      },
+      /*Second=*/true);
 }
 
-void Executor::swapOut(const plan::Transfer &X, cudaStream_t S) {
-  uint32_t Slot = uint32_t(P.Program.size()) + CurrentInstruction;
+void Executor::swapOut(const Instr &C, const plan::Transfer &X) {
   std::string Where = where();
-  uint32_t G = X.Owner;
-  auto [Lo, Hi] = L.SubGroupRange[G];
-  uint32_t I = CurrentInstruction;
+  uint32_t G = X.Owner, I = C.Index;
+  uint64_t Lo = P.Places.SubGroups[G].Begin, N = P.Layout.SubGroups[G].Elems;
   if (X.What != plan::Category::Params16) {
-    onHost(S, Slot, [=] {
-      timedIo(I, 3 * (Hi - Lo) * 4, [&] {
-        std::string Error;
-        swapCheck(stateIo(G, hostState(G), /*Write=*/true, Error), Error,
-                  Where);
-      });
-    });
+    T.onHost(
+        C,
+        [=] {
+          timedIo(I, 3 * N * 4, [&] {
+            std::string Error;
+            swapCheck(stateIo(G, hostState(G), /*Write=*/true, Error), Error,
+                      Where);
+          });
+        },
+        /*Second=*/true);
     return;
   }
   // The updated 16-bit shards of the sub-group's tensors (the persistent
   // ones stay on the device), through the parameter staging buffer.
-  onHost(S, Slot, [=] {
-    HostState H = hostState(G);
-    std::string Error;
-    uint64_t Bytes = 0, Nanos = 0;
-    for (const OwnedRange &O : L.Owned) {
-      if (O.PartitionOffset < Lo || O.PartitionOffset >= Hi ||
-          P.Tensors[O.Tensor].Persistent)
-        continue;
-      uint64_t N = O.End - O.Begin;
-      timedConvert(I, ParamStaging, L.Param, H.Master + (O.PartitionOffset - Lo),
-                   ElementType::F32, N, false);
-      uint32_t U = L.UnitOfTensor[O.Tensor];
-      // Only the write is timed; the conversion is host work.
-      timedIo(I, N * elementBytes(L.Param), [&] {
-        swapCheck(ParamSwap->write(ParamStaging,
-                                   Swap->unitBase(U) +
-                                       Swap->shardInUnit(O.Tensor),
-                                   N * elementBytes(L.Param), Error),
-                  Error, Where);
-      });
-      Bytes += IoBytes[I];
-      Nanos += IoNanos[I];
-    }
-    IoBytes[I] = Bytes;
-    IoNanos[I] = Nanos;
-  });
+  char *Staging = A.at(P.Places.Runtime.ParamStaging);
+  unsigned PB = elementBytes(ParamType);
+  std::vector<plan::OwnedPiece> Pieces;
+  for (const plan::OwnedPiece &O : plan::ownedPieces(P, Process.Rank))
+    if (O.PartitionOffset >= Lo && O.PartitionOffset < Lo + N &&
+        !P.Tensors[O.Tensor].Persistent)
+      Pieces.push_back(O);
+  T.onHost(
+      C,
+      [=] {
+        HostState H = hostState(G);
+        std::string Error;
+        uint64_t Bytes = 0, Nanos = 0;
+        for (const plan::OwnedPiece &O : Pieces) {
+          uint64_t Elems = O.End - O.Begin;
+          timedConvert(I, Staging, ParamType,
+                       H.Master + (O.PartitionOffset - Lo), ElementType::F32,
+                       Elems, false);
+          uint32_t U = Swap->unitOf(O.Tensor);
+          // Only the write is timed; the conversion is host work.
+          timedIo(I, Elems * PB, [&] {
+            swapCheck(ParamSwap->write(Staging,
+                                       Swap->unitBase(U) +
+                                           Swap->shardInUnit(O.Tensor),
+                                       Elems * PB, Error),
+                      Error, Where);
+          });
+          Bytes += Counts.IoBytes[I];
+          Nanos += Counts.IoNanos[I];
+        }
+        Counts.IoBytes[I] = Bytes;
+        Counts.IoNanos[I] = Nanos;
+      },
+      /*Second=*/true);
 }
 
 } // namespace dsrun

@@ -113,7 +113,7 @@ bool Executor::openTraining() {
   // Every trainable tensor gets its gradient from a kernel.
   for (uint32_t T = 0; T < P.Tensors.size(); ++T)
     if (P.Tensors[T].Role == plan::TensorRole::Trainable &&
-        L.GradValue[T] == plan::NoIndex)
+        GradValue[T] == plan::NoIndex)
       return Fail("tensor " + P.Tensors[T].Name + " is trainable but no "
                   "kernel computes its gradient (no op reads it); freeze it "
                   "with dsc plan --freeze");
@@ -146,25 +146,24 @@ bool Executor::setUpTraining() {
   for (const std::vector<uint32_t> *Vs : {&C.Inputs, &C.Targets})
     for (uint32_t V : *Vs)
       MicroInputBytes += P.Values[V].Elems * plan::dtypeBytes(P.Values[V].Type);
-  Staging = host("input_staging");
-  if (!Staging)
-    return Fail("the plan has no input_staging buffer (plan again with this "
-                "dsc)");
-  HostLosses = reinterpret_cast<float *>(
-      Staging + 2 * uint64_t(P.Settings.GradAccum) * MicroInputBytes);
-  DeviceLosses =
-      reinterpret_cast<float *>(device("scratch")) + 2 * P.Program.size();
+  const plan::RuntimeViews &RV = P.Places.Runtime;
+  if (A.elems(RV.Inputs) < 2 * uint64_t(P.Settings.GradAccum) * MicroInputBytes)
+    return Fail("the plan places no room for the step's token ids and "
+                "targets (input_staging)");
 
+  // Every value's address, resolved once.
+  std::vector<char *> Values(P.Values.size(), nullptr);
+  for (uint32_t V = 0; V < P.Values.size(); ++V)
+    Values[V] = A.at(P.Places.Values[V]);
   // Constants (position ids, masks, the loss gradient's seed) hold their
   // bytes the whole run: their buffers live across every step.
   for (const plan::Constant &K : P.Constants)
-    CHECK_CUDA(cudaMemcpy(ValueAddress[K.Value], K.Bytes.data(),
-                          K.Bytes.size(), cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(Values[K.Value], K.Bytes.data(), K.Bytes.size(),
+                          cudaMemcpyHostToDevice));
 
-  BufferView Work = L.buffer("kernel_workspace");
   std::string Problem =
-      Model.resolve(P, ValueAddress, Work ? at(Work) : nullptr,
-                    Work ? Work.Bytes : 0, Cublas, &Products);
+      Model.resolve(P, Values, A.at(RV.KernelWorkspace),
+                    A.elems(RV.KernelWorkspace), Cublas, &Products);
   if (!Problem.empty())
     return Fail(Problem);
   if (P.Settings.ParamDType == plan::DType::F16) {
@@ -213,7 +212,8 @@ void Executor::initWeights(void *Params, ElementType T, float *Master,
 
 void Executor::fillInputs(uint32_t Step) {
   uint32_t B = P.Settings.MicroBatch, GAS = P.Settings.GradAccum;
-  char *Half = Staging + uint64_t(Step % 2) * GAS * MicroInputBytes;
+  char *Half = A.at(P.Places.Runtime.Inputs,
+                    uint64_t(Step % 2) * GAS * MicroInputBytes);
   for (uint32_t M = 0; M < GAS; ++M) {
     uint64_t First = ((uint64_t(Step - 1) * GAS + M) * Process.WorldSize +
                       Process.Rank) * B;
@@ -247,20 +247,21 @@ void Executor::writeMicroInputs(char *Out, const TokenFile &From,
     }
 }
 
-void Executor::runKernels(const plan::Instruction &In, bool Backward,
-                          uint32_t Step) {
-  cudaStream_t S = stream(plan::Stream::Compute);
-  const plan::Compute &C = P.Training;
+void Executor::runKernels(const Instr &C, bool Backward) {
+  const plan::Compute &Training = P.Training;
+  const plan::Instruction &In = C.In;
   uint32_t GAS = P.Settings.GradAccum;
   if (!Backward && In.Arg == 0) {
     // The micro step's tokens, from this step's half of the staging.
-    const char *From = Staging + uint64_t(Step % 2) * GAS * MicroInputBytes +
-                       uint64_t(In.Micro) * MicroInputBytes;
+    const char *From =
+        A.at(P.Places.Runtime.Inputs, uint64_t(C.Step % 2) * GAS *
+                                              MicroInputBytes +
+                                          uint64_t(In.Micro) * MicroInputBytes);
     for (int Target = 0; Target < 2; ++Target)
-      for (uint32_t V : Target ? C.Targets : C.Inputs) {
+      for (uint32_t V : Target ? Training.Targets : Training.Inputs) {
         uint64_t Bytes = P.Values[V].Elems * plan::dtypeBytes(P.Values[V].Type);
-        CHECK_CUDA(cudaMemcpyAsync(ValueAddress[V], From, Bytes,
-                                   cudaMemcpyHostToDevice, S));
+        CHECK_CUDA(cudaMemcpyAsync(A.at(P.Places.Values[V]), From, Bytes,
+                                   cudaMemcpyHostToDevice, C.S));
         From += Bytes;
       }
   }
@@ -268,9 +269,9 @@ void Executor::runKernels(const plan::Instruction &In, bool Backward,
   const plan::Interval &R = Backward ? Op.Backward : Op.Forward;
   // Dropout draws from (seed, step, micro step, rank): a checkpointed
   // layer's recomputation draws the same.
-  uint64_t Seed = mix(mix(Options.Seed ^ (uint64_t(Step) << 32)) ^
+  uint64_t Seed = mix(mix(Options.Seed ^ (uint64_t(C.Step) << 32)) ^
                       ((uint64_t(In.Micro) << 32) | Process.Rank));
-  std::string Problem = Model.run(R.Begin, R.End, Seed, S, Evaluating);
+  std::string Problem = Model.run(R.Begin, R.End, Seed, C.S, Evaluating);
   if (!Problem.empty())
     fatalError(Problem);
   CHECK_CUDA(cudaGetLastError());
@@ -278,8 +279,9 @@ void Executor::runKernels(const plan::Instruction &In, bool Backward,
     for (uint32_t K = R.Begin; K < R.End; ++K)
       if (P.Kernels[K].Kind == plan::KernelKind::CrossEntropy)
         CHECK_CUDA(cudaMemcpyAsync(DeviceLosses + In.Micro,
-                                   ValueAddress[LossValue], sizeof(float),
-                                   cudaMemcpyDeviceToDevice, S));
+                                   A.at(P.Places.Values[LossValue]),
+                                   sizeof(float), cudaMemcpyDeviceToDevice,
+                                   C.S));
 }
 
 void Executor::readLosses(cudaStream_t S) {
@@ -307,20 +309,21 @@ namespace dsrun {
 bool Executor::writeWeights(const std::string &Path) {
   // The 16-bit weights the model computes with, as DeepSpeed's
   // save_16bit_model writes them, under the names --init's file used.
-  ElementType T = L.Param;
-  unsigned PB = elementBytes(T);
+  unsigned PB = elementBytes(ParamType);
   size_t NT = P.Tensors.size();
   std::vector<std::vector<char>> Data(NT);
   bool Zero = Process.Rank == 0;
-  cudaStream_t S = stream(plan::Stream::Compute);
-  if (L.Stage < 3) {
+  cudaStream_t S = T.stream(plan::Stream::Compute);
+  auto Download = [&](uint32_t Ti, const char *From) {
+    Data[Ti].resize(P.Tensors[Ti].Elems * PB);
+    CHECK_CUDA(cudaMemcpyAsync(Data[Ti].data(), From, Data[Ti].size(),
+                               cudaMemcpyDefault, S));
+    CHECK_CUDA(cudaStreamSynchronize(S));
+  };
+  if (Stage < 3) {
     if (Zero)
-      for (uint32_t Ti = 0; Ti < NT; ++Ti) {
-        Data[Ti].resize(P.Tensors[Ti].Elems * PB);
-        CHECK_CUDA(cudaMemcpy(Data[Ti].data(),
-                              device("params16") + L.paramOffset(Ti) * PB,
-                              Data[Ti].size(), cudaMemcpyDeviceToHost));
-      }
+      for (uint32_t Ti = 0; Ti < NT; ++Ti)
+        Download(Ti, A.at(P.Places.Tensors[Ti].Param));
   } else {
     if (ParamSwap) {
       if (Zero)
@@ -328,49 +331,32 @@ bool Executor::writeWeights(const std::string &Path) {
                         "offloaded to NVMe yet\n");
       return false;
     }
-    // Each tensor's shards, gathered into one buffer of the largest
-    // tensor: allocated after training, for the save alone.
-    uint64_t Largest = 0;
-    for (const plan::Tensor &X : P.Tensors)
-      Largest = std::max(Largest, X.ShardElems * L.World);
-    char *Whole = nullptr;
-    CHECK_CUDA(cudaMalloc(reinterpret_cast<void **>(&Whole), Largest * PB));
-    bool OnHost = P.Settings.ParamOffload != plan::OffloadDevice::None;
+    // Each tensor's shards, gathered between steps into the plan's save
+    // staging, which holds the largest tensor.
+    uint32_t Staging = P.Places.Runtime.SaveStaging;
     for (uint32_t Ti = 0; Ti < NT; ++Ti) {
       const plan::Tensor &X = P.Tensors[Ti];
-      uint64_t ShardBytes = X.ShardElems * PB;
+      const plan::TensorViews &V = P.Places.Tensors[Ti];
       if (X.Persistent) {
-        if (Zero) {
-          Data[Ti].resize(X.Elems * PB);
-          CHECK_CUDA(cudaMemcpy(Data[Ti].data(),
-                                device("persistent_params") +
-                                    L.persistentOffset(Ti) * PB,
-                                Data[Ti].size(), cudaMemcpyDeviceToHost));
-        }
+        if (Zero)
+          Download(Ti, A.at(V.Param));
         continue;
       }
-      char *Mine = Whole + Process.Rank * ShardBytes;
-      CHECK_CUDA(cudaMemcpyAsync(
-          Mine,
-          (OnHost ? host("params16") : device("params16")) +
-              L.shardOffset(Ti) * PB,
-          ShardBytes, OnHost ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice,
-          S));
+      uint64_t ShardBytes = X.ShardElems * PB;
+      char *Whole = A.at(Staging), *Mine = Whole + Process.Rank * ShardBytes;
+      CHECK_CUDA(cudaMemcpyAsync(Mine, A.at(V.Shard), ShardBytes,
+                                 cudaMemcpyDefault, S));
       CHECK_NCCL(ncclAllGather(Mine, Whole, ShardBytes, ncclUint8, Comm, S));
-      if (Zero) {
-        Data[Ti].resize(X.Elems * PB);
-        CHECK_CUDA(cudaMemcpyAsync(Data[Ti].data(), Whole, Data[Ti].size(),
-                                   cudaMemcpyDeviceToHost, S));
-      }
+      if (Zero)
+        Download(Ti, Whole);
       CHECK_CUDA(cudaStreamSynchronize(S));
     }
-    CHECK_CUDA(cudaFree(Whole));
   }
   if (!Zero)
     return true;
   std::string Error;
   if (!saveWeights(P, Weights ? Weights->FileName : std::vector<std::string>(NT),
-                   Data, T, Path, Error)) {
+                   Data, ParamType, Path, Error)) {
     fprintf(stderr, "dsrun: %s\n", Error.c_str());
     return false;
   }

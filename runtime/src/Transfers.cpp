@@ -1,9 +1,9 @@
 //===- Transfers.cpp - Copies between device, host and NVMe ---------------===//
 //
-// Offloaded gradients leave through a pinned staging buffer and are
-// converted to the host's fp32 on host threads; updated parameters come
-// back the same way; stage-3 units come from host shards or from the NVMe
-// buffer their read filled (Swap.cpp), in one batch of copies.
+// Offloaded gradients leave through the plan's pinned staging buffer and
+// are converted to the host's fp32 on host threads; updated parameters
+// come back the same way; stage-3 units come from host shards or from the
+// NVMe buffer their read filled (Swap.cpp), in one batch of copies.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,184 +17,189 @@ namespace plan = dsc::plan;
 
 namespace dsrun {
 
-void Executor::copy(void *Dst, const void *Src, uint64_t Bytes,
-                    cudaMemcpyKind Kind, cudaStream_t S) {
-  CHECK_CUDA(cudaMemcpyAsync(Dst, Src, Bytes, Kind, S));
-  CopiesIssued[CurrentInstruction] += Bytes;
+void Executor::copy(const Instr &C, void *Dst, const void *Src,
+                    uint64_t Bytes, cudaMemcpyKind Kind) {
+  CHECK_CUDA(cudaMemcpyAsync(Dst, Src, Bytes, Kind, C.S));
+  Counts.CopiedBytes[C.Index] += Bytes;
 }
 
-void Executor::copyBatch(std::vector<CopyPiece> Pieces, cudaStream_t S) {
+void Executor::copyBatch(const Instr &C, std::vector<CopyPiece> Pieces) {
   // Pieces that continue each other on both sides are one copy.
   std::vector<CopyPiece> Copies;
-  for (const CopyPiece &C : Pieces) {
-    if (!C.Bytes)
+  for (const CopyPiece &Piece : Pieces) {
+    if (!Piece.Bytes)
       continue;
     if (!Copies.empty()) {
       CopyPiece &Last = Copies.back();
-      if (Last.Dst + Last.Bytes == C.Dst && Last.Src + Last.Bytes == C.Src) {
-        Last.Bytes += C.Bytes;
+      if (Last.Dst + Last.Bytes == Piece.Dst &&
+          Last.Src + Last.Bytes == Piece.Src) {
+        Last.Bytes += Piece.Bytes;
         continue;
       }
     }
-    Copies.push_back(C);
+    Copies.push_back(Piece);
   }
 #if CUDART_VERSION >= 13000
   if (Copies.size() > 1) {
     std::vector<void *> Dsts;
     std::vector<const void *> Srcs;
     std::vector<size_t> Sizes;
-    for (const CopyPiece &C : Copies) {
-      Dsts.push_back(C.Dst);
-      Srcs.push_back(C.Src);
-      Sizes.push_back(C.Bytes);
-      CopiesIssued[CurrentInstruction] += C.Bytes;
+    for (const CopyPiece &Piece : Copies) {
+      Dsts.push_back(Piece.Dst);
+      Srcs.push_back(Piece.Src);
+      Sizes.push_back(Piece.Bytes);
+      Counts.CopiedBytes[C.Index] += Piece.Bytes;
     }
     cudaMemcpyAttributes Attributes = {};
     Attributes.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
     size_t First = 0;
     CHECK_CUDA(cudaMemcpyBatchAsync(Dsts.data(), Srcs.data(), Sizes.data(),
-                                    Copies.size(), &Attributes, &First, 1, S));
+                                    Copies.size(), &Attributes, &First, 1,
+                                    C.S));
     return;
   }
 #endif
-  for (const CopyPiece &C : Copies)
-    copy(C.Dst, C.Src, C.Bytes, cudaMemcpyDefault, S);
+  for (const CopyPiece &Piece : Copies)
+    copy(C, Piece.Dst, Piece.Src, Piece.Bytes, cudaMemcpyDefault);
 }
 
 void Executor::timedConvert(uint32_t Instruction, void *Dst,
                             ElementType DstType, const void *Src,
                             ElementType SrcType, uint64_t Elems,
                             bool Accumulate) {
-  ConvertNanos[Instruction] += nanosToRun([&] {
+  Counts.ConvertNanos[Instruction] += nanosToRun([&] {
     convertOnHost(Dst, DstType, Src, SrcType, Elems, Accumulate,
                   Options.HostThreads);
   });
-  ConvertElems[Instruction] += Elems;
+  Counts.ConvertElems[Instruction] += Elems;
 }
 
-void Executor::transfer(uint32_t Index, uint32_t Micro, cudaStream_t S) {
-  const plan::Transfer &X = P.Transfers[Index];
-  unsigned PB = elementBytes(L.Param), GB = elementBytes(L.GradAccum);
-  uint32_t Rank = Process.Rank;
-  uint32_t I = CurrentInstruction;
-  uint32_t Slot = uint32_t(P.Program.size()) + I;
+void Executor::transfer(const Instr &C) {
+  const plan::Transfer &X = P.Transfers[C.In.Arg];
+  const plan::Placement &Places = P.Places;
+  const plan::PartitionViews &O = Places.Owned;
+  unsigned PB = elementBytes(ParamType);
+  uint32_t Rank = Process.Rank, I = C.Index, Micro = C.In.Micro;
+  char *GradStaging = A.at(Places.Runtime.GradStaging);
+  char *ParamStaging = A.at(Places.Runtime.ParamStaging);
   switch (X.Point) {
   case plan::TransferPoint::AfterReduce: {
     const plan::Bucket &Bucket = P.Buckets[X.Owner];
-    const BucketLayout &BL = L.Buckets[X.Owner];
-    char *Source = DeviceArena + BL.SourceOffset;
-    if (L.Stage < 3) {
-      uint64_t Lo = std::max(BL.FlatBegin, L.PartitionBegin);
-      uint64_t Hi = std::min(BL.FlatEnd, L.PartitionEnd);
-      if (Lo >= Hi)
-        return;
-      measureBegin(S);
-      copy(GradStaging, Source + (Lo - BL.SourceOrigin) * PB, (Hi - Lo) * PB,
-           cudaMemcpyDeviceToHost, S);
-      measureEnd(S);
-      // Stage 1 reduces once, the sum of every micro step; stage 2 every
-      // micro step, accumulated here.
-      bool Accumulate = L.Stage == 2 && Micro > 0;
-      uint64_t Begin = L.PartitionBegin;
-      onHost(S, Slot, [=] {
-        timedConvert(I, host("grads_fp32") + (Lo - Begin) * 4,
-                     ElementType::F32, GradStaging, L.Param, Hi - Lo,
-                     Accumulate);
-      });
+    const plan::BucketViews &BV = Places.Buckets[X.Owner];
+    if (Stage < 3) {
+      // This rank's piece of the reduced bucket, into its fp32 partition
+      // on the host. Stage 1 reduces once, the sum of every micro step;
+      // stage 2 every micro step, accumulated here.
+      for (const plan::BucketPiece &Piece : BV.Pieces) {
+        if (Piece.Root != Rank)
+          continue;
+        uint64_t N = A.elems(Piece.View);
+        T.measureBegin(C);
+        copy(C, GradStaging, A.at(Piece.View), N * PB, cudaMemcpyDeviceToHost);
+        T.measureEnd(C);
+        bool Accumulate = Stage == 2 && Micro > 0;
+        char *To = A.at(O.GradsFP32, Piece.PartitionOffset);
+        ElementType From = ParamType;
+        T.onHost(
+            C,
+            [=] {
+              timedConvert(I, To, ElementType::F32, GradStaging, From, N,
+                           Accumulate);
+            },
+            /*Second=*/true);
+      }
       return;
     }
-    uint64_t Chunk = BL.ChunkElems;
-    ElementType SourceType = BL.SourceType;
+    // Stage 3: this rank's chunk, each shard into its place in the host's
+    // gradient partition.
+    uint32_t Chunk = BV.Chunk;
+    ElementType SourceType = ElementType(A.view(Chunk).Type);
     unsigned SB = elementBytes(SourceType);
-    measureBegin(S);
-    copy(GradStaging, Source + uint64_t(Rank) * Chunk * SB, Chunk * SB,
-         cudaMemcpyDeviceToHost, S);
-    measureEnd(S);
-    onHost(S, Slot, [=, &Bucket, &BL] {
-      for (size_t K = 0; K < Bucket.Segments.size(); ++K) {
-        uint32_t T = Bucket.Segments[K].Tensor;
-        uint64_t From = BL.ChunkOffset[K];
-        timedConvert(I, host("grads_partition") + L.orderOffset(T) * GB,
-                     L.GradAccum, GradStaging + From * SB, SourceType,
-                     P.Tensors[T].ShardElems, Micro > 0);
-      }
-    });
+    T.measureBegin(C);
+    copy(C, GradStaging, A.at(Chunk), A.elems(Chunk) * SB,
+         cudaMemcpyDeviceToHost);
+    T.measureEnd(C);
+    T.onHost(
+        C,
+        [=, &Bucket] {
+          for (const plan::Segment &Seg : Bucket.Segments) {
+            const plan::TensorViews &V = P.Places.Tensors[Seg.Tensor];
+            uint64_t From = A.offset(V.Grad) - A.offset(Chunk);
+            timedConvert(I, A.at(O.Grads, V.PartitionOffset), GradAccumType,
+                         GradStaging + From, SourceType,
+                         P.Tensors[Seg.Tensor].ShardElems, Micro > 0);
+          }
+        },
+        /*Second=*/true);
     return;
   }
   case plan::TransferPoint::AfterStep: {
     if (X.Kind == plan::TransferKind::NVMeWrite)
-      return swapOut(X, S);
-    auto [Lo, Hi] = L.SubGroupRange[X.Owner];
+      return swapOut(C, X);
     uint32_t G = X.Owner;
+    uint64_t Lo = Places.SubGroups[G].Begin, N = P.Layout.SubGroups[G].Elems;
     bool HostParams = P.Settings.ParamOffload != plan::OffloadDevice::None;
-    onHost(S, Slot, [=] {
-      float *Master = hostState(G).Master;
-      if (!HostParams) {
-        timedConvert(I, ParamStaging, L.Param, Master, ElementType::F32,
-                     Hi - Lo, false);
-        return;
-      }
-      // The others were written on the host by the optimizer step: only
-      // the persistent shards go back, so only they are converted.
-      for (const OwnedRange &O : L.Owned)
-        if (O.PartitionOffset >= Lo && O.PartitionOffset < Hi &&
-            P.Tensors[O.Tensor].Persistent)
-          timedConvert(I, ParamStaging + (O.PartitionOffset - Lo) * PB,
-                       L.Param, Master + (O.PartitionOffset - Lo),
-                       ElementType::F32, O.End - O.Begin, false);
-    });
-    char *Params = device("params16");
-    measureBegin(S);
-    if (L.Stage < 3) {
-      copy(Params + (L.PartitionBegin + Lo) * PB, ParamStaging,
-           (Hi - Lo) * PB, cudaMemcpyHostToDevice, S);
-      measureEnd(S);
+    // The sub-group's updated weights in 16 bits through the staging; with
+    // parameters on the host the optimizer wrote those already, and only
+    // the persistent ones (kept on the device) go back.
+    std::vector<plan::OwnedPiece> Pieces;
+    for (const plan::OwnedPiece &Piece : plan::ownedPieces(P, Rank))
+      if (Piece.PartitionOffset >= Lo && Piece.PartitionOffset < Lo + N &&
+          (!HostParams || P.Tensors[Piece.Tensor].Persistent))
+        Pieces.push_back(Piece);
+    T.onHost(
+        C,
+        [=] {
+          float *Master = hostState(G).Master;
+          if (!HostParams) {
+            timedConvert(I, ParamStaging, ParamType, Master, ElementType::F32,
+                         N, false);
+            return;
+          }
+          for (const plan::OwnedPiece &Piece : Pieces)
+            timedConvert(I, ParamStaging + (Piece.PartitionOffset - Lo) * PB,
+                         ParamType, Master + (Piece.PartitionOffset - Lo),
+                         ElementType::F32, Piece.End - Piece.Begin, false);
+        },
+        /*Second=*/true);
+    T.measureBegin(C);
+    if (Stage < 3) {
+      copy(C, A.at(O.Params16, Lo), ParamStaging, N * PB,
+           cudaMemcpyHostToDevice);
+      T.measureEnd(C);
       return;
     }
-    std::vector<CopyPiece> Pieces;
-    for (const OwnedRange &O : L.Owned) {
-      if (O.PartitionOffset < Lo || O.PartitionOffset >= Hi)
-        continue;
-      const plan::Tensor &T = P.Tensors[O.Tensor];
-      if (HostParams && !T.Persistent)
-        continue; // Updated in place on the host.
-      char *Dst = T.Persistent
-                      ? device("persistent_params") +
-                            (L.persistentOffset(O.Tensor) +
-                             uint64_t(Rank) * T.ShardElems) *
-                                PB
-                      : Params + L.shardOffset(O.Tensor) * PB;
-      Pieces.push_back({Dst, ParamStaging + (O.PartitionOffset - Lo) * PB,
-                        (O.End - O.Begin) * PB});
-    }
-    copyBatch(Pieces, S);
-    measureEnd(S);
+    std::vector<CopyPiece> Copies;
+    for (const plan::OwnedPiece &Piece : Pieces)
+      Copies.push_back({A.at(Places.Tensors[Piece.Tensor].Shard),
+                        ParamStaging + (Piece.PartitionOffset - Lo) * PB,
+                        (Piece.End - Piece.Begin) * PB});
+    copyBatch(C, Copies);
+    T.measureEnd(C);
     return;
   }
   case plan::TransferPoint::BeforeGather: {
     if (X.Kind == plan::TransferKind::NVMeRead)
-      return swapIn(X, S);
+      return swapIn(C, X);
     // Into this rank's chunk of the gather, from the host shards (one
     // piece: they sit unit by unit) or from the buffer the NVMe read
     // filled (a piece per shard: each starts on its own page there).
-    uint32_t U = X.Owner;
-    char *Chunk = device(L.gatherTarget(U)) +
-                  uint64_t(Rank) * L.chunkElems(U) * PB;
-    std::vector<CopyPiece> Pieces;
-    for (uint32_t T : P.FetchUnits[U].Tensors) {
-      const char *From = ParamSwap
-                             ? paramSwapBuffer() + Swap->shardInUnit(T)
-                             : host("params16") + L.shardOffset(T) * PB;
-      Pieces.push_back({Chunk + L.chunkOffset(U, T) * PB, From,
-                        P.Tensors[T].ShardElems * PB});
+    std::vector<CopyPiece> Copies;
+    for (uint32_t Tn : P.FetchUnits[X.Owner].Tensors) {
+      const plan::TensorViews &V = Places.Tensors[Tn];
+      const char *From = ParamSwap ? A.at(Places.InstructionSlots[I]) +
+                                         Swap->shardInUnit(Tn)
+                                   : A.at(V.Shard);
+      Copies.push_back(
+          {A.at(V.Chunk), From, P.Tensors[Tn].ShardElems * PB});
     }
-    measureBegin(S);
-    copyBatch(Pieces, S);
-    measureEnd(S);
+    T.measureBegin(C);
+    copyBatch(C, Copies);
+    T.measureEnd(C);
     return;
   }
   case plan::TransferPoint::BeforeStep:
-    return swapIn(X, S);
+    return swapIn(C, X);
   }
 }
 

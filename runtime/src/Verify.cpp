@@ -54,12 +54,11 @@ Mismatch parallelCheck(uint64_t N, unsigned Threads, F Check) {
 
 bool sameBits(float A, float B) { return floatBits(A) == floatBits(B); }
 
-std::vector<char> download(const char *Source, uint64_t Bytes, bool OnDevice) {
+/// Bytes of a view (either arena: cudaMemcpyDefault tells host from
+/// device addresses).
+std::vector<char> download(const char *Source, uint64_t Bytes) {
   std::vector<char> Out(Bytes);
-  if (OnDevice)
-    cudaMemcpy(Out.data(), Source, Bytes, cudaMemcpyDeviceToHost);
-  else
-    memcpy(Out.data(), Source, Bytes);
+  CHECK_CUDA(cudaMemcpy(Out.data(), Source, Bytes, cudaMemcpyDefault));
   return Out;
 }
 
@@ -106,8 +105,9 @@ bool Executor::checkFirstClip() {
 }
 
 bool Executor::verify(uint32_t Steps) {
-  cudaDeviceSynchronize();
+  CHECK_CUDA(cudaDeviceSynchronize());
   const plan::Info &S = P.Settings;
+  const plan::Placement &X = P.Places;
   // Every core this rank can have: the check is the slow part.
   unsigned Threads = std::max(
       Options.HostThreads,
@@ -122,7 +122,7 @@ bool Executor::verify(uint32_t Steps) {
     Schedule[K].GradScale *= Clips[K];
   if (!checkFirstClip())
     return false;
-  unsigned PB = elementBytes(L.Param);
+  unsigned PB = elementBytes(ParamType);
   auto Fail = [&](const Mismatch &M) {
     fprintf(stderr,
             "dsrun --verify: rank %d: %s of %s element %llu: expected %.9g "
@@ -134,18 +134,15 @@ bool Executor::verify(uint32_t Steps) {
   };
 
   // The optimizer state this rank owns.
-  BufferView Master = L.buffer("master_params");
-  BufferView States = L.buffer("optimizer_states");
-  uint64_t Owned = L.Stage == 0 ? P.Layout.FlatElems : P.Layout.PartitionElems;
-  bool MasterOnDevice = Master && Master.B->Space == plan::MemorySpace::Device;
+  uint64_t Owned = Stage == 0 ? P.Layout.FlatElems : P.Layout.PartitionElems;
   std::vector<char> MasterBytes, StateBytes;
   if (OptimizerSwap) {
     // Read back from the swap file, sub-group by sub-group.
     MasterBytes.resize(Owned * 4);
     StateBytes.resize(2 * Owned * 4);
     std::string Error;
-    for (uint32_t G = 0; G < L.SubGroupRange.size(); ++G) {
-      uint64_t Lo = L.SubGroupRange[G].first;
+    for (uint32_t G = 0; G < P.Layout.SubGroups.size(); ++G) {
+      uint64_t Lo = X.SubGroups[G].Begin;
       auto *Master = reinterpret_cast<float *>(MasterBytes.data());
       auto *States = reinterpret_cast<float *>(StateBytes.data());
       if (!stateIo(G, {Master + Lo, States + Lo, States + Owned + Lo},
@@ -155,15 +152,13 @@ bool Executor::verify(uint32_t Steps) {
       }
     }
   } else {
-    MasterBytes = Master ? download(at(Master), Owned * 4, MasterOnDevice)
-                         : download(device("params16"), Owned * 4, true);
-    StateBytes = download(at(States), 2 * Owned * 4,
-                          States.B->Space == plan::MemorySpace::Device);
+    MasterBytes = download(A.at(X.Owned.Master), Owned * 4);
+    StateBytes = download(A.at(X.Owned.Moment1), 2 * Owned * 4);
   }
   const float *MasterValues = reinterpret_cast<const float *>(MasterBytes.data());
   const float *M = reinterpret_cast<const float *>(StateBytes.data());
   const float *V = M + Owned;
-  for (const OwnedRange &O : L.Owned) {
+  for (const plan::OwnedPiece &O : plan::ownedPieces(P, Process.Rank)) {
     Mismatch Bad = parallelCheck(
         O.End - O.Begin, Threads, [&](uint64_t I, Mismatch &Out) {
           ElementState E = expectedState(P, O.Tensor, O.Begin + I, Schedule);
@@ -188,122 +183,112 @@ bool Executor::verify(uint32_t Steps) {
   // The parameters as the next forward would read them.
   auto CheckStored = [&](const char *Stored, uint32_t T, uint64_t From,
                          uint64_t Count, const char *What) {
-    const plan::Tensor &X = P.Tensors[T];
-    bool Frozen = X.Role == plan::TensorRole::Frozen;
+    const plan::Tensor &Tn = P.Tensors[T];
+    bool Frozen = Tn.Role == plan::TensorRole::Frozen;
     return parallelCheck(Count, Threads, [&](uint64_t I, Mismatch &Out) {
       uint64_t E = From + I;
-      float Want = E >= X.Elems ? 0.0f
-                   : Frozen     ? storedValue(initialWeight(T, E), L.Param)
-                                : storedValue(
-                                      expectedState(P, T, E, Schedule).Master,
-                                      L.Param);
-      float Have = loadAs(Stored, I, L.Param);
+      float Want = E >= Tn.Elems ? 0.0f
+                   : Frozen      ? storedValue(initialWeight(T, E), ParamType)
+                                 : storedValue(
+                                       expectedState(P, T, E, Schedule).Master,
+                                       ParamType);
+      float Have = loadAs(Stored, I, ParamType);
       if (sameBits(Want, Have))
         return false;
       Out = {true, What, T, E, Want, Have};
       return true;
     });
   };
-  if (L.Stage < 3) {
-    std::vector<char> Params =
-        download(device("params16"), L.buffer("params16").Bytes, true);
+  if (Stage < 3) {
     for (uint32_t T = 0; T < P.Tensors.size(); ++T) {
-      Mismatch Bad = CheckStored(Params.data() + L.paramOffset(T) * PB, T, 0,
-                                 P.Tensors[T].Elems, "16-bit parameter");
+      std::vector<char> Param =
+          download(A.at(X.Tensors[T].Param), P.Tensors[T].Elems * PB);
+      Mismatch Bad = CheckStored(Param.data(), T, 0, P.Tensors[T].Elems,
+                                 "16-bit parameter");
       if (Bad.Found)
         return Fail(Bad);
     }
   } else {
     bool HostParams = S.ParamOffload != plan::OffloadDevice::None;
-    std::vector<char> Shards =
-        L.buffer("params16")
-            ? download(at(L.buffer("params16")), L.buffer("params16").Bytes,
-                       !HostParams)
-            : std::vector<char>();
-    if (ParamSwap) {
-      // Laid out as params16 would be, from the swap file.
-      uint64_t End = 0;
-      for (uint32_t T = 0; T < P.Tensors.size(); ++T)
-        if (!P.Tensors[T].Persistent)
-          End = std::max(End, L.shardOffset(T) + P.Tensors[T].ShardElems);
-      Shards.assign(End * PB, 0);
-      std::string Error;
-      for (uint32_t U = 0; U < P.FetchUnits.size(); ++U) {
+    for (uint32_t T = 0; T < P.Tensors.size(); ++T) {
+      const plan::Tensor &Tn = P.Tensors[T];
+      std::vector<char> Stored;
+      if (Tn.Persistent) {
+        Stored = download(A.at(X.Tensors[T].Param), Tn.Elems * PB);
+      } else if (ParamSwap) {
+        // From the swap file, where its unit's shards lie.
+        uint32_t U = Swap->unitOf(T);
         std::vector<char> Block(Swap->unitBytes(U));
+        std::string Error;
         if (!ParamSwap->read(Block.data(), Swap->unitBase(U), Block.size(),
                              Error)) {
           fprintf(stderr, "dsrun --verify: %s\n", Error.c_str());
           return false;
         }
-        for (uint32_t T : P.FetchUnits[U].Tensors)
-          memcpy(Shards.data() + L.shardOffset(T) * PB,
-                 Block.data() + Swap->shardInUnit(T),
-                 P.Tensors[T].ShardElems * PB);
+        const char *Shard = Block.data() + Swap->shardInUnit(T);
+        Stored.assign(Shard, Shard + Tn.ShardElems * PB);
+      } else {
+        Stored = download(A.at(X.Tensors[T].Shard), Tn.ShardElems * PB);
       }
-    }
-    std::vector<char> Persistent =
-        L.buffer("persistent_params")
-            ? download(device("persistent_params"),
-                       L.buffer("persistent_params").Bytes, true)
-            : std::vector<char>();
-    for (uint32_t T = 0; T < P.Tensors.size(); ++T) {
-      const plan::Tensor &X = P.Tensors[T];
       Mismatch Bad =
-          X.Persistent
-              ? CheckStored(Persistent.data() + L.persistentOffset(T) * PB, T,
-                            0, X.Elems, "persistent parameter")
-              : CheckStored(Shards.data() + L.shardOffset(T) * PB, T,
-                            uint64_t(Process.Rank) * X.ShardElems,
-                            X.ShardElems, "parameter shard");
+          Tn.Persistent
+              ? CheckStored(Stored.data(), T, 0, Tn.Elems,
+                            "persistent parameter")
+              : CheckStored(Stored.data(), T,
+                            uint64_t(Process.Rank) * Tn.ShardElems,
+                            Tn.ShardElems, "parameter shard");
       if (Bad.Found)
         return Fail(Bad);
     }
-    // Gather every unit once more and check the whole tensors.
-    cudaStream_t Comm = stream(plan::Stream::Comm);
-    // The program's first gather of each unit, and the copy before it.
+    // Gather every unit once more, the way the program does (with the
+    // copy in from the host, or the read from NVMe and the copy, before
+    // its gather), and check the whole tensors.
+    cudaStream_t Comm = T.stream(plan::Stream::Comm);
+    auto Run = [&](uint32_t I) {
+      Instr C{I, P.Program[I], Comm, 0};
+      issue(C);
+    };
     std::vector<uint32_t> GatherOf(P.FetchUnits.size(), plan::NoIndex),
         CopyBefore(P.FetchUnits.size(), plan::NoIndex),
         ReadBefore(P.FetchUnits.size(), plan::NoIndex);
     for (uint32_t I = 0; I < P.Program.size(); ++I) {
       const plan::Instruction &In = P.Program[I];
-      if (In.Kind == plan::InstrKind::Gather && GatherOf[In.Arg] == plan::NoIndex)
+      if (In.Kind == plan::InstrKind::Gather &&
+          GatherOf[In.Arg] == plan::NoIndex)
         GatherOf[In.Arg] = I;
-      if (In.Kind == plan::InstrKind::Transfer) {
-        const plan::Transfer &X = P.Transfers[In.Arg];
-        if (X.Point == plan::TransferPoint::BeforeGather &&
-            X.Kind == plan::TransferKind::HostToDevice &&
-            CopyBefore[X.Owner] == plan::NoIndex)
-          CopyBefore[X.Owner] = I;
-        if (X.Point == plan::TransferPoint::BeforeGather &&
-            X.Kind == plan::TransferKind::NVMeRead &&
-            ReadBefore[X.Owner] == plan::NoIndex)
-          ReadBefore[X.Owner] = I;
-      }
+      if (In.Kind != plan::InstrKind::Transfer)
+        continue;
+      const plan::Transfer &Tr = P.Transfers[In.Arg];
+      if (Tr.Point != plan::TransferPoint::BeforeGather)
+        continue;
+      std::vector<uint32_t> &First =
+          Tr.Kind == plan::TransferKind::NVMeRead ? ReadBefore : CopyBefore;
+      if (First[Tr.Owner] == plan::NoIndex)
+        First[Tr.Owner] = I;
     }
+    bool Lean = T.Lean;
+    T.Lean = true; // Nothing to time: no events but the instructions' own.
     for (uint32_t U = 0; U < P.FetchUnits.size(); ++U) {
       if (GatherOf[U] == plan::NoIndex)
         continue;
       if (ParamSwap && ReadBefore[U] != plan::NoIndex) {
-        CurrentInstruction = ReadBefore[U];
-        transfer(P.Program[ReadBefore[U]].Arg, 0, Comm);
+        Run(ReadBefore[U]);
+        CHECK_CUDA(cudaStreamSynchronize(Comm));
       }
-      if (HostParams && CopyBefore[U] != plan::NoIndex) {
-        CurrentInstruction = CopyBefore[U];
-        transfer(P.Program[CopyBefore[U]].Arg, 0, Comm);
-      }
-      CurrentInstruction = GatherOf[U];
-      gatherUnit(U, Comm);
-      CurrentInstruction = plan::NoIndex;
-      cudaStreamSynchronize(Comm);
-      BufferView Unit = L.buffer("unit." + std::to_string(U));
-      std::vector<char> Whole = download(at(Unit), Unit.Bytes, true);
-      for (uint32_t T : P.FetchUnits[U].Tensors) {
-        Mismatch Bad = CheckStored(Whole.data() + L.unitOffset(U, T) * PB, T,
-                                   0, P.Tensors[T].Elems, "gathered parameter");
+      if (HostParams && CopyBefore[U] != plan::NoIndex)
+        Run(CopyBefore[U]);
+      Run(GatherOf[U]);
+      CHECK_CUDA(cudaStreamSynchronize(Comm));
+      for (uint32_t Tn : P.FetchUnits[U].Tensors) {
+        std::vector<char> Whole =
+            download(A.at(X.Tensors[Tn].Param), P.Tensors[Tn].Elems * PB);
+        Mismatch Bad = CheckStored(Whole.data(), Tn, 0, P.Tensors[Tn].Elems,
+                                   "gathered parameter");
         if (Bad.Found)
           return Fail(Bad);
       }
     }
+    T.Lean = Lean;
   }
   fprintf(stderr,
           "dsrun --verify: rank %d: %llu owned elements and every parameter "

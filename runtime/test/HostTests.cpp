@@ -10,9 +10,12 @@
 //   - the calibration file dsrun writes (read back by dsc in a lit test);
 //   - token files of both formats, their errors, and the sample order;
 //   - initial weights matched by name, shape and tied name, and saved;
-//   - for every plan given as an argument: each trainable element owned by
-//     exactly one rank, the buffers dsrun looks up present, and memory the
-//     arena reuses never written before its last reader is done.
+//   - for every plan given as an argument, for every rank: each trainable
+//     element owned by exactly one rank, every view inside the rank's
+//     arena, the chunks and pieces of reductions and gathers tiling what
+//     they cut up, the same NCCL calls on every rank, the offload staging
+//     inside the planned host arena and large enough for every copy
+//     through it, and edited plans refused with the buffer named.
 //
 //   dsrunHostTests [plan.bin...]
 //
@@ -25,7 +28,7 @@
 #include "FastDivmod.h"
 #include "HostMath.h"
 #include "Launch.h"
-#include "Layout.h"
+#include "Arena.h"
 #include "LossScaler.h"
 
 #include "dsc/KernelTime.h"
@@ -320,7 +323,7 @@ static void launchers() {
 /// hangs), each inside the device arena; a bucket's reduction covers it.
 static void collectiveChecks(const char *Path, const plan::Plan &P) {
   const plan::Info &S = P.Settings;
-  std::vector<Layout> Ranks;
+  std::vector<Arena> Ranks;
   for (uint32_t R = 0; R < S.WorldSize; ++R)
     Ranks.emplace_back(P, R);
   for (uint32_t I = 0; I < P.Program.size(); ++I) {
@@ -332,59 +335,142 @@ static void collectiveChecks(const char *Path, const plan::Plan &P) {
     EXPECT(Collective == !First.empty() ||
            In.Kind == plan::InstrKind::GatherParams);
     if (In.Kind == plan::InstrKind::Reduce && S.ZeroStage < 3) {
-      const BucketLayout &BL = Ranks[0].Buckets[In.Arg];
+      // Stage 0/1 all-reduce the bucket, stage 2 reduces every piece of it
+      // to its owner: together, the whole bucket.
       uint64_t Covered = 0;
       for (const CollectiveCall &C : First)
         Covered += C.Count;
-      EXPECT(Covered == BL.FlatEnd - BL.FlatBegin);
+      EXPECT(Covered == P.Buckets[In.Arg].Elems);
     }
     if (In.Kind == plan::InstrKind::Gather) {
       // One all-gather of every rank's chunk: its shards of the unit, side
-      // by side in params16 and in the chunk.
-      const Layout &L = Ranks[0];
-      EXPECT(First.size() == 1 && First[0].Count == L.chunkElems(In.Arg));
-      uint64_t Next = 0;
-      for (uint32_t T : P.FetchUnits[In.Arg].Tensors) {
-        EXPECT(L.chunkOffset(In.Arg, T) == Next);
-        EXPECT(L.shardOffset(T) ==
-               L.shardOffset(P.FetchUnits[In.Arg].Tensors[0]) + Next);
-        Next += P.Tensors[T].ShardElems;
-      }
+      // by side in the chunk.
+      const plan::UnitViews &U = P.Places.Units[In.Arg];
+      EXPECT(First.size() == 1 &&
+             First[0].Count * S.WorldSize == P.Views[U.Target].Elems);
     }
-    for (const Layout &L : Ranks) {
-      std::vector<CollectiveCall> Mine = collectiveCalls(L, I);
-      uint64_t Arena = P.Estimates.Ranks[L.Class].DeviceArenaBytes;
+    for (const Arena &A : Ranks) {
+      std::vector<CollectiveCall> Mine = collectiveCalls(A, I);
       if (Mine.size() != First.size()) {
         fprintf(stderr, "%s: instruction %u: rank %u makes %zu NCCL calls, "
                         "rank 0 %zu\n",
-                Path, I, L.Rank, Mine.size(), First.size());
+                Path, I, A.Rank, Mine.size(), First.size());
         ++Failures;
         continue;
       }
       for (size_t K = 0; K < Mine.size(); ++K) {
-        const CollectiveCall &A = Mine[K], &B = First[K];
-        EXPECT(A.Kind == B.Kind && A.Count == B.Count && A.Type == B.Type &&
-               A.Root == B.Root);
-        uint64_t Elem = elementBytes(A.Type);
-        bool Gathered = A.Kind == CollectiveKind::AllGather;
-        bool Scattered = A.Kind == CollectiveKind::ReduceScatter;
-        uint64_t SendBytes = A.Count * Elem * (Scattered ? L.World : 1);
-        uint64_t RecvBytes = A.Count * Elem * (Gathered ? L.World : 1);
-        EXPECT(A.Send + SendBytes <= Arena && A.Recv + RecvBytes <= Arena);
+        const CollectiveCall &C = Mine[K], &B = First[K];
+        EXPECT(C.Kind == B.Kind && C.Count == B.Count && C.Type == B.Type &&
+               C.Root == B.Root);
+        uint64_t Elem = elementBytes(C.Type);
+        bool Gathered = C.Kind == CollectiveKind::AllGather;
+        bool Scattered = C.Kind == CollectiveKind::ReduceScatter;
+        uint64_t SendBytes = C.Count * Elem * (Scattered ? S.WorldSize : 1);
+        uint64_t RecvBytes = C.Count * Elem * (Gathered ? S.WorldSize : 1);
+        EXPECT(C.Send + SendBytes <= A.deviceBytes() &&
+               C.Recv + RecvBytes <= A.deviceBytes());
+        // What a rank sends or receives as its part is its own.
+        if (Gathered)
+          EXPECT(C.Send == C.Recv + A.Rank * C.Count * Elem ||
+                 S.ParamOffload == plan::OffloadDevice::None);
+        if (Scattered)
+          EXPECT(C.Recv == C.Send + A.Rank * C.Count * Elem);
       }
     }
+  }
+}
+
+/// The views every rank reads through cut what they cut up exactly: a
+/// stage-3 bucket's chunk is its tensors' slots side by side, a unit's
+/// chunk likewise, a stage 1/2 bucket its owners' pieces in partition
+/// order; and the offload staging holds every copy that passes through it.
+static void viewChecks(const char *Path, const plan::Plan &P) {
+  const plan::Info &S = P.Settings;
+  const plan::Placement &X = P.Places;
+  for (uint32_t R = 0; R < S.WorldSize; ++R) {
+    Arena A(P, R);
+    for (uint32_t V = 0; V < P.Views.size(); ++V) {
+      uint64_t End = A.offset(V) + P.Views[V].Elems *
+                                       plan::dtypeBytes(P.Views[V].Type);
+      if (End > (A.onDevice(V) ? A.deviceBytes() : A.hostBytes())) {
+        fprintf(stderr, "%s: rank %u: view %u lies past its arena\n", Path, R,
+                V);
+        ++Failures;
+      }
+    }
+    for (uint32_t B = 0; B < P.Buckets.size(); ++B) {
+      const plan::BucketViews &BV = X.Buckets[B];
+      if (S.ZeroStage == 3) {
+        uint64_t Next = A.offset(BV.Chunk);
+        for (const plan::Segment &Seg : P.Buckets[B].Segments) {
+          uint32_t G = X.Tensors[Seg.Tensor].Grad;
+          EXPECT(A.offset(G) == Next);
+          Next += A.elems(G) * plan::dtypeBytes(P.Views[G].Type);
+        }
+        EXPECT(Next == A.offset(BV.Chunk) +
+                           A.elems(BV.Chunk) *
+                               plan::dtypeBytes(P.Views[BV.Chunk].Type));
+      } else if (S.ZeroStage > 0) {
+        uint64_t Next = A.offset(BV.Source);
+        for (const plan::BucketPiece &Piece : BV.Pieces) {
+          EXPECT(A.offset(Piece.View) == Next);
+          Next += A.elems(Piece.View) * plan::dtypeBytes(S.ParamDType);
+        }
+      }
+    }
+    for (uint32_t U = 0; U < P.FetchUnits.size(); ++U) {
+      const plan::UnitViews &UV = X.Units[U];
+      if (UV.Target == plan::NoIndex)
+        continue;
+      uint64_t PB = plan::dtypeBytes(S.ParamDType);
+      uint64_t Next = A.offset(UV.Target) + R * A.elems(UV.Send) * PB;
+      for (uint32_t T : P.FetchUnits[U].Tensors) {
+        EXPECT(A.offset(X.Tensors[T].Chunk) == Next);
+        Next += P.Tensors[T].ShardElems * PB;
+      }
+    }
+  }
+  // Offload staging: in the host arena, pinned, and each copy fits it.
+  if (S.OptimizerOffload != plan::OffloadDevice::None) {
+    uint32_t Grad = X.Runtime.GradStaging, Param = X.Runtime.ParamStaging;
+    EXPECT(Grad != plan::NoIndex && Param != plan::NoIndex);
+    if (Grad == plan::NoIndex || Param == plan::NoIndex)
+      return;
+    for (uint32_t V : {Grad, Param}) {
+      const plan::Buffer &B = P.Buffers[P.Views[V].Buffer];
+      EXPECT(B.Space == plan::MemorySpace::Host && B.Pinned);
+    }
+    uint64_t GradBytes = P.Views[Grad].Elems;
+    for (const plan::BucketViews &BV : X.Buckets) {
+      for (const plan::BucketPiece &Piece : BV.Pieces)
+        EXPECT(P.Views[Piece.View].Elems *
+                   plan::dtypeBytes(P.Views[Piece.View].Type) <=
+               GradBytes);
+      if (BV.Chunk != plan::NoIndex)
+        EXPECT(P.Views[BV.Chunk].Elems *
+                   plan::dtypeBytes(P.Views[BV.Chunk].Type) <=
+               GradBytes);
+    }
+    for (const plan::SubGroup &G : P.Layout.SubGroups)
+      EXPECT(G.Elems <= P.Views[Param].Elems);
   }
 }
 
 /// What an edited plan (YAML turned back into plan.bin) can get wrong is
 /// refused by name before anything runs.
 static void editedPlans(const char *Path, const plan::Plan &Good) {
-  auto Refusal = [&](plan::Plan P) { return checkRuntimeNeeds(Layout(P, 0)); };
+  auto Refusal = [&](const plan::Plan &P) {
+    std::string Why = plan::checkPlan(P);
+    return Why.empty() ? checkRunnable(P) : Why;
+  };
   for (size_t I = 0; I < Good.Buffers.size(); ++I) {
-    const std::string &Name = Good.Buffers[I].Name;
-    if (Name != "optimizer_states" && Name != "grads16" &&
-        Name != "grads_partition" && Name != "nvme_optimizer_buffers")
+    plan::BufferRole Role = Good.Buffers[I].Role;
+    if (Role != plan::BufferRole::OptimizerStates &&
+        Role != plan::BufferRole::Grads16 &&
+        Role != plan::BufferRole::GradPartition &&
+        Role != plan::BufferRole::NVMeOptimizerBuffers)
       continue;
+    const std::string &Name = Good.Buffers[I].Name;
     plan::Plan P = Good;
     P.Buffers[I].Bytes[0] /= 2;
     std::string Why = Refusal(P);
@@ -395,31 +481,38 @@ static void editedPlans(const char *Path, const plan::Plan &Good) {
     }
     P = Good;
     P.Buffers[I].Live.clear();
-    EXPECT(Refusal(P).find("has no") != std::string::npos ||
-           Refusal(P).find(Name) != std::string::npos);
+    EXPECT(!Refusal(P).empty());
   }
   for (size_t I = 0; I < Good.Transfers.size(); ++I) {
     if (Good.Transfers[I].Point != plan::TransferPoint::AfterReduce)
       continue;
     plan::Plan P = Good;
+    // On the host stream, where an NVMe read runs: past checkPlan, and
+    // refused as a transfer dsrun does not carry out for these settings.
     P.Transfers[I].Kind = plan::TransferKind::NVMeRead;
-    EXPECT(Refusal(P).find("does not fit") != std::string::npos);
+    for (plan::Instruction &In : P.Program)
+      if (In.Kind == plan::InstrKind::Transfer && In.Arg == I)
+        In.On = plan::Stream::Host;
+    std::string Why = Refusal(P);
+    if (Why.find("does not fit") == std::string::npos) {
+      fprintf(stderr, "%s: a misplaced NVMe read was not refused: '%s'\n",
+              Path, Why.c_str());
+      ++Failures;
+    }
     break;
   }
   if (!Good.Buckets.empty()) {
+    // A bucket reduced nowhere (contiguous_gradients off) is refused with
+    // what to change.
     plan::Plan P = Good;
-    P.Buckets[0].Segments.clear();
-    EXPECT(!Refusal(P).empty());
+    P.Places.Buckets[0] = plan::BucketViews();
+    EXPECT(Refusal(P).find("contiguous_gradients") != std::string::npos);
   }
-  if (Good.FetchUnits.size() >= 2) {
-    // A tensor in two units, or a persistent one in a unit, would make the
-    // chunk a gather sends hold the wrong bytes.
+  if (!Good.Views.empty()) {
     plan::Plan P = Good;
-    P.FetchUnits[1].Tensors.push_back(P.FetchUnits[0].Tensors[0]);
-    EXPECT(Refusal(P).find("two fetch units") != std::string::npos);
-    P = Good;
-    P.Tensors[P.FetchUnits[0].Tensors[0]].Persistent = true;
-    EXPECT(Refusal(P).find("persistent") != std::string::npos);
+    P.Views[0].RankStride = uint64_t(1) << 40;
+    EXPECT(Refusal(P).find("view 0") != std::string::npos ||
+           Good.Settings.WorldSize == 1);
   }
 }
 
@@ -435,6 +528,10 @@ static void planChecks(const char *Path) {
     return;
   }
   EXPECT(plan::checkPlan(*P).empty());
+  if (std::string Short = checkRunnable(*P); !Short.empty()) {
+    fprintf(stderr, "%s: %s\n", Path, Short.c_str());
+    ++Failures;
+  }
   const plan::Info &S = P->Settings;
   // Every trainable element is updated by exactly one rank (by every rank
   // at stage 0, where each holds a full replica).
@@ -442,39 +539,15 @@ static void planChecks(const char *Path) {
   std::vector<std::vector<uint8_t>> Owners(P->Tensors.size());
   for (uint32_t T = 0; T < P->Tensors.size(); ++T)
     Owners[T].assign(P->Tensors[T].Elems, 0);
-  for (uint32_t R = 0; R < S.WorldSize; ++R) {
-    Layout L(*P, R);
-    for (const OwnedRange &O : L.Owned) {
+  for (uint32_t R = 0; R < S.WorldSize; ++R)
+    for (const plan::OwnedPiece &O : plan::ownedPieces(*P, R)) {
       EXPECT(O.End <= P->Tensors[O.Tensor].Elems);
+      EXPECT(O.PartitionOffset + (O.End - O.Begin) <=
+             (S.ZeroStage == 0 ? P->Layout.FlatElems
+                               : P->Layout.PartitionElems));
       for (uint64_t E = O.Begin; E < O.End; ++E)
         ++Owners[O.Tensor][E];
     }
-    // What dsrun looks up is there, with the bytes it touches.
-    std::string Short = checkRuntimeNeeds(L);
-    if (!Short.empty()) {
-      fprintf(stderr, "%s: rank %u: %s\n", Path, R, Short.c_str());
-      ++Failures;
-    }
-    EXPECT(L.buffer("params16") || L.buffer("persistent_params") ||
-           S.ParamOffload == plan::OffloadDevice::NVMe);
-    if (S.OptimizerOffload == plan::OffloadDevice::NVMe)
-      EXPECT(L.buffer("nvme_optimizer_buffers").Bytes >=
-             3 * 4 * (L.SubGroupRange.empty()
-                          ? 0
-                          : L.SubGroupRange[0].second -
-                                L.SubGroupRange[0].first));
-    else
-      EXPECT(L.buffer("optimizer_states"));
-    if (S.ParamOffload == plan::OffloadDevice::NVMe)
-      EXPECT(L.buffer("nvme_param_buffers") &&
-             SwapLayout(L).LargestUnitBytes <= S.AioBufferBytes);
-    for (const plan::Bucket &B : P->Buckets)
-      if (B.BufferIndex != plan::NoIndex)
-        EXPECT(L.buffer("ipg." + std::to_string(B.BufferIndex)));
-    for (uint32_t U = 0; U < P->FetchUnits.size(); ++U)
-      EXPECT(L.buffer("unit." + std::to_string(U)).Bytes >=
-             L.unitElems(U) * plan::dtypeBytes(S.ParamDType));
-  }
   for (uint32_t T = 0; T < P->Tensors.size(); ++T)
     if (P->Tensors[T].Role == plan::TensorRole::Trainable)
       for (uint64_t E = 0; E < P->Tensors[T].Elems; ++E)
@@ -485,28 +558,22 @@ static void planChecks(const char *Path) {
           ++Failures;
           break;
         }
+  if (S.ParamOffload == plan::OffloadDevice::NVMe)
+    EXPECT(SwapLayout(*P).LargestUnitBytes <= S.AioBufferBytes);
   collectiveChecks(Path, *P);
+  viewChecks(Path, *P);
   editedPlans(Path, *P);
   // Swap-file regions: aligned and disjoint.
   {
-    Layout L(*P, 0);
-    SwapLayout W(L);
+    SwapLayout W(*P);
     uint64_t End = 0;
-    for (uint32_t G = 0; G < L.SubGroupRange.size(); ++G)
+    for (uint32_t G = 0; G < P->Layout.SubGroups.size(); ++G)
       for (unsigned K = 0; K < 3; ++K) {
         EXPECT(W.optimizerRegion(G, K) % SwapFile::Alignment == 0);
         EXPECT(W.optimizerRegion(G, K) >= End);
-        End = W.optimizerRegion(G, K) +
-              (L.SubGroupRange[G].second - L.SubGroupRange[G].first) * 4;
+        End = W.optimizerRegion(G, K) + P->Layout.SubGroups[G].Elems * 4;
       }
     EXPECT(End <= W.OptimizerFileBytes);
-  }
-  for (size_t C = 0; C < P->Layout.RankClasses.size(); ++C) {
-    std::string Hazard = checkMemoryOrdering(*P, C);
-    if (!Hazard.empty()) {
-      fprintf(stderr, "%s: %s\n", Path, Hazard.c_str());
-      ++Failures;
-    }
   }
 }
 

@@ -14,7 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ComputeKernels.h"
-#include "Layout.h"
+#include "Arena.h"
 
 #include "dsc/ReferenceExecutor.h"
 

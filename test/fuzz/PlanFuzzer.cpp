@@ -5,9 +5,10 @@
 // is also read with its size and checksum fields repaired: that is what
 // reaches the section decoders. A plan that reads and passes checkPlan
 // must then print (YAML, estimate JSON and text) without crashing, and
-// go through what dsrun derives from a plan before it touches a GPU (the
-// rank's layout, its refusal of what it cannot run, its NCCL calls, its
-// swap-file layout, the memory-ordering check): a message, never a crash.
+// go through what dsrun derives from a plan before it touches a GPU (every
+// view resolved for a rank, its refusal of what it cannot run, its NCCL
+// calls, its swap-file layout): a message, never a crash. A view that
+// checkPlan passes but that lies outside the rank's arena is a finding.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,7 +18,7 @@
 #include "dsc/Plan/Report.h"
 
 #include "Collectives.h"
-#include "Layout.h"
+#include "Arena.h"
 #include "Nvme.h"
 
 #include <cstdint>
@@ -34,16 +35,20 @@ static void use(const plan::Plan &P) {
   OS << estimateJSON(P);
   printEstimateText(OS, P);
   // dsrun's host side, for the first and the last rank.
+  if (!dsrun::checkRunnable(P).empty())
+    return;
   for (uint32_t Rank : {0u, P.Settings.WorldSize - 1}) {
-    dsrun::Layout L(P, Rank);
-    if (!dsrun::checkRuntimeNeeds(L).empty())
-      continue;
+    dsrun::Arena A(P, Rank);
+    for (uint32_t V = 0; V < P.Views.size(); ++V) {
+      uint64_t End = A.offset(V) + P.Views[V].Elems *
+                                       plan::dtypeBytes(P.Views[V].Type);
+      if (End > (A.onDevice(V) ? A.deviceBytes() : A.hostBytes()))
+        __builtin_trap();
+    }
     for (uint32_t I = 0; I < P.Program.size(); ++I)
-      (void)dsrun::collectiveCalls(L, I);
-    dsrun::SwapLayout Swap(L);
+      (void)dsrun::collectiveCalls(A, I);
+    dsrun::SwapLayout Swap(P);
     (void)Swap;
-    if (P.Buffers.size() <= 256)
-      (void)dsrun::checkMemoryOrdering(P, L.Class);
   }
 }
 

@@ -12,6 +12,7 @@
 //   offload    host/NVMe transfers of the optimizer step      (Offload.cpp)
 //   schedule   the instruction stream of one step             (Schedule.cpp)
 //   memory     buffers, lifetimes, arena offsets              (MemoryPlan.cpp)
+//   placement  views of tensors, shards, chunks, staging      (Placement.cpp)
 //   estimate   per-rank peaks, fixed costs, DeepSpeed's view  (Estimate.cpp)
 //
 // Lowering needs the config and the model; every pass after it reads and
@@ -103,6 +104,7 @@ llvm::Error runPrefetchPass(plan::Plan &P);
 llvm::Error runOffloadPass(plan::Plan &P);
 llvm::Error runSchedulePass(plan::Plan &P);
 llvm::Error runMemoryPass(plan::Plan &P);
+llvm::Error runPlacementPass(plan::Plan &P);
 llvm::Error runEstimatePass(plan::Plan &P);
 
 } // namespace dsc
