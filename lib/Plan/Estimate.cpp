@@ -31,7 +31,7 @@ uint64_t arenaBytes(const plan::Plan &P, plan::MemorySpace Space, size_t C) {
 template <typename Pred>
 uint64_t replay(const plan::Plan &P, Pred Free) {
   std::vector<uint64_t> Finish(P.Program.size());
-  uint64_t StreamFree[5] = {};
+  uint64_t StreamFree[plan::NumStreams] = {};
   uint64_t Last = 0;
   for (size_t I = 0; I < P.Program.size(); ++I) {
     const plan::Instruction &In = P.Program[I];

@@ -24,6 +24,7 @@
 
 #include "dsc/KernelTime.h"
 
+#include <array>
 #include <cstdlib>
 
 #include "llvm/ADT/DenseMap.h"
@@ -42,11 +43,9 @@ uint64_t collectiveNanos(plan::Collective Kind, uint64_t Bytes,
       Rate = R.BusBytesPerSec;
   if (World <= 1 || !Rate)
     return 0;
-  double Factor = Kind == plan::Collective::AllReduce
-                      ? 2.0 * (World - 1) / World
-                      : double(World - 1) / World;
   return H.CollectiveLatencyNanos +
-         transferNanos(uint64_t(double(Bytes) * Factor), Rate);
+         transferNanos(uint64_t(double(Bytes) * plan::busFactor(Kind, World)),
+                       Rate);
 }
 
 namespace {
@@ -92,15 +91,20 @@ private:
   void transfersAt(plan::TransferPoint Point, uint32_t Owner,
                    std::vector<uint32_t> Waits, uint32_t Micro,
                    std::vector<uint32_t> *Emitted = nullptr);
-  uint32_t lastComputeInstruction() const { return LastOn[0]; }
+  uint32_t lastComputeInstruction() const {
+    return LastOn[unsigned(plan::Stream::Compute)];
+  }
 
   plan::Plan &P;
   const plan::Info &S;
   const plan::Hardware &H;
   std::vector<uint32_t> UnitOfModule;
   /// Last instruction emitted on each stream (NoIndex: none yet).
-  uint32_t LastOn[5] = {plan::NoIndex, plan::NoIndex, plan::NoIndex,
-                        plan::NoIndex, plan::NoIndex};
+  std::array<uint32_t, plan::NumStreams> LastOn = [] {
+    std::array<uint32_t, plan::NumStreams> None;
+    None.fill(plan::NoIndex);
+    return None;
+  }();
   /// Stage 3: the Gather instruction of each live unit.
   DenseMap<uint32_t, uint32_t> Live;
   uint64_t LiveElems = 0;

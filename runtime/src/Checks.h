@@ -39,6 +39,9 @@ std::string whereNow();
       dsrun::fatalError(std::string(#Call) + " failed: " +                     \
                         ncclGetErrorString(E_) + dsrun::whereNow());           \
   } while (0)
+/// After a kernel launch: a launch that failed (bad configuration, no
+/// kernel image for this GPU) says so here, not at some later call.
+#define CHECK_LAUNCH() CHECK_CUDA(cudaGetLastError())
 #define CHECK_CUBLAS(Call)                                                     \
   do {                                                                         \
     cublasStatus_t E_ = (Call);                                                \

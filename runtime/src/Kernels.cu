@@ -7,6 +7,8 @@
 
 #include "Kernels.h"
 
+#include "Checks.h"
+
 #include <algorithm>
 #include <type_traits>
 
@@ -124,6 +126,7 @@ void launchFillGrad(void *Dst, ElementType T, uint64_t N, uint64_t RealN,
     fillGrad<<<blocksFor(N), Threads, 0, S>>>(Dst, T, N, RealN, Rank, Now,
                                               Micro, Tensor, ElemBase,
                                               Accumulate);
+  CHECK_LAUNCH();
 }
 
 void launchCopyConvert(void *Dst, ElementType DstT, const void *Src,
@@ -132,6 +135,7 @@ void launchCopyConvert(void *Dst, ElementType DstT, const void *Src,
   if (N)
     copyConvert<<<blocksFor(N), Threads, 0, S>>>(Dst, DstT, Src, SrcT, N,
                                                  Accumulate);
+  CHECK_LAUNCH();
 }
 
 void launchScatterToChunks(void *Bucket, ElementType BucketT, const void *Grad,
@@ -142,6 +146,7 @@ void launchScatterToChunks(void *Bucket, ElementType BucketT, const void *Grad,
     scatterToChunks<<<blocksFor(Shard * World), Threads, 0, S>>>(
         Bucket, BucketT, Grad, GradT, RealN, Shard, World, ChunkElems,
         ChunkOffset);
+  CHECK_LAUNCH();
 }
 
 void launchUnpackUnit(void *Unit, const void *Chunks, unsigned ElementBytes,
@@ -171,6 +176,7 @@ void launchUnpackUnit(void *Unit, const void *Chunks, unsigned ElementBytes,
     unpackUnit<W><<<Grid, Threads, 0, S>>>(static_cast<W *>(Unit),
                                            static_cast<const W *>(Chunks),
                                            Words, World, ChunkElems / Per);
+    CHECK_LAUNCH();
   };
   if (All % 16 == 0)
     Launch(static_cast<uint4 *>(nullptr));
@@ -187,6 +193,7 @@ void launchAdamW(float *Master, float *M, float *V, const float *Grad,
                  cudaStream_t S) {
   if (N)
     adamw<<<blocksFor(N), Threads, 0, S>>>(Master, M, V, Grad, N, A, Now);
+  CHECK_LAUNCH();
 }
 
 /// Each of NormBlocks blocks adds the squares of its grid-stride share of
@@ -246,16 +253,19 @@ void launchSumSquares(const void *X, ElementType T, uint64_t N,
                       float *Partials, unsigned Blocks, cudaStream_t S) {
   if (N)
     sumSquares<<<Blocks, Threads, 0, S>>>(X, T, N, Partials);
+  CHECK_LAUNCH();
 }
 
 void launchSumPartials(float *Partials, unsigned Blocks, float *Out,
                        cudaStream_t S) {
   sumPartials<<<1, 1, 0, S>>>(Partials, Blocks, Out);
+  CHECK_LAUNCH();
 }
 
 void launchClipFactor(float *SumOfSquares, float Scale, float MaxNorm,
                       StepValues *Now, cudaStream_t S) {
   clipFactor<<<1, 1, 0, S>>>(SumOfSquares, Scale, MaxNorm, Now);
+  CHECK_LAUNCH();
 }
 
 void launchInitWeights(void *Params, ElementType T, float *Master,
@@ -264,6 +274,7 @@ void launchInitWeights(void *Params, ElementType T, float *Master,
   if (N)
     initWeights<<<blocksFor(N), Threads, 0, S>>>(Params, T, Master, Tensor,
                                                  ElemBase, N, RealN);
+  CHECK_LAUNCH();
 }
 
 void launchTouch(void *Buffer, uint64_t Bytes, cudaStream_t S) {
@@ -271,6 +282,7 @@ void launchTouch(void *Buffer, uint64_t Bytes, cudaStream_t S) {
   if (Words)
     touch<<<blocksFor(Words), Threads, 0, S>>>(static_cast<uint4 *>(Buffer),
                                                Words);
+  CHECK_LAUNCH();
 }
 
 } // namespace dsrun

@@ -56,6 +56,9 @@ std::string ModelProgram::run(uint32_t Begin, uint32_t End, uint64_t Seed,
       CHECK_CUDA(cudaEventRecord(T.Begin, S));
     }
     std::string Problem = launchComputeKernel(P->Kernels[K], Operands[K], C, S);
+    // Every launch checked where it happens, so a failure names its kernel.
+    if (cudaError_t E = cudaGetLastError(); Problem.empty() && E != cudaSuccess)
+      Problem = std::string("its launch failed: ") + cudaGetErrorString(E);
     if (Profiling) {
       CHECK_CUDA(cudaEventRecord(T.End, S));
       Launches.push_back(T);

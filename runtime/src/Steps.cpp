@@ -256,12 +256,12 @@ void Executor::optimizerStep(const Instr &C) {
   const plan::PartitionViews &O = P.Places.Owned;
   uint64_t Lo = P.Places.SubGroups[G].Begin;
   uint64_t N = P.Layout.SubGroups[G].Elems;
-  uint32_t Rank = Process.Rank;
-  // The owned pieces of this sub-group: stage 3 writes updated shards back
-  // tensor by tensor.
-  auto InGroup = [&](const plan::OwnedPiece &Piece) {
-    return Piece.PartitionOffset >= Lo && Piece.PartitionOffset < Lo + N;
-  };
+  // The pieces this rank owns in the sub-group: stage 3 writes the updated
+  // shards back tensor by tensor.
+  std::vector<plan::OwnedPiece> Pieces;
+  for (const plan::OwnedPiece &Piece : plan::ownedPieces(P, Process.Rank))
+    if (Piece.PartitionOffset >= Lo && Piece.PartitionOffset < Lo + N)
+      Pieces.push_back(Piece);
 
   if (C.In.On == plan::Stream::Host) {
     uint32_t I = C.Index;
@@ -285,8 +285,8 @@ void Executor::optimizerStep(const Instr &C) {
         return; // On NVMe: written by the transfer after the step.
       // Parameters live on the host: the update lands there directly
       // (persistent ones go back to the device as a transfer).
-      for (const plan::OwnedPiece &Piece : plan::ownedPieces(P, Rank)) {
-        if (!InGroup(Piece) || P.Tensors[Piece.Tensor].Persistent)
+      for (const plan::OwnedPiece &Piece : Pieces) {
+        if (P.Tensors[Piece.Tensor].Persistent)
           continue;
         timedConvert(I, A.at(P.Places.Tensors[Piece.Tensor].Shard), ParamType,
                      H.Master + (Piece.PartitionOffset - Lo), ElementType::F32,
@@ -297,7 +297,7 @@ void Executor::optimizerStep(const Instr &C) {
   }
 
   // On the device: this sub-group's gradients as fp32, then the update.
-  uint64_t Real = plan::ownedRealElems(P, Rank);
+  uint64_t Real = plan::ownedRealElems(P, Process.Rank);
   float *Grad = nullptr;
   if (Stage < 3) {
     // fp32 training at stage 0 steps from the gradients themselves.
@@ -329,12 +329,10 @@ void Executor::optimizerStep(const Instr &C) {
                         ElementType::F32, N, false, C.S);
     return;
   }
-  for (const plan::OwnedPiece &Piece : plan::ownedPieces(P, Rank))
-    if (InGroup(Piece))
-      launchCopyConvert(A.at(P.Places.Tensors[Piece.Tensor].Shard), ParamType,
-                        Master + (Piece.PartitionOffset - Lo),
-                        ElementType::F32, Piece.End - Piece.Begin, false,
-                        C.S);
+  for (const plan::OwnedPiece &Piece : Pieces)
+    launchCopyConvert(A.at(P.Places.Tensors[Piece.Tensor].Shard), ParamType,
+                      Master + (Piece.PartitionOffset - Lo), ElementType::F32,
+                      Piece.End - Piece.Begin, false, C.S);
 }
 
 } // namespace dsrun

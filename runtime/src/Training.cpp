@@ -273,8 +273,7 @@ void Executor::runKernels(const Instr &C, bool Backward) {
                       ((uint64_t(In.Micro) << 32) | Process.Rank));
   std::string Problem = Model.run(R.Begin, R.End, Seed, C.S, Evaluating);
   if (!Problem.empty())
-    fatalError(Problem);
-  CHECK_CUDA(cudaGetLastError());
+    fatalError(Problem + whereNow());
   if (!Backward)
     for (uint32_t K = R.Begin; K < R.End; ++K)
       if (P.Kernels[K].Kind == plan::KernelKind::CrossEntropy)
