@@ -19,8 +19,25 @@
 
 namespace dsc::plan {
 
-/// "" when the plan is consistent, else what is wrong.
-std::string checkPlan(const Plan &P);
+/// How far the planner has come: what a plan holds after lowering and
+/// after each pass, in the order the planner runs them (planPasses() in
+/// lib/Plan/Planner.cpp). A plan written to a file is Complete; the pass
+/// driver (dsc opt) checks a partial plan as far as it has come.
+enum class PlanStage {
+  Lowered,
+  Partitioned,
+  Bucketed,
+  Prefetched,
+  Offloaded,
+  Scheduled,
+  MemoryPlanned,
+  Placed,
+  Complete,
+};
+
+/// "" when the plan is consistent, else what is wrong. A partial plan
+/// (Stage before Complete) is checked in what the passes up to Stage fill.
+std::string checkPlan(const Plan &P, PlanStage Stage = PlanStage::Complete);
 
 /// The memory part of checkPlan (lib/PlanFormat/PlacementCheck.cpp): every
 /// view inside its buffer for every rank, the placement's views of the

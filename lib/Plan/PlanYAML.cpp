@@ -160,7 +160,7 @@ Expected<plan::Plan> readPlanYAML(StringRef Text, StringRef Path) {
   return P;
 }
 
-Expected<plan::Plan> readPlanFile(StringRef Path) {
+Expected<plan::Plan> readPlanFile(StringRef Path, plan::PlanStage Stage) {
   ErrorOr<std::unique_ptr<MemoryBuffer>> B =
       MemoryBuffer::getFile(Path, /*IsText=*/false,
                             /*RequiresNullTerminator=*/false);
@@ -188,7 +188,7 @@ Expected<plan::Plan> readPlanFile(StringRef Path) {
       return Y.takeError();
     P = std::move(*Y);
   }
-  std::string Problem = plan::checkPlan(*P);
+  std::string Problem = plan::checkPlan(*P, Stage);
   if (!Problem.empty())
     return createStringError(inconvertibleErrorCode(),
                              "%s: inconsistent plan: %s", Path.str().c_str(),

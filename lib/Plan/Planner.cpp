@@ -24,6 +24,10 @@ ArrayRef<PlanPass> planPasses() {
       {"estimate", "per-rank peaks, DeepSpeed's figures, step time",
        runEstimatePass},
   };
+  // One stage of the verifier per pass, in this order (dsc/PlanCheck.h).
+  static_assert(sizeof(Passes) / sizeof(Passes[0]) ==
+                    size_t(plan::PlanStage::Complete),
+                "a pass without its PlanStage");
   return Passes;
 }
 

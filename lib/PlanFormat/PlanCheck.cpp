@@ -332,7 +332,8 @@ std::string checkCompute(const Plan &P) {
 
 } // namespace
 
-std::string checkPlan(const Plan &P) {
+std::string checkPlan(const Plan &P, PlanStage Stage) {
+  auto Has = [&](PlanStage S) { return Stage >= S; };
   auto Bad = [](const std::string &What, size_t I) {
     return What + " " + std::to_string(I) + " is out of range";
   };
@@ -406,7 +407,8 @@ std::string checkPlan(const Plan &P) {
     if (Product != T.Elems)
       return "tensor " + std::to_string(I) + ": its shape does not have " +
              std::to_string(T.Elems) + " elements";
-    if (S.ZeroStage == 3 && T.ShardElems != (T.Elems + W - 1) / W)
+    if (Has(PlanStage::Partitioned) && S.ZeroStage == 3 &&
+        T.ShardElems != (T.Elems + W - 1) / W)
       return "tensor " + std::to_string(I) + ": its shard is not its "
              "elements divided over the ranks";
   }
@@ -443,7 +445,7 @@ std::string checkPlan(const Plan &P) {
   for (const SubGroup &G : L.SubGroups)
     if (G.FirstTensor > G.EndTensor || G.EndTensor > L.Order.size())
       return "a sub-group lies outside the partition order";
-  if (NC == 0)
+  if (NC == 0 && Has(PlanStage::Partitioned))
     return "no rank classes";
   std::vector<RankRange> Ranges;
   for (const RankClass &C : L.RankClasses)
@@ -459,7 +461,7 @@ std::string checkPlan(const Plan &P) {
       return "rank classes do not cover every rank exactly once";
     Next = uint64_t(R.First) + R.Count;
   }
-  if (Next != W)
+  if (Next != W && Has(PlanStage::Partitioned))
     return "rank classes do not cover every rank exactly once";
 
   for (size_t I = 0; I < NB; ++I) {
@@ -564,7 +566,7 @@ std::string checkPlan(const Plan &P) {
     if (G)
       return "a fetch unit is still gathered at the end of the step";
 
-  if (P.Estimates.Ranks.size() != NC)
+  if (Has(PlanStage::Complete) && P.Estimates.Ranks.size() != NC)
     return "the estimate does not have one entry per rank class";
   for (size_t I = 0; I < P.Buffers.size(); ++I) {
     const Buffer &B = P.Buffers[I];
@@ -578,7 +580,7 @@ std::string checkPlan(const Plan &P) {
                    I);
       After = Lv.End;
     }
-    for (size_t C = 0; C < NC; ++C) {
+    for (size_t C = 0; C < NC && Has(PlanStage::Complete); ++C) {
       const RankEstimate &R = P.Estimates.Ranks[C];
       uint64_t Arena = B.Space == MemorySpace::Device ? R.DeviceArenaBytes
                                                       : R.HostArenaBytes;
@@ -592,9 +594,10 @@ std::string checkPlan(const Plan &P) {
       return "the peak instruction is out of range";
   if (std::string E = checkCompute(P); !E.empty())
     return E;
-  if (std::string E = checkPlacement(P); !E.empty())
-    return E;
-  for (size_t C = 0; C < NC; ++C)
+  if (Has(PlanStage::Placed))
+    if (std::string E = checkPlacement(P); !E.empty())
+      return E;
+  for (size_t C = 0; C < NC && Has(PlanStage::MemoryPlanned); ++C)
     if (std::string E = checkMemoryOrdering(P, C); !E.empty())
       return E;
   return "";

@@ -20,6 +20,7 @@ extern llvm::cl::SubCommand PlanCommand;
 extern llvm::cl::SubCommand EstimateCommand;
 extern llvm::cl::SubCommand ShowCommand;
 extern llvm::cl::SubCommand DotCommand;
+extern llvm::cl::SubCommand OptCommand;
 
 int runLint();
 int runExplain();
@@ -31,6 +32,7 @@ int runPlan();
 int runEstimate();
 int runShow();
 int runDot();
+int runOpt();
 
 } // namespace dsc::tool
 

@@ -29,7 +29,8 @@ int main(int argc, char **argv) {
           "  dsc plan ds_config.json model.onnx -o plan.bin  lower to a plan\n"
           "  dsc estimate ds_config.json model.onnx  memory per rank\n"
           "  dsc show plan.bin            print a plan as YAML\n"
-          "  dsc dot plan.bin -o plan.svg draw a plan\n",
+          "  dsc dot plan.bin -o plan.svg draw a plan\n"
+          "  dsc opt plan.yaml --pass=P   run planner passes one by one\n",
           &errs()))
     return ExitUsage;
   if (LintCommand)
@@ -52,6 +53,8 @@ int main(int argc, char **argv) {
     return runShow();
   if (DotCommand)
     return runDot();
+  if (OptCommand)
+    return runOpt();
   errs() << "dsc: no command given; try 'dsc --help'\n";
   return ExitUsage;
 }

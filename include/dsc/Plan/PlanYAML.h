@@ -9,6 +9,7 @@
 #ifndef DSC_PLAN_PLANYAML_H
 #define DSC_PLAN_PLANYAML_H
 
+#include "dsc/PlanCheck.h"
 #include "dsc/PlanFormat.h"
 
 #include "llvm/Support/Error.h"
@@ -21,8 +22,11 @@ llvm::Expected<plan::Plan> readPlanYAML(llvm::StringRef Text,
                                         llvm::StringRef Path);
 
 /// Reads plan.bin, or a YAML plan (told apart by the binary header), and
-/// checks its consistency.
-llvm::Expected<plan::Plan> readPlanFile(llvm::StringRef Path);
+/// checks its consistency as far as the planner has come (a partial plan
+/// for the pass driver, dsc opt).
+llvm::Expected<plan::Plan>
+readPlanFile(llvm::StringRef Path,
+             plan::PlanStage Stage = plan::PlanStage::Complete);
 llvm::Error writePlanFile(llvm::StringRef Path, const plan::Plan &P);
 
 } // namespace dsc
