@@ -588,10 +588,7 @@ Error Importer::importNode(const dsc::Node &N) {
   if (!A)
     return A.takeError();
   if (N.OpType == "Constant") {
-    const onnx::AttributeProto *Value = nullptr;
-    if (N.Proto)
-      for (const onnx::AttributeProto &P : N.Proto->attribute())
-        Value = &P;
+    const onnx::AttributeProto *Value = attribute(N, "value");
     HostTensor T;
     if (Value && Value->type() == onnx::AttributeProto_AttributeType_TENSOR) {
       Expected<HostTensor> H = tensorFromProto(Value->t());

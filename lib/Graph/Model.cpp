@@ -2,6 +2,8 @@
 
 #include "dsc/Graph/Model.h"
 
+#include "onnx/onnx_pb.h"
+
 using namespace llvm;
 
 namespace dsc {
@@ -96,6 +98,29 @@ const Initializer *Model::initializer(StringRef Name) const {
 int Model::producer(StringRef Tensor) const {
   auto It = ProducerIndex.find(Tensor);
   return It == ProducerIndex.end() ? -1 : int(It->second);
+}
+
+const onnx::AttributeProto *attribute(const Node &N, StringRef Name) {
+  if (N.Proto)
+    for (const onnx::AttributeProto &A : N.Proto->attribute())
+      if (A.name() == Name)
+        return &A;
+  return nullptr;
+}
+
+std::optional<int64_t> intAttribute(const Node &N, StringRef Name) {
+  const onnx::AttributeProto *A = attribute(N, Name);
+  if (A && A->type() == onnx::AttributeProto_AttributeType_INT)
+    return A->i();
+  return std::nullopt;
+}
+
+std::optional<std::vector<int64_t>> intsAttribute(const Node &N,
+                                                  StringRef Name) {
+  const onnx::AttributeProto *A = attribute(N, Name);
+  if (!A || A->type() != onnx::AttributeProto_AttributeType_INTS)
+    return std::nullopt;
+  return std::vector<int64_t>(A->ints().begin(), A->ints().end());
 }
 
 } // namespace dsc

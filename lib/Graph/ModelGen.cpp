@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dsc/Graph/ModelGen.h"
+#include "dsc/Version.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -23,7 +24,7 @@ public:
   explicit Builder(const TransformerSpec &S) : S(S) {
     M.set_ir_version(8);
     M.set_producer_name("dsc-modelgen");
-    M.set_producer_version("0.1");
+    M.set_producer_version(Version);
     auto *Op = M.add_opset_import();
     Op->set_domain("");
     Op->set_version(17);

@@ -106,14 +106,6 @@ private:
   StringMap<std::vector<Use>> Consumers;
 };
 
-int64_t intAttr(const onnx::NodeProto *P, StringRef Name, int64_t Default) {
-  if (P)
-    for (const onnx::AttributeProto &A : P->attribute())
-      if (A.name() == Name && A.type() == onnx::AttributeProto_AttributeType_INT)
-        return A.i();
-  return Default;
-}
-
 /// The role a use gives a floating-point initializer, or nullopt when the
 /// use says nothing either way.
 std::optional<std::pair<TensorRole, std::string>> roleOfUse(const Node &N,
@@ -350,7 +342,7 @@ Expected<ModelFacts> analyzeModel(const Model &M,
         if (N.OpType == "MatMul" && U.Slot == 1 && Init.Dims.size() == 2)
           ++Widths[U.Transposed ? Init.Dims[1] : Init.Dims[0]];
         else if (N.OpType == "Gemm" && U.Slot == 1 && Init.Dims.size() == 2)
-          ++Widths[intAttr(N.Proto, "transB", 0) ? Init.Dims[1]
+          ++Widths[intAttribute(N, "transB").value_or(0) ? Init.Dims[1]
                                                   : Init.Dims[0]];
         else if (N.OpType == "Conv" && U.Slot == 1)
           WidestConv = std::max(WidestConv, Init.Dims[0]);

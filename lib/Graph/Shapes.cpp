@@ -185,28 +185,6 @@ InputSymbols classifyInputSymbols(const Model &M) {
 
 namespace {
 
-const onnx::AttributeProto *attr(const Node &N, StringRef Name) {
-  if (N.Proto)
-    for (const onnx::AttributeProto &A : N.Proto->attribute())
-      if (A.name() == Name)
-        return &A;
-  return nullptr;
-}
-
-std::optional<int64_t> intAttr(const Node &N, StringRef Name) {
-  const onnx::AttributeProto *A = attr(N, Name);
-  if (A && A->type() == onnx::AttributeProto_AttributeType_INT)
-    return A->i();
-  return std::nullopt;
-}
-
-std::optional<std::vector<int64_t>> intsAttr(const Node &N, StringRef Name) {
-  const onnx::AttributeProto *A = attr(N, Name);
-  if (!A || A->type() != onnx::AttributeProto_AttributeType_INTS)
-    return std::nullopt;
-  return std::vector<int64_t>(A->ints().begin(), A->ints().end());
-}
-
 /// The integer values of a small tensor, when they are in the proto.
 std::optional<std::vector<int64_t>> tensorInts(const onnx::TensorProto &T) {
   std::vector<int64_t> Out;
@@ -254,7 +232,7 @@ public:
   Inferrer(const Model &M, StringMap<TensorType> &Types) : M(M), Types(Types) {
     for (const Node &N : M.Nodes)
       if (N.OpType == "Constant" && !N.Outputs.empty())
-        if (const onnx::AttributeProto *A = attr(N, "value"))
+        if (const onnx::AttributeProto *A = attribute(N, "value"))
           if (A->has_t())
             ConstantValues[N.Outputs[0]] = &A->t();
     if (M.Proto)
@@ -391,8 +369,8 @@ void Inferrer::inferValue(const Node &N) {
     if (!X || !X->Ranked)
       return;
     int64_t Rank = int64_t(X->Shape.size());
-    int64_t Start = intAttr(N, "start").value_or(0);
-    int64_t End = intAttr(N, "end").value_or(Rank);
+    int64_t Start = intAttribute(N, "start").value_or(0);
+    int64_t End = intAttribute(N, "end").value_or(Rank);
     Start = std::clamp<int64_t>(Start < 0 ? Start + Rank : Start, 0, Rank);
     End = std::clamp<int64_t>(End < 0 ? End + Rank : End, 0, Rank);
     Values[Out] = End > Start ? std::vector<Dim>(X->Shape.begin() + Start,
@@ -411,16 +389,16 @@ void Inferrer::inferValue(const Node &N) {
   }
   if (Op == "Constant") {
     std::vector<Dim> V;
-    if (const onnx::AttributeProto *A = attr(N, "value"); A && A->has_t()) {
+    if (const onnx::AttributeProto *A = attribute(N, "value"); A && A->has_t()) {
       std::optional<std::vector<int64_t>> C = tensorInts(A->t());
       if (!C)
         return;
       for (int64_t I : *C)
         V.push_back(Dim::of(I));
-    } else if (std::optional<int64_t> I = intAttr(N, "value_int")) {
+    } else if (std::optional<int64_t> I = intAttribute(N, "value_int")) {
       V.push_back(Dim::of(*I));
     } else if (std::optional<std::vector<int64_t>> Is =
-                   intsAttr(N, "value_ints")) {
+                   intsAttribute(N, "value_ints")) {
       for (int64_t I : *Is)
         V.push_back(Dim::of(I));
     } else {
@@ -440,7 +418,7 @@ void Inferrer::inferValue(const Node &N) {
   }
   if (Op == "Gather") {
     std::optional<std::vector<Dim>> Idx = valueOf(N, 1);
-    if (!Idx || intAttr(N, "axis").value_or(0) != 0)
+    if (!Idx || intAttribute(N, "axis").value_or(0) != 0)
       return;
     std::vector<Dim> V;
     for (const Dim &I : *Idx) {
@@ -562,7 +540,7 @@ bool Inferrer::infer(const Node &N) {
     if (!X)
       return false;
     TensorType T = *X;
-    T.Type = dtypeFromOnnx(intAttr(N, "to").value_or(0));
+    T.Type = dtypeFromOnnx(intAttribute(N, "to").value_or(0));
     return set(N, 0, T);
   }
   if (Op == "CastLike") {
@@ -617,7 +595,7 @@ bool Inferrer::infer(const Node &N) {
     const TensorType *B = in(N, 1);
     if (!X || !B || X->Shape.size() != 2 || B->Shape.size() != 2)
       return false;
-    bool TA = intAttr(N, "transA").value_or(0), TB = intAttr(N, "transB").value_or(0);
+    bool TA = intAttribute(N, "transA").value_or(0), TB = intAttribute(N, "transB").value_or(0);
     TensorType Out;
     Out.Type = XT;
     Out.Ranked = true;
@@ -627,7 +605,7 @@ bool Inferrer::infer(const Node &N) {
   if (Op == "Transpose") {
     if (!X || !X->Ranked)
       return false;
-    std::vector<int64_t> Perm = intsAttr(N, "perm").value_or(std::vector<int64_t>());
+    std::vector<int64_t> Perm = intsAttribute(N, "perm").value_or(std::vector<int64_t>());
     if (Perm.empty())
       for (int64_t I = int64_t(X->Shape.size()) - 1; I >= 0; --I)
         Perm.push_back(I);
@@ -649,8 +627,8 @@ bool Inferrer::infer(const Node &N) {
       if (!X || !X->Ranked)
         return false;
       int64_t Rank = int64_t(X->Shape.size());
-      int64_t Start = intAttr(N, "start").value_or(0);
-      int64_t End = intAttr(N, "end").value_or(Rank);
+      int64_t Start = intAttribute(N, "start").value_or(0);
+      int64_t End = intAttribute(N, "end").value_or(Rank);
       if (Start < 0)
         Start += Rank;
       if (End < 0)
@@ -662,18 +640,18 @@ bool Inferrer::infer(const Node &N) {
     return set(N, 0, Out);
   }
   if (Op == "Constant") {
-    if (const onnx::AttributeProto *A = attr(N, "value"); A && A->has_t())
+    if (const onnx::AttributeProto *A = attribute(N, "value"); A && A->has_t())
       return set(N, 0, typeOfTensorProto(A->t()));
     TensorType Out;
     Out.Ranked = true;
-    if (attr(N, "value_float"))
+    if (attribute(N, "value_float"))
       Out.Type = DType::Float;
-    else if (attr(N, "value_int"))
+    else if (attribute(N, "value_int"))
       Out.Type = DType::Int64;
-    else if (const onnx::AttributeProto *A = attr(N, "value_ints")) {
+    else if (const onnx::AttributeProto *A = attribute(N, "value_ints")) {
       Out.Type = DType::Int64;
       Out.Shape = {Dim::of(A->ints_size())};
-    } else if (const onnx::AttributeProto *A = attr(N, "value_floats")) {
+    } else if (const onnx::AttributeProto *A = attribute(N, "value_floats")) {
       Out.Type = DType::Float;
       Out.Shape = {Dim::of(A->floats_size())};
     } else {
@@ -684,12 +662,12 @@ bool Inferrer::infer(const Node &N) {
   if (Op.startswith("Reduce") || Op == "ArgMax" || Op == "ArgMin") {
     if (!X || !X->Ranked)
       return false;
-    std::optional<std::vector<int64_t>> Axes = intsAttr(N, "axes");
+    std::optional<std::vector<int64_t>> Axes = intsAttribute(N, "axes");
     if (!Axes && N.Inputs.size() > 1)
       Axes = constInts(N, 1);
     if (Op == "ArgMax" || Op == "ArgMin")
-      Axes = std::vector<int64_t>{intAttr(N, "axis").value_or(0)};
-    bool Keep = intAttr(N, "keepdims").value_or(1);
+      Axes = std::vector<int64_t>{intAttribute(N, "axis").value_or(0)};
+    bool Keep = intAttribute(N, "keepdims").value_or(1);
     TensorType Out = *X;
     if (Op == "ArgMax" || Op == "ArgMin")
       Out.Type = DType::Int64;
@@ -720,7 +698,7 @@ bool Inferrer::infer(const Node &N) {
     if (!X || !Idx || !X->Ranked || !Idx->Ranked)
       return false;
     std::optional<int64_t> Axis =
-        normAxis(intAttr(N, "axis").value_or(0), X->Shape.size());
+        normAxis(intAttribute(N, "axis").value_or(0), X->Shape.size());
     if (!Axis || *Axis >= int64_t(X->Shape.size()))
       return false;
     TensorType Out;
@@ -735,7 +713,7 @@ bool Inferrer::infer(const Node &N) {
   if (Op == "Unsqueeze" || Op == "Squeeze") {
     if (!X || !X->Ranked)
       return false;
-    std::optional<std::vector<int64_t>> Axes = intsAttr(N, "axes");
+    std::optional<std::vector<int64_t>> Axes = intsAttribute(N, "axes");
     if (!Axes && N.Inputs.size() > 1)
       Axes = constInts(N, 1);
     TensorType Out = *X;
@@ -815,7 +793,7 @@ bool Inferrer::infer(const Node &N) {
     return set(N, 0, Out);
   }
   if (Op == "Concat") {
-    std::optional<int64_t> AxisAttr = intAttr(N, "axis");
+    std::optional<int64_t> AxisAttr = intAttribute(N, "axis");
     if (!X || !X->Ranked || !AxisAttr)
       return false;
     std::optional<int64_t> Axis = normAxis(*AxisAttr, X->Shape.size());
@@ -840,7 +818,7 @@ bool Inferrer::infer(const Node &N) {
     if (!X || !X->Ranked)
       return false;
     std::optional<int64_t> Axis =
-        normAxis(intAttr(N, "axis").value_or(1), X->Shape.size());
+        normAxis(intAttribute(N, "axis").value_or(1), X->Shape.size());
     if (!Axis)
       return false;
     auto Product = [&](size_t B, size_t E) {
@@ -863,20 +841,20 @@ bool Inferrer::infer(const Node &N) {
     if (!X || !X->Ranked || X->Shape.size() < 3)
       return false;
     size_t Spatial = X->Shape.size() - 2;
-    std::vector<int64_t> Kernel = intsAttr(N, "kernel_shape").value_or(
+    std::vector<int64_t> Kernel = intsAttribute(N, "kernel_shape").value_or(
         std::vector<int64_t>());
     if (Kernel.empty() && Op == "Conv" && W && W->Ranked &&
         W->Shape.size() == X->Shape.size())
       for (size_t I = 2; I < W->Shape.size(); ++I)
         Kernel.push_back(W->Shape[I].Value);
-    if (Kernel.size() != Spatial || attr(N, "auto_pad"))
+    if (Kernel.size() != Spatial || attribute(N, "auto_pad"))
       return false;
     std::vector<int64_t> Strides =
-        intsAttr(N, "strides").value_or(std::vector<int64_t>(Spatial, 1));
+        intsAttribute(N, "strides").value_or(std::vector<int64_t>(Spatial, 1));
     std::vector<int64_t> Dil =
-        intsAttr(N, "dilations").value_or(std::vector<int64_t>(Spatial, 1));
+        intsAttribute(N, "dilations").value_or(std::vector<int64_t>(Spatial, 1));
     std::vector<int64_t> Pads =
-        intsAttr(N, "pads").value_or(std::vector<int64_t>(2 * Spatial, 0));
+        intsAttribute(N, "pads").value_or(std::vector<int64_t>(2 * Spatial, 0));
     if (Strides.size() != Spatial || Dil.size() != Spatial ||
         Pads.size() != 2 * Spatial)
       return false;
@@ -920,7 +898,7 @@ bool Inferrer::infer(const Node &N) {
     std::optional<std::vector<Dim>> Target = valueOf(N, 0);
     TensorType Out;
     Out.Type = DType::Float;
-    if (const onnx::AttributeProto *A = attr(N, "value"); A && A->has_t())
+    if (const onnx::AttributeProto *A = attribute(N, "value"); A && A->has_t())
       Out.Type = dtypeFromOnnx(A->t().data_type());
     if (Target) {
       Out.Ranked = true;
@@ -995,10 +973,10 @@ bool Inferrer::infer(const Node &N) {
     if (!X || !X->Ranked)
       return false;
     std::optional<int64_t> Axis =
-        normAxis(intAttr(N, "axis").value_or(0), X->Shape.size());
+        normAxis(intAttribute(N, "axis").value_or(0), X->Shape.size());
     if (!Axis || *Axis >= int64_t(X->Shape.size()))
       return false;
-    std::optional<std::vector<int64_t>> Sizes = intsAttr(N, "split");
+    std::optional<std::vector<int64_t>> Sizes = intsAttribute(N, "split");
     if (!Sizes && N.Inputs.size() > 1)
       Sizes = constInts(N, 1);
     bool Any = false;

@@ -8,6 +8,7 @@
 
 #include "PlanInternal.h"
 #include "dsc/LrSchedule.h"
+#include "dsc/Version.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -58,7 +59,7 @@ std::optional<uint32_t> optimizerStates(StringRef Class) {
 
 Error readPlanSettings(plan::Info &I, const ConfigView &C,
                        const PlanOptions &Options) {
-  I.Producer = "dsc 0.1";
+  I.Producer = std::string("dsc ") + Version;
   constexpr uint32_t MaxWorldSize = 1 << 20;
   if (Options.WorldSize == 0 || Options.WorldSize > MaxWorldSize)
     return settingError(formatv("world size {0}: dsc plans 1 to {1} ranks",
@@ -158,20 +159,35 @@ Error readPlanSettings(plan::Info &I, const ConfigView &C,
       I.Beta2 = Decimal(Betas->Elements[1].number());
     }
 
-  I.GradientClipping = Decimal(C.getNumber("gradient_clipping").value_or(0));
+  // The keys below have defaults in the schema table, which ConfigView
+  // falls back to, and lint has refused values of the wrong type before
+  // the planner runs: each has a value. Read through these, so that no
+  // default is written twice.
+  std::string Unset;
+  auto Known = [&](auto V, StringRef Key) {
+    if (!V && Unset.empty())
+      Unset = Key.str();
+    return V.value_or(typename decltype(V)::value_type{});
+  };
+  auto Number = [&](StringRef Key) { return Known(C.getNumber(Key), Key); };
+  auto Flag = [&](StringRef Key) { return Known(C.getBool(Key), Key); };
+  // Counts and sizes: lint has checked the ranges DeepSpeed checks.
+  auto Count = [&](StringRef Key) {
+    return uint32_t(
+        std::clamp<int64_t>(Known(C.getInt(Key), Key), 0, UINT32_MAX));
+  };
+  auto Elems = [&](StringRef Key) {
+    return uint64_t(std::max<int64_t>(0, Known(C.getInt(Key), Key)));
+  };
+
+  I.GradientClipping = Decimal(Number("gradient_clipping"));
   if (I.ParamDType == plan::DType::F16) {
-    // Lint has checked the ranges DeepSpeed checks; the defaults are its.
-    auto Count = [&](StringRef Key, uint32_t Default) {
-      return uint32_t(std::clamp<int64_t>(C.getInt(Key).value_or(Default), 0,
-                                          UINT32_MAX));
-    };
-    I.LossScale = Decimal(C.getNumber("fp16.loss_scale").value_or(0));
-    I.InitialScalePower = Count("fp16.initial_scale_power", 16);
-    I.LossScaleWindow = Count("fp16.loss_scale_window", 1000);
-    I.Hysteresis = Count("fp16.hysteresis", 2);
-    I.ConsecutiveHysteresis =
-        C.getBool("fp16.consecutive_hysteresis").value_or(false);
-    I.MinLossScale = Count("fp16.min_loss_scale", 1);
+    I.LossScale = Decimal(Number("fp16.loss_scale"));
+    I.InitialScalePower = Count("fp16.initial_scale_power");
+    I.LossScaleWindow = Count("fp16.loss_scale_window");
+    I.Hysteresis = Count("fp16.hysteresis");
+    I.ConsecutiveHysteresis = Flag("fp16.consecutive_hysteresis");
+    I.MinLossScale = Count("fp16.min_loss_scale");
   }
   if (std::optional<std::string> Type = C.getString("scheduler.type")) {
     I.Scheduler = *Type;
@@ -200,12 +216,8 @@ Error readPlanSettings(plan::Info &I, const ConfigView &C,
       return settingError(Problem);
   }
 
-  I.OverlapComm = C.overlapComm().value_or(I.ZeroStage == 3);
-  I.ContiguousGradients =
-      C.getBool("zero_optimization.contiguous_gradients").value_or(true);
-  auto Elems = [&](StringRef Path) {
-    return uint64_t(std::max<int64_t>(0, C.getInt(Path).value_or(0)));
-  };
+  I.OverlapComm = Known(C.overlapComm(), "zero_optimization.overlap_comm");
+  I.ContiguousGradients = Flag("zero_optimization.contiguous_gradients");
   I.ReduceBucketElems = Elems("zero_optimization.reduce_bucket_size");
   I.AllgatherBucketElems = Elems("zero_optimization.allgather_bucket_size");
   I.PrefetchBucketElems = Elems("zero_optimization.prefetch_bucket_size");
@@ -233,30 +245,27 @@ Error readPlanSettings(plan::Info &I, const ConfigView &C,
   if (I.ZeroStage == 3)
     I.ParamOffload = Device(C.offloadParamDevice());
   I.OptimizerOffloadPinned =
-      C.getBool("zero_optimization.offload_optimizer.pin_memory")
-          .value_or(true);
-  I.ParamOffloadPinned =
-      C.getBool("zero_optimization.offload_param.pin_memory").value_or(true);
+      Flag("zero_optimization.offload_optimizer.pin_memory");
+  I.ParamOffloadPinned = Flag("zero_optimization.offload_param.pin_memory");
   if (I.ParamOffload != plan::OffloadDevice::None &&
       I.OptimizerOffload == plan::OffloadDevice::None)
     return settingError("offload_param without offload_optimizer: dsc does "
                         "not plan a GPU optimizer step over host-resident "
                         "parameters; offload the optimizer too");
   if (I.OptimizerOffload == plan::OffloadDevice::NVMe) {
-    I.AioBufferCount = uint32_t(
-        C.getInt("zero_optimization.offload_optimizer.buffer_count")
-            .value_or(4));
+    I.AioBufferCount = Count("zero_optimization.offload_optimizer.buffer_count");
   }
   if (I.ParamOffload == plan::OffloadDevice::NVMe) {
     I.AioBufferCount = std::max<uint32_t>(
-        I.AioBufferCount,
-        uint32_t(C.getInt("zero_optimization.offload_param.buffer_count")
-                     .value_or(5)));
+        I.AioBufferCount, Count("zero_optimization.offload_param.buffer_count"));
     I.AioBufferBytes =
         Elems("zero_optimization.offload_param.buffer_size") *
         plan::dtypeBytes(I.ParamDType);
   }
 
+  if (!Unset.empty())
+    return settingError("internal error: " + Unset + " has no value and the "
+                        "schema gives it no default");
   I.CheckpointLayers = Options.CheckpointLayers;
   I.Machine = Options.Machine.Figures;
   return Error::success();

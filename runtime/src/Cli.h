@@ -10,6 +10,7 @@
 #define DSRUN_CLI_H
 
 #include "dsc/PlanFormat.h"
+#include "dsc/Version.h"
 
 #include <cuda_runtime.h>
 
@@ -19,7 +20,7 @@
 
 namespace dsrun {
 
-constexpr const char *Version = "0.1.0";
+using dsc::Version;
 
 /// Handles --help, -h and --version anywhere on the command line: prints
 /// and returns true (the tool then exits 0).

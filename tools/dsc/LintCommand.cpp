@@ -5,6 +5,7 @@
 #include "dsc/Config/AccelerateConfig.h"
 #include "dsc/Config/Lint.h"
 #include "dsc/Config/SchemaExport.h"
+#include "dsc/Version.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -246,7 +247,7 @@ int runLint() {
     emitJSON(Engine, outs());
     break;
   case Format::SARIF:
-    emitSARIF(Engine, lintRules(), "0.1.0", outs());
+    emitSARIF(Engine, lintRules(), dsc::Version, outs());
     break;
   }
   if (IOError)

@@ -8,6 +8,8 @@
 
 #include "Commands.h"
 
+#include "dsc/Version.h"
+
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -16,7 +18,8 @@ using namespace dsc::tool;
 
 int main(int argc, char **argv) {
   InitLLVM X(argc, argv);
-  cl::SetVersionPrinter([](raw_ostream &OS) { OS << "dsc 0.1.0\n"; });
+  cl::SetVersionPrinter(
+      [](raw_ostream &OS) { OS << "dsc " << dsc::Version << "\n"; });
   if (!cl::ParseCommandLineOptions(
           argc, argv,
           "dsc: a compiler for DeepSpeed ZeRO training configurations\n\n"

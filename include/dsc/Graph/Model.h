@@ -23,6 +23,7 @@
 #include <vector>
 
 namespace onnx {
+class AttributeProto;
 class ModelProto;
 class NodeProto;
 } // namespace onnx
@@ -120,6 +121,15 @@ struct Node {
   std::string Scope;
   const onnx::NodeProto *Proto = nullptr;
 };
+
+/// A node's attribute of that name (null when it has none), and the
+/// integer forms read from it (nullopt when absent or of another type):
+/// the one reader of ONNX attributes for shapes, parameter analysis and
+/// the compute import.
+const onnx::AttributeProto *attribute(const Node &N, llvm::StringRef Name);
+std::optional<int64_t> intAttribute(const Node &N, llvm::StringRef Name);
+std::optional<std::vector<int64_t>> intsAttribute(const Node &N,
+                                                  llvm::StringRef Name);
 
 class Model {
 public:

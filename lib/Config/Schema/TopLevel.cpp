@@ -49,10 +49,14 @@ static const KeySpec Keys[] = {
         .doc("Level of DeepSpeed's logger"),
 
     // Gradients.
-    key("gradient_clipping", Float).def("1.0").min(0).autoBy(AutoBoth)
+    // runtime/constants.py: GRADIENT_CLIPPING_DEFAULT = 0. (DeepSpeed's
+    // documentation says 1.0; the code leaves gradients unclipped).
+    key("gradient_clipping", Float).def("0.0").min(0).autoBy(AutoBoth)
         .onAuto("TypeError at the first optimizer step (the string is "
                 "compared with 0.0)")
-        .doc("Clip gradients to this global L2 norm; 0 disables clipping"),
+        .doc("Clip gradients to this global L2 norm; 0, the default, "
+             "disables clipping (DeepSpeed's docs say the default is 1.0; "
+             "its code does not clip unless the key is set)"),
     key("prescale_gradients", Bool).def("false")
         .doc("Divide gradients by the world size before the all-reduce "
              "instead of after it"),
