@@ -1,4 +1,4 @@
-//===- ColumnSums.h - How dsrun sums a matrix over its rows ------*- C++ -*-===//
+//===- ColumnSums.h - How dsrun sums a matrix over its rows -----*- C++ -*-===//
 //
 // Bias gradients and norm weight gradients sum a [Rows, Cols] matrix over
 // its rows. dsrun does it in two passes so that the whole GPU works on it

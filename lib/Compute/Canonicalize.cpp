@@ -1,4 +1,4 @@
-//===- Canonicalize.cpp - Remove what computes nothing ---------------------===//
+//===- Canonicalize.cpp - Remove what computes nothing --------------------===//
 //
 // After folding, the exporters' graphs still carry nodes that compute
 // nothing in training: Identity (torch's clone), casts between float types

@@ -1,4 +1,4 @@
-//===- OpsElementwise.cpp - Arithmetic, comparisons, activations ---------===//
+//===- OpsElementwise.cpp - Arithmetic, comparisons, activations ----------===//
 //
 // Every operator here computes each output element from the input elements
 // at the same (broadcast) index, so one table row says all of it: arity,

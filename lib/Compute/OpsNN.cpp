@@ -1,4 +1,4 @@
-//===- OpsNN.cpp - Norms, dropout, attention, the loss ---------------------===//
+//===- OpsNN.cpp - Norms, dropout, attention, the loss --------------------===//
 //
 // The fused operators a transformer trains with. LayerNormalization is the
 // ONNX op itself (with its Mean and InvStdDev outputs always made, since

@@ -1,6 +1,6 @@
 //===- Coercion.cpp - pydantic lax mode and raw Python values -------------===//
 //
-// The pydantic rules were checked against pydantic 2.x (spec §2.3): an int
+// The pydantic rules were checked against pydantic 2.x (docs/lint.md): an int
 // accepts an integral float, a bool and a numeric string ("500", " 500 ",
 // "1_000", "12.0") but not "5e8"; a float accepts numeric strings including
 // "1e-3" and "inf"; a bool accepts 0/1 and the words true/false/yes/no/on/

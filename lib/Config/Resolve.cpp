@@ -1,9 +1,10 @@
 //===- Resolve.cpp - The HF Trainer's and accelerate's "auto" rules -------===//
 //
-// One function per integration says what each "auto" becomes (spec §4.1 for
-// transformers v5's Trainer, which also runs accelerate's plugin and
-// _prepare_deepspeed; §4.2 for accelerate alone). The rules name the
-// argument, default or formula each value comes from, for --explain.
+// One function per integration says what each "auto" becomes: transformers
+// v5's Trainer, which also runs accelerate's plugin and _prepare_deepspeed,
+// and accelerate alone (docs/resolve.md lists every rule and its source).
+// The rules name the argument, default or formula each value comes from,
+// for --explain.
 //
 //===----------------------------------------------------------------------===//
 

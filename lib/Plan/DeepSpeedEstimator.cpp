@@ -1,6 +1,6 @@
 //===- DeepSpeedEstimator.cpp - DeepSpeed's own memory arithmetic ---------===//
 //
-// Reproduces the estimators of deepspeed/runtime/zero (spec §5.2) and the
+// Reproduces the estimators of deepspeed/runtime/zero (docs/planner.md) and the
 // rules of thumb users apply with them, so a report can show DeepSpeed's
 // number beside the plan's and say where the difference comes from.
 //

@@ -23,7 +23,7 @@ constexpr uint64_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB;
 constexpr uint64_t GB = 1000ull * 1000 * 1000, TF = 1000 * GB;
 
 // Link and copy figures measured on the project's H200 machines
-// (../shared/spec/anchors.md §3.2-3.3): pinned host copies 55.3 GB/s,
+// (dsrun-bench, docs/runtime.md): pinned host copies 55.3 GB/s,
 // pageable 8.5-8.9 GB/s, NCCL all-reduce bus bandwidth 348.5 GB/s at 4 GiB
 // between two NVLink-connected H200s.
 constexpr uint64_t MeasuredPinnedCopy = 55 * GB;
@@ -83,7 +83,7 @@ struct Preset {
 };
 
 // Memory is what cudaMemGetInfo reports as total. Dense rates: the H200's
-// 790 TF/s bf16 matmul was measured on the project machine (anchors §6);
+// 790 TF/s bf16 matmul was measured on the project's machines (docs/training.md);
 // the others are ~75 % of the vendor's dense peak, the same ratio. Memory
 // rates are ~80 % of the vendor's figure.
 /// Device memory outside the arena that dsrun measured (cudaMemGetInfo

@@ -8,8 +8,8 @@
 // needs; the estimate compares it with the largest sum of live bytes,
 // which no placement can beat.
 //
-// What DeepSpeed allocates, per stage (../shared/spec/deepspeed-config.md
-// §5.3-5.4; stage_1_and_2.py, stage3.py):
+// What DeepSpeed allocates, per stage (docs/planner.md; DeepSpeed's
+// stage_1_and_2.py and stage3.py):
 //   16-bit parameters: all of them (stage 0-2), or this rank's shards
 //     plus the persistent ones (stage 3), on the host with param offload;
 //   gradients: full 16-bit gradients (stage 0/1, accumulated over micro

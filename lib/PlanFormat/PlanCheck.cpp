@@ -1,4 +1,4 @@
-//===- PlanCheck.cpp - The plan's verifier ---------------------------------===//
+//===- PlanCheck.cpp - The plan's verifier --------------------------------===//
 
 #include "dsc/PlanCheck.h"
 

@@ -1,4 +1,4 @@
-//===- Calibration.h - What dsrun measured, for dsc plan --calibration --===//
+//===- Calibration.h - What dsrun measured, for dsc plan --calibration ----===//
 //
 // dsrun --calibration-out writes the device memory outside the plan's
 // arena and the rates it measured in the steady steps, under the names of

@@ -1,4 +1,4 @@
-//===- Evaluate.cpp - The validation loss (--val-data) ---------------------===//
+//===- Evaluate.cpp - The validation loss (--val-data) --------------------===//
 //
 // The validation file is cut into consecutive windows of the plan's
 // sequence plus one token (inputs and their next tokens), as HF's

@@ -1,4 +1,4 @@
-//===- Launch.h - Processes, ranks and the NCCL rendezvous -------*- C++ -*-===//
+//===- Launch.h - Processes, ranks and the NCCL rendezvous ------*- C++ -*-===//
 //
 // dsrun runs one process per GPU. Started with -n N it forks N children on
 // this node itself; started by another launcher it joins that job:

@@ -120,7 +120,7 @@ bool Executor::openTraining() {
   return true;
 }
 
-/// The dense bf16 tensor-core peak of the GPUs the anchors name (their
+/// The dense bf16 tensor-core peak of the GPUs dsrun has run on (their
 /// data sheets, without sparsity); 0 for others. MFU is counted against it.
 static double densePeakFlops() {
   int Device = 0;

@@ -1,4 +1,4 @@
-//===- Import.h - From an ONNX model to the compute IR -----------*- C++ -*-===//
+//===- Import.h - From an ONNX model to the compute IR ----------*- C++ -*-===//
 //
 // Specializes the graph to the shapes it will train at, folds everything
 // that is then known (Shape, Range, the causal mask's Equal/Where/CumSum,

@@ -1,4 +1,4 @@
-//===- AccelerateConfig.h - Lint an accelerate config YAML -------*- C++ -*-===//
+//===- AccelerateConfig.h - Lint an accelerate config YAML ------*- C++ -*-===//
 //
 // `accelerate config` writes a YAML file whose deepspeed_config section
 // either holds a few DeepSpeed settings itself or names a ds_config JSON

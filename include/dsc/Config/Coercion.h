@@ -1,4 +1,4 @@
-//===- Coercion.h - What a written value means to DeepSpeed ------*- C++ -*-===//
+//===- Coercion.h - What a written value means to DeepSpeed -----*- C++ -*-===//
 //
 // The same JSON value means different things in different sections. Inside a
 // pydantic model DeepSpeed coerces in pydantic's lax mode (`5e8` is a fine

@@ -1,4 +1,4 @@
-//===- ConfigView.h - A ds_config as DeepSpeed will see it -------*- C++ -*-===//
+//===- ConfigView.h - A ds_config as DeepSpeed will see it ------*- C++ -*-===//
 //
 // Answers "what value will DeepSpeed use for this key?" over a parsed config:
 // aliases and legacy spellings are followed, values are converted as the

@@ -1,4 +1,4 @@
-//===- Elasticity.h - DeepSpeed's elastic batch-size algorithm ---*- C++ -*-===//
+//===- Elasticity.h - DeepSpeed's elastic batch-size algorithm --*- C++ -*-===//
 //
 // A transcription of deepspeed/elasticity/elasticity.py (versions 0.1 and
 // 0.2): from the acceptable micro batches and the largest global batch it

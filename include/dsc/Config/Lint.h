@@ -1,4 +1,4 @@
-//===- Lint.h - Check a ds_config the way DeepSpeed would --------*- C++ -*-===//
+//===- Lint.h - Check a ds_config the way DeepSpeed would -------*- C++ -*-===//
 //
 // lintConfig reads one DeepSpeed config, checks every key against the schema
 // table and the cross-field rules of DeepSpeed and the HF integrations, and
@@ -20,7 +20,7 @@
 namespace dsc {
 
 /// Who reads the config: DeepSpeed itself, or an integration that first
-/// replaces "auto" values (spec §4).
+/// replaces "auto" values (docs/resolve.md).
 enum class LintTarget { DeepSpeed, HfTrainer, Accelerate };
 
 std::optional<LintTarget> parseLintTarget(llvm::StringRef Name);

@@ -1,7 +1,7 @@
 //===- Resolve.h - Fill every "auto" as the HF integrations would -*- C++ -*-===//
 //
 // The HF Trainer and accelerate replace "auto" values from the training
-// arguments, the model and their own defaults (spec §4). resolveConfig does
+// arguments, the model and their own defaults (docs/resolve.md). resolveConfig does
 // the same statically: every "auto" the chosen integration fills gets the
 // value it would get, written into the original text so that key order,
 // comments and every other value stay as they were; values that contradict

@@ -36,7 +36,7 @@ enum class ValueType : uint8_t {
 };
 
 /// How DeepSpeed reads a section. This decides what happens to an unknown
-/// key, to an "auto" value, and whether values are coerced (spec §2.2).
+/// key, to an "auto" value, and whether values are coerced (docs/lint.md).
 enum class SectionKind : uint8_t {
   None,
   /// A pydantic model: unknown keys are rejected, "auto" is dropped so the

@@ -1,4 +1,4 @@
-//===- SchemaBuilder.h - Notation for writing the schema table ---*- C++ -*-===//
+//===- SchemaBuilder.h - Notation for writing the schema table --*- C++ -*-===//
 //
 // Lets the table read as data: key("fp16.loss_scale", Float).def("0").min(0)
 // .doc("..."). Only the table's source files include this.

@@ -1,4 +1,4 @@
-//===- SchemaExport.h - The schema table for people and editors --*- C++ -*-===//
+//===- SchemaExport.h - The schema table for people and editors -*- C++ -*-===//
 //
 // Everything users read about keys comes from the one table: `dsc explain`,
 // the JSON Schema editors validate against, and docs/config-keys.md.

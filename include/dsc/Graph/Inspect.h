@@ -1,4 +1,4 @@
-//===- Inspect.h - What dsc inspect reports about a model --------*- C++ -*-===//
+//===- Inspect.h - What dsc inspect reports about a model -------*- C++ -*-===//
 
 #ifndef DSC_GRAPH_INSPECT_H
 #define DSC_GRAPH_INSPECT_H

@@ -1,4 +1,4 @@
-//===- Model.h - An ONNX model, as dsc needs it ------------------*- C++ -*-===//
+//===- Model.h - An ONNX model, as dsc needs it -----------------*- C++ -*-===//
 //
 // What dsc keeps of an ONNX file: the graph's nodes in topological order,
 // its inputs and outputs, declared value types, and for every initializer

@@ -1,4 +1,4 @@
-//===- Parameters.h - Trainable weights, buffers and constants ---*- C++ -*-===//
+//===- Parameters.h - Trainable weights, buffers and constants --*- C++ -*-===//
 //
 // ONNX does not say which initializers are parameters. dsc tells them apart
 // by what they are (floating point or not), where they are used (a

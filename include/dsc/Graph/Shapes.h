@@ -1,4 +1,4 @@
-//===- Shapes.h - Every tensor's type and shape ------------------*- C++ -*-===//
+//===- Shapes.h - Every tensor's type and shape -----------------*- C++ -*-===//
 //
 // Shapes come, in order of trust, from the model's own declarations
 // (value_info, which current exporters write for intermediates), from

@@ -1,4 +1,4 @@
-//===- DiagnosticEmitter.h - Text, JSON and SARIF output ---------*- C++ -*-===//
+//===- DiagnosticEmitter.h - Text, JSON and SARIF output --------*- C++ -*-===//
 //
 // Three renderings of the same findings: clang-style text for people, a JSON
 // document for scripts, and SARIF 2.1.0 for code-scanning services.

@@ -1,4 +1,4 @@
-//===- YAMLInput.h - Read a YAML document with located errors ----*- C++ -*-===//
+//===- YAMLInput.h - Read a YAML document with located errors ---*- C++ -*-===//
 
 #ifndef DSC_SUPPORT_YAMLINPUT_H
 #define DSC_SUPPORT_YAMLINPUT_H

@@ -1,4 +1,4 @@
-//===- BatchRules.cpp - The batch triple (spec §3.1) ----------------------===//
+//===- BatchRules.cpp - The batch triple (docs/lint.md) -------------------===//
 //
 // DeepSpeed derives the missing members of (train_batch_size, micro batch,
 // gradient accumulation) with floor division and then asserts

@@ -1,4 +1,4 @@
-//===- CommunicationRules.cpp - Gradient reduction (spec §3.3) ------------===//
+//===- CommunicationRules.cpp - Gradient reduction (docs/lint.md) ---------===//
 
 #include "../LintContext.h"
 

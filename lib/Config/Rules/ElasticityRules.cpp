@@ -1,4 +1,4 @@
-//===- ElasticityRules.cpp - The elasticity block (spec §3.1) -------------===//
+//===- ElasticityRules.cpp - The elasticity block (docs/lint.md) ----------===//
 //
 // ElasticityConfig's checks, then DeepSpeed's own algorithm: with
 // --world-size the lint knows whether that world size is one the block

@@ -1,4 +1,4 @@
-//===- OptimizerRules.cpp - What DeepSpeed can build (spec §2.5.5) --------===//
+//===- OptimizerRules.cpp - What DeepSpeed can build (docs/lint.md) -------===//
 
 #include "../LintContext.h"
 

@@ -1,4 +1,4 @@
-//===- PrecisionRules.cpp - fp16, bf16, amp and dtypes (spec §3.2) --------===//
+//===- PrecisionRules.cpp - fp16, bf16, amp and dtypes (docs/lint.md) -----===//
 
 #include "../LintContext.h"
 

@@ -1,4 +1,4 @@
-//===- ZeroRules.cpp - ZeRO stages and offload (spec §3.3, §3.4) ----------===//
+//===- ZeroRules.cpp - ZeRO stages and offload (docs/lint.md) -------------===//
 
 #include "../LintContext.h"
 
@@ -79,7 +79,7 @@ void checkZero(LintContext &C) {
              "elastic_checkpoint is not supported by ZeRO stage 3");
 
   // ZeRO-3 under the HF Trainer or accelerate saves no real weights
-  // without this flag (spec §6, mistake 22).
+  // without this flag (DeepSpeed issue 2736; docs/lint.md).
   if (*Stage == 3 && C.Target != LintTarget::DeepSpeed &&
       !V.isAuto("zero_optimization.gather_16bit_weights_on_model_save") &&
       !V.getBool("zero_optimization.gather_16bit_weights_on_model_save")

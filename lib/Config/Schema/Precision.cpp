@@ -2,7 +2,7 @@
 //
 // fp16 and bf16 are pydantic models (runtime/precision_config.py), so
 // unknown keys there are rejected: the fp16 loss-scaling keys inside bf16 are
-// the classic case (spec §6, mistake 13). amp, torch_autocast and data_types
+// the classic case (docs/lint.md). amp, torch_autocast and data_types
 // are plain dicts.
 //
 //===----------------------------------------------------------------------===//

@@ -1,7 +1,7 @@
 //===- TopLevel.cpp - Schema: top-level scalars and sections --------------===//
 //
 // The top level of a ds_config is read with dict.get(): DeepSpeed ignores
-// unknown keys here and uses values exactly as written (spec §2.2, §2.5.1).
+// unknown keys here and uses values exactly as written (runtime/config.py).
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,7 +15,7 @@ static constexpr const char *BatchAuto =
     "between 'str' and 'int') when the engine is created";
 
 static const KeySpec Keys[] = {
-    // The batch triple (spec §3.1).
+    // The batch triple (runtime/config.py _batch_assertion).
     key("train_batch_size", Int).above(0).autoBy(AutoBoth).onAuto(BatchAuto)
         .doc("Global batch per optimizer step: micro batch x gradient "
              "accumulation steps x data-parallel ranks; derived when absent"),

@@ -1,6 +1,6 @@
 //===- Zero.cpp - Schema: zero_optimization and its offload blocks --------===//
 //
-// zero_optimization is a pydantic model (DeepSpeedZeroConfig, spec §2.5.2):
+// zero_optimization is a pydantic model (DeepSpeedZeroConfig, runtime/zero/config.py):
 // unknown keys are rejected at every depth and an "auto" is dropped so the
 // default applies without a word.
 //
