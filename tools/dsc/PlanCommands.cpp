@@ -6,6 +6,7 @@
 #include "dsc/Compute/Graph.h"
 #include "dsc/Plan/Hardware.h"
 #include "dsc/PlanCodec.h"
+#include "dsc/Graph/Weights.h"
 #include "dsc/Plan/PlanYAML.h"
 #include "dsc/Plan/Planner.h"
 #include "dsc/Plan/Report.h"
@@ -150,6 +151,12 @@ static cl::opt<std::string> PlanOutput("o", cl::desc("Write plan.bin here"),
 static cl::opt<std::string> DotOutput(
     "dot", cl::desc("Also draw the plan (--view) to this file"),
     cl::value_desc("file.svg"), cl::sub(PlanCommand));
+static cl::opt<std::string> WeightsOutput(
+    "weights-out",
+    cl::desc("Also write the model's starting weights (the parameters the "
+             "ONNX file carries, under the graph's names) as safetensors, "
+             "for dsrun --init"),
+    cl::value_desc("init.safetensors"), cl::sub(PlanCommand));
 static cl::list<std::string> PrintAfter(
     "print-after",
     cl::desc("Print the plan (YAML) after this planner pass, or the compute "
@@ -374,6 +381,15 @@ static int runPlanOrEstimate(StringRef Tool, bool WritePlan) {
   if (WritePlan && !DotOutput.empty())
     if (Error E = renderPlan(*P, drawOptions(), DotOutput))
       return usage(Tool, toString(std::move(E)));
+  if (WritePlan && !WeightsOutput.empty()) {
+    std::vector<std::string> Names;
+    for (const plan::Tensor &T : P->Tensors)
+      Names.push_back(T.Name);
+    if (Error E = writeInitializers(*M, Names, WeightsOutput)) {
+      WithColor::error(errs(), Tool) << toString(std::move(E)) << "\n";
+      return ExitFindings;
+    }
+  }
   if (Format == ReportFormat::JSON)
     outs() << formatv("{0:2}", estimateJSON(*P)) << "\n";
   else
