@@ -5,7 +5,8 @@
 # CPU and NVMe offload and checkpointing -- and one in YAML; and the tiny
 # GPT-2 export of the compute tests in bf16, whose products carry every
 # epilogue (bias, GELU, its gradient, bias gradients) and whose norms take
-# their residual adds.
+# their residual adds; and the tiny Llama export, for RMS norms, rotary
+# embeddings and grouped-query attention.
 #
 #   utils/make-plan-seeds.sh BUILD_DIR
 set -eu
@@ -24,4 +25,6 @@ cp "$tmp/plans/s3-ovfalse-ga1-cpu-cpu-ckpt.bin" "$out/stage3-offload.bin"
 echo '{"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": true}}' > "$tmp/bf16.json"
 "$bin/dsc" plan "$tmp/bf16.json" "$1/test/ComputeInputs/gpt2-train.dynamo.onnx" \
   --seq-len 8 -o "$out/epilogues.bin" > /dev/null
+"$bin/dsc" plan "$tmp/bf16.json" "$1/test/ComputeInputs/llama-train.dynamo.onnx" \
+  --seq-len 8 -o "$out/rotary.bin" > /dev/null
 rm -rf "$tmp"

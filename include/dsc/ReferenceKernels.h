@@ -47,6 +47,13 @@ void layerNormGrad(const float *Dy, const float *X, const float *W,
                    float *Db, int64_t Rows, int64_t Cols);
 void rmsNorm(const float *X, const float *W, float *Y, float *Rstd,
              int64_t Rows, int64_t Cols, double Eps);
+/// Rotary position embedding of each row of Cols (even) elements, the
+/// tables Cos and Sin laid out as X. With h = Cols / 2:
+///   y[i] = x[i] cos[i] - x[i+h] sin[i], y[i+h] = x[i+h] cos[i+h] + x[i] sin[i+h];
+/// Backward, its transpose applied to X = dy:
+///   dx[i] = dy[i] cos[i] + dy[i+h] sin[i+h], dx[i+h] = dy[i+h] cos[i+h] - dy[i] sin[i].
+void rotary(const float *X, const float *Cos, const float *Sin, float *Y,
+            int64_t Rows, int64_t Cols, bool Backward);
 
 /// Scaled dot-product attention. Q [B, Hq, T, D], K [B, Hkv, S, D],
 /// V [B, Hkv, S, Dv], Bias broadcast to [B, Hq, T, S] through its strides

@@ -87,6 +87,8 @@ bool takesAnyViews(const plan::Kernel &K,
   switch (K.Kind) {
   case KernelKind::Pointwise:
   case KernelKind::Fill:
+  case KernelKind::Rotary:
+  case KernelKind::RotaryGrad:
     return true;
   case KernelKind::Attention:
   case KernelKind::AttentionGrad:

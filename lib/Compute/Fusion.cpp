@@ -1,6 +1,7 @@
 //===- Fusion.cpp - The exporters' decompositions, back into one op -------===//
 //
-// torch.onnx writes attention, RMSNorm and GELU as chains of small ops.
+// torch.onnx writes attention, RMSNorm, rotary embeddings and GELU as
+// chains of small ops.
 // Each pass here finds such a chain by walking up from its last node and
 // replaces the last node's output with one fused operator; the chain's
 // other nodes fall away when nothing else reads them. A chain that does not
@@ -377,6 +378,101 @@ Error fuseRMSNorm(Graph &G, const PipelineOptions &) {
     Attributes A;
     A.set("axis", -1).setFloat("epsilon", Eps);
     if (Error Err = replaceWith(G, N.Outputs[0], "dsc.RMSNorm", {X, W}, A, 2))
+      return Err;
+    Any = true;
+  }
+  return Any ? finish(G) : Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Rotary position embeddings: x * cos + rotate_half(x) * sin, where
+// rotate_half(x) = concat(-x[..., h:], x[..., :h]) and h is half the last
+// dim (HF's apply_rotary_pos_emb), with cos and sin constant tables.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// For V = Slice(X) of elements [Start, Start + Count) of X's last axis in
+/// steps of 1: X; else NoValue.
+ValueId lastAxisSlice(const Matcher &M, ValueId V, int64_t Start,
+                      int64_t Count) {
+  const Node *S = M.producer(V, "Slice");
+  if (!S)
+    return NoValue;
+  std::optional<std::vector<int64_t>> Axes = S->A.ints("dsc_axes"),
+                                      Starts = S->A.ints("dsc_starts"),
+                                      Steps = S->A.ints("dsc_steps"),
+                                      Counts = S->A.ints("dsc_counts");
+  int64_t Rank = int64_t(M.G.Values[S->Inputs[0]].Dims.size());
+  if (!Axes || Axes->size() != 1 || (*Axes)[0] != Rank - 1 ||
+      (*Starts)[0] != Start || (*Steps)[0] != 1 || (*Counts)[0] != Count)
+    return NoValue;
+  return S->Inputs[0];
+}
+
+/// For V = Concat(Neg(X[..., h:]), X[..., :h]) on the last axis: X.
+ValueId rotateHalfOf(const Matcher &M, ValueId V) {
+  const Node *C = M.producer(V, "Concat");
+  if (!C || C->Inputs.size() != 2)
+    return NoValue;
+  const Shape &Out = M.G.Values[V].Dims;
+  int64_t Rank = int64_t(Out.size()), Axis = C->A.i("axis", 0);
+  if (Axis < 0)
+    Axis += Rank;
+  if (Rank == 0 || Axis != Rank - 1 || Out.back() % 2)
+    return NoValue;
+  int64_t H = Out.back() / 2;
+  const Node *Negated = M.producer(C->Inputs[0], "Neg");
+  if (!Negated)
+    return NoValue;
+  ValueId X = lastAxisSlice(M, Negated->Inputs[0], H, H);
+  if (X == NoValue || lastAxisSlice(M, C->Inputs[1], 0, H) != X ||
+      M.G.Values[X].Dims != Out)
+    return NoValue;
+  return X;
+}
+
+/// A constant table that broadcasts to X's shape.
+bool isTable(const Graph &G, ValueId T, const Shape &X) {
+  if (T == NoValue || !G.Values[T].known() || !G.Values[T].isFloat())
+    return false;
+  std::optional<Shape> B = broadcastShapes(G.Values[T].Dims, X);
+  return B && *B == X;
+}
+
+} // namespace
+
+Error fuseRotary(Graph &G, const PipelineOptions &) {
+  Matcher M(G);
+  bool Any = false;
+  for (uint32_t I = 0, E = G.Nodes.size(); I < E; ++I) {
+    const Node &N = G.Nodes[I];
+    if (N.Dead || N.Op != "Add")
+      continue;
+    ValueId Out = N.Outputs[0], X = NoValue, Cos = NoValue, Sin = NoValue;
+    // Either addend may be the rotated one, and either factor the table.
+    for (int K = 0; K < 2 && X == NoValue; ++K) {
+      const Node *Plain = M.producer(N.Inputs[K], "Mul");
+      const Node *Rotated = M.producer(N.Inputs[1 - K], "Mul");
+      if (!Plain || !Rotated)
+        continue;
+      for (int A = 0; A < 2 && X == NoValue; ++A)
+        for (int B = 0; B < 2 && X == NoValue; ++B) {
+          ValueId Half = rotateHalfOf(M, Rotated->Inputs[B]);
+          if (Half != NoValue && Plain->Inputs[A] == Half) {
+            X = Half;
+            Cos = Plain->Inputs[1 - A];
+            Sin = Rotated->Inputs[1 - B];
+          }
+        }
+    }
+    if (X == NoValue)
+      continue;
+    const Shape &XS = G.Values[X].Dims;
+    if (G.Values[Out].Dims != XS || !isTable(G, Cos, XS) ||
+        !isTable(G, Sin, XS))
+      continue;
+    if (Error Err = replaceWith(G, Out, "dsc.Rotary", {X, Cos, Sin}, {}, 1))
       return Err;
     Any = true;
   }

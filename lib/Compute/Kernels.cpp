@@ -815,6 +815,14 @@ Error Selector::kernel(const Node &N) {
     K.Ints = {R, C};
     K.Floats = {N.A.f("epsilon", Rms ? 1e-6 : 1e-5)};
     Outputs();
+  } else if (Op == "dsc.Rotary" || Op == "dsc.RotaryGrad") {
+    // Any views: the kernel walks each operand through its strides, the
+    // tables broadcast (stride 0) to x's shape.
+    K.Kind = Op == "dsc.Rotary" ? KernelKind::Rotary : KernelKind::RotaryGrad;
+    K.Inputs = {ref(N.Inputs[0]), broadcastRef(N.Inputs[1], X),
+                broadcastRef(N.Inputs[2], X)};
+    K.Ints = {numel(X) / std::max<int64_t>(X.back(), 1), X.back()};
+    Outputs();
   } else if (Op == "dsc.LayerNormGrad" || Op == "dsc.RMSNormGrad") {
     K.Kind = Op == "dsc.RMSNormGrad" ? KernelKind::RMSNormGrad
                                      : KernelKind::LayerNormGrad;

@@ -2,8 +2,9 @@
 //
 // The fused operators a transformer trains with. LayerNormalization is the
 // ONNX op itself (with its Mean and InvStdDev outputs always made, since
-// its gradient needs them); dsc.RMSNorm and dsc.Attention are what the
-// fusion passes turn the exporters' decompositions into; dsc.CrossEntropy
+// its gradient needs them); dsc.RMSNorm, dsc.Rotary and dsc.Attention are
+// what the fusion passes turn the exporters' decompositions into;
+// dsc.CrossEntropy
 // is the loss dsc appends. Each backward is an operator of its own, whose
 // host evaluation is the reference the runtime's kernel is tested against.
 //
@@ -388,6 +389,45 @@ Error evalCrossEntropyGrad(EvalContext &C) {
   return Error::success();
 }
 
+/// dsc.Rotary(x, cos, sin) -> y, and dsc.RotaryGrad(dy, cos, sin) -> dx:
+/// the tables broadcast to x, whose last dim is even.
+Error inferRotary(InferContext &C) {
+  if (C.N.Inputs.size() != 3 || C.N.Outputs.size() != 1 || !C.has(1) ||
+      !C.has(2))
+    return C.error("takes x, cos and sin, makes y");
+  const Shape &X = C.shape(0);
+  if (X.empty() || X.back() % 2)
+    return C.error("rotates pairs of the last dim, which is odd in " +
+                   shapeText(X));
+  for (unsigned I = 1; I < 3; ++I) {
+    std::optional<Shape> B = broadcastShapes(C.shape(I), X);
+    if (!B || *B != X)
+      return C.error("its table " + shapeText(C.shape(I)) +
+                     " does not broadcast to " + shapeText(X));
+  }
+  C.out(0, X, C.in(0).Type);
+  return Error::success();
+}
+
+Error evalRotary(EvalContext &C) {
+  HostTensor X = C.In[0]->contiguousCopy();
+  HostTensor Cos = C.In[1]->expanded(X.shape()).contiguousCopy();
+  HostTensor Sin = C.In[2]->expanded(X.shape()).contiguousCopy();
+  int64_t Cols = X.shape().back();
+  HostTensor &Y = C.fresh(0);
+  reference::rotary(X.floatData(), Cos.floatData(), Sin.floatData(),
+                    Y.floatData(), numel(X.shape()) / std::max<int64_t>(Cols, 1),
+                    Cols, C.N.Op == "dsc.RotaryGrad");
+  return Error::success();
+}
+
+void gradRotary(GradContext &C) {
+  if (C.needs(1) || C.needs(2))
+    C.fail("the rotary tables need a gradient; dsc trains only constant "
+           "tables");
+  C.setGrad(0, C.emit("dsc.RotaryGrad", {C.dOut(0), C.input(1), C.input(2)}));
+}
+
 const OpDef Ops[] = {
     {"LayerNormalization", inferLayerNorm, evalLayerNorm, gradLayerNorm, 0,
      "layer normalization over the trailing dims"},
@@ -397,6 +437,10 @@ const OpDef Ops[] = {
      "x / sqrt(mean(x^2) + eps) * w"},
     {"dsc.RMSNormGrad", inferRMSNormGrad, evalRMSNormGrad, nullptr, 0,
      "dx, dw of an RMS normalization"},
+    {"dsc.Rotary", inferRotary, evalRotary, gradRotary, 0,
+     "x * cos + rotate_half(x) * sin (rotary position embedding)"},
+    {"dsc.RotaryGrad", inferRotary, evalRotary, nullptr, 0,
+     "dx of a rotary embedding: its transpose applied to dy"},
     {"Dropout", inferDropout, evalDropout, gradDropout, Random,
      "x with elements zeroed at random, the rest scaled"},
     {"dsc.DropoutGrad", inferDropout, evalDropout, nullptr, Random,

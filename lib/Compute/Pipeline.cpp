@@ -14,6 +14,8 @@ ArrayRef<ComputePass> computePasses() {
        fuseAttention, true},
       {"fuse-rmsnorm", "x * rsqrt(mean(x^2) + eps) * w -> dsc.RMSNorm",
        fuseRMSNorm, true},
+      {"fuse-rotary", "x * cos + rotate_half(x) * sin -> dsc.Rotary",
+       fuseRotary, true},
       {"fuse-gelu", "tanh and erf GELU decompositions -> Gelu", fuseGelu,
        true},
       {"loss", "append the cross entropy of the logits", appendLoss, false},

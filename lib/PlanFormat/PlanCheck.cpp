@@ -57,6 +57,9 @@ KernelShape shapeOf(KernelKind K) {
     return {4, 4, 1, 3, 0};
   case KernelKind::Fill:
     return {0, 0, 1, 0, 1};
+  case KernelKind::Rotary:
+  case KernelKind::RotaryGrad:
+    return {3, 3, 1, 2, 0};
   }
   return {0, 0, 0, 0, 0};
 }
@@ -208,6 +211,22 @@ std::string checkCompute(const Plan &P) {
     if (K.Kind == KernelKind::Pointwise)
       if (std::string E = checkProgram(K); !E.empty())
         return "kernel " + std::to_string(I) + ": " + E;
+    // A rotary kernel rotates pairs (i, i + cols/2) of each row: every
+    // operand has the output's shape, whose last dim is the even cols.
+    if (K.Kind == KernelKind::Rotary || K.Kind == KernelKind::RotaryGrad) {
+      const std::vector<int64_t> &S = K.Outputs[0].Shape;
+      int64_t N = 1;
+      for (int64_t D : S)
+        N *= D;
+      bool Ok = !S.empty() && K.Ints[1] > 0 && K.Ints[1] % 2 == 0 &&
+                S.back() == K.Ints[1] && K.Ints[0] >= 0 &&
+                K.Ints[0] * K.Ints[1] == N;
+      for (const TensorRef &R : K.Inputs)
+        Ok = Ok && R.Shape == S;
+      if (!Ok)
+        return "kernel " + std::to_string(I) +
+               " rotates operands that are not rows of an even length";
+    }
     if (K.Kind == KernelKind::Attention ||
         K.Kind == KernelKind::AttentionGrad) {
       if (K.Ints[8] != int64_t(AttentionAlgorithm::Math) &&

@@ -239,6 +239,16 @@ std::string Executor::run(const plan::Kernel &K, uint64_t Seed) {
     store(Out(0), K.Outputs[0], D);
     return "";
   }
+  case KernelKind::Rotary:
+  case KernelKind::RotaryGrad: {
+    std::vector<float> X = load(In(0), K.Inputs[0]),
+                       C = load(In(1), K.Inputs[1]),
+                       S = load(In(2), K.Inputs[2]), Y(X.size());
+    rotary(X.data(), C.data(), S.data(), Y.data(), I[0], I[1],
+           K.Kind == KernelKind::RotaryGrad);
+    store(Out(0), K.Outputs[0], Y);
+    return "";
+  }
   case KernelKind::LayerNorm:
   case KernelKind::RMSNorm: {
     bool Rms = K.Kind == KernelKind::RMSNorm;

@@ -113,6 +113,23 @@ void rmsNorm(const float *X, const float *W, float *Y, float *Rstd,
   }
 }
 
+void rotary(const float *X, const float *Cos, const float *Sin, float *Y,
+            int64_t Rows, int64_t Cols, bool Backward) {
+  int64_t H = Cols / 2;
+  for (int64_t R = 0; R < Rows; ++R)
+    for (int64_t I = 0; I < H; ++I) {
+      int64_t A = R * Cols + I, B = A + H;
+      double Xa = X[A], Xb = X[B];
+      if (Backward) {
+        Y[A] = float(Xa * Cos[A] + Xb * Sin[B]);
+        Y[B] = float(Xb * Cos[B] - Xa * Sin[A]);
+      } else {
+        Y[A] = float(Xa * Cos[A] - Xb * Sin[A]);
+        Y[B] = float(Xb * Cos[B] + Xa * Sin[B]);
+      }
+    }
+}
+
 void layerNormGrad(const float *Dy, const float *X, const float *W,
                    const float *Mean, const float *Rstd, float *Dx, float *Dw,
                    float *Db, int64_t Rows, int64_t Cols) {

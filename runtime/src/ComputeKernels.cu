@@ -1933,6 +1933,69 @@ std::string matmul(const plan::Kernel &K, const KernelOperands &Ops,
   return "";
 }
 
+//===----------------------------------------------------------------------===//
+// Rotary position embeddings
+//===----------------------------------------------------------------------===//
+
+struct RotaryArgs {
+  Strided X, Cos, Sin, Y;
+  int64_t Pairs = 0, Half = 0;
+  bool Backward = false;
+};
+
+/// One thread per pair (i, i + h) of a row, h half the row: each operand
+/// through its own strides (a view of q or k as attention reads them, the
+/// tables broadcast), in fp32. Forward y[i] = x[i] c[i] - x[i+h] s[i],
+/// y[i+h] = x[i+h] c[i+h] + x[i] s[i+h]; backward the transpose,
+/// dx[i] = g[i] c[i] + g[i+h] s[i+h], dx[i+h] = g[i+h] c[i+h] - g[i] s[i].
+__global__ void rotaryKernel(const __grid_constant__ RotaryArgs A) {
+  const int Last = A.Y.Rank - 1;
+  const Strided *Ops[4] = {&A.X, &A.Cos, &A.Sin, &A.Y};
+  for (int64_t P = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+       P < A.Pairs; P += int64_t(gridDim.x) * blockDim.x) {
+    int64_t I = P % A.Half, Rest = P / A.Half;
+    int64_t Off[4], Next[4];
+    for (int J = 0; J < 4; ++J)
+      Off[J] = I * Ops[J]->Strides[Last];
+    for (int D = Last - 1; D >= 0; --D) {
+      int64_t Size = A.Y.Shape[D] ? A.Y.Shape[D] : 1;
+      int64_t Index = Rest % Size;
+      Rest /= Size;
+      for (int J = 0; J < 4; ++J)
+        Off[J] += Index * Ops[J]->Strides[D];
+    }
+    for (int J = 0; J < 4; ++J)
+      Next[J] = Off[J] + A.Half * Ops[J]->Strides[Last];
+    float Xa = loadAs(A.X.Ptr, Off[0], A.X.Type),
+          Xb = loadAs(A.X.Ptr, Next[0], A.X.Type);
+    float Ca = loadAs(A.Cos.Ptr, Off[1], A.Cos.Type),
+          Cb = loadAs(A.Cos.Ptr, Next[1], A.Cos.Type);
+    float Sa = loadAs(A.Sin.Ptr, Off[2], A.Sin.Type),
+          Sb = loadAs(A.Sin.Ptr, Next[2], A.Sin.Type);
+    float Ya = A.Backward ? Xa * Ca + Xb * Sb : Xa * Ca - Xb * Sa;
+    float Yb = A.Backward ? Xb * Cb - Xa * Sa : Xb * Cb + Xa * Sb;
+    storeAs(A.Y.Ptr, Off[3], A.Y.Type, Ya);
+    storeAs(A.Y.Ptr, Next[3], A.Y.Type, Yb);
+  }
+}
+
+std::string rotary(const plan::Kernel &K, const KernelOperands &Ops,
+                   cudaStream_t S) {
+  RotaryArgs A;
+  A.X = strided(K.Inputs[0], Ops.In[0], Ops.InType[0]);
+  A.Cos = strided(K.Inputs[1], Ops.In[1], Ops.InType[1]);
+  A.Sin = strided(K.Inputs[2], Ops.In[2], Ops.InType[2]);
+  A.Y = strided(K.Outputs[0], Ops.Out[0], Ops.OutType[0]);
+  if (A.Y.Rank < 1 || A.Y.Rank > MaxRank)
+    return "a rotary embedding of rank " + std::to_string(A.Y.Rank);
+  A.Half = K.Ints[1] / 2;
+  A.Pairs = K.Ints[0] * A.Half;
+  A.Backward = K.Kind == KernelKind::RotaryGrad;
+  if (A.Pairs)
+    rotaryKernel<<<blocksFor(uint64_t(A.Pairs)), Threads, 0, S>>>(A);
+  return "";
+}
+
 } // namespace
 
 uint64_t kernelWorkspaceBytes(const plan::Kernel &K,
@@ -2010,6 +2073,9 @@ std::string launchComputeKernel(const plan::Kernel &K,
   case KernelKind::CrossEntropy:
   case KernelKind::CrossEntropyGrad:
     return crossEntropy(K, Ops, C, S);
+  case KernelKind::Rotary:
+  case KernelKind::RotaryGrad:
+    return rotary(K, Ops, S);
   }
   return "a kernel of a kind dsrun does not know";
 }

@@ -269,6 +269,22 @@ TEST(GradCheck, Norms) {
   D.check({R[0]});
 }
 
+TEST(GradCheck, Rotary) {
+  // Tables broadcast along batch and heads, with halves that differ (HF's
+  // repeat them, which would hide a gradient reading the wrong half).
+  GradCheck C;
+  std::vector<float> Cos, Sin;
+  for (int T = 0; T < 3; ++T)
+    for (int I = 0; I < 6; ++I) {
+      Cos.push_back(std::cos(0.3f * float(T * 6 + I)));
+      Sin.push_back(std::sin(0.7f * float(T * 6 + I) + 0.1f));
+    }
+  ValueId X = C.param({2, 2, 3, 6});
+  ValueId CosT = C.constant(HostTensor::fromFloats({1, 1, 3, 6}, Cos));
+  ValueId SinT = C.constant(HostTensor::fromFloats({3, 6}, Sin));
+  C.check(C.op("dsc.Rotary", {X, CosT, SinT}));
+}
+
 TEST(GradCheck, Dropout) {
   GradCheck C;
   Attributes A;
