@@ -37,7 +37,8 @@ Error runPipeline(Graph &G, const PipelineOptions &Options,
                                StopAfter.str().c_str());
   }
   for (const ComputePass &P : computePasses()) {
-    if (P.Fusion && !Options.Fuse)
+    if (P.Fusion &&
+        (!Options.Fuse || llvm::is_contained(Options.SkipFusions, P.Name)))
       continue;
     if (Error E = P.Run(G, Options))
       return E;

@@ -117,6 +117,7 @@ Error Lowering::lowerProgram() {
     return G.takeError();
   compute::PipelineOptions PO;
   PO.Loss = Options.Loss;
+  PO.SkipFusions = Options.SkipFusions;
   // DeepSpeed scales the loss by 1 / gradient accumulation steps, and
   // divides each rank's gradient by the world size before reducing
   // (stage 1 and 2's allreduce_bucket): in fp16 a sum of undivided

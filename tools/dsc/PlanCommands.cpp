@@ -116,6 +116,11 @@ static cl::opt<bool> KeepCopies(
     cl::desc("Keep every layout copy instead of letting kernels write into "
              "the copy's destination (for comparing the two)"),
     PLAN_SUBS, cl::cat(PlanOptionsCategory));
+static cl::list<std::string> SkipFusion(
+    "skip-fusion",
+    cl::desc("Leave out a compute fusion pass (fuse-rotary, fuse-gelu, ...; "
+             "for comparing its kernels with the ops it replaces)"),
+    cl::CommaSeparated, PLAN_SUBS, cl::cat(PlanOptionsCategory));
 static cl::opt<bool> NoPointwiseFusion(
     "no-pointwise-fusion",
     cl::desc("Keep one kernel per elementwise op instead of fusing chains "
@@ -234,6 +239,22 @@ static Expected<PlanOptions> planOptions(StringRef Tool) {
   O.MathAttention = MathAttention;
   O.ElideCopies = !KeepCopies;
   O.FusePointwise = !NoPointwiseFusion;
+  for (const std::string &Pass : SkipFusion) {
+    bool Fusion = false;
+    for (const compute::ComputePass &P : compute::computePasses())
+      Fusion |= P.Fusion && Pass == P.Name;
+    if (!Fusion) {
+      std::string Names;
+      for (const compute::ComputePass &P : compute::computePasses())
+        if (P.Fusion)
+          Names += std::string(Names.empty() ? "" : ", ") + P.Name;
+      return createStringError(inconvertibleErrorCode(),
+                               "--skip-fusion=%s: no such fusion pass; the "
+                               "fusion passes are %s",
+                               Pass.c_str(), Names.c_str());
+    }
+    O.SkipFusions.push_back(Pass);
+  }
   std::optional<compute::LossKind> K = compute::lossNamed(Loss);
   if (!K)
     return createStringError(inconvertibleErrorCode(),

@@ -38,6 +38,9 @@ struct PipelineOptions {
   double LossGradScale = 1.0;
   /// Run the fusion passes (off: the unfused graph, for gradient checks).
   bool Fuse = true;
+  /// Fusion passes left out by name (dsc plan --skip-fusion, to compare a
+  /// fusion's kernels with the chain it replaces).
+  std::vector<std::string> SkipFusions;
 };
 
 struct ComputePass {

@@ -57,6 +57,8 @@ struct PlanOptions {
   bool ElideCopies = true;
   /// Chains of pointwise kernels fused (compute::fusePointwiseChains).
   bool FusePointwise = true;
+  /// Compute fusion passes left out by name (fuse-rotary, ...).
+  std::vector<std::string> SkipFusions;
   HardwareProfile Machine = defaultHardware();
   /// What the step minimizes.
   compute::LossKind Loss = compute::LossKind::CausalLM;
