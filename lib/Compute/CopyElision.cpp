@@ -358,8 +358,15 @@ unsigned elideCopiesOnce(KernelProgram &P, const std::vector<bool> &Forbidden,
     // Any kernel runs where only its operands' base moved (same shape and
     // strides, 16-byte aligned): a product writing a bias gradient
     // straight into the parameter's gradient.
+    // A dim of extent 1 moves nothing, so its stride may differ: it keeps
+    // the kernel's own (a product's batch of one writing a weight's
+    // gradient, which the copy addressed without that dim).
     std::vector<bool> Moved(P.Kernels.size(), true);
     for (auto &[R, New] : Rewrites) {
+      if (New.Shape == R->Shape)
+        for (size_t D = 0; D < New.Shape.size(); ++D)
+          if (New.Shape[D] == 1)
+            New.Strides[D] = R->Strides[D];
       for (size_t K : Touched)
         for (TensorRef *Ref : operands(P.Kernels[K]))
           if (Ref == R && (New.Shape != R->Shape || New.Strides != R->Strides ||
