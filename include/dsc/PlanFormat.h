@@ -130,7 +130,8 @@ constexpr uint32_t MaxRankClasses = 8;
   X(Attention, "attention") X(AttentionGrad, "attention-grad")                 \
   X(Gather, "gather") X(GatherGrad, "gather-grad")                             \
   X(CrossEntropy, "cross-entropy") X(CrossEntropyGrad, "cross-entropy-grad")   \
-  X(Fill, "fill") X(Rotary, "rotary") X(RotaryGrad, "rotary-grad")
+  X(Fill, "fill") X(Rotary, "rotary") X(RotaryGrad, "rotary-grad")          \
+  X(SwiGLU, "swiglu") X(SwiGLUGrad, "swiglu-grad")
 /// Instructions of a pointwise kernel's program (see Kernel).
 #define DSC_PLAN_POINTWISEOP(X)                                                \
   X(Const, "const") X(Add, "add") X(Sub, "sub") X(Mul, "mul") X(Div, "div")   \

@@ -54,6 +54,12 @@ void rmsNorm(const float *X, const float *W, float *Y, float *Rstd,
 ///   dx[i] = dy[i] cos[i] + dy[i+h] sin[i+h], dx[i+h] = dy[i+h] cos[i+h] - dy[i] sin[i].
 void rotary(const float *X, const float *Cos, const float *Sin, float *Y,
             int64_t Rows, int64_t Cols, bool Backward);
+/// SwiGLU's gate: y = silu(g) u = g sigmoid(g) u, elementwise over N.
+void swiglu(const float *G, const float *U, float *Y, int64_t N);
+/// Its gradients: with s = sigmoid(g), dg = dy u s (1 + g (1 - s)) and
+/// du = dy g s.
+void swigluGrad(const float *Dy, const float *G, const float *U, float *Dg,
+                float *Du, int64_t N);
 
 /// Scaled dot-product attention. Q [B, Hq, T, D], K [B, Hkv, S, D],
 /// V [B, Hkv, S, Dv], Bias broadcast to [B, Hq, T, S] through its strides

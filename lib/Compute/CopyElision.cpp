@@ -89,6 +89,8 @@ bool takesAnyViews(const plan::Kernel &K,
   case KernelKind::Fill:
   case KernelKind::Rotary:
   case KernelKind::RotaryGrad:
+  case KernelKind::SwiGLU:
+  case KernelKind::SwiGLUGrad:
     return true;
   case KernelKind::Attention:
   case KernelKind::AttentionGrad:

@@ -1,7 +1,7 @@
 //===- Fusion.cpp - The exporters' decompositions, back into one op -------===//
 //
-// torch.onnx writes attention, RMSNorm, rotary embeddings and GELU as
-// chains of small ops.
+// torch.onnx writes attention, RMSNorm, rotary embeddings, SwiGLU and
+// GELU as chains of small ops.
 // Each pass here finds such a chain by walking up from its last node and
 // replaces the last node's output with one fused operator; the chain's
 // other nodes fall away when nothing else reads them. A chain that does not
@@ -473,6 +473,41 @@ Error fuseRotary(Graph &G, const PipelineOptions &) {
         !isTable(G, Sin, XS))
       continue;
     if (Error Err = replaceWith(G, Out, "dsc.Rotary", {X, Cos, Sin}, {}, 1))
+      return Err;
+    Any = true;
+  }
+  return Any ? finish(G) : Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// SwiGLU's gate: silu(g) * u with silu(g) = g * sigmoid(g) (HF's LlamaMLP,
+// act_fn(gate_proj(x)) * up_proj(x)), either operand order.
+//===----------------------------------------------------------------------===//
+
+Error fuseSwiGLU(Graph &G, const PipelineOptions &) {
+  Matcher M(G);
+  bool Any = false;
+  for (uint32_t I = 0, E = G.Nodes.size(); I < E; ++I) {
+    const Node &N = G.Nodes[I];
+    if (N.Dead || N.Op != "Mul")
+      continue;
+    ValueId Gate = NoValue, Up = NoValue;
+    for (int K = 0; K < 2 && Gate == NoValue; ++K) {
+      const Node *Silu = M.producer(N.Inputs[K], "Mul");
+      for (int J = 0; Silu && J < 2 && Gate == NoValue; ++J) {
+        const Node *S = M.producer(Silu->Inputs[1 - J], "Sigmoid");
+        if (S && S->Inputs[0] == Silu->Inputs[J]) {
+          Gate = Silu->Inputs[J];
+          Up = N.Inputs[1 - K];
+        }
+      }
+    }
+    // Elementwise over one shape: a broadcast operand stays op by op.
+    if (Gate == NoValue || !G.Values[Gate].isFloat() ||
+        !G.Values[Up].isFloat() || G.Values[Gate].Dims != G.Values[Up].Dims ||
+        G.Values[N.Outputs[0]].Dims != G.Values[Gate].Dims)
+      continue;
+    if (Error Err = replaceWith(G, N.Outputs[0], "dsc.SwiGLU", {Gate, Up}, {}, 1))
       return Err;
     Any = true;
   }

@@ -823,6 +823,12 @@ Error Selector::kernel(const Node &N) {
                 broadcastRef(N.Inputs[2], X)};
     K.Ints = {numel(X) / std::max<int64_t>(X.back(), 1), X.back()};
     Outputs();
+  } else if (Op == "dsc.SwiGLU" || Op == "dsc.SwiGLUGrad") {
+    // Elementwise through any views of one shape.
+    K.Kind = Op == "dsc.SwiGLU" ? KernelKind::SwiGLU : KernelKind::SwiGLUGrad;
+    for (ValueId V : N.Inputs)
+      K.Inputs.push_back(ref(V));
+    Outputs();
   } else if (Op == "dsc.LayerNormGrad" || Op == "dsc.RMSNormGrad") {
     K.Kind = Op == "dsc.RMSNormGrad" ? KernelKind::RMSNormGrad
                                      : KernelKind::LayerNormGrad;

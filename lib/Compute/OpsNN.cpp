@@ -2,8 +2,9 @@
 //
 // The fused operators a transformer trains with. LayerNormalization is the
 // ONNX op itself (with its Mean and InvStdDev outputs always made, since
-// its gradient needs them); dsc.RMSNorm, dsc.Rotary and dsc.Attention are
-// what the fusion passes turn the exporters' decompositions into;
+// its gradient needs them); dsc.RMSNorm, dsc.Rotary, dsc.SwiGLU and
+// dsc.Attention are what the fusion passes turn the exporters'
+// decompositions into;
 // dsc.CrossEntropy
 // is the loss dsc appends. Each backward is an operator of its own, whose
 // host evaluation is the reference the runtime's kernel is tested against.
@@ -428,6 +429,49 @@ void gradRotary(GradContext &C) {
   C.setGrad(0, C.emit("dsc.RotaryGrad", {C.dOut(0), C.input(1), C.input(2)}));
 }
 
+/// dsc.SwiGLU(g, u) -> silu(g) u, and dsc.SwiGLUGrad(dy, g, u) -> dg, du:
+/// elementwise over one shape (HF's LlamaMLP gate, act_fn(gate) * up).
+Error inferSwiGLU(InferContext &C) {
+  bool Grad = C.N.Op == "dsc.SwiGLUGrad";
+  unsigned Ins = Grad ? 3 : 2, Outs = Grad ? 2 : 1;
+  if (C.N.Inputs.size() != Ins || C.N.Outputs.size() != Outs)
+    return C.error(Grad ? "takes dy, g and u, makes dg and du"
+                        : "takes g and u, makes y");
+  for (unsigned I = 0; I < Ins; ++I) {
+    if (!C.has(I) || !C.in(I).isFloat())
+      return C.error("its operands are floating-point values");
+    if (C.shape(I) != C.shape(0))
+      return C.error("is elementwise over one shape; it has " +
+                     shapeText(C.shape(0)) + " and " + shapeText(C.shape(I)));
+  }
+  for (unsigned I = 0; I < Outs; ++I)
+    C.out(I, C.shape(0), C.in(0).Type);
+  return Error::success();
+}
+
+Error evalSwiGLU(EvalContext &C) {
+  std::vector<HostTensor> In;
+  for (const HostTensor *T : C.In)
+    In.push_back(T->contiguousCopy());
+  int64_t N = numel(In[0].shape());
+  if (C.N.Op == "dsc.SwiGLU") {
+    reference::swiglu(In[0].floatData(), In[1].floatData(),
+                      C.fresh(0).floatData(), N);
+    return Error::success();
+  }
+  HostTensor &Dg = C.fresh(0), &Du = C.fresh(1);
+  reference::swigluGrad(In[0].floatData(), In[1].floatData(),
+                        In[2].floatData(), Dg.floatData(), Du.floatData(), N);
+  return Error::success();
+}
+
+void gradSwiGLU(GradContext &C) {
+  std::vector<ValueId> G =
+      C.emitN("dsc.SwiGLUGrad", {C.dOut(0), C.input(0), C.input(1)}, {}, 2);
+  C.setGrad(0, G[0]);
+  C.setGrad(1, G[1]);
+}
+
 const OpDef Ops[] = {
     {"LayerNormalization", inferLayerNorm, evalLayerNorm, gradLayerNorm, 0,
      "layer normalization over the trailing dims"},
@@ -441,6 +485,10 @@ const OpDef Ops[] = {
      "x * cos + rotate_half(x) * sin (rotary position embedding)"},
     {"dsc.RotaryGrad", inferRotary, evalRotary, nullptr, 0,
      "dx of a rotary embedding: its transpose applied to dy"},
+    {"dsc.SwiGLU", inferSwiGLU, evalSwiGLU, gradSwiGLU, 0,
+     "silu(g) * u, silu(g) = g * sigmoid(g) (the gate of SwiGLU MLPs)"},
+    {"dsc.SwiGLUGrad", inferSwiGLU, evalSwiGLU, nullptr, 0,
+     "dg, du of a SwiGLU gate"},
     {"Dropout", inferDropout, evalDropout, gradDropout, Random,
      "x with elements zeroed at random, the rest scaled"},
     {"dsc.DropoutGrad", inferDropout, evalDropout, nullptr, Random,

@@ -16,6 +16,7 @@ ArrayRef<ComputePass> computePasses() {
        fuseRMSNorm, true},
       {"fuse-rotary", "x * cos + rotate_half(x) * sin -> dsc.Rotary",
        fuseRotary, true},
+      {"fuse-swiglu", "g * sigmoid(g) * u -> dsc.SwiGLU", fuseSwiGLU, true},
       {"fuse-gelu", "tanh and erf GELU decompositions -> Gelu", fuseGelu,
        true},
       {"loss", "append the cross entropy of the logits", appendLoss, false},

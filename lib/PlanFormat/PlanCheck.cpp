@@ -60,6 +60,10 @@ KernelShape shapeOf(KernelKind K) {
   case KernelKind::Rotary:
   case KernelKind::RotaryGrad:
     return {3, 3, 1, 2, 0};
+  case KernelKind::SwiGLU:
+    return {2, 2, 1, 0, 0};
+  case KernelKind::SwiGLUGrad:
+    return {3, 3, 2, 0, 0};
   }
   return {0, 0, 0, 0, 0};
 }
@@ -226,6 +230,16 @@ std::string checkCompute(const Plan &P) {
       if (!Ok)
         return "kernel " + std::to_string(I) +
                " rotates operands that are not rows of an even length";
+    }
+    // SwiGLU is elementwise: every operand has the first output's shape.
+    if (K.Kind == KernelKind::SwiGLU || K.Kind == KernelKind::SwiGLUGrad) {
+      bool Ok = true;
+      for (const std::vector<TensorRef> *Side : {&K.Inputs, &K.Outputs})
+        for (const TensorRef &R : *Side)
+          Ok = Ok && R.Shape == K.Outputs[0].Shape;
+      if (!Ok)
+        return "kernel " + std::to_string(I) +
+               " is elementwise over operands of different shapes";
     }
     if (K.Kind == KernelKind::Attention ||
         K.Kind == KernelKind::AttentionGrad) {

@@ -249,6 +249,24 @@ std::string Executor::run(const plan::Kernel &K, uint64_t Seed) {
     store(Out(0), K.Outputs[0], Y);
     return "";
   }
+  case KernelKind::SwiGLU: {
+    std::vector<float> G = load(In(0), K.Inputs[0]),
+                       U = load(In(1), K.Inputs[1]), Y(G.size());
+    swiglu(G.data(), U.data(), Y.data(), int64_t(G.size()));
+    store(Out(0), K.Outputs[0], Y);
+    return "";
+  }
+  case KernelKind::SwiGLUGrad: {
+    std::vector<float> Dy = load(In(0), K.Inputs[0]),
+                       G = load(In(1), K.Inputs[1]),
+                       U = load(In(2), K.Inputs[2]), Dg(G.size()),
+                       Du(G.size());
+    swigluGrad(Dy.data(), G.data(), U.data(), Dg.data(), Du.data(),
+               int64_t(G.size()));
+    store(Out(0), K.Outputs[0], Dg);
+    store(Out(1), K.Outputs[1], Du);
+    return "";
+  }
   case KernelKind::LayerNorm:
   case KernelKind::RMSNorm: {
     bool Rms = K.Kind == KernelKind::RMSNorm;

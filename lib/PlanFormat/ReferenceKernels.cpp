@@ -130,6 +130,22 @@ void rotary(const float *X, const float *Cos, const float *Sin, float *Y,
     }
 }
 
+void swiglu(const float *G, const float *U, float *Y, int64_t N) {
+  for (int64_t I = 0; I < N; ++I) {
+    double S = 1 / (1 + std::exp(-double(G[I])));
+    Y[I] = float(G[I] * S * U[I]);
+  }
+}
+
+void swigluGrad(const float *Dy, const float *G, const float *U, float *Dg,
+                float *Du, int64_t N) {
+  for (int64_t I = 0; I < N; ++I) {
+    double S = 1 / (1 + std::exp(-double(G[I])));
+    Dg[I] = float(double(Dy[I]) * U[I] * S * (1 + G[I] * (1 - S)));
+    Du[I] = float(double(Dy[I]) * G[I] * S);
+  }
+}
+
 void layerNormGrad(const float *Dy, const float *X, const float *W,
                    const float *Mean, const float *Rstd, float *Dx, float *Dw,
                    float *Db, int64_t Rows, int64_t Cols) {

@@ -1996,6 +1996,129 @@ std::string rotary(const plan::Kernel &K, const KernelOperands &Ops,
   return "";
 }
 
+//===----------------------------------------------------------------------===//
+// SwiGLU's gate
+//===----------------------------------------------------------------------===//
+
+/// Operands g, u (forward) or dy, g, u (backward), then y or dg, du.
+struct SwiGLUArgs {
+  Strided Op[5];
+  int Ins = 2, Outs = 1;
+  int64_t N = 0;
+};
+
+/// Forward y = g s u with s = sigmoid(g); backward dg = dy u s (1 + g (1 -
+/// s)), du = dy g s. In fp32 from the operands as stored, one rounding at
+/// each store; s is recomputed rather than kept from the forward.
+__device__ __forceinline__ void swigluMath(const float *In, float *Out,
+                                           bool Grad) {
+  float G = In[Grad], U = In[Grad + 1];
+  float S = 1.0f / (1.0f + __expf(-G));
+  if (!Grad) {
+    Out[0] = G * S * U;
+    return;
+  }
+  float Dy = In[0];
+  Out[0] = Dy * U * S * (1.0f + G * (1.0f - S));
+  Out[1] = Dy * G * S;
+}
+
+/// Dense operands, eight elements a thread (16 bytes of a 16-bit operand).
+template <bool Grad>
+__global__ void swiglu8Kernel(const __grid_constant__ SwiGLUArgs A) {
+  constexpr int Ins = Grad ? 3 : 2, Outs = Grad ? 2 : 1;
+  for (int64_t V = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+       V < A.N / 8; V += int64_t(gridDim.x) * blockDim.x) {
+    float In[Ins][8], Out[Outs][8];
+#pragma unroll
+    for (int J = 0; J < Ins; ++J)
+      load8(A.Op[J].Ptr, uint64_t(V) * 8, A.Op[J].Type, In[J]);
+#pragma unroll
+    for (int E = 0; E < 8; ++E) {
+      float I[Ins], O[Outs];
+#pragma unroll
+      for (int J = 0; J < Ins; ++J)
+        I[J] = In[J][E];
+      swigluMath(I, O, Grad);
+#pragma unroll
+      for (int J = 0; J < Outs; ++J)
+        Out[J][E] = O[J];
+    }
+#pragma unroll
+    for (int J = 0; J < Outs; ++J)
+      store8(A.Op[Ins + J].Ptr, uint64_t(V) * 8, A.Op[Ins + J].Type, Out[J]);
+  }
+}
+
+/// Any views: each element's offset from its index, operand by operand.
+template <bool Grad>
+__global__ void swigluStridedKernel(const __grid_constant__ SwiGLUArgs A) {
+  constexpr int Ins = Grad ? 3 : 2, Outs = Grad ? 2 : 1;
+  const Strided &Shape = A.Op[Ins];
+  for (int64_t E = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; E < A.N;
+       E += int64_t(gridDim.x) * blockDim.x) {
+    int64_t Off[Ins + Outs] = {}, Rest = E;
+    for (int D = Shape.Rank - 1; D >= 0; --D) {
+      int64_t Size = Shape.Shape[D] ? Shape.Shape[D] : 1;
+      int64_t Index = Rest % Size;
+      Rest /= Size;
+#pragma unroll
+      for (int J = 0; J < Ins + Outs; ++J)
+        Off[J] += Index * A.Op[J].Strides[D];
+    }
+    float I[Ins], O[Outs];
+#pragma unroll
+    for (int J = 0; J < Ins; ++J)
+      I[J] = loadAs(A.Op[J].Ptr, Off[J], A.Op[J].Type);
+    swigluMath(I, O, Grad);
+#pragma unroll
+    for (int J = 0; J < Outs; ++J)
+      storeAs(A.Op[Ins + J].Ptr, Off[Ins + J], A.Op[Ins + J].Type, O[J]);
+  }
+}
+
+/// Whether R covers its shape densely in row-major order from P, 16-byte
+/// aligned (dims of extent 1 may have any stride).
+bool dense8(const plan::TensorRef &R, const void *P) {
+  int64_t Expected = 1;
+  for (size_t D = R.Shape.size(); D-- > 0;) {
+    if (R.Shape[D] != 1 && R.Strides[D] != Expected)
+      return false;
+    Expected *= R.Shape[D];
+  }
+  return reinterpret_cast<uintptr_t>(P) % 16 == 0;
+}
+
+std::string swiglu(const plan::Kernel &K, const KernelOperands &Ops,
+                   cudaStream_t S) {
+  bool Grad = K.Kind == KernelKind::SwiGLUGrad;
+  SwiGLUArgs A;
+  A.Ins = Grad ? 3 : 2;
+  A.Outs = Grad ? 2 : 1;
+  A.N = numel(K.Outputs[0].Shape);
+  if (K.Outputs[0].Shape.size() > size_t(MaxRank))
+    return "a SwiGLU of rank " + std::to_string(K.Outputs[0].Shape.size());
+  bool Dense = A.N % 8 == 0;
+  for (int J = 0; J < A.Ins + A.Outs; ++J) {
+    bool In = J < A.Ins;
+    const plan::TensorRef &R = In ? K.Inputs[J] : K.Outputs[J - A.Ins];
+    void *P = In ? Ops.In[J] : Ops.Out[J - A.Ins];
+    A.Op[J] = strided(R, P, In ? Ops.InType[J] : Ops.OutType[J - A.Ins]);
+    Dense = Dense && dense8(R, P);
+  }
+  if (!A.N)
+    return "";
+  if (Dense && Grad)
+    swiglu8Kernel<true><<<blocksFor(uint64_t(A.N / 8)), Threads, 0, S>>>(A);
+  else if (Dense)
+    swiglu8Kernel<false><<<blocksFor(uint64_t(A.N / 8)), Threads, 0, S>>>(A);
+  else if (Grad)
+    swigluStridedKernel<true><<<blocksFor(uint64_t(A.N)), Threads, 0, S>>>(A);
+  else
+    swigluStridedKernel<false><<<blocksFor(uint64_t(A.N)), Threads, 0, S>>>(A);
+  return "";
+}
+
 } // namespace
 
 uint64_t kernelWorkspaceBytes(const plan::Kernel &K,
@@ -2076,6 +2199,9 @@ std::string launchComputeKernel(const plan::Kernel &K,
   case KernelKind::Rotary:
   case KernelKind::RotaryGrad:
     return rotary(K, Ops, S);
+  case KernelKind::SwiGLU:
+  case KernelKind::SwiGLUGrad:
+    return swiglu(K, Ops, S);
   }
   return "a kernel of a kind dsrun does not know";
 }

@@ -285,6 +285,12 @@ TEST(GradCheck, Rotary) {
   C.check(C.op("dsc.Rotary", {X, CosT, SinT}));
 }
 
+TEST(GradCheck, SwiGLU) {
+  GradCheck C;
+  ValueId G = C.param({2, 3, 4}), U = C.param({2, 3, 4});
+  C.check(C.op("dsc.SwiGLU", {G, U}));
+}
+
 TEST(GradCheck, Dropout) {
   GradCheck C;
   Attributes A;

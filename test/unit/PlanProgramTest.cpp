@@ -250,8 +250,8 @@ TEST_P(PlanProgram, ElidedCopiesGiveTheSameStep) {
 }
 
 TEST_P(PlanProgram, FusedPointwiseChainsGiveTheSameStep) {
-  // Llama's SiLU and rotary gradients, among others, run as fewer
-  // kernels; the step still matches PyTorch's.
+  // Llama's sum of its q, k and v projections' input gradients, among
+  // others, runs as fewer kernels; the step still matches PyTorch's.
   StepResult Fused = run({}), Kept = run({1, 1, false, false, true});
   expectPyTorch(Kept, Fixture);
   expectPyTorch(Fused, Fixture);

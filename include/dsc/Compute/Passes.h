@@ -5,6 +5,7 @@
 //   fuse-attention   QK^T, scale, mask, softmax, .V -> dsc.Attention
 //   fuse-rmsnorm     x * rsqrt(mean(x^2) + eps) * w -> dsc.RMSNorm
 //   fuse-rotary      x * cos + rotate_half(x) * sin -> dsc.Rotary
+//   fuse-swiglu      g * sigmoid(g) * u -> dsc.SwiGLU
 //   fuse-gelu        the tanh and erf decompositions -> Gelu
 //   loss             dsc.CrossEntropy of the logits and the targets
 //   autodiff         the backward program, one rule per operator
@@ -65,6 +66,7 @@ llvm::Error canonicalize(Graph &G, const PipelineOptions &);
 llvm::Error fuseAttention(Graph &G, const PipelineOptions &);
 llvm::Error fuseRMSNorm(Graph &G, const PipelineOptions &);
 llvm::Error fuseRotary(Graph &G, const PipelineOptions &);
+llvm::Error fuseSwiGLU(Graph &G, const PipelineOptions &);
 llvm::Error fuseGelu(Graph &G, const PipelineOptions &);
 llvm::Error appendLoss(Graph &G, const PipelineOptions &);
 llvm::Error differentiate(Graph &G, const PipelineOptions &);
