@@ -6,13 +6,16 @@
 # GPT-2 export of the compute tests in bf16, whose products carry every
 # epilogue (bias, GELU, its gradient, bias gradients) and whose norms take
 # their residual adds; and the tiny Llama export, for RMS norms, rotary
-# embeddings and grouped-query attention.
+# embeddings, grouped-query attention, the SwiGLU gate and products that
+# add into their sum. Inputs go to BUILD_DIR/plan-seeds, so that the
+# model paths the plans record stay the same from run to run.
 #
 #   utils/make-plan-seeds.sh BUILD_DIR
 set -eu
 bin=$1/bin
 out=test/fuzz/seeds-plan
-tmp=$(mktemp -d)
+tmp=$1/plan-seeds
+rm -rf "$tmp" && mkdir -p "$tmp"
 "$bin/dsc-modelgen" --arch gpt --layers 1 --hidden 16 --heads 2 --vocab 50 \
   -o "$tmp/gpt.onnx" > /dev/null
 utils/runtime-plans.sh "$bin/dsc" "$tmp/gpt.onnx" 2 8 "$tmp/plans" 400
@@ -26,5 +29,5 @@ echo '{"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": true}}' > "$tmp/
 "$bin/dsc" plan "$tmp/bf16.json" "$1/test/ComputeInputs/gpt2-train.dynamo.onnx" \
   --seq-len 8 -o "$out/epilogues.bin" > /dev/null
 "$bin/dsc" plan "$tmp/bf16.json" "$1/test/ComputeInputs/llama-train.dynamo.onnx" \
-  --seq-len 8 -o "$out/rotary.bin" > /dev/null
+  --seq-len 8 -o "$out/llama.bin" > /dev/null
 rm -rf "$tmp"

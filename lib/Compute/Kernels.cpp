@@ -1158,6 +1158,8 @@ void costKernel(plan::Kernel &K, const std::vector<plan::Value> &Values) {
     K.Flops = 2 * uint64_t(I[0]) * uint64_t(I[1]) * uint64_t(I[2]) *
               uint64_t(I[3]);
     K.WorkspaceBytes = plan::GemmWorkspaceBytes;
+    if (K.Floats.size() > 1 && K.Floats[1] != 0 && !K.Outputs.empty())
+      K.Bytes += Bytes(K.Outputs[0]); // Adding into C reads it.
     break;
   case KernelKind::Attention:
   case KernelKind::AttentionGrad: {
@@ -1215,6 +1217,8 @@ Expected<KernelProgram> selectKernels(const Graph &G,
     fuseResidualNorms(*P, /*Forward=*/!Options.CheckpointLayers);
   if (P && Options.FusePointwise)
     fusePointwiseChains(*P, /*Forward=*/!Options.CheckpointLayers);
+  if (P && Options.AccumulateProducts)
+    accumulateProducts(*P);
   return P;
 }
 

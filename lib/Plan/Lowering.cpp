@@ -136,6 +136,7 @@ Error Lowering::lowerProgram() {
   KO.MathAttention = Options.MathAttention;
   KO.ElideCopies = Options.ElideCopies;
   KO.FusePointwise = Options.FusePointwise;
+  KO.AccumulateProducts = Options.AccumulateProducts;
   KO.CheckpointLayers = Options.CheckpointLayers;
   KO.TensorOf = [&](const compute::ParamInfo &Pi) {
     auto It = TensorNamed.find(Pi.Name);

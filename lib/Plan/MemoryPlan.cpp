@@ -467,6 +467,10 @@ void MemoryPlanner::values() {
           Accesses[R.Value].push_back({I, false});
           ReadInBackward[R.Value] = ReadInBackward[R.Value] || K.Backward;
         }
+        // A product with beta 1 adds into its output: it reads it first.
+        if (K.Kind == plan::KernelKind::Gemm && K.Floats.size() > 1 &&
+            K.Floats[1] != 0)
+          Accesses[K.Outputs[0].Value].push_back({I, false});
         for (const plan::TensorRef &R : K.Outputs)
           Accesses[R.Value].push_back({I, true});
       }

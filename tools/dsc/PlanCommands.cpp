@@ -126,6 +126,12 @@ static cl::opt<bool> NoPointwiseFusion(
     cl::desc("Keep one kernel per elementwise op instead of fusing chains "
              "of them (for comparing the two)"),
     PLAN_SUBS, cl::cat(PlanOptionsCategory));
+static cl::opt<bool> NoProductSums(
+    "no-product-sums",
+    cl::desc("Sum several products' outputs in a pointwise kernel instead of "
+             "letting the products add into one value (for comparing the "
+             "two)"),
+    PLAN_SUBS, cl::cat(PlanOptionsCategory));
 static cl::opt<std::string> Gpu("gpu",
                                 cl::desc("GPU figures and memory: H100, H200, "
                                          "A100-40GB, A100-80GB, L40S, ..."),
@@ -239,6 +245,7 @@ static Expected<PlanOptions> planOptions(StringRef Tool) {
   O.MathAttention = MathAttention;
   O.ElideCopies = !KeepCopies;
   O.FusePointwise = !NoPointwiseFusion;
+  O.AccumulateProducts = !NoProductSums;
   for (const std::string &Pass : SkipFusion) {
     bool Fusion = false;
     for (const compute::ComputePass &P : compute::computePasses())

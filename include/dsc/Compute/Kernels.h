@@ -43,6 +43,9 @@ struct KernelOptions {
   /// reads is inlined into it (fusePointwiseChains); forward kernels
   /// only where layers are not recomputed, as for the norms.
   bool FusePointwise = true;
+  /// Products whose outputs one backward kernel only sums add into the
+  /// sum instead (accumulateProducts).
+  bool AccumulateProducts = true;
 };
 
 /// The kernel program in plan form. Kernels are in program order, each
@@ -80,6 +83,11 @@ unsigned fuseResidualNorms(KernelProgram &P, bool Forward);
 /// Forward), where the fused program still fits a kernel. Returns how
 /// many kernels went.
 unsigned fusePointwiseChains(KernelProgram &P, bool Forward);
+
+/// Lets backward products whose outputs one pointwise kernel only sums
+/// store into the sum's value, the first storing and each later one
+/// adding (beta 1), and drops the sum. Returns how many sums went.
+unsigned accumulateProducts(KernelProgram &P);
 
 /// Removes the kernels marked Gone and the values marked Dropped (no
 /// kernel may still name them), renumbering the values everywhere.

@@ -57,6 +57,8 @@ struct PlanOptions {
   bool ElideCopies = true;
   /// Chains of pointwise kernels fused (compute::fusePointwiseChains).
   bool FusePointwise = true;
+  /// Products add into the sum of their outputs (compute::accumulateProducts).
+  bool AccumulateProducts = true;
   /// Compute fusion passes left out by name (fuse-rotary, ...).
   std::vector<std::string> SkipFusions;
   HardwareProfile Machine = defaultHardware();
