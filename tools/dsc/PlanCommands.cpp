@@ -208,6 +208,12 @@ static int usage(StringRef Tool, const Twine &Message) {
 
 static Expected<PlanOptions> planOptions(StringRef Tool) {
   PlanOptions O;
+  // 0 means "not given"; written out, it is a mistake, not a default.
+  for (cl::opt<uint32_t> *Count : {&WorldSize, &Nodes, &GpusPerNode})
+    if (Count->getNumOccurrences() && *Count == 0)
+      return createStringError(inconvertibleErrorCode(),
+                               "--%s must be a positive integer",
+                               Count->ArgStr.str().c_str());
   // Any two of world size, nodes and GPUs per node give the third.
   uint32_t W = WorldSize, N = Nodes, G = GpusPerNode;
   if (!W)
