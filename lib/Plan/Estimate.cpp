@@ -12,6 +12,7 @@
 
 #include "PlanInternal.h"
 #include "dsc/Plan/Estimate.h"
+#include "dsc/PlanFacts.h"
 
 using namespace llvm;
 

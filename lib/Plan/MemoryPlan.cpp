@@ -34,6 +34,7 @@
 #include "PlanInternal.h"
 
 #include "llvm/Support/FormatVariadic.h"
+#include "dsc/PlanFacts.h"
 
 using namespace llvm;
 

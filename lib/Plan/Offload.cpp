@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "PlanInternal.h"
+#include "dsc/PlanFacts.h"
 
 using namespace llvm;
 

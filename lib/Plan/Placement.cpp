@@ -26,6 +26,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "PlanInternal.h"
+#include "dsc/PlanFacts.h"
 
 #include <map>
 

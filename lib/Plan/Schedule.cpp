@@ -23,6 +23,7 @@
 #include "PlanInternal.h"
 
 #include "dsc/KernelTime.h"
+#include "dsc/PlanFacts.h"
 
 #include <array>
 #include <cstdlib>

@@ -30,6 +30,7 @@
 #include "Gemms.h"
 #include "NcclGroup.h"
 #include "Launch.h"
+#include "dsc/PlanFacts.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>

@@ -4,6 +4,7 @@
 
 #include "dsc/PlanCheck.h"
 #include "dsc/PlanCodec.h"
+#include "dsc/PlanFacts.h"
 
 #include <fstream>
 #include <iterator>

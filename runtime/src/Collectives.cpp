@@ -1,6 +1,7 @@
 //===- Collectives.cpp - The NCCL calls each instruction makes ------------===//
 
 #include "Collectives.h"
+#include "dsc/PlanFacts.h"
 
 #include <algorithm>
 #include <map>

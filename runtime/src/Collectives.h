@@ -13,6 +13,7 @@
 
 #include "Arena.h"
 #include "Synthetic.h"
+#include "dsc/PlanFacts.h"
 
 #include <map>
 #include <string>

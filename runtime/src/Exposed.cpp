@@ -1,6 +1,7 @@
 //===- Exposed.cpp - Where a step's compute stream stood still ------------===//
 
 #include "Exposed.h"
+#include "dsc/PlanFacts.h"
 
 #include <algorithm>
 

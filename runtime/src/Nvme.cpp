@@ -1,6 +1,7 @@
 //===- Nvme.cpp - Swap files for NVMe offload -----------------------------===//
 
 #include "Nvme.h"
+#include "dsc/PlanFacts.h"
 
 #include <algorithm>
 #include <atomic>

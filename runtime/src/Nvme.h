@@ -17,6 +17,7 @@
 
 #include "Synthetic.h"
 
+#include "dsc/PlanFacts.h"
 #include "dsc/PlanFormat.h"
 
 #include <atomic>

@@ -13,6 +13,7 @@
 #include "HostMath.h"
 #include "Kernels.h"
 #include "NcclGroup.h"
+#include "dsc/PlanFacts.h"
 
 #include <algorithm>
 #include <cstddef>

@@ -13,6 +13,7 @@
 #include "Executor.h"
 
 #include "HostMath.h"
+#include "dsc/PlanFacts.h"
 
 #include <algorithm>
 #include <cstring>

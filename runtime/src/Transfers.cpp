@@ -10,6 +10,7 @@
 #include "Executor.h"
 
 #include "HostMath.h"
+#include "dsc/PlanFacts.h"
 
 #include <algorithm>
 

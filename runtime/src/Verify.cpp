@@ -12,6 +12,7 @@
 #include "Executor.h"
 
 #include "HostMath.h"
+#include "dsc/PlanFacts.h"
 
 #include <cstring>
 #include <thread>

@@ -38,6 +38,7 @@
 #include "TokenData.h"
 #include "Weights.h"
 
+#include "dsc/PlanFacts.h"
 #include "dsc/SafeTensors.h"
 
 #include <cmath>

@@ -14,6 +14,7 @@
 #include "dsc/Plan/Planner.h"
 #include "dsc/PlanCheck.h"
 #include "dsc/PlanCodec.h"
+#include "dsc/PlanFacts.h"
 
 #include "llvm/Support/Error.h"
 #include "gtest/gtest.h"

@@ -1,0 +1,128 @@
+//===- PlanFacts.h - What dsc and dsrun derive from a plan alike -*- C++ -*-===//
+//
+// Facts both sides compute from the plan the same way: NVMe swap sizes,
+// how a fetch unit is gathered, which pieces of the flat partition a rank
+// owns, a collective's bus factor, a view's offset for a rank, the kinds
+// of instruction. Kept apart from the IR (PlanFormat.h), the codec
+// (PlanCodec.h) and the verifier (PlanCheck.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSC_PLANFACTS_H
+#define DSC_PLANFACTS_H
+
+#include "dsc/PlanFormat.h"
+
+namespace dsc::plan {
+
+/// NVMe swap I/O (ZeRO-Infinity) runs with O_DIRECT: file offsets, sizes
+/// and host addresses in multiples of this.
+constexpr uint64_t SwapAlignment = 4096;
+
+/// Bytes a stage-3 fetch unit takes in an NVMe parameter buffer and in the
+/// swap file: each tensor's shard starts on an aligned offset.
+inline uint64_t swapUnitBytes(const Plan &P, uint32_t Unit) {
+  uint64_t Bytes = 0, PB = dtypeBytes(P.Settings.ParamDType);
+  for (uint32_t T : P.FetchUnits[Unit].Tensors)
+    Bytes += (P.Tensors[T].ShardElems * PB + SwapAlignment - 1) /
+             SwapAlignment * SwapAlignment;
+  return Bytes;
+}
+
+/// Stage 3: how a fetch unit is gathered. A unit of several tensors is
+/// all-gathered with one NCCL call into its rank-major "gather.U" buffer
+/// (rank r's chunk holds its shards of every tensor, in unit order) and
+/// then unpacked into "unit.U", tensor by tensor, as DeepSpeed's coalesced
+/// all-gather does; a unit of one tensor, or any unit on one rank, is
+/// already in tensor order when gathered and goes into unit.U directly.
+inline bool unitGathersRankMajor(const Plan &P, uint32_t Unit) {
+  return P.FetchUnits[Unit].Tensors.size() > 1 && P.Settings.WorldSize > 1;
+}
+
+/// Elements [Begin, End) of a trainable tensor that a rank owns and
+/// updates, and where they sit among the rank's partition elements.
+struct OwnedPiece {
+  uint32_t Tensor = 0;
+  uint64_t Begin = 0, End = 0, PartitionOffset = 0;
+};
+
+/// The pieces rank Rank owns, in partition order: every tensor whole at
+/// stage 0; at stage 1/2 the parts of tensors inside the rank's range of
+/// the flat buffer [Rank x partition, (Rank + 1) x partition); at stage 3
+/// its shard of each tensor (elements [Rank x shard, ...) that are not
+/// padding), where the placement puts the tensor's shards.
+inline std::vector<OwnedPiece> ownedPieces(const Plan &P, uint32_t Rank) {
+  std::vector<OwnedPiece> Out;
+  const Partition &L = P.Layout;
+  uint32_t Stage = P.Settings.ZeroStage;
+  if (Stage < 3) {
+    uint64_t Begin = Stage == 0 ? 0 : uint64_t(Rank) * L.PartitionElems;
+    uint64_t End = Stage == 0 ? L.FlatElems : Begin + L.PartitionElems;
+    for (uint32_t T : L.Order) {
+      const Tensor &X = P.Tensors[T];
+      uint64_t B = X.FlatOffset > Begin ? X.FlatOffset : Begin;
+      uint64_t E = X.FlatOffset + X.Elems < End ? X.FlatOffset + X.Elems : End;
+      if (B < E)
+        Out.push_back({T, B - X.FlatOffset, E - X.FlatOffset, B - Begin});
+    }
+    return Out;
+  }
+  for (uint32_t T : L.Order) {
+    const Tensor &X = P.Tensors[T];
+    uint64_t B = uint64_t(Rank) * X.ShardElems;
+    uint64_t E = X.Elems < B + X.ShardElems ? X.Elems : B + X.ShardElems;
+    if (B < E && T < P.Places.Tensors.size())
+      Out.push_back({T, B, E, P.Places.Tensors[T].PartitionOffset});
+  }
+  return Out;
+}
+
+/// The elements a rank owns that hold parameters: the partition less the
+/// padding after the last tensor (stage 1/2), every flat element (stage 0),
+/// the whole partition (stage 3, whose padding is kept at zero).
+inline uint64_t ownedRealElems(const Plan &P, uint32_t Rank) {
+  const Partition &L = P.Layout;
+  uint32_t Stage = P.Settings.ZeroStage;
+  if (Stage == 0)
+    return L.FlatElems;
+  if (Stage == 3)
+    return L.PartitionElems;
+  uint64_t Begin = uint64_t(Rank) * L.PartitionElems;
+  if (Begin >= L.FlatElems)
+    return 0;
+  return L.FlatElems - Begin < L.PartitionElems ? L.FlatElems - Begin
+                                                : L.PartitionElems;
+}
+
+/// nccl-tests' bus bandwidth factor: the share of a collective's bytes
+/// that crosses each rank's link. All-reduce moves 2(n-1)/n of the buffer,
+/// reduce-scatter and all-gather (n-1)/n of the whole.
+inline double busFactor(Collective Kind, uint32_t World) {
+  if (World <= 1)
+    return 1;
+  double Share = double(World - 1) / World;
+  return Kind == Collective::AllReduce ? 2 * Share : Share;
+}
+
+/// The view a rank sees: where it starts in its buffer, in bytes.
+inline uint64_t viewOffset(const View &V, uint32_t Rank) {
+  return V.Offset + uint64_t(Rank) * V.RankStride;
+}
+
+/// What an instruction's time counts as when a step is split, in the
+/// planner's estimate and in dsrun's measurement alike: a collective is
+/// communication and a transfer or host work offload, whatever stream it
+/// runs on (without overlap_comm, reductions run on the compute stream).
+inline bool isCommunication(const Instruction &In) {
+  return In.Kind == InstrKind::Reduce || In.Kind == InstrKind::Gather ||
+         In.Kind == InstrKind::GatherParams;
+}
+
+inline bool isOffload(const Instruction &In) {
+  return In.Kind == InstrKind::Transfer || In.On == Stream::Host;
+}
+
+
+} // namespace dsc::plan
+
+#endif // DSC_PLANFACTS_H
