@@ -83,7 +83,20 @@ Expected<HostTensor> tensorFromProto(const onnx::TensorProto &T) {
                              "a tensor of ONNX element type %d",
                              int(T.data_type()));
   Shape S(T.dims().begin(), T.dims().end());
+  if (llvm::any_of(S, [](int64_t D) { return D < 0; }))
+    return createStringError(inconvertibleErrorCode(),
+                             "a tensor with a negative dim");
   int64_t N = numel(S);
+  // The data must match the shape before anything is allocated for it.
+  int64_t Given = T.float_data_size()    ? T.float_data_size()
+                  : T.double_data_size() ? T.double_data_size()
+                  : T.int64_data_size()  ? T.int64_data_size()
+                                         : T.int32_data_size();
+  if (T.raw_data().empty() && Given && Given != N)
+    return createStringError(inconvertibleErrorCode(),
+                             "a tensor whose data does not match its shape");
+  if (T.raw_data().empty() && !Given && N != 0)
+    return createStringError(inconvertibleErrorCode(), "a tensor with no data");
   if (!T.raw_data().empty()) {
     if (uint64_t(T.raw_data().size()) != uint64_t(N) * storageBytes(*Stored))
       return createStringError(inconvertibleErrorCode(),
@@ -141,6 +154,8 @@ public:
 
 private:
   Error importInputs();
+  /// Records what a symbolic dim was bound to (G.Bindings), once.
+  void bindDim(const std::string &Symbol, int64_t Value);
   Error importInitializers();
   Error importNode(const dsc::Node &N);
   Expected<Attributes> attributesOf(const dsc::Node &N);
@@ -203,6 +218,13 @@ Error Importer::explain(Error E) {
           "'batch', 1: 'sequence'}} (docs/compute.md)");
 }
 
+void Importer::bindDim(const std::string &Symbol, int64_t Value) {
+  for (const auto &[Name, V] : G.Bindings)
+    if (Name == Symbol)
+      return;
+  G.Bindings.push_back({Symbol, Value});
+}
+
 Error Importer::importInputs() {
   for (const ValueInfo &In : M.Inputs) {
     const TensorType &T = In.Type;
@@ -243,6 +265,8 @@ Error Importer::importInputs() {
             D.Symbol.empty() ? "NAME" : D.Symbol.c_str(),
             K == 1 && Tokens ? " or --seq-len N" : "");
       S.push_back(*V);
+      if (!D.Symbol.empty())
+        bindDim(D.Symbol, *V);
     }
     if (Static)
       Respecialized.push_back("'" + In.Name + "' exported as " +
@@ -259,7 +283,7 @@ Error Importer::importInputs() {
     bind(In.Name, Id);
   }
   for (const auto &[Name, Value] : O.Dims)
-    G.Bindings.push_back({Name, Value});
+    bindDim(Name, Value);
   return Error::success();
 }
 

@@ -744,7 +744,19 @@ Error evalGatherND(EvalContext &C) {
 Error inferGatherElements(InferContext &C) {
   if (Error E = expectInputs(C, 2, 2))
     return E;
-  C.out(0, C.shape(1), C.in(0).Type);
+  const Shape &X = C.shape(0), &I = C.shape(1);
+  int64_t Rank = int64_t(X.size()), Axis = C.N.A.i("axis", 0);
+  if (Axis < -Rank || Axis >= Rank)
+    return C.error("axis " + std::to_string(Axis) + " is outside " +
+                   shapeText(X));
+  Axis = Axis < 0 ? Axis + Rank : Axis;
+  bool Fits = I.size() == X.size();
+  for (int64_t K = 0; Fits && K < Rank; ++K)
+    Fits = K == Axis || I[size_t(K)] <= X[size_t(K)];
+  if (!Fits)
+    return C.error("indices " + shapeText(I) + " do not index " +
+                   shapeText(X) + " element by element");
+  C.out(0, I, C.in(0).Type);
   return Error::success();
 }
 Error evalGatherElements(EvalContext &C) {
@@ -761,6 +773,10 @@ Error evalGatherElements(EvalContext &C) {
       Rest /= I.shape()[K];
     }
     int64_t V = int64_t(I.at(F)), D = X.shape()[size_t(Axis)];
+    if (V < -D || V >= D)
+      return C.error("index " + std::to_string(V) + " is outside the " +
+                     std::to_string(D) + " elements of axis " +
+                     std::to_string(Axis));
     At[size_t(Axis)] = V < 0 ? V + D : V;
     Out.set(F, X.at(At));
   }

@@ -36,7 +36,7 @@ namespace dsc {
 namespace {
 
 /// Integer initializer payloads up to this size are kept: they are shape,
-/// axis and index constants that shape inference needs. Floating-point
+/// axis and index constants the compute import folds. Floating-point
 /// payloads (weights) are never kept.
 constexpr uint32_t MaxKeptPayloadBytes = 1024;
 

@@ -1,16 +1,16 @@
 //===- OnnxFuzzer.cpp - libFuzzer target: the ONNX importer ---------------===//
 //
-// Arbitrary bytes through import, parameter analysis and shape inference,
-// then the compute program's import (shapes bound, constants folded), its
-// passes and kernel selection: an error or a model, never a crash or a
-// hang.
+// Arbitrary bytes through import, parameter analysis and the inspect
+// report, then the compute program's import (shapes bound, constants
+// folded), its passes and kernel selection: an error or a model, never a
+// crash or a hang.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dsc/Compute/Import.h"
 #include "dsc/Compute/Kernels.h"
 #include "dsc/Compute/Passes.h"
-#include "dsc/Graph/Inspect.h"
+#include "dsc/Compute/Inspect.h"
 
 #include "llvm/Support/raw_ostream.h"
 

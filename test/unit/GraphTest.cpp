@@ -5,9 +5,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dsc/Compute/Import.h"
 #include "dsc/Graph/ModelGen.h"
 #include "dsc/Graph/Parameters.h"
-#include "dsc/Graph/Shapes.h"
+#include "dsc/Graph/Dims.h"
 #include "dsc/Plan/Planner.h"
 #include "dsc/Config/Json.h"
 
@@ -252,9 +253,9 @@ TEST(ShapesTest, EvaluatesDimExpressions) {
   EXPECT_FALSE(evaluateDim("floor(sequence)", B));
 }
 
-TEST(ShapesTest, PropagatesShapeArithmeticIntoReshape) {
+TEST(ShapesTest, ImportFoldsShapeArithmeticIntoReshape) {
   // y = Reshape(x, Concat(Shape(x)[0:2], [4, -1])): the pattern exporters
-  // write for splitting heads; opset 20 so ONNX's inference cannot help.
+  // write for splitting heads, at opset 20.
   ModelBuilder B;
   B.P.mutable_opset_import(0)->set_version(20);
   B.input("x", {"batch", "sequence", "64"});
@@ -286,19 +287,18 @@ TEST(ShapesTest, PropagatesShapeArithmeticIntoReshape) {
   B.output("z");
   llvm::Expected<Model> M = B.import();
   ASSERT_TRUE(bool(M)) << llvm::toString(M.takeError());
-  ShapeInfo S = inferShapes(*M);
-  const TensorType *Z = S.find("z");
-  ASSERT_TRUE(Z && Z->Ranked);
-  ASSERT_EQ(Z->Shape.size(), 4u);
-  EXPECT_EQ(Z->Shape[0].Symbol, "batch");
-  EXPECT_EQ(Z->Shape[1].Symbol, "sequence");
-  EXPECT_EQ(Z->Shape[2].Value, 4);
-  EXPECT_EQ(Z->Shape[3].Value, 16);
-  EXPECT_EQ(S.UnknownOutputs, 0u);
-  EXPECT_EQ(elementCount(*Z, {{"batch", 2}, {"sequence", 10}}), 1280u);
-  std::vector<std::string> Missing;
-  EXPECT_FALSE(elementCount(*Z, {{"batch", 2}}, &Missing));
-  EXPECT_EQ(Missing, std::vector<std::string>{"sequence"});
+  llvm::Expected<ModelFacts> F = analyzeModel(*M, {});
+  ASSERT_TRUE(bool(F));
+  compute::ImportOptions Options;
+  Options.MicroBatch = 2;
+  Options.Dims = {{"sequence", 10}}; // A float input: no --seq-len for it.
+  llvm::Expected<compute::Graph> G = compute::importGraph(*M, *F, Options);
+  ASSERT_TRUE(bool(G)) << llvm::toString(G.takeError());
+  ASSERT_EQ(G->Outputs.size(), 1u);
+  EXPECT_EQ(G->Values[G->Outputs[0]].Dims, (compute::Shape{2, 10, 4, 16}));
+  // The shape arithmetic folded away: Relu and Reshape are what is left.
+  for (const compute::Node &N : G->Nodes)
+    EXPECT_TRUE(N.Op == "Relu" || N.Op == "Reshape") << N.Op;
 }
 
 TEST(ModelGenTest, GeneratedGraphsCountLikePyTorch) {
@@ -314,8 +314,10 @@ TEST(ModelGenTest, GeneratedGraphsCountLikePyTorch) {
     EXPECT_EQ(F->TotalParams, expectedParameters(*S)) << Preset;
     EXPECT_EQ(*F->HiddenSize, S->Hidden) << Preset;
     EXPECT_EQ(F->Layers, S->Layers) << Preset;
-    ShapeInfo Shapes = inferShapes(*M);
-    EXPECT_EQ(Shapes.UnknownOutputs, 0u) << Preset;
+    compute::ImportOptions Options;
+    Options.SeqLen = 16;
+    llvm::Expected<compute::Graph> G = compute::importGraph(*M, *F, Options);
+    EXPECT_TRUE(bool(G)) << Preset << ": " << llvm::toString(G.takeError());
   }
   // The published sizes: GPT-2 small and Llama 3.2 1B.
   EXPECT_EQ(expectedParameters(*transformerPreset("gpt2-small")), 124439808u);

@@ -2,7 +2,7 @@
 
 #include "Commands.h"
 
-#include "dsc/Graph/Inspect.h"
+#include "dsc/Compute/Inspect.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/WithColor.h"
@@ -13,7 +13,8 @@ namespace dsc::tool {
 
 cl::SubCommand InspectCommand("inspect",
                               "Describe an ONNX model: parameters, modules, "
-                              "hidden size, activations, ops");
+                              "hidden size, activations, ops, and whether "
+                              "its training step lowers");
 
 static cl::opt<std::string> ModelPath(cl::Positional, cl::desc("<model.onnx>"),
                                       cl::Required, cl::sub(InspectCommand));
@@ -42,6 +43,11 @@ static cl::opt<int64_t> HiddenSize("hidden-size",
                                    cl::desc("Use this hidden size instead of "
                                             "the one derived from the graph"),
                                    cl::init(0), cl::sub(InspectCommand));
+static cl::opt<std::string> Loss(
+    "loss",
+    cl::desc("The loss the training program is lowered with: causal-lm "
+             "(default), masked-lm or sequence-classification"),
+    cl::init("causal-lm"), cl::sub(InspectCommand));
 static cl::opt<unsigned> MaxModules("modules",
                                     cl::desc("Modules listed in text output "
                                              "(0 = all)"),
@@ -85,6 +91,14 @@ int runInspect() {
     Options.Analysis.HiddenSize = HiddenSize;
   }
   Options.Analysis.FreezeRegex = Freeze;
+  std::optional<compute::LossKind> K = compute::lossNamed(Loss);
+  if (!K) {
+    WithColor::error(errs(), "dsc inspect")
+        << "--loss " << Loss
+        << ": expected causal-lm, masked-lm or sequence-classification\n";
+    return ExitUsage;
+  }
+  Options.Loss = *K;
   if (!sys::fs::exists(ModelPath)) {
     WithColor::error(errs(), "dsc inspect")
         << ModelPath << ": no such file\n";

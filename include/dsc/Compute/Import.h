@@ -21,7 +21,7 @@
 
 #include "dsc/Compute/Graph.h"
 #include "dsc/Graph/Parameters.h"
-#include "dsc/Graph/Shapes.h"
+#include "dsc/Graph/Dims.h"
 
 namespace dsc::compute {
 

@@ -4,7 +4,7 @@
 // its inputs and outputs, declared value types, and for every initializer
 // its name, dtype, dims and where its data lives -- never the data itself.
 // The protobuf the importer read (with initializer payloads stripped) stays
-// available for ONNX's shape inference and for node attributes.
+// available for node attributes.
 //
 //===----------------------------------------------------------------------===//
 

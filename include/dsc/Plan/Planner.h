@@ -27,7 +27,7 @@
 #include "dsc/Compute/Passes.h"
 #include "dsc/Config/ConfigView.h"
 #include "dsc/Graph/Parameters.h"
-#include "dsc/Graph/Shapes.h"
+#include "dsc/Graph/Dims.h"
 #include "dsc/Plan/Hardware.h"
 #include "dsc/PlanFormat.h"
 

@@ -1,6 +1,9 @@
-//===- Inspect.cpp --------------------------------------------------------===//
+//===- Inspect.cpp - dsc inspect's report ---------------------------------===//
 
-#include "dsc/Graph/Inspect.h"
+#include "dsc/Compute/Inspect.h"
+
+#include "dsc/Compute/Import.h"
+#include "dsc/Compute/Tensor.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -14,61 +17,60 @@ using namespace llvm;
 
 namespace dsc {
 
-bool runtimeSupports(StringRef OpType) {
-  static const StringRef Ops[] = {
-#define RUNTIME_OP(Op) #Op,
-#include "dsc/Graph/RuntimeOps.def"
-      ""};
-  return !OpType.empty() && is_contained(Ops, OpType);
-}
-
 Expected<InspectReport> inspectModel(const Model &M,
                                      const InspectOptions &Options) {
   InspectReport R;
   R.M = &M;
+  R.Loss = Options.Loss;
   Expected<ModelFacts> Facts = analyzeModel(M, Options.Analysis);
   if (!Facts)
     return Facts.takeError();
   R.Facts = std::move(*Facts);
-  R.Shapes = inferShapes(M);
 
   std::map<std::string, unsigned> Counts;
   for (const Node &N : M.Nodes)
     ++Counts[N.Domain.empty() ? N.OpType : N.Domain + "." + N.OpType];
-  for (auto &[Op, N] : Counts) {
+  for (auto &[Op, N] : Counts)
     R.Ops.push_back({Op, N});
-    if (!runtimeSupports(Op))
-      R.UnsupportedOps.push_back(Op);
-  }
   std::stable_sort(R.Ops.begin(), R.Ops.end(),
                    [](const OpCount &A, const OpCount &B) {
                      return A.Count > B.Count;
                    });
 
-  // Bind dims: what the user gave, sequence-like symbols to --seq-len, and
-  // batch-like symbols to 1 so that sizes are per sample.
-  R.Bindings = Options.Dims;
-  InputSymbols Symbols = classifyInputSymbols(M);
-  for (const std::string &S : Symbols.Batch)
-    R.Bindings.emplace(S, 1);
-  if (Options.SeqLen)
-    for (const std::string &S : Symbols.Sequence)
-      R.Bindings.emplace(S, *Options.SeqLen);
-
-  for (const Node &N : M.Nodes)
-    for (const std::string &O : N.Outputs) {
-      const TensorType *T = O.empty() ? nullptr : R.Shapes.find(O);
-      if (T && !isFloating(T->Type) && T->Type != DType::Bool)
-        continue; // Integer shape arithmetic, not activations.
-      std::optional<uint64_t> Elems =
-          T ? elementCount(*T, R.Bindings, &R.UnboundSymbols) : std::nullopt;
-      if (!Elems) {
-        ++R.ActivationsUnknown;
-        continue;
-      }
-      ++R.ActivationsKnown;
-      R.ActivationBytesPerSample += *Elems * dtypeBits(T->Type) / 8;
+  // The forward as dsc plan specializes it, for one sample: every shape is
+  // then known, or the import says why not.
+  compute::ImportOptions Import;
+  Import.MicroBatch = 1;
+  Import.SeqLen = Options.SeqLen;
+  Import.Dims = Options.Dims;
+  Expected<compute::Graph> G = compute::importGraph(M, R.Facts, Import);
+  if (!G) {
+    R.ForwardProblem = toString(G.takeError());
+    R.TrainingProblem = R.ForwardProblem;
+    return R;
+  }
+  for (auto &[Symbol, Value] : G->Bindings)
+    R.Bindings[Symbol] = Value;
+  uint64_t Bytes = 0;
+  for (const compute::Node &N : G->Nodes)
+    for (compute::ValueId V : N.Outputs) {
+      const compute::Value &X = G->Values[V];
+      if (!X.isFloat() && X.Type != plan::DType::U8)
+        continue; // Integer index arithmetic, not activations.
+      Bytes += uint64_t(compute::numel(X.Dims)) * plan::dtypeBytes(X.Type);
+      ++R.ActivationTensors;
     }
+  R.ActivationBytesPerSample = Bytes;
+
+  // The step: fusions, the loss and the backward, as dsc plan lowers them.
+  compute::PipelineOptions Pipeline;
+  Pipeline.Loss = Options.Loss;
+  if (Error E = compute::runPipeline(*G, Pipeline)) {
+    R.TrainingProblem = toString(std::move(E));
+    return R;
+  }
+  for (const compute::Node &N : G->Nodes)
+    ++(N.Ph == compute::Phase::Forward ? R.ForwardOps : R.BackwardOps);
   return R;
 }
 
@@ -128,28 +130,26 @@ void printInspectText(raw_ostream &OS, const InspectReport &R,
   std::string Bound;
   for (auto &[S, V] : R.Bindings)
     Bound += (Bound.empty() ? "" : ", ") + S + "=" + std::to_string(V);
-  OS << "activations: " << bytesText(R.ActivationBytesPerSample)
-     << " per sample over " << R.ActivationsKnown << " forward tensors"
-     << (Bound.empty() ? "" : " (" + Bound + ")");
-  if (R.ActivationsUnknown)
-    OS << "; " << R.ActivationsUnknown << " tensors of unknown size"
-       << (R.UnboundSymbols.empty()
-               ? ""
-               : " (bind " + join(R.UnboundSymbols, ", ") +
-                     " with --dim or --seq-len)");
-  OS << "\n";
-  OS << "shapes from: " << (R.Shapes.Sources.empty() ? "none" : R.Shapes.Sources)
-     << "\n";
+  if (R.ActivationBytesPerSample)
+    OS << "activations: " << bytesText(*R.ActivationBytesPerSample)
+       << " per sample over " << R.ActivationTensors << " forward tensors"
+       << (Bound.empty() ? "" : " (" + Bound + ")") << "\n";
+  else
+    OS << "activations: unknown: " << R.ForwardProblem << "\n";
   OS << "ops: " << R.Ops.size() << " kinds:";
   for (const OpCount &O : R.Ops)
     OS << " " << O.OpType << " " << O.Count;
   OS << "\n";
-  OS << "dsrun cannot run: " << R.UnsupportedOps.size() << " of "
-     << R.Ops.size() << " op kinds"
-     << (R.UnsupportedOps.size() == R.Ops.size()
-             ? " (dsrun has no compute kernels yet)"
-             : ": " + join(R.UnsupportedOps, ", "))
-     << "\n";
+  StringRef Loss = compute::lossName(R.Loss);
+  if (!R.ForwardProblem.empty())
+    OS << "training: the forward does not specialize (see activations)\n";
+  else if (!R.TrainingProblem.empty())
+    OS << "training: does not lower with the " << Loss
+       << " loss: " << R.TrainingProblem << "\n";
+  else
+    OS << "training: lowers with the " << Loss << " loss: " << R.ForwardOps
+       << " forward and " << R.BackwardOps
+       << " backward ops after fusion (dsc plan makes them kernels)\n";
   if (!F.InferenceSigns.empty()) {
     OS << "warning: this looks like an export for inference; the parameter "
           "count is not exact:\n";
@@ -230,12 +230,20 @@ static json::Value reportJSON(const InspectReport &R) {
       {"layer_prefix", F.LayerPrefix},
       {"modules", std::move(Modules)},
       {"activations",
-       json::Object{{"bytes_per_sample", int64_t(R.ActivationBytesPerSample)},
-                    {"tensors_known", R.ActivationsKnown},
-                    {"tensors_unknown", R.ActivationsUnknown},
+       json::Object{{"bytes_per_sample",
+                     R.ActivationBytesPerSample
+                         ? json::Value(int64_t(*R.ActivationBytesPerSample))
+                         : json::Value(nullptr)},
+                    {"tensors", R.ActivationTensors},
+                    {"problem", R.ForwardProblem},
                     {"dims", std::move(Bindings)}}},
       {"ops", std::move(Ops)},
-      {"unsupported_ops", strings(R.UnsupportedOps)},
+      {"training",
+       json::Object{{"loss", compute::lossName(R.Loss)},
+                    {"lowers", R.TrainingProblem.empty()},
+                    {"forward_ops", R.ForwardOps},
+                    {"backward_ops", R.BackwardOps},
+                    {"problem", R.TrainingProblem}}},
       {"inference_signs", strings(F.InferenceSigns)},
       {"initializers", std::move(Tensors)}};
 }
@@ -258,9 +266,10 @@ struct YamlReport {
   bool Exact;
   llvm::Optional<int64_t> HiddenSize;
   int64_t Layers;
-  uint64_t ActivationBytes;
+  llvm::Optional<uint64_t> ActivationBytes;
   std::vector<YamlModule> Modules;
-  std::vector<std::string> Unsupported;
+  bool Lowers;
+  std::string TrainingProblem;
   std::vector<std::string> Signs;
 };
 } // namespace
@@ -283,9 +292,10 @@ template <> struct MappingTraits<YamlReport> {
     IO.mapRequired("parameters_exact", R.Exact);
     IO.mapOptional("hidden_size", R.HiddenSize);
     IO.mapRequired("layers", R.Layers);
-    IO.mapRequired("activation_bytes_per_sample", R.ActivationBytes);
+    IO.mapOptional("activation_bytes_per_sample", R.ActivationBytes);
     IO.mapRequired("modules", R.Modules);
-    IO.mapRequired("unsupported_ops", R.Unsupported);
+    IO.mapRequired("training_lowers", R.Lowers);
+    IO.mapOptional("training_problem", R.TrainingProblem, std::string());
     IO.mapOptional("inference_signs", R.Signs);
   }
 };
@@ -302,9 +312,12 @@ void printInspectYAML(raw_ostream &OS, const InspectReport &R) {
                R.Facts.HiddenSize ? llvm::Optional<int64_t>(*R.Facts.HiddenSize)
                                   : llvm::None,
                R.Facts.Layers,
-               R.ActivationBytesPerSample,
+               R.ActivationBytesPerSample
+                   ? llvm::Optional<uint64_t>(*R.ActivationBytesPerSample)
+                   : llvm::None,
                {},
-               R.UnsupportedOps,
+               R.TrainingProblem.empty(),
+               R.TrainingProblem,
                R.Facts.InferenceSigns};
   for (const ModuleFacts &Mod : R.Facts.Modules)
     Y.Modules.push_back({Mod.Name, Mod.ParameterElems});
