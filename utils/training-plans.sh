@@ -6,7 +6,9 @@
 # with CPU optimizer offload and stage 3 with CPU parameter offload; and
 # stage 1 in fp16 with DeepSpeed's default dynamic loss scaling (s1-fp16);
 # stage 1 and 3 with every layer checkpointed (s1-ckpt, s3-ckpt: HF
-# gradient_checkpointing, dsc plan --checkpoint-layers).
+# gradient_checkpointing, dsc plan --checkpoint-layers); stage 3 with the
+# optimizer state on NVMe (s3-nvme) and with the parameters there too
+# (s3-nvmeparam): dsrun needs --nvme-path for those.
 #
 #   utils/training-plans.sh DSC MODEL.onnx NAME OUTDIR [WORLD [SEQ [STEPS [LR]]]]
 #
@@ -20,12 +22,15 @@ set -eu
 dsc=$1 model=$2 name=$3 out=$4 world=${5:-1} seq=${6:-256} steps=${7:-200}
 lr=${8:-3e-4}
 mkdir -p "$out"
-for variant in s0 s1 s2 s3 s2-cpu s3-cpuparam s1-fp16 s1-ckpt s3-ckpt; do
+for variant in s0 s1 s2 s3 s2-cpu s3-cpuparam s1-fp16 s1-ckpt s3-ckpt \
+    s3-nvme s3-nvmeparam; do
   stage=${variant%%-*}; stage=${stage#s}
   opt=none par=none precision='"bf16": {"enabled": true}' ckpt=
   case $variant in
     *-cpu) opt=cpu ;;
     *-cpuparam) opt=cpu par=cpu ;;
+    *-nvme) opt=nvme ;;
+    *-nvmeparam) opt=nvme par=nvme ;;
     *-fp16) precision='"fp16": {"enabled": true}' ;;
     *-ckpt) ckpt=--checkpoint-layers ;;
   esac
@@ -36,7 +41,8 @@ for variant in s0 s1 s2 s3 s2-cpu s3-cpuparam s1-fp16 s1-ckpt s3-ckpt; do
  $precision,
  "zero_optimization": {"stage": $stage, "reduce_bucket_size": 5e6,
    "stage3_prefetch_bucket_size": 5e6, "stage3_param_persistence_threshold": 1e4,
-   "offload_optimizer": {"device": "$opt"}, "offload_param": {"device": "$par"}},
+   "offload_optimizer": {"device": "$opt", "nvme_path": "/local_nvme"},
+   "offload_param": {"device": "$par", "nvme_path": "/local_nvme"}},
  "optimizer": {"type": "AdamW",
    "params": {"lr": $lr, "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.1}},
  "scheduler": {"type": "WarmupCosineLR",

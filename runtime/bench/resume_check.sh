@@ -8,6 +8,8 @@
 #
 #   runtime/bench/resume_check.sh DSRUN PLAN.bin CONFIG.json INIT TOKENS \
 #       OUTDIR STEPS EVERY SEQ [PROCESSES]
+#
+# DSRUN_ARGS adds options to both runs (--nvme-path DIR for NVMe plans).
 set -u
 dsrun=$1 plan=$2 cfg=$3 init=$4 tokens=$5 out=$6 steps=$7 every=$8 seq=$9
 n=${10:-1}
@@ -17,7 +19,8 @@ run() { # NAME ARGS...
   name=$1; shift
   NCCL_NVLS_ENABLE=0 timeout 600 "$dsrun" -n "$n" "$plan" --data "$tokens" \
     --init "$init" --steps "$steps" --json "$out/$name.json" \
-    --save-weights "$out/$name.safetensors" "$@" > "$out/$name.log" 2>&1 ||
+    --save-weights "$out/$name.safetensors" ${DSRUN_ARGS:-} "$@" \
+    > "$out/$name.log" 2>&1 ||
     { echo "$name: dsrun failed"; tail -3 "$out/$name.log"; }
 }
 run whole --save "$out/ckpt" --save-every "$every"

@@ -9,6 +9,7 @@
 # MODELDIR/NAME holds the model from runtime/bench/hf_model.py. The
 # reference runs once per NAME and world size. Prints, per plan, the
 # comparison, dsrun's and PyTorch's tokens/s and dsrun's memory line.
+# DSRUN_ARGS adds options to dsrun (--nvme-path DIR for NVMe plans).
 set -u
 dsrun=$1 plans=$2 models=$3 tokens=$4 out=$5 n=$6 steps=$7 seq=$8
 shift 8
@@ -30,7 +31,7 @@ for plan in "$@"; do
   NCCL_NVLS_ENABLE=0 timeout 600 "$dsrun" -n "$n" "$plans/$plan.bin" \
     --data "$tokens" --init "$models/$name/model.safetensors" \
     --steps "$steps" --json "$out/$plan-w$n.json" \
-    --save-weights "$out/$plan-w$n.safetensors" > "$log" 2>&1
+    --save-weights "$out/$plan-w$n.safetensors" ${DSRUN_ARGS:-} > "$log" 2>&1
   echo "== $plan on $n GPU(s): dsrun exit $?"
   grep -m2 -E "error|failed|cannot" "$log"
   python3 "$here/compare_losses.py" "$out/$plan-w$n.json" "$ref" | tail -1

@@ -189,7 +189,8 @@ bool writeShard(
   bool Written = eachChunk(Parts, [&](size_t I, uint64_t At, uint64_t N,
                                       char *Buffer) {
     if (!Fill(I, At, N, Buffer)) {
-      Error = Path + ": could not read " + Parts[I].Name + " to save it";
+      Error = Path + ": could not read " + Parts[I].Name + " to save it" +
+              (Error.empty() ? "" : " (" + Error + ")");
       return false;
     }
     return F.write(Buffer, N, Error);
@@ -279,7 +280,8 @@ bool ShardReader::read(
       return false;
     }
     if (!Take(I, At, N, Buffer)) {
-      Error = Path + ": could not restore " + Parts[I].Name;
+      Error = Path + ": could not restore " + Parts[I].Name +
+              (Error.empty() ? "" : " (" + Error + ")");
       return false;
     }
     return true;

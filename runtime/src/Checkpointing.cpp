@@ -19,20 +19,51 @@ namespace plan = dsc::plan;
 
 namespace dsrun {
 
-std::vector<Arena::Region> Executor::stateRegions() const {
-  std::vector<Arena::Region> Regions;
+std::vector<StatePart> Executor::stateParts() const {
+  std::vector<StatePart> Parts;
   for (plan::BufferRole Role : stateRoles())
     if (Arena::Region R = A.buffer(Role); R && R.Bytes)
-      Regions.push_back(R);
-  return Regions;
+      Parts.push_back({plan::enumName(R.B->Role), R.Bytes, R.Ptr, nullptr});
+  // With NVMe offload the master weights and moments (and, at stage 3,
+  // the 16-bit shards) live only in the swap files. Their layout is
+  // dsrun's own and follows from the plan alone, so a file is saved whole
+  // and a plan that lays it out otherwise differs in its size or name.
+  // The sizes come from the plan: openResume runs before the files exist.
+  const plan::Info &S = P.Settings;
+  bool Optimizer = S.OptimizerOffload == plan::OffloadDevice::NVMe;
+  bool Params = S.ParamOffload == plan::OffloadDevice::NVMe;
+  if (Optimizer || Params) {
+    SwapLayout Layout(P);
+    if (Optimizer)
+      Parts.push_back({"nvme_optimizer_file", Layout.OptimizerFileBytes,
+                       nullptr, OptimizerSwap.get()});
+    if (Params)
+      Parts.push_back({"nvme_param_file", Layout.ParamFileBytes, nullptr,
+                       ParamSwap.get()});
+  }
+  return Parts;
 }
 
 static std::vector<CheckpointPart>
-partsOf(const std::vector<Arena::Region> &Regions) {
+partsOf(const std::vector<StatePart> &State) {
   std::vector<CheckpointPart> Parts;
-  for (const Arena::Region &R : Regions)
-    Parts.push_back({plan::enumName(R.B->Role), R.Bytes});
+  for (const StatePart &S : State)
+    Parts.push_back({S.Name, S.Bytes});
   return Parts;
+}
+
+/// Moves N bytes at At of a state part to or from Buffer.
+static bool moveState(const StatePart &S, uint64_t At, uint64_t N,
+                      char *Buffer, bool Save, std::string &Error) {
+  if (At + N > S.Bytes)
+    return false;
+  if (S.File)
+    return Save ? S.File->read(Buffer, At, N, Error)
+                : S.File->write(Buffer, At, N, Error);
+  // Either arena: cudaMemcpyDefault tells host from device addresses.
+  CHECK_CUDA(Save ? cudaMemcpy(Buffer, S.Memory + At, N, cudaMemcpyDefault)
+                  : cudaMemcpy(S.Memory + At, Buffer, N, cudaMemcpyDefault));
+  return true;
 }
 
 bool Executor::openResume() {
@@ -51,7 +82,7 @@ bool Executor::openResume() {
   }
   const CheckpointHeader &H = Shard->header();
   std::string Why = checkShardAgainstPlan(H, Shard->parts(), P, Process.Rank,
-                                          partsOf(stateRegions()));
+                                          partsOf(stateParts()));
   if (!Why.empty()) {
     fprintf(stderr, "dsrun: rank %d: --resume %s: %s\n", Process.Rank,
             Dir.c_str(), Why.c_str());
@@ -88,16 +119,13 @@ void Executor::restoreCheckpoint() {
   if (!ResumeShard)
     return;
   CHECK_CUDA(cudaDeviceSynchronize());
-  std::vector<Arena::Region> Regions = stateRegions();
+  std::vector<StatePart> State = stateParts();
   std::string Error;
-  // Either arena: cudaMemcpyDefault tells host from device addresses.
   bool Ok = ResumeShard->read(
       [&](size_t I, uint64_t At, uint64_t N, const char *From) {
-        if (I >= Regions.size() || At + N > Regions[I].Bytes)
-          return false;
-        CHECK_CUDA(
-            cudaMemcpy(Regions[I].Ptr + At, From, N, cudaMemcpyDefault));
-        return true;
+        return I < State.size() &&
+               moveState(State[I], At, N, const_cast<char *>(From),
+                         /*Save=*/false, Error);
       },
       Error);
   if (!Ok)
@@ -154,16 +182,14 @@ void Executor::saveCheckpoint(uint32_t Step) {
   H.OptimizerStep = OptimizerStep;
   H.Seed = Options.Seed;
   H.Scaler = Scaler.state();
-  std::vector<Arena::Region> Regions = stateRegions();
+  std::vector<StatePart> State = stateParts();
   bool Ok =
       makeDirectories(Dir, Error) &&
       writeShard(
           Dir + "/rank" + std::to_string(Process.Rank) + ".ckpt", H,
-          partsOf(Regions),
+          partsOf(State),
           [&](size_t I, uint64_t At, uint64_t N, char *Out) {
-            CHECK_CUDA(
-                cudaMemcpy(Out, Regions[I].Ptr + At, N, cudaMemcpyDefault));
-            return true;
+            return moveState(State[I], At, N, Out, /*Save=*/true, Error);
           },
           Error);
   if (!Ok)

@@ -164,6 +164,14 @@ struct HostState {
   float *Master, *M, *V;
 };
 
+/// A piece of a rank's training state as a checkpoint shard holds it.
+struct StatePart {
+  std::string Name;
+  uint64_t Bytes = 0;
+  char *Memory = nullptr;   ///< an arena buffer (host or device) ...
+  SwapFile *File = nullptr; ///< ... or a swap file, once set up
+};
+
 class Executor {
 public:
   Executor(const dsc::plan::Plan &P, const ProcessInfo &Process,
@@ -326,8 +334,10 @@ private:
   bool writeWeights(const std::string &Path);
 
   // Checkpoints (Checkpointing.cpp).
-  /// The plan's buffers that carry training state from step to step.
-  std::vector<Arena::Region> stateRegions() const;
+  /// What carries this rank's training state from step to step, in the
+  /// order its shard holds it: the plan's state buffers, then the NVMe
+  /// swap files the plan offloads to.
+  std::vector<StatePart> stateParts() const;
   /// --resume: finds this rank's shard and checks it against the plan
   /// (host only, before any GPU work); adopts its seed.
   bool openResume();

@@ -58,11 +58,6 @@ bool Executor::openTraining() {
                 ", whose labels a token file does not carry");
   if (LossValue = C.LossValue; LossValue >= P.Values.size())
     return Fail("the plan names no loss value");
-  if ((!Options.SaveDir.empty() || !Options.ResumeDir.empty()) &&
-      (P.Settings.OptimizerOffload == plan::OffloadDevice::NVMe ||
-       P.Settings.ParamOffload == plan::OffloadDevice::NVMe))
-    return Fail("--save and --resume do not read or write state offloaded "
-                "to NVMe yet; checkpoint a plan with CPU or no offload");
   if (!openResume())
     return false;
 
@@ -324,15 +319,11 @@ bool Executor::writeWeights(const std::string &Path) {
       for (uint32_t Ti = 0; Ti < NT; ++Ti)
         Download(Ti, A.at(P.Places.Tensors[Ti].Param));
   } else {
-    if (ParamSwap) {
-      if (Zero)
-        fprintf(stderr, "dsrun: saving weights does not read parameters "
-                        "offloaded to NVMe yet\n");
-      return false;
-    }
     // Each tensor's shards, gathered between steps into the plan's save
-    // staging, which holds the largest tensor.
+    // staging, which holds the largest tensor. Shards offloaded to NVMe
+    // pass through host memory on their way there.
     uint32_t Staging = P.Places.Runtime.SaveStaging;
+    std::vector<char> FromSwap;
     for (uint32_t Ti = 0; Ti < NT; ++Ti) {
       const plan::Tensor &X = P.Tensors[Ti];
       const plan::TensorViews &V = P.Places.Tensors[Ti];
@@ -343,8 +334,20 @@ bool Executor::writeWeights(const std::string &Path) {
       }
       uint64_t ShardBytes = X.ShardElems * PB;
       char *Whole = A.at(Staging), *Mine = Whole + Process.Rank * ShardBytes;
-      CHECK_CUDA(cudaMemcpyAsync(Mine, A.at(V.Shard), ShardBytes,
-                                 cudaMemcpyDefault, S));
+      const char *Shard = ParamSwap ? nullptr : A.at(V.Shard);
+      if (ParamSwap) {
+        std::string Error;
+        FromSwap.resize(ShardBytes);
+        if (!ParamSwap->read(FromSwap.data(),
+                             Swap->unitBase(Swap->unitOf(Ti)) +
+                                 Swap->shardInUnit(Ti),
+                             ShardBytes, Error))
+          fatalError("rank " + std::to_string(Process.Rank) +
+                     ": saving the weights: " + Error);
+        Shard = FromSwap.data();
+      }
+      CHECK_CUDA(cudaMemcpyAsync(Mine, Shard, ShardBytes, cudaMemcpyDefault,
+                                 S));
       CHECK_NCCL(ncclAllGather(Mine, Whole, ShardBytes, ncclUint8, Comm, S));
       if (Zero)
         Download(Ti, Whole);
