@@ -44,6 +44,12 @@ bool Arena::onDevice(uint32_t V) const {
   return P.Buffers[P.Views[V].Buffer].Space == plan::MemorySpace::Device;
 }
 
+char *Arena::bufferBase(uint32_t B) const {
+  const plan::Buffer &X = P.Buffers[B];
+  char *Base = X.Space == plan::MemorySpace::Device ? DeviceBase : HostBase;
+  return Base ? Base + X.Offsets[Class] : nullptr;
+}
+
 Arena::Region Arena::buffer(plan::BufferRole Role, uint32_t Index) const {
   for (const plan::Buffer &B : P.Buffers)
     if (B.Role == Role && B.Index == Index && !B.Live.empty()) {

@@ -37,6 +37,8 @@ public:
   void bind(char *Device, char *Host) { DeviceBase = Device, HostBase = Host; }
   /// The device arena's start: offset() counts from here for device views.
   char *deviceBase() const { return DeviceBase; }
+  /// The start of buffer B for this rank, once bound.
+  char *bufferBase(uint32_t B) const;
 
   /// View V of the plan: where it starts for this rank, in which arena
   /// (bytes from the arena's start), and its address once bound; null and

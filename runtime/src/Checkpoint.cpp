@@ -266,6 +266,24 @@ bool ShardReader::open(const std::string &From, std::string &Error) {
   return true;
 }
 
+bool ShardReader::readAt(size_t Part, uint64_t Offset, uint64_t Bytes,
+                         char *Out, std::string &Error) {
+  if (Part >= Parts.size() || Offset + Bytes > Parts[Part].Bytes) {
+    Error = Path + ": no bytes " + std::to_string(Offset) + "+" +
+            std::to_string(Bytes) + " in part " + std::to_string(Part);
+    return false;
+  }
+  uint64_t At = DataBegin + Offset;
+  for (size_t I = 0; I < Part; ++I)
+    At += Parts[I].Bytes;
+  if (fseeko(File, off_t(At), SEEK_SET) != 0 ||
+      (Bytes && fread(Out, Bytes, 1, File) != 1)) {
+    Error = Path + ": read failed in " + Parts[Part].Name;
+    return false;
+  }
+  return true;
+}
+
 bool ShardReader::read(
     const std::function<bool(size_t, uint64_t, uint64_t, const char *)> &Take,
     std::string &Error) {
@@ -370,8 +388,13 @@ std::string checkShardAgainstPlan(const CheckpointHeader &H,
   }
   if (Why.empty())
     return "";
-  return Why + "; resume with the plan that wrote it (re-sharding to "
-               "another layout is not supported)";
+  // Only the layout differs: the state itself can be moved.
+  bool SameModel = H.ModelHash == S.ModelHash &&
+                   H.ParamType == uint32_t(S.ParamDType) && H.Rank == Rank;
+  return Why + "; resume with the plan that wrote it" +
+         (SameModel ? ", or rewrite the checkpoint for this plan with "
+                      "dsrun-reshard (docs/training.md)"
+                    : "");
 }
 
 } // namespace dsrun

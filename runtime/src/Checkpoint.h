@@ -101,6 +101,9 @@ public:
   bool read(const std::function<bool(size_t, uint64_t, uint64_t, const char *)>
                 &Take,
             std::string &Error);
+  /// Bytes of part Part from byte Offset on, into Out.
+  bool readAt(size_t Part, uint64_t Offset, uint64_t Bytes, char *Out,
+              std::string &Error);
 
 private:
   FILE *File = nullptr;

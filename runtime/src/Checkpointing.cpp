@@ -10,6 +10,8 @@
 #include "Executor.h"
 
 #include "Checkpoint.h"
+#include "StateLayout.h"
+#include "dsc/PlanCodec.h"
 
 #include <cstring>
 #include <fstream>
@@ -20,27 +22,16 @@ namespace plan = dsc::plan;
 namespace dsrun {
 
 std::vector<StatePart> Executor::stateParts() const {
+  // What the shard holds comes from the plan alone (StateLayout.h); here
+  // each part gets where it is in this process.
   std::vector<StatePart> Parts;
-  for (plan::BufferRole Role : stateRoles())
-    if (Arena::Region R = A.buffer(Role); R && R.Bytes)
-      Parts.push_back({plan::enumName(R.B->Role), R.Bytes, R.Ptr, nullptr});
-  // With NVMe offload the master weights and moments (and, at stage 3,
-  // the 16-bit shards) live only in the swap files. Their layout is
-  // dsrun's own and follows from the plan alone, so a file is saved whole
-  // and a plan that lays it out otherwise differs in its size or name.
-  // The sizes come from the plan: openResume runs before the files exist.
-  const plan::Info &S = P.Settings;
-  bool Optimizer = S.OptimizerOffload == plan::OffloadDevice::NVMe;
-  bool Params = S.ParamOffload == plan::OffloadDevice::NVMe;
-  if (Optimizer || Params) {
-    SwapLayout Layout(P);
-    if (Optimizer)
-      Parts.push_back({"nvme_optimizer_file", Layout.OptimizerFileBytes,
-                       nullptr, OptimizerSwap.get()});
-    if (Params)
-      Parts.push_back({"nvme_param_file", Layout.ParamFileBytes, nullptr,
-                       ParamSwap.get()});
-  }
+  for (const StatePartPlace &S : dsrun::stateParts(P, Process.Rank))
+    Parts.push_back(
+        {S.Name, S.Bytes,
+         S.Where == StatePartPlace::Arena ? A.bufferBase(S.Buffer) : nullptr,
+         S.Where == StatePartPlace::OptimizerSwap ? OptimizerSwap.get()
+         : S.Where == StatePartPlace::ParamSwap   ? ParamSwap.get()
+                                                  : nullptr});
   return Parts;
 }
 
@@ -197,6 +188,12 @@ void Executor::saveCheckpoint(uint32_t Step) {
             Error.c_str());
   // Every rank takes part (stage 3 gathers the shards); rank 0 writes.
   Ok = writeWeights(Dir + "/model.safetensors") && Ok;
+  if (Ok && Process.Rank == 0) {
+    // The plan, so that dsrun-reshard can read the shards' layout.
+    std::vector<uint8_t> Plan = plan::writePlan(P);
+    Ok = writeFileAtomically(Dir + "/plan.bin",
+                             std::string(Plan.begin(), Plan.end()), Error);
+  }
   if (Ok && Process.Rank == 0) {
     // transformers loads the directory when it has the model's config.
     std::string From = Options.InitPath.substr(

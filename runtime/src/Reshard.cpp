@@ -1,0 +1,215 @@
+//===- Reshard.cpp --------------------------------------------------------===//
+
+#include "Reshard.h"
+
+#include "Checkpoint.h"
+#include "StateLayout.h"
+#include "dsc/PlanCodec.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <sys/stat.h>
+
+namespace plan = dsc::plan;
+
+namespace dsrun {
+
+namespace {
+
+/// Copies From to To through an atomic file, if From exists.
+bool copyIfPresent(const std::string &From, const std::string &To,
+                   uint64_t &Bytes, std::string &Error) {
+  FILE *In = fopen(From.c_str(), "rb");
+  if (!In)
+    return true;
+  AtomicFile Out;
+  std::vector<char> Buffer(8 << 20);
+  bool Ok = Out.open(To, Error);
+  while (Ok) {
+    size_t N = fread(Buffer.data(), 1, Buffer.size(), In);
+    if (N == 0) {
+      if (ferror(In)) {
+        Error = From + ": read failed";
+        Ok = false;
+      }
+      break;
+    }
+    Ok = Out.write(Buffer.data(), N, Error);
+    Bytes += N;
+  }
+  fclose(In);
+  return Ok && Out.commit(Error);
+}
+
+/// "" or why the two plans are not of one model with one parameter type.
+std::string sameModel(const plan::Plan &From, const plan::Plan &To) {
+  if (From.Settings.ModelHash != To.Settings.ModelHash ||
+      From.Tensors.size() != To.Tensors.size())
+    return "the plans are of different models (the ONNX files' hashes "
+           "differ)";
+  if (From.Settings.ParamDType != To.Settings.ParamDType)
+    return std::string("the checkpoint's parameters are ") +
+           plan::enumName(From.Settings.ParamDType) + " and the new plan's " +
+           plan::enumName(To.Settings.ParamDType) +
+           "; plan with the same precision";
+  for (size_t T = 0; T < From.Tensors.size(); ++T)
+    if (From.Tensors[T].Name != To.Tensors[T].Name ||
+        From.Tensors[T].Elems != To.Tensors[T].Elems)
+      return "tensor " + std::to_string(T) + " is '" + From.Tensors[T].Name +
+             "' in the checkpoint's plan and '" + To.Tensors[T].Name +
+             "' in the new one";
+  return "";
+}
+
+/// The old run's state, all ranks: where each tensor's kind of state is.
+struct OldState {
+  std::vector<std::unique_ptr<ShardReader>> Shards;
+  struct Source {
+    uint32_t Rank;
+    StateSegment Seg;
+  };
+  std::map<std::pair<StateKind, uint32_t>, std::vector<Source>> Where;
+  uint64_t BytesRead = 0;
+
+  /// Elements [Begin, End) of Tensor's Kind, ElemBytes each, into Out.
+  bool read(StateKind K, uint32_t Tensor, uint64_t Begin, uint64_t End,
+            unsigned ElemBytes, char *Out, const plan::Plan &P,
+            std::string &Error) {
+    auto It = Where.find({K, Tensor});
+    for (uint64_t At = Begin; At < End;) {
+      const Source *Found = nullptr;
+      if (It != Where.end())
+        for (const Source &S : It->second)
+          if (S.Seg.Begin <= At && At < S.Seg.End) {
+            Found = &S;
+            break;
+          }
+      if (!Found || Found->Seg.ElemBytes != ElemBytes) {
+        Error = std::string("no shard of the checkpoint holds the ") +
+                stateKindName(K) + " of '" + P.Tensors[Tensor].Name +
+                "' from element " + std::to_string(At) +
+                (Found ? " in the new plan's element size" : "");
+        return false;
+      }
+      uint64_t Upto = std::min(End, Found->Seg.End);
+      uint64_t Bytes = (Upto - At) * ElemBytes;
+      if (!Shards[Found->Rank]->readAt(
+              Found->Seg.Part,
+              Found->Seg.Offset + (At - Found->Seg.Begin) * ElemBytes, Bytes,
+              Out + (At - Begin) * ElemBytes, Error))
+        return false;
+      BytesRead += Bytes;
+      At = Upto;
+    }
+    return true;
+  }
+};
+
+} // namespace
+
+bool reshardCheckpoint(const std::string &FromDir, const plan::Plan &From,
+                       const plan::Plan &To, const std::string &ToDir,
+                       ReshardReport &Report, std::string &Error) {
+  if (std::string Why = sameModel(From, To); !Why.empty()) {
+    Error = Why;
+    return false;
+  }
+  // Every old shard, checked against the plan that wrote it.
+  OldState Old;
+  CheckpointHeader First;
+  for (uint32_t R = 0; R < From.Settings.WorldSize; ++R) {
+    auto Shard = std::make_unique<ShardReader>();
+    if (!Shard->open(FromDir + "/rank" + std::to_string(R) + ".ckpt", Error))
+      return false;
+    const CheckpointHeader &H = Shard->header();
+    StateLayout L;
+    if (std::string Why = stateLayout(From, R, L); !Why.empty()) {
+      Error = "the checkpoint's plan: " + Why;
+      return false;
+    }
+    std::string Why = checkShardAgainstPlan(H, Shard->parts(), From, R,
+                                            checkpointParts(L.Parts));
+    if (Why.empty() && R &&
+        (H.Step != First.Step || H.OptimizerStep != First.OptimizerStep ||
+         H.Seed != First.Seed))
+      Why = "its step or seed differs from rank 0's (a checkpoint written "
+            "over)";
+    if (!Why.empty()) {
+      // dsrun's advice on resuming does not apply here.
+      Error = Shard->path() + ": " + Why.substr(0, Why.find("; resume with")) +
+              "; the checkpoint's plan must be the one that wrote it "
+              "(--from-plan)";
+      return false;
+    }
+    if (R == 0)
+      First = H;
+    for (const StateSegment &S : L.Segments)
+      Old.Where[{S.Kind, S.Tensor}].push_back({R, S});
+    Old.Shards.push_back(std::move(Shard));
+  }
+  if (!makeDirectories(ToDir, Error))
+    return false;
+
+  // Every new rank's shard: zeros (the padding), then each stretch of
+  // state from the old shards.
+  for (uint32_t R = 0; R < To.Settings.WorldSize; ++R) {
+    StateLayout L;
+    if (std::string Why = stateLayout(To, R, L); !Why.empty()) {
+      Error = "the new plan: " + Why;
+      return false;
+    }
+    std::vector<std::vector<const StateSegment *>> ByPart(L.Parts.size());
+    for (const StateSegment &S : L.Segments)
+      ByPart[S.Part].push_back(&S);
+    CheckpointHeader H = First;
+    H.WorldSize = To.Settings.WorldSize;
+    H.Rank = R;
+    H.ZeroStage = To.Settings.ZeroStage;
+    std::vector<char> Elems;
+    bool Ok = writeShard(
+        ToDir + "/rank" + std::to_string(R) + ".ckpt", H,
+        checkpointParts(L.Parts),
+        [&](size_t Part, uint64_t At, uint64_t N, char *Out) {
+          memset(Out, 0, N);
+          for (const StateSegment *S : ByPart[Part]) {
+            uint64_t SegEnd = S->Offset + (S->End - S->Begin) * S->ElemBytes;
+            uint64_t Lo = std::max(At, S->Offset), Hi = std::min(At + N, SegEnd);
+            if (Lo >= Hi)
+              continue;
+            // The whole elements that cover [Lo, Hi), then their bytes.
+            uint64_t E0 = (Lo - S->Offset) / S->ElemBytes;
+            uint64_t E1 = (Hi - S->Offset + S->ElemBytes - 1) / S->ElemBytes;
+            Elems.resize((E1 - E0) * S->ElemBytes);
+            if (!Old.read(S->Kind, S->Tensor, S->Begin + E0, S->Begin + E1,
+                          S->ElemBytes, Elems.data(), From, Error))
+              return false;
+            memcpy(Out + (Lo - At),
+                   Elems.data() + (Lo - S->Offset - E0 * S->ElemBytes),
+                   Hi - Lo);
+          }
+          Report.BytesWritten += N;
+          return true;
+        },
+        Error);
+    if (!Ok)
+      return false;
+  }
+  std::vector<uint8_t> PlanBytes = plan::writePlan(To);
+  uint64_t Copied = 0;
+  if (!writeFileAtomically(ToDir + "/plan.bin",
+                           std::string(PlanBytes.begin(), PlanBytes.end()),
+                           Error) ||
+      !copyIfPresent(FromDir + "/model.safetensors",
+                     ToDir + "/model.safetensors", Copied, Error) ||
+      !copyIfPresent(FromDir + "/config.json", ToDir + "/config.json", Copied,
+                     Error))
+    return false;
+  Report.Step = First.Step;
+  Report.BytesRead = Old.BytesRead;
+  Report.BytesWritten += Copied;
+  return true;
+}
+
+} // namespace dsrun

@@ -1,0 +1,43 @@
+//===- Reshard.h - A checkpoint moved to another plan's layout --*- C++ -*-===//
+//
+// A shard holds one rank's state in its plan's layout (StateLayout.h), so
+// --resume needs the plan that wrote it. To go on at another world size,
+// ZeRO stage or offload, reshardCheckpoint rebuilds every rank's shard of
+// the new plan, each stretch of state read from whichever old shard holds
+// the same tensor's same elements. The values are moved, never computed:
+// the new run starts from the old run's parameters, master weights,
+// moments, step, scheduler position and loss scale exactly (what
+// DeepSpeed's universal checkpoints do, offline as ds_to_universal.py is).
+//
+// Host-only, tested in CI.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSRUN_RESHARD_H
+#define DSRUN_RESHARD_H
+
+#include "dsc/PlanFormat.h"
+
+#include <string>
+
+namespace dsrun {
+
+/// Summary of a conversion, for the tool to print.
+struct ReshardReport {
+  uint32_t Step = 0;
+  uint64_t BytesRead = 0, BytesWritten = 0;
+};
+
+/// Converts the checkpoint directory FromDir (shards of plan From) into
+/// one for plan To in ToDir: To's shards, To as plan.bin, and the
+/// consolidated weights and config.json copied. Both plans must be of the
+/// same model with the same parameter type. False with Error on anything
+/// that does not fit; ToDir's files are written atomically, each alone.
+bool reshardCheckpoint(const std::string &FromDir,
+                       const dsc::plan::Plan &From,
+                       const dsc::plan::Plan &To, const std::string &ToDir,
+                       ReshardReport &Report, std::string &Error);
+
+} // namespace dsrun
+
+#endif

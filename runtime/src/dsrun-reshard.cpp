@@ -1,0 +1,90 @@
+//===- dsrun-reshard.cpp - A checkpoint for another plan ------------------===//
+//
+//   dsrun-reshard CHECKPOINT NEW_PLAN.bin OUT_DIR [--from-plan PLAN.bin]
+//
+// Host-only: no GPU needed (Reshard.h says what it moves).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Arena.h"
+#include "Checkpoint.h"
+#include "Cli.h"
+#include "Reshard.h"
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace dsrun;
+namespace plan = dsc::plan;
+
+static const char *const Usage =
+    "usage: dsrun-reshard CHECKPOINT NEW_PLAN.bin OUT_DIR [--from-plan "
+    "PLAN.bin]\n"
+    "Rewrites a dsrun checkpoint for another plan of the same model: another\n"
+    "world size, ZeRO stage or offload. Every rank's shard of NEW_PLAN is\n"
+    "built from the checkpoint's shards: the parameters, fp32 master\n"
+    "weights and Adam moments moved exactly, the step, scheduler position,\n"
+    "seed and loss scale kept. Then: dsrun NEW_PLAN.bin --resume OUT_DIR.\n"
+    "\n"
+    "  CHECKPOINT          a --save directory (its latest) or a global_stepN\n"
+    "  --from-plan PLAN    the plan that wrote the checkpoint (default: the\n"
+    "                      plan.bin dsrun saves beside the shards)\n"
+    "  --help, --version\n";
+
+static int fail(const std::string &Message) {
+  fprintf(stderr, "dsrun-reshard: %s\n", Message.c_str());
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  if (helpOrVersion(argc, argv, "dsrun-reshard", Usage))
+    return 0;
+  std::vector<std::string> Positional;
+  std::string FromPlanPath;
+  for (int I = 1; I < argc; ++I) {
+    std::string A = argv[I];
+    if (A == "--from-plan") {
+      if (I + 1 >= argc)
+        return fail("--from-plan needs the plan that wrote the checkpoint");
+      FromPlanPath = argv[++I];
+    } else if (A.size() > 1 && A[0] == '-') {
+      fprintf(stderr, "dsrun-reshard: unknown option '%s'\n%s", A.c_str(),
+              Usage);
+      return 1;
+    } else {
+      Positional.push_back(A);
+    }
+  }
+  if (Positional.size() != 3) {
+    fputs(Usage, stderr);
+    return 1;
+  }
+  std::string Error;
+  std::string FromDir = checkpointToResume(Positional[0], Error);
+  if (FromDir.empty())
+    return fail(Error);
+  if (FromPlanPath.empty())
+    FromPlanPath = FromDir + "/plan.bin";
+  bool Unreadable = false;
+  std::optional<plan::Plan> From = loadPlanFile(FromPlanPath, Error, Unreadable);
+  if (!From)
+    return fail(Unreadable && FromPlanPath == FromDir + "/plan.bin"
+                    ? Error + " (a checkpoint written before dsrun saved its "
+                              "plan beside it: give --from-plan)"
+                    : Error);
+  std::optional<plan::Plan> To = loadPlanFile(Positional[1], Error, Unreadable);
+  if (!To)
+    return fail(Error);
+  ReshardReport Report;
+  if (!reshardCheckpoint(FromDir, *From, *To, Positional[2], Report, Error))
+    return fail(Error);
+  printf("dsrun-reshard: step %u's checkpoint, %u rank(s) at ZeRO %u -> %u "
+         "rank(s) at ZeRO %u in %s (%.1f MiB read, %.1f MiB written)\n",
+         Report.Step, From->Settings.WorldSize, From->Settings.ZeroStage,
+         To->Settings.WorldSize, To->Settings.ZeroStage,
+         Positional[2].c_str(), Report.BytesRead / 1048576.0,
+         Report.BytesWritten / 1048576.0);
+  return 0;
+}

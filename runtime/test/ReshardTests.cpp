@@ -1,0 +1,301 @@
+//===- ReshardTests.cpp - Checkpoints between plans, without a GPU --------===//
+//
+// For pairs of plans of one model (other world sizes, stages, offloads),
+// with no GPU:
+//   - every rank's state layout (StateLayout.h) holds each tensor's
+//     parameters once per rank that keeps them whole or its shard, and
+//     each trainable element's master weight and moments on exactly one
+//     rank (every rank at stage 0), never two stretches over one byte;
+//   - a checkpoint of the first plan, every byte of state a function of
+//     (kind, tensor, element), converted to the second holds the same
+//     function at every stretch of the new layout and zeros elsewhere;
+//   - converted back, it is the first checkpoint again, byte for byte;
+//   - other models, precisions, missing shards and shards of another plan
+//     are refused with the reason.
+//
+//   dsrunReshardTests DIR...   (DIR: plans of one model, e.g. one world
+//                               size each from utils/runtime-plans.sh)
+//   dsrunReshardTests --write-checkpoint DIR PLAN.bin
+//
+//===----------------------------------------------------------------------===//
+
+#include "Arena.h"
+#include "Checkpoint.h"
+#include "Reshard.h"
+#include "StateLayout.h"
+#include "dsc/PlanFacts.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <string>
+#include <vector>
+
+using namespace dsrun;
+namespace plan = dsc::plan;
+namespace fs = std::filesystem;
+
+static int Failures = 0;
+#define EXPECT(Cond)                                                           \
+  do {                                                                         \
+    if (!(Cond)) {                                                             \
+      fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #Cond);      \
+      ++Failures;                                                              \
+    }                                                                          \
+  } while (0)
+
+/// The byte of state at element Elem of Tensor's Kind: distinct enough
+/// that a stretch moved to the wrong tensor, element or kind shows.
+static char stateByte(StateKind K, uint32_t Tensor, uint64_t Elem,
+                      unsigned ByteInElem) {
+  uint64_t X = (uint64_t(K) + 1) * 0x9E3779B97F4A7C15ull ^
+               (uint64_t(Tensor) + 1) * 0xC2B2AE3D27D4EB4Full ^
+               (Elem * 4 + ByteInElem) * 0x165667B19E3779F9ull;
+  X ^= X >> 29;
+  return char(X | 1); // never 0, so padding (0) tells from state
+}
+
+static std::vector<char> readFile(const std::string &Path) {
+  std::ifstream In(Path, std::ios::binary);
+  return std::vector<char>((std::istreambuf_iterator<char>(In)),
+                           std::istreambuf_iterator<char>());
+}
+
+/// Rank's layout: stretches inside their parts and never over each other.
+static StateLayout checkedLayout(const plan::Plan &P, uint32_t Rank) {
+  StateLayout L;
+  std::string Why = stateLayout(P, Rank, L);
+  EXPECT(Why.empty());
+  if (!Why.empty())
+    fprintf(stderr, "  rank %u: %s\n", Rank, Why.c_str());
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> Used(L.Parts.size());
+  for (const StateSegment &S : L.Segments) {
+    uint64_t End = S.Offset + (S.End - S.Begin) * S.ElemBytes;
+    EXPECT(S.Part < L.Parts.size() && End <= L.Parts[S.Part].Bytes);
+    if (S.Part < L.Parts.size())
+      Used[S.Part].push_back({S.Offset, End});
+  }
+  for (auto &U : Used) {
+    std::sort(U.begin(), U.end());
+    for (size_t I = 1; I < U.size(); ++I)
+      EXPECT(U[I - 1].second <= U[I].first);
+  }
+  return L;
+}
+
+/// Over all ranks: each tensor's parameters whole on a rank or sharded
+/// across all, each trainable element's optimizer state on one rank
+/// (every rank at stage 0).
+static void checkCoverage(const plan::Plan &P) {
+  uint32_t World = P.Settings.WorldSize, Stage = P.Settings.ZeroStage;
+  std::map<std::pair<StateKind, uint32_t>, uint64_t> Elems;
+  for (uint32_t R = 0; R < World; ++R)
+    for (const StateSegment &S : checkedLayout(P, R).Segments)
+      Elems[{S.Kind, S.Tensor}] += S.End - S.Begin;
+  for (uint32_t T : P.Layout.Order) {
+    const plan::Tensor &X = P.Tensors[T];
+    bool Whole = Stage < 3 || X.Persistent;
+    uint64_t Params = Elems[{StateKind::Param, T}];
+    EXPECT(Params == (Whole ? World : 1) * X.Elems);
+    if (P.Places.Owned.Master != plan::NoIndex ||
+        P.Settings.OptimizerOffload == plan::OffloadDevice::NVMe)
+      for (StateKind K :
+           {StateKind::Master, StateKind::Moment1, StateKind::Moment2})
+      {
+        uint64_t Held = Elems[{K, T}];
+        EXPECT(Held == (Stage == 0 ? World : 1) * X.Elems);
+      }
+  }
+}
+
+/// A checkpoint of P in Dir, every stretch of state filled by stateByte.
+static void writeSynthetic(const plan::Plan &P, const std::string &Dir) {
+  std::string Error;
+  EXPECT(makeDirectories(Dir, Error));
+  for (uint32_t R = 0; R < P.Settings.WorldSize; ++R) {
+    StateLayout L = checkedLayout(P, R);
+    CheckpointHeader H;
+    H.ModelHash = P.Settings.ModelHash;
+    H.ConfigHash = P.Settings.ConfigHash;
+    H.WorldSize = P.Settings.WorldSize;
+    H.Rank = R;
+    H.ZeroStage = P.Settings.ZeroStage;
+    H.ParamType = uint32_t(P.Settings.ParamDType);
+    H.Step = 10;
+    H.OptimizerStep = 9;
+    H.Seed = 77;
+    H.Scaler.Scale = 1024;
+    bool Ok = writeShard(
+        Dir + "/rank" + std::to_string(R) + ".ckpt", H,
+        checkpointParts(L.Parts),
+        [&](size_t Part, uint64_t At, uint64_t N, char *Out) {
+          memset(Out, 0, N);
+          for (const StateSegment &S : L.Segments) {
+            if (S.Part != Part)
+              continue;
+            for (uint64_t B = 0; B < (S.End - S.Begin) * S.ElemBytes; ++B)
+              if (S.Offset + B >= At && S.Offset + B < At + N)
+                Out[S.Offset + B - At] = stateByte(
+                    S.Kind, S.Tensor, S.Begin + B / S.ElemBytes,
+                    unsigned(B % S.ElemBytes));
+          }
+          return true;
+        },
+        Error);
+    EXPECT(Ok);
+  }
+}
+
+/// Every stretch of P's layout in Dir holds stateByte, every other byte 0.
+static void checkSynthetic(const plan::Plan &P, const std::string &Dir) {
+  std::string Error;
+  for (uint32_t R = 0; R < P.Settings.WorldSize; ++R) {
+    StateLayout L = checkedLayout(P, R);
+    ShardReader Shard;
+    EXPECT(Shard.open(Dir + "/rank" + std::to_string(R) + ".ckpt", Error));
+    EXPECT(Shard.header().WorldSize == P.Settings.WorldSize &&
+           Shard.header().Rank == R &&
+           Shard.header().ZeroStage == P.Settings.ZeroStage &&
+           Shard.header().Step == 10 && Shard.header().OptimizerStep == 9 &&
+           Shard.header().Seed == 77 && Shard.header().Scaler.Scale == 1024);
+    EXPECT(checkShardAgainstPlan(Shard.header(), Shard.parts(), P, R,
+                                 checkpointParts(L.Parts))
+               .empty());
+    for (size_t Part = 0; Part < L.Parts.size(); ++Part) {
+      std::vector<char> Bytes(L.Parts[Part].Bytes), Want(Bytes.size(), 0);
+      EXPECT(Shard.readAt(Part, 0, Bytes.size(), Bytes.data(), Error));
+      for (const StateSegment &S : L.Segments)
+        if (S.Part == Part)
+          for (uint64_t B = 0; B < (S.End - S.Begin) * S.ElemBytes; ++B)
+            Want[S.Offset + B] = stateByte(S.Kind, S.Tensor,
+                                           S.Begin + B / S.ElemBytes,
+                                           unsigned(B % S.ElemBytes));
+      bool Same = Bytes == Want;
+      EXPECT(Same);
+      if (!Same)
+        fprintf(stderr, "  %s rank %u part %s differs\n", Dir.c_str(), R,
+                L.Parts[Part].Name.c_str());
+    }
+  }
+}
+
+static std::optional<plan::Plan> load(const std::string &Path) {
+  std::string Error;
+  bool Unreadable = false;
+  std::optional<plan::Plan> P = loadPlanFile(Path, Error, Unreadable);
+  if (!P)
+    fprintf(stderr, "%s\n", Error.c_str());
+  EXPECT(P.has_value());
+  return P;
+}
+
+/// From -> To -> From: the new layout filled right, then the old bytes.
+static void roundTrip(const std::string &FromPath, const std::string &ToPath,
+                      const std::string &Root) {
+  std::optional<plan::Plan> From = load(FromPath), To = load(ToPath);
+  if (!From || !To)
+    return;
+  checkCoverage(*From);
+  checkCoverage(*To);
+  std::string A = Root + "/a", B = Root + "/b", C = Root + "/c", Error;
+  fs::remove_all(Root);
+  writeSynthetic(*From, A);
+  ReshardReport Report;
+  bool Ok = reshardCheckpoint(A, *From, *To, B, Report, Error);
+  EXPECT(Ok);
+  if (!Ok) {
+    fprintf(stderr, "  %s -> %s: %s\n", FromPath.c_str(), ToPath.c_str(),
+            Error.c_str());
+    return;
+  }
+  EXPECT(Report.Step == 10 && Report.BytesRead > 0);
+  checkSynthetic(*To, B);
+  EXPECT(reshardCheckpoint(B, *To, *From, C, Report, Error));
+  for (uint32_t R = 0; R < From->Settings.WorldSize; ++R) {
+    std::string Name = "/rank" + std::to_string(R) + ".ckpt";
+    EXPECT(readFile(A + Name) == readFile(C + Name));
+  }
+  // The plan saved beside the new shards is the new plan.
+  bool Unreadable = false;
+  std::optional<plan::Plan> Saved = loadPlanFile(B + "/plan.bin", Error,
+                                                 Unreadable);
+  EXPECT(Saved && Saved->Settings.WorldSize == To->Settings.WorldSize &&
+         Saved->Settings.ZeroStage == To->Settings.ZeroStage);
+}
+
+/// What does not fit is refused with its reason.
+static void refusals(const std::string &FromPath, const std::string &ToPath,
+                     const std::string &Root) {
+  std::optional<plan::Plan> From = load(FromPath), To = load(ToPath);
+  if (!From || !To)
+    return;
+  std::string A = Root + "/a", Error;
+  fs::remove_all(Root);
+  writeSynthetic(*From, A);
+  ReshardReport Report;
+  auto refused = [&](const plan::Plan &F, const plan::Plan &T,
+                     const char *Because) {
+    Error.clear();
+    bool Ok = reshardCheckpoint(A, F, T, Root + "/x", Report, Error);
+    bool Said = Error.find(Because) != std::string::npos;
+    EXPECT(!Ok && Said);
+    if (Ok || !Said)
+      fprintf(stderr, "  wanted '%s', got '%s'\n", Because, Error.c_str());
+  };
+  plan::Plan Other = *To;
+  Other.Settings.ModelHash ^= 1;
+  refused(*From, Other, "different models");
+  Other = *To;
+  Other.Settings.ParamDType = plan::DType::F32;
+  refused(*From, Other, "plan with the same precision");
+  // The checkpoint read as if the other plan had written it.
+  if (To->Settings.WorldSize != From->Settings.WorldSize ||
+      To->Settings.ZeroStage != From->Settings.ZeroStage)
+    refused(*To, *From, "it was written with");
+  fs::remove(A + "/rank0.ckpt");
+  refused(*From, *To, "rank0.ckpt: cannot open");
+}
+
+static std::vector<std::string> plansIn(const std::string &Dir) {
+  std::vector<std::string> Plans;
+  for (const fs::directory_entry &E : fs::directory_iterator(Dir))
+    if (E.path().extension() == ".bin")
+      Plans.push_back(E.path().string());
+  std::sort(Plans.begin(), Plans.end());
+  return Plans;
+}
+
+int main(int argc, char **argv) {
+  // For the tool's own test: a checkpoint of PLAN in DIR, and no more.
+  if (argc == 4 && std::string(argv[1]) == "--write-checkpoint") {
+    if (std::optional<plan::Plan> P = load(argv[3]))
+      writeSynthetic(*P, argv[2]);
+    return Failures ? 1 : 0;
+  }
+  std::vector<std::vector<std::string>> Dirs;
+  for (int I = 1; I < argc; ++I)
+    Dirs.push_back(plansIn(argv[I]));
+  std::string Root = (fs::temp_directory_path() / "dsrun-reshard-test").string();
+  // Each directory's plans converted into the next's (and the last into
+  // the first), a plan with another stage and offload each time; every
+  // third plan, to keep the run short.
+  int Pairs = 0;
+  for (size_t D = 0; D < Dirs.size(); ++D) {
+    const std::vector<std::string> &From = Dirs[D],
+                                   &To = Dirs[(D + 1) % Dirs.size()];
+    for (size_t I = 0; I < From.size() && !To.empty(); I += 3) {
+      roundTrip(From[I], To[(I * 7 + 5) % To.size()], Root);
+      ++Pairs;
+    }
+  }
+  if (!Dirs.empty() && Dirs[0].size() > 1)
+    refusals(Dirs[0][0], Dirs.back()[Dirs.back().size() / 2], Root);
+  fs::remove_all(Root);
+  printf("%s: %d failure(s), %d conversion(s) checked both ways\n",
+         Failures ? "FAILED" : "passed", Failures, Pairs);
+  return Failures ? 1 : 0;
+}
