@@ -7,13 +7,16 @@
 #   utils/runtime-plans.sh DSC MODEL.onnx WORLD_SIZE SEQ_LEN OUTDIR [BUCKET [DSC OPTIONS...]]
 #
 # AIO_BUFFER_SIZE sets offload_param.buffer_size (elements): a fetch unit
-# read from NVMe must fit one buffer.
+# read from NVMe must fit one buffer. PRECISION=fp32 plans without bf16
+# (default bf16).
 #
 # Plans are named s<stage>-ov<overlap>-ga<accumulation>-<optimizer
 # offload>-<param offload>[-ckpt].bin.
 set -eu
 dsc=$1 model=$2 world=$3 seq=$4 out=$5 bucket=${6:-30000}
 aio=${AIO_BUFFER_SIZE:-100000000}
+precision='"bf16": {"enabled": true},'
+[ "${PRECISION:-bf16}" = fp32 ] && precision=''
 shift 5; [ $# -gt 0 ] && shift
 mkdir -p "$out"
 i=0
@@ -30,7 +33,7 @@ for stage in 0 1 2 3; do
           fi
           cat > "$out/config.json" <<JSON
 {"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": $ga,
- "bf16": {"enabled": true},
+ $precision
  "zero_optimization": {"stage": $stage, "overlap_comm": $overlap,
    "reduce_bucket_size": $bucket, "stage3_param_persistence_threshold": 500,
    "stage3_prefetch_bucket_size": $bucket, "stage3_max_reuse_distance": $bucket,

@@ -376,7 +376,15 @@ std::string checkShardAgainstPlan(const CheckpointHeader &H,
     Why = Differs("rank", H.Rank, Rank);
   for (size_t I = 0; Why.empty() && I < std::max(Have.size(), Parts.size());
        ++I) {
-    if (I >= Have.size() || I >= Parts.size() ||
+    auto Base = [](const std::string &Name) {
+      return Name.substr(0, Name.find('@'));
+    };
+    if (I < Have.size() && I < Parts.size() &&
+        Have[I].Name != Parts[I].Name &&
+        Base(Have[I].Name) == Base(Parts[I].Name))
+      Why = "its " + Base(Parts[I].Name) + " is laid out for other "
+            "sub-groups or fetch units than this plan's";
+    else if (I >= Have.size() || I >= Parts.size() ||
         Have[I].Name != Parts[I].Name)
       Why = "its buffers are not this plan's (" +
             (I < Have.size() ? Have[I].Name : std::string("none")) + " where "

@@ -46,8 +46,11 @@ partsOf(const std::vector<StatePart> &State) {
 /// Moves N bytes at At of a state part to or from Buffer.
 static bool moveState(const StatePart &S, uint64_t At, uint64_t N,
                       char *Buffer, bool Save, std::string &Error) {
-  if (At + N > S.Bytes)
+  if (At + N > S.Bytes) {
+    Error = S.Name + " holds " + std::to_string(S.Bytes) + " bytes, not " +
+            std::to_string(At + N);
     return false;
+  }
   if (S.File)
     return Save ? S.File->read(Buffer, At, N, Error)
                 : S.File->write(Buffer, At, N, Error);

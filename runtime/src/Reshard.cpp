@@ -73,6 +73,28 @@ struct OldState {
   std::map<std::pair<StateKind, uint32_t>, std::vector<Source>> Where;
   uint64_t BytesRead = 0;
 
+  /// "" or the first element of [Begin, End) of Tensor's Kind that no
+  /// old shard holds in ElemBytes-sized elements.
+  std::string missing(StateKind K, uint32_t Tensor, uint64_t Begin,
+                      uint64_t End, unsigned ElemBytes, const plan::Plan &P) {
+    std::vector<std::pair<uint64_t, uint64_t>> Held;
+    if (auto It = Where.find({K, Tensor}); It != Where.end())
+      for (const Source &S : It->second)
+        if (S.Seg.ElemBytes == ElemBytes)
+          Held.push_back({S.Seg.Begin, S.Seg.End});
+    std::sort(Held.begin(), Held.end());
+    uint64_t At = Begin;
+    for (auto [B, E] : Held)
+      if (B <= At && At < E)
+        At = E;
+    if (At >= End)
+      return "";
+    return std::string("no shard of the checkpoint holds the ") +
+           stateKindName(K) + " of '" + P.Tensors[Tensor].Name +
+           "' from element " + std::to_string(At) +
+           " (a plan of another optimizer or precision?)";
+  }
+
   /// Elements [Begin, End) of Tensor's Kind, ElemBytes each, into Out.
   bool read(StateKind K, uint32_t Tensor, uint64_t Begin, uint64_t End,
             unsigned ElemBytes, char *Out, const plan::Plan &P,
@@ -149,17 +171,29 @@ bool reshardCheckpoint(const std::string &FromDir, const plan::Plan &From,
       Old.Where[{S.Kind, S.Tensor}].push_back({R, S});
     Old.Shards.push_back(std::move(Shard));
   }
+  // Everything the new plan keeps must be in the old shards: found out
+  // before anything is written.
+  std::vector<StateLayout> New(To.Settings.WorldSize);
+  for (uint32_t R = 0; R < To.Settings.WorldSize; ++R) {
+    if (std::string Why = stateLayout(To, R, New[R]); !Why.empty()) {
+      Error = "the new plan: " + Why;
+      return false;
+    }
+    for (const StateSegment &S : New[R].Segments)
+      if (std::string Why = Old.missing(S.Kind, S.Tensor, S.Begin, S.End,
+                                        S.ElemBytes, From);
+          !Why.empty()) {
+        Error = Why;
+        return false;
+      }
+  }
   if (!makeDirectories(ToDir, Error))
     return false;
 
   // Every new rank's shard: zeros (the padding), then each stretch of
   // state from the old shards.
   for (uint32_t R = 0; R < To.Settings.WorldSize; ++R) {
-    StateLayout L;
-    if (std::string Why = stateLayout(To, R, L); !Why.empty()) {
-      Error = "the new plan: " + Why;
-      return false;
-    }
+    const StateLayout &L = New[R];
     std::vector<std::vector<const StateSegment *>> ByPart(L.Parts.size());
     for (const StateSegment &S : L.Segments)
       ByPart[S.Part].push_back(&S);

@@ -4,9 +4,11 @@
 
 #include "Arena.h"
 #include "Nvme.h"
+#include "dsc/PlanCodec.h"
 #include "dsc/PlanFacts.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <memory>
 
 namespace plan = dsc::plan;
@@ -23,17 +25,40 @@ std::vector<StatePartPlace> stateParts(const plan::Plan &P, uint32_t Rank) {
   // With NVMe offload the master weights and moments (and, at stage 3,
   // the 16-bit shards) live only in the swap files. Their layout is
   // dsrun's own and follows from the plan alone, so a file is saved whole.
+  // Plans that group the state otherwise (sub_group_size, the fetch
+  // units) can give files of the same size, so each name carries a
+  // fingerprint of its layout: a shard read back under another grouping
+  // is refused rather than read at the wrong offsets.
   const plan::Info &S = P.Settings;
   bool Optimizer = S.OptimizerOffload == plan::OffloadDevice::NVMe;
   bool Params = S.ParamOffload == plan::OffloadDevice::NVMe;
   if (Optimizer || Params) {
     SwapLayout Layout(P);
-    if (Optimizer)
-      Parts.push_back({"nvme_optimizer_file", Layout.OptimizerFileBytes,
+    std::vector<uint64_t> Shape;
+    auto named = [&](const char *Name) {
+      uint64_t Hash = plan::fnv1a(reinterpret_cast<const uint8_t *>(Shape.data()),
+                                  Shape.size() * sizeof(uint64_t));
+      char Suffix[24];
+      snprintf(Suffix, sizeof(Suffix), "@%08x", unsigned(Hash ^ (Hash >> 32)));
+      return std::string(Name) + Suffix;
+    };
+    if (Optimizer) {
+      for (uint32_t G = 0; G < P.Layout.SubGroups.size(); ++G)
+        Shape.insert(Shape.end(), {P.Places.SubGroups[G].Begin,
+                                   P.Layout.SubGroups[G].Elems,
+                                   Layout.optimizerRegion(G, 0)});
+      Parts.push_back({named(NVMeOptimizerPart), Layout.OptimizerFileBytes,
                        StatePartPlace::OptimizerSwap, plan::NoIndex});
-    if (Params)
-      Parts.push_back({"nvme_param_file", Layout.ParamFileBytes,
+    }
+    if (Params) {
+      Shape.clear();
+      for (uint32_t T = 0; T < P.Tensors.size(); ++T)
+        if (Layout.unitOf(T) != plan::NoIndex)
+          Shape.insert(Shape.end(), {T, Layout.unitBase(Layout.unitOf(T)) +
+                                            Layout.shardInUnit(T)});
+      Parts.push_back({named(NVMeParamPart), Layout.ParamFileBytes,
                        StatePartPlace::ParamSwap, plan::NoIndex});
+    }
   }
   return Parts;
 }
@@ -137,6 +162,8 @@ std::string stateLayout(const plan::Plan &P, uint32_t Rank,
   for (const plan::OwnedPiece &O : plan::ownedPieces(P, Rank)) {
     for (unsigned K = 0; K < 3; ++K) {
       if (!OptimizerFile) {
+        // A plan without the view keeps no such state (checkRunnable
+        // refuses those dsrun cannot train).
         if (Views[K] != plan::NoIndex &&
             !inView(Views[K], O.PartitionOffset, Kinds[K], O.Tensor, O.Begin,
                     O.End))

@@ -33,6 +33,11 @@ struct StatePartPlace {
   uint32_t Buffer = dsc::plan::NoIndex;
 };
 
+/// The names of the swap-file parts, before the '@' and the fingerprint
+/// of the file's layout.
+constexpr const char *NVMeOptimizerPart = "nvme_optimizer_file";
+constexpr const char *NVMeParamPart = "nvme_param_file";
+
 /// The parts of rank Rank's shard under plan P, in the order it holds them.
 std::vector<StatePartPlace> stateParts(const dsc::plan::Plan &P,
                                        uint32_t Rank);

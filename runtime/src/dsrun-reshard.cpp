@@ -77,6 +77,9 @@ int main(int argc, char **argv) {
   std::optional<plan::Plan> To = loadPlanFile(Positional[1], Error, Unreadable);
   if (!To)
     return fail(Error);
+  // A checkpoint for a plan dsrun would refuse to run helps nobody.
+  if (std::string Why = checkRunnable(*To); !Why.empty())
+    return fail(Positional[1] + ": " + Why);
   ReshardReport Report;
   if (!reshardCheckpoint(FromDir, *From, *To, Positional[2], Report, Error))
     return fail(Error);

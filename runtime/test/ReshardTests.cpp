@@ -13,8 +13,10 @@
 //   - other models, precisions, missing shards and shards of another plan
 //     are refused with the reason.
 //
-//   dsrunReshardTests DIR...   (DIR: plans of one model, e.g. one world
-//                               size each from utils/runtime-plans.sh)
+//   dsrunReshardTests DIR... [-- DIR...]   (DIR: plans of one model, e.g.
+//                               one world size each from
+//                               utils/runtime-plans.sh; "--" starts another
+//                               cycle, e.g. of another precision)
 //   dsrunReshardTests --write-checkpoint DIR PLAN.bin
 //
 //===----------------------------------------------------------------------===//
@@ -59,6 +61,14 @@ static char stateByte(StateKind K, uint32_t Tensor, uint64_t Elem,
   return char(X | 1); // never 0, so padding (0) tells from state
 }
 
+/// In fp32 the master weights are the parameters' values (at stage 0 the
+/// very same bytes), so a synthetic checkpoint gives both one value.
+static StateKind valueKind(StateKind K, const plan::Plan &P) {
+  return K == StateKind::Master && P.Settings.ParamDType == plan::DType::F32
+             ? StateKind::Param
+             : K;
+}
+
 static std::vector<char> readFile(const std::string &Path) {
   std::ifstream In(Path, std::ios::binary);
   return std::vector<char>((std::istreambuf_iterator<char>(In)),
@@ -76,7 +86,11 @@ static StateLayout checkedLayout(const plan::Plan &P, uint32_t Rank) {
   for (const StateSegment &S : L.Segments) {
     uint64_t End = S.Offset + (S.End - S.Begin) * S.ElemBytes;
     EXPECT(S.Part < L.Parts.size() && End <= L.Parts[S.Part].Bytes);
-    if (S.Part < L.Parts.size())
+    // fp32 at stage 0: the master weights are the parameters themselves.
+    bool Alias = S.Kind == StateKind::Master &&
+                 P.Settings.ParamDType == plan::DType::F32 &&
+                 P.Settings.ZeroStage == 0;
+    if (S.Part < L.Parts.size() && !Alias)
       Used[S.Part].push_back({S.Offset, End});
   }
   for (auto &U : Used) {
@@ -96,11 +110,14 @@ static void checkCoverage(const plan::Plan &P) {
   for (uint32_t R = 0; R < World; ++R)
     for (const StateSegment &S : checkedLayout(P, R).Segments)
       Elems[{S.Kind, S.Tensor}] += S.End - S.Begin;
-  for (uint32_t T : P.Layout.Order) {
+  for (uint32_t T = 0; T < P.Tensors.size(); ++T) {
     const plan::Tensor &X = P.Tensors[T];
     bool Whole = Stage < 3 || X.Persistent;
     uint64_t Params = Elems[{StateKind::Param, T}];
     EXPECT(Params == (Whole ? World : 1) * X.Elems);
+  }
+  for (uint32_t T : P.Layout.Order) {
+    const plan::Tensor &X = P.Tensors[T];
     if (P.Places.Owned.Master != plan::NoIndex ||
         P.Settings.OptimizerOffload == plan::OffloadDevice::NVMe)
       for (StateKind K :
@@ -129,6 +146,9 @@ static void writeSynthetic(const plan::Plan &P, const std::string &Dir) {
     H.OptimizerStep = 9;
     H.Seed = 77;
     H.Scaler.Scale = 1024;
+    H.Scaler.Iteration = 33;
+    H.Scaler.LastOverflow = 21;
+    H.Scaler.Hysteresis = 2;
     bool Ok = writeShard(
         Dir + "/rank" + std::to_string(R) + ".ckpt", H,
         checkpointParts(L.Parts),
@@ -140,7 +160,7 @@ static void writeSynthetic(const plan::Plan &P, const std::string &Dir) {
             for (uint64_t B = 0; B < (S.End - S.Begin) * S.ElemBytes; ++B)
               if (S.Offset + B >= At && S.Offset + B < At + N)
                 Out[S.Offset + B - At] = stateByte(
-                    S.Kind, S.Tensor, S.Begin + B / S.ElemBytes,
+                    valueKind(S.Kind, P), S.Tensor, S.Begin + B / S.ElemBytes,
                     unsigned(B % S.ElemBytes));
           }
           return true;
@@ -151,12 +171,18 @@ static void writeSynthetic(const plan::Plan &P, const std::string &Dir) {
 }
 
 /// Every stretch of P's layout in Dir holds stateByte, every other byte 0.
-static void checkSynthetic(const plan::Plan &P, const std::string &Dir) {
+static void checkSynthetic(const plan::Plan &P, const std::string &Dir,
+                           uint64_t ConfigHash) {
   std::string Error;
   for (uint32_t R = 0; R < P.Settings.WorldSize; ++R) {
     StateLayout L = checkedLayout(P, R);
     ShardReader Shard;
     EXPECT(Shard.open(Dir + "/rank" + std::to_string(R) + ".ckpt", Error));
+    const LossScaler::State &Sc = Shard.header().Scaler;
+    EXPECT(Shard.header().ModelHash == P.Settings.ModelHash &&
+           Shard.header().ConfigHash == ConfigHash &&
+           Shard.header().ParamType == uint32_t(P.Settings.ParamDType) &&
+           Sc.Iteration == 33 && Sc.LastOverflow == 21 && Sc.Hysteresis == 2);
     EXPECT(Shard.header().WorldSize == P.Settings.WorldSize &&
            Shard.header().Rank == R &&
            Shard.header().ZeroStage == P.Settings.ZeroStage &&
@@ -171,7 +197,7 @@ static void checkSynthetic(const plan::Plan &P, const std::string &Dir) {
       for (const StateSegment &S : L.Segments)
         if (S.Part == Part)
           for (uint64_t B = 0; B < (S.End - S.Begin) * S.ElemBytes; ++B)
-            Want[S.Offset + B] = stateByte(S.Kind, S.Tensor,
+            Want[S.Offset + B] = stateByte(valueKind(S.Kind, P), S.Tensor,
                                            S.Begin + B / S.ElemBytes,
                                            unsigned(B % S.ElemBytes));
       bool Same = Bytes == Want;
@@ -213,7 +239,8 @@ static void roundTrip(const std::string &FromPath, const std::string &ToPath,
     return;
   }
   EXPECT(Report.Step == 10 && Report.BytesRead > 0);
-  checkSynthetic(*To, B);
+  // The old run's config hash goes along: dsrun notes that it changed.
+  checkSynthetic(*To, B, From->Settings.ConfigHash);
   EXPECT(reshardCheckpoint(B, *To, *From, C, Report, Error));
   for (uint32_t R = 0; R < From->Settings.WorldSize; ++R) {
     std::string Name = "/rank" + std::to_string(R) + ".ckpt";
@@ -250,7 +277,9 @@ static void refusals(const std::string &FromPath, const std::string &ToPath,
   Other.Settings.ModelHash ^= 1;
   refused(*From, Other, "different models");
   Other = *To;
-  Other.Settings.ParamDType = plan::DType::F32;
+  Other.Settings.ParamDType = From->Settings.ParamDType == plan::DType::F32
+                                 ? plan::DType::BF16
+                                 : plan::DType::F32;
   refused(*From, Other, "plan with the same precision");
   // The checkpoint read as if the other plan had written it.
   if (To->Settings.WorldSize != From->Settings.WorldSize ||
@@ -258,6 +287,33 @@ static void refusals(const std::string &FromPath, const std::string &ToPath,
     refused(*To, *From, "it was written with");
   fs::remove(A + "/rank0.ckpt");
   refused(*From, *To, "rank0.ckpt: cannot open");
+}
+
+/// A swap file laid out for other sub-groups, of the very same size, is
+/// another part: its shard is refused, not read at the wrong offsets.
+static bool swapFingerprint(const std::string &Path) {
+  std::optional<plan::Plan> P = load(Path);
+  if (!P || P->Settings.OptimizerOffload != plan::OffloadDevice::NVMe ||
+      P->Layout.SubGroups.size() < 2 || P->Layout.SubGroups[0].Elems <= 1024)
+    return false;
+  plan::Plan Q = *P;
+  // 1024 fp32 elements are one 4 KiB page: the file keeps its size.
+  Q.Layout.SubGroups[0].Elems -= 1024;
+  Q.Layout.SubGroups[1].Elems += 1024;
+  Q.Places.SubGroups[1].Begin -= 1024;
+  std::vector<CheckpointPart> Mine = checkpointParts(stateParts(*P, 0)),
+                              Other = checkpointParts(stateParts(Q, 0));
+  EXPECT(Mine.size() == Other.size() &&
+         Mine.back().Bytes == Other.back().Bytes &&
+         Mine.back().Name != Other.back().Name);
+  CheckpointHeader H;
+  H.ModelHash = P->Settings.ModelHash;
+  H.WorldSize = P->Settings.WorldSize;
+  H.ZeroStage = P->Settings.ZeroStage;
+  H.ParamType = uint32_t(P->Settings.ParamDType);
+  EXPECT(checkShardAgainstPlan(H, Mine, Q, 0, Other)
+             .find("laid out for other sub-groups") != std::string::npos);
+  return true;
 }
 
 static std::vector<std::string> plansIn(const std::string &Dir) {
@@ -276,24 +332,40 @@ int main(int argc, char **argv) {
       writeSynthetic(*P, argv[2]);
     return Failures ? 1 : 0;
   }
-  std::vector<std::vector<std::string>> Dirs;
-  for (int I = 1; I < argc; ++I)
-    Dirs.push_back(plansIn(argv[I]));
-  std::string Root = (fs::temp_directory_path() / "dsrun-reshard-test").string();
-  // Each directory's plans converted into the next's (and the last into
-  // the first), a plan with another stage and offload each time; every
-  // third plan, to keep the run short.
-  int Pairs = 0;
-  for (size_t D = 0; D < Dirs.size(); ++D) {
-    const std::vector<std::string> &From = Dirs[D],
-                                   &To = Dirs[(D + 1) % Dirs.size()];
-    for (size_t I = 0; I < From.size() && !To.empty(); I += 3) {
-      roundTrip(From[I], To[(I * 7 + 5) % To.size()], Root);
-      ++Pairs;
-    }
+  // Cycles of directories, "--" between cycles (one precision each).
+  std::vector<std::vector<std::vector<std::string>>> Cycles(1);
+  for (int I = 1; I < argc; ++I) {
+    if (std::string(argv[I]) == "--")
+      Cycles.emplace_back();
+    else
+      Cycles.back().push_back(plansIn(argv[I]));
   }
-  if (!Dirs.empty() && Dirs[0].size() > 1)
-    refusals(Dirs[0][0], Dirs.back()[Dirs.back().size() / 2], Root);
+  std::string Root = (fs::temp_directory_path() / "dsrun-reshard-test").string();
+  // In each cycle, every third plan of a directory converted into one of
+  // the next directory's (the last's into the first's), every sixth also
+  // into one of its own, with another stage and offload each time.
+  int Pairs = 0;
+  for (const auto &Dirs : Cycles) {
+    for (size_t D = 0; D < Dirs.size(); ++D) {
+      const std::vector<std::string> &From = Dirs[D],
+                                     &To = Dirs[(D + 1) % Dirs.size()];
+      for (size_t I = 0; I < From.size() && !To.empty(); I += 3) {
+        roundTrip(From[I], To[(I * 7 + 5) % To.size()], Root);
+        ++Pairs;
+        if (I % 6 == 0) {
+          roundTrip(From[I], From[(I * 5 + 1) % From.size()], Root);
+          ++Pairs;
+        }
+      }
+    }
+    if (!Dirs.empty() && Dirs[0].size() > 1)
+      refusals(Dirs[0][0], Dirs.back()[Dirs.back().size() / 2], Root);
+    bool Fingerprinted = false;
+    for (const auto &Dir : Dirs)
+      for (const std::string &Plan : Dir)
+        Fingerprinted = Fingerprinted || swapFingerprint(Plan);
+    EXPECT(Fingerprinted || Dirs.empty());
+  }
   fs::remove_all(Root);
   printf("%s: %d failure(s), %d conversion(s) checked both ways\n",
          Failures ? "FAILED" : "passed", Failures, Pairs);

@@ -7,8 +7,9 @@
 // must then print (YAML, estimate JSON and text) without crashing, and
 // go through what dsrun derives from a plan before it touches a GPU (every
 // view resolved for a rank, its refusal of what it cannot run, its NCCL
-// calls, its swap-file layout): a message, never a crash. A view that
-// checkPlan passes but that lies outside the rank's arena is a finding.
+// calls, its swap-file layout, where a checkpoint keeps its state): a
+// message, never a crash. A view that checkPlan passes but that lies
+// outside the rank's arena is a finding.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +21,7 @@
 #include "Collectives.h"
 #include "Arena.h"
 #include "Nvme.h"
+#include "StateLayout.h"
 
 #include <cstdint>
 #include <vector>
@@ -49,6 +51,14 @@ static void use(const plan::Plan &P) {
       (void)dsrun::collectiveCalls(A, I);
     dsrun::SwapLayout Swap(P);
     (void)Swap;
+    // Where a checkpoint keeps the rank's state: a message, or stretches
+    // inside their parts.
+    dsrun::StateLayout L;
+    if (dsrun::stateLayout(P, Rank, L).empty())
+      for (const dsrun::StateSegment &S : L.Segments)
+        if (S.Part >= L.Parts.size() ||
+            S.Offset + (S.End - S.Begin) * S.ElemBytes > L.Parts[S.Part].Bytes)
+          __builtin_trap();
   }
 }
 
