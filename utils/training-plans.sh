@@ -16,6 +16,10 @@
 # spikes near step 30 in both dsrun and PyTorch, a few steps apart, and the
 # two trajectories part for a while; see docs/training.md).
 #
+# ACCUMULATION sets gradient_accumulation_steps (default 2): at world
+# size 1 and accumulation 4 a step reads the samples of world size 2 and
+# accumulation 2 (docs/training.md, "Data").
+#
 # Writes OUTDIR/NAME-<variant>.bin and .json (the config, which the
 # reference reads too).
 set -eu
@@ -36,7 +40,7 @@ for variant in s0 s1 s2 s3 s2-cpu s3-cpuparam s1-fp16 s1-ckpt s3-ckpt \
   esac
   cfg="$out/$name-$variant.json"
   cat > "$cfg" <<JSON
-{"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2,
+{"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": ${ACCUMULATION:-2},
  "gradient_clipping": 1.0,
  $precision,
  "zero_optimization": {"stage": $stage, "reduce_bucket_size": 5e6,
