@@ -3,7 +3,9 @@
 #include "Reshard.h"
 
 #include "Checkpoint.h"
+#include "HostMath.h"
 #include "StateLayout.h"
+#include "Weights.h"
 #include "dsc/PlanCodec.h"
 
 #include <algorithm>
@@ -131,16 +133,11 @@ struct OldState {
 
 } // namespace
 
-bool reshardCheckpoint(const std::string &FromDir, const plan::Plan &From,
-                       const plan::Plan &To, const std::string &ToDir,
-                       ReshardReport &Report, std::string &Error) {
-  if (std::string Why = sameModel(From, To); !Why.empty()) {
-    Error = Why;
-    return false;
-  }
-  // Every old shard, checked against the plan that wrote it.
-  OldState Old;
-  CheckpointHeader First;
+/// Every shard of FromDir, checked against From, the plan that wrote it;
+/// First gets rank 0's header.
+static bool openOld(const std::string &FromDir, const plan::Plan &From,
+                    OldState &Old, CheckpointHeader &First,
+                    std::string &Error) {
   for (uint32_t R = 0; R < From.Settings.WorldSize; ++R) {
     auto Shard = std::make_unique<ShardReader>();
     if (!Shard->open(FromDir + "/rank" + std::to_string(R) + ".ckpt", Error))
@@ -171,6 +168,20 @@ bool reshardCheckpoint(const std::string &FromDir, const plan::Plan &From,
       Old.Where[{S.Kind, S.Tensor}].push_back({R, S});
     Old.Shards.push_back(std::move(Shard));
   }
+  return true;
+}
+
+bool reshardCheckpoint(const std::string &FromDir, const plan::Plan &From,
+                       const plan::Plan &To, const std::string &ToDir,
+                       ReshardReport &Report, std::string &Error) {
+  if (std::string Why = sameModel(From, To); !Why.empty()) {
+    Error = Why;
+    return false;
+  }
+  OldState Old;
+  CheckpointHeader First;
+  if (!openOld(FromDir, From, Old, First, Error))
+    return false;
   // Everything the new plan keeps must be in the old shards: found out
   // before anything is written.
   std::vector<StateLayout> New(To.Settings.WorldSize);
@@ -243,6 +254,54 @@ bool reshardCheckpoint(const std::string &FromDir, const plan::Plan &From,
   Report.Step = First.Step;
   Report.BytesRead = Old.BytesRead;
   Report.BytesWritten += Copied;
+  return true;
+}
+
+bool writeFp32Weights(const std::string &Dir, const plan::Plan &From,
+                      const std::string &Path, ReshardReport &Report,
+                      std::string &Error) {
+  OldState Old;
+  CheckpointHeader First;
+  if (!openOld(Dir, From, Old, First, Error))
+    return false;
+  // The names transformers knows the tensors by, where dsrun saved them.
+  std::vector<std::string> Names(From.Tensors.size());
+  struct stat S;
+  std::string Model = Dir + "/model.safetensors";
+  if (stat(Model.c_str(), &S) == 0) {
+    std::optional<InitialWeights> W = loadWeights(From, Model, Error);
+    if (!W) {
+      Error = "the checkpoint's model.safetensors: " + Error;
+      return false;
+    }
+    Names = W->FileName;
+  }
+  ElementType ParamType = ElementType(From.Settings.ParamDType);
+  unsigned PB = plan::dtypeBytes(From.Settings.ParamDType);
+  std::vector<std::vector<char>> Data(From.Tensors.size());
+  for (uint32_t T = 0; T < From.Tensors.size(); ++T) {
+    uint64_t Elems = From.Tensors[T].Elems;
+    Data[T].resize(Elems * 4);
+    if (Old.missing(StateKind::Master, T, 0, Elems, 4, From).empty()) {
+      if (!Old.read(StateKind::Master, T, 0, Elems, 4, Data[T].data(), From,
+                    Error))
+        return false;
+      continue;
+    }
+    std::vector<char> Params(Elems * PB);
+    if (!Old.read(StateKind::Param, T, 0, Elems, PB, Params.data(), From,
+                  Error))
+      return false;
+    convertOnHost(Data[T].data(), ElementType::F32, Params.data(), ParamType,
+                  Elems, /*Accumulate=*/false, 1);
+  }
+  if (!saveWeights(From, Names, Data, ElementType::F32, Path, Error))
+    return false;
+  Report.Step = First.Step;
+  Report.BytesRead = Old.BytesRead;
+  Report.BytesWritten = 0;
+  for (const std::vector<char> &D : Data)
+    Report.BytesWritten += D.size();
   return true;
 }
 

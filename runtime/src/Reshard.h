@@ -38,6 +38,15 @@ bool reshardCheckpoint(const std::string &FromDir,
                        const dsc::plan::Plan &To, const std::string &ToDir,
                        ReshardReport &Report, std::string &Error);
 
+/// Writes the checkpoint's fp32 master weights, every tensor whole, as
+/// safetensors at Path (DeepSpeed's zero_to_fp32.py does this for its
+/// checkpoints): under the names of the checkpoint's model.safetensors
+/// where it has one (the --init file's), else the plan's. A tensor with
+/// no master weights (frozen) is written from its parameters.
+bool writeFp32Weights(const std::string &Dir, const dsc::plan::Plan &From,
+                      const std::string &Path, ReshardReport &Report,
+                      std::string &Error);
+
 } // namespace dsrun
 
 #endif

@@ -1,6 +1,7 @@
 //===- dsrun-reshard.cpp - A checkpoint for another plan ------------------===//
 //
 //   dsrun-reshard CHECKPOINT NEW_PLAN.bin OUT_DIR [--from-plan PLAN.bin]
+//   dsrun-reshard CHECKPOINT --fp32-weights OUT.safetensors [--from-plan PLAN.bin]
 //
 // Host-only: no GPU needed (Reshard.h says what it moves).
 //
@@ -28,6 +29,11 @@ static const char *const Usage =
     "weights and Adam moments moved exactly, the step, scheduler position,\n"
     "seed and loss scale kept. Then: dsrun NEW_PLAN.bin --resume OUT_DIR.\n"
     "\n"
+    "   or: dsrun-reshard CHECKPOINT --fp32-weights OUT.safetensors\n"
+    "Writes the checkpoint's fp32 master weights, every tensor whole (what\n"
+    "DeepSpeed's zero_to_fp32.py gives), under the checkpoint's\n"
+    "model.safetensors names.\n"
+    "\n"
     "  CHECKPOINT          a --save directory (its latest) or a global_stepN\n"
     "  --from-plan PLAN    the plan that wrote the checkpoint (default: the\n"
     "                      plan.bin dsrun saves beside the shards)\n"
@@ -42,13 +48,17 @@ int main(int argc, char **argv) {
   if (helpOrVersion(argc, argv, "dsrun-reshard", Usage))
     return 0;
   std::vector<std::string> Positional;
-  std::string FromPlanPath;
+  std::string FromPlanPath, Fp32Path;
   for (int I = 1; I < argc; ++I) {
     std::string A = argv[I];
     if (A == "--from-plan") {
       if (I + 1 >= argc)
         return fail("--from-plan needs the plan that wrote the checkpoint");
       FromPlanPath = argv[++I];
+    } else if (A == "--fp32-weights") {
+      if (I + 1 >= argc)
+        return fail("--fp32-weights needs the safetensors file to write");
+      Fp32Path = argv[++I];
     } else if (A.size() > 1 && A[0] == '-') {
       fprintf(stderr, "dsrun-reshard: unknown option '%s'\n%s", A.c_str(),
               Usage);
@@ -57,7 +67,7 @@ int main(int argc, char **argv) {
       Positional.push_back(A);
     }
   }
-  if (Positional.size() != 3) {
+  if (Positional.size() != (Fp32Path.empty() ? 3u : 1u)) {
     fputs(Usage, stderr);
     return 1;
   }
@@ -74,13 +84,22 @@ int main(int argc, char **argv) {
                     ? Error + " (a checkpoint written before dsrun saved its "
                               "plan beside it: give --from-plan)"
                     : Error);
+  ReshardReport Report;
+  if (!Fp32Path.empty()) {
+    if (!writeFp32Weights(FromDir, *From, Fp32Path, Report, Error))
+      return fail(Error);
+    printf("dsrun-reshard: step %u's fp32 weights, %zu tensors (%.1f MiB) in "
+           "%s\n",
+           Report.Step, From->Tensors.size(), Report.BytesWritten / 1048576.0,
+           Fp32Path.c_str());
+    return 0;
+  }
   std::optional<plan::Plan> To = loadPlanFile(Positional[1], Error, Unreadable);
   if (!To)
     return fail(Error);
   // A checkpoint for a plan dsrun would refuse to run helps nobody.
   if (std::string Why = checkRunnable(*To); !Why.empty())
     return fail(Positional[1] + ": " + Why);
-  ReshardReport Report;
   if (!reshardCheckpoint(FromDir, *From, *To, Positional[2], Report, Error))
     return fail(Error);
   printf("dsrun-reshard: step %u's checkpoint, %u rank(s) at ZeRO %u -> %u "

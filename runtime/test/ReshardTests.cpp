@@ -26,6 +26,7 @@
 #include "Reshard.h"
 #include "StateLayout.h"
 #include "dsc/PlanFacts.h"
+#include "dsc/SafeTensors.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -245,6 +246,29 @@ static void roundTrip(const std::string &FromPath, const std::string &ToPath,
   for (uint32_t R = 0; R < From->Settings.WorldSize; ++R) {
     std::string Name = "/rank" + std::to_string(R) + ".ckpt";
     EXPECT(readFile(A + Name) == readFile(C + Name));
+  }
+  // The fp32 weights of the converted checkpoint: each tensor's master
+  // weights whole, as the old plan's shards held them.
+  std::string Weights = Root + "/fp32.safetensors";
+  EXPECT(writeFp32Weights(B, *To, Weights, Report, Error));
+  std::vector<char> File = readFile(Weights);
+  dsc::safetensors::Header H;
+  EXPECT(dsc::safetensors::readHeader(File.data(), File.size(), File.size(), H,
+                                      Error));
+  EXPECT(H.Tensors.size() == To->Tensors.size());
+  for (const dsc::safetensors::TensorInfo &T : H.Tensors) {
+    uint32_t Ti = 0;
+    while (Ti < To->Tensors.size() && To->Tensors[Ti].Name != T.Name)
+      ++Ti;
+    EXPECT(Ti < To->Tensors.size() && T.DType == "F32");
+    if (Ti == To->Tensors.size() || T.End - T.Begin != To->Tensors[Ti].Elems * 4)
+      continue;
+    bool Same = true;
+    for (uint64_t B = 0; B < T.End - T.Begin && Same; ++B)
+      Same = File[H.DataStart + T.Begin + B] ==
+             stateByte(valueKind(StateKind::Master, *To), Ti, B / 4,
+                       unsigned(B % 4));
+    EXPECT(Same);
   }
   // The plan saved beside the new shards is the new plan.
   bool Unreadable = false;
