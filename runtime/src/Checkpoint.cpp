@@ -10,6 +10,8 @@
 
 #include "Checkpoint.h"
 
+#include "dsc/PlanCodec.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -160,6 +162,17 @@ bool writeFileAtomically(const std::string &Path, const std::string &Bytes,
   AtomicFile F;
   return F.open(Path, Error) && F.write(Bytes.data(), Bytes.size(), Error) &&
          F.commit(Error);
+}
+
+std::string checkpointPlanPath(const std::string &Dir) {
+  return Dir + "/plan.bin";
+}
+
+bool writeCheckpointPlan(const std::string &Dir, const plan::Plan &P,
+                         std::string &Error) {
+  std::vector<uint8_t> Bytes = plan::writePlan(P);
+  return writeFileAtomically(checkpointPlanPath(Dir),
+                             std::string(Bytes.begin(), Bytes.end()), Error);
 }
 
 const std::vector<plan::BufferRole> &stateRoles() {
@@ -374,11 +387,12 @@ std::string checkShardAgainstPlan(const CheckpointHeader &H,
           std::string(plan::enumName(S.ParamDType));
   else if (H.Rank != Rank)
     Why = Differs("rank", H.Rank, Rank);
+  // A swap file's part is named with a fingerprint of its layout after '@'.
+  auto Base = [](const std::string &Name) {
+    return Name.substr(0, Name.find('@'));
+  };
   for (size_t I = 0; Why.empty() && I < std::max(Have.size(), Parts.size());
        ++I) {
-    auto Base = [](const std::string &Name) {
-      return Name.substr(0, Name.find('@'));
-    };
     if (I < Have.size() && I < Parts.size() &&
         Have[I].Name != Parts[I].Name &&
         Base(Have[I].Name) == Base(Parts[I].Name))

@@ -120,6 +120,12 @@ std::string checkpointToResume(const std::string &Dir, std::string &Error);
 /// mkdir -p.
 bool makeDirectories(const std::string &Path, std::string &Error);
 
+/// The plan that wrote a checkpoint, saved beside its shards (what
+/// dsrun-reshard reads their layout from).
+std::string checkpointPlanPath(const std::string &Dir);
+bool writeCheckpointPlan(const std::string &Dir, const dsc::plan::Plan &P,
+                         std::string &Error);
+
 /// The name of step N's directory inside --save's.
 std::string checkpointName(uint32_t Step);
 

@@ -11,7 +11,6 @@
 
 #include "Checkpoint.h"
 #include "StateLayout.h"
-#include "dsc/PlanCodec.h"
 
 #include <cstring>
 #include <fstream>
@@ -32,14 +31,6 @@ std::vector<StatePart> Executor::stateParts() const {
          S.Where == StatePartPlace::OptimizerSwap ? OptimizerSwap.get()
          : S.Where == StatePartPlace::ParamSwap   ? ParamSwap.get()
                                                   : nullptr});
-  return Parts;
-}
-
-static std::vector<CheckpointPart>
-partsOf(const std::vector<StatePart> &State) {
-  std::vector<CheckpointPart> Parts;
-  for (const StatePart &S : State)
-    Parts.push_back({S.Name, S.Bytes});
   return Parts;
 }
 
@@ -76,7 +67,7 @@ bool Executor::openResume() {
   }
   const CheckpointHeader &H = Shard->header();
   std::string Why = checkShardAgainstPlan(H, Shard->parts(), P, Process.Rank,
-                                          partsOf(stateParts()));
+                                          checkpointParts(stateParts()));
   if (!Why.empty()) {
     fprintf(stderr, "dsrun: rank %d: --resume %s: %s\n", Process.Rank,
             Dir.c_str(), Why.c_str());
@@ -181,7 +172,7 @@ void Executor::saveCheckpoint(uint32_t Step) {
       makeDirectories(Dir, Error) &&
       writeShard(
           Dir + "/rank" + std::to_string(Process.Rank) + ".ckpt", H,
-          partsOf(State),
+          checkpointParts(State),
           [&](size_t I, uint64_t At, uint64_t N, char *Out) {
             return moveState(State[I], At, N, Out, /*Save=*/true, Error);
           },
@@ -193,9 +184,7 @@ void Executor::saveCheckpoint(uint32_t Step) {
   Ok = writeWeights(Dir + "/model.safetensors") && Ok;
   if (Ok && Process.Rank == 0) {
     // The plan, so that dsrun-reshard can read the shards' layout.
-    std::vector<uint8_t> Plan = plan::writePlan(P);
-    Ok = writeFileAtomically(Dir + "/plan.bin",
-                             std::string(Plan.begin(), Plan.end()), Error);
+    Ok = writeCheckpointPlan(Dir, P, Error);
   }
   if (Ok && Process.Rank == 0) {
     // transformers loads the directory when it has the model's config.

@@ -86,6 +86,10 @@ struct SwapLayout {
   uint64_t shardInUnit(uint32_t T) const { return ShardInUnit[T]; }
   /// The fetch unit a tensor's shard is swapped with.
   uint32_t unitOf(uint32_t T) const { return UnitOfTensor[T]; }
+  /// Where a tensor's shard starts in the parameter file.
+  uint64_t shardOffset(uint32_t T) const {
+    return UnitBase[UnitOfTensor[T]] + ShardInUnit[T];
+  }
   uint64_t ParamFileBytes = 0;
   uint64_t LargestUnitBytes = 0;
 

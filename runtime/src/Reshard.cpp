@@ -6,7 +6,6 @@
 #include "HostMath.h"
 #include "StateLayout.h"
 #include "Weights.h"
-#include "dsc/PlanCodec.h"
 
 #include <algorithm>
 #include <cstring>
@@ -75,46 +74,43 @@ struct OldState {
   std::map<std::pair<StateKind, uint32_t>, std::vector<Source>> Where;
   uint64_t BytesRead = 0;
 
+  /// The old stretch of Tensor's Kind, in ElemBytes-sized elements, that
+  /// holds element At, or null.
+  const Source *holding(StateKind K, uint32_t Tensor, uint64_t At,
+                        unsigned ElemBytes) const {
+    if (auto It = Where.find({K, Tensor}); It != Where.end())
+      for (const Source &S : It->second)
+        if (S.Seg.ElemBytes == ElemBytes && S.Seg.Begin <= At &&
+            At < S.Seg.End)
+          return &S;
+    return nullptr;
+  }
+
   /// "" or the first element of [Begin, End) of Tensor's Kind that no
   /// old shard holds in ElemBytes-sized elements.
   std::string missing(StateKind K, uint32_t Tensor, uint64_t Begin,
-                      uint64_t End, unsigned ElemBytes, const plan::Plan &P) {
-    std::vector<std::pair<uint64_t, uint64_t>> Held;
-    if (auto It = Where.find({K, Tensor}); It != Where.end())
-      for (const Source &S : It->second)
-        if (S.Seg.ElemBytes == ElemBytes)
-          Held.push_back({S.Seg.Begin, S.Seg.End});
-    std::sort(Held.begin(), Held.end());
-    uint64_t At = Begin;
-    for (auto [B, E] : Held)
-      if (B <= At && At < E)
-        At = E;
-    if (At >= End)
-      return "";
-    return std::string("no shard of the checkpoint holds the ") +
-           stateKindName(K) + " of '" + P.Tensors[Tensor].Name +
-           "' from element " + std::to_string(At) +
-           " (a plan of another optimizer or precision?)";
+                      uint64_t End, unsigned ElemBytes,
+                      const plan::Plan &P) const {
+    for (uint64_t At = Begin; At < End;) {
+      const Source *S = holding(K, Tensor, At, ElemBytes);
+      if (!S)
+        return std::string("no shard of the checkpoint holds the ") +
+               stateKindName(K) + " of '" + P.Tensors[Tensor].Name +
+               "' from element " + std::to_string(At) +
+               " (a plan of another optimizer or precision?)";
+      At = S->Seg.End;
+    }
+    return "";
   }
 
   /// Elements [Begin, End) of Tensor's Kind, ElemBytes each, into Out.
   bool read(StateKind K, uint32_t Tensor, uint64_t Begin, uint64_t End,
             unsigned ElemBytes, char *Out, const plan::Plan &P,
             std::string &Error) {
-    auto It = Where.find({K, Tensor});
     for (uint64_t At = Begin; At < End;) {
-      const Source *Found = nullptr;
-      if (It != Where.end())
-        for (const Source &S : It->second)
-          if (S.Seg.Begin <= At && At < S.Seg.End) {
-            Found = &S;
-            break;
-          }
-      if (!Found || Found->Seg.ElemBytes != ElemBytes) {
-        Error = std::string("no shard of the checkpoint holds the ") +
-                stateKindName(K) + " of '" + P.Tensors[Tensor].Name +
-                "' from element " + std::to_string(At) +
-                (Found ? " in the new plan's element size" : "");
+      const Source *Found = holding(K, Tensor, At, ElemBytes);
+      if (!Found) {
+        Error = missing(K, Tensor, At, End, ElemBytes, P);
         return false;
       }
       uint64_t Upto = std::min(End, Found->Seg.End);
@@ -241,11 +237,8 @@ bool reshardCheckpoint(const std::string &FromDir, const plan::Plan &From,
     if (!Ok)
       return false;
   }
-  std::vector<uint8_t> PlanBytes = plan::writePlan(To);
   uint64_t Copied = 0;
-  if (!writeFileAtomically(ToDir + "/plan.bin",
-                           std::string(PlanBytes.begin(), PlanBytes.end()),
-                           Error) ||
+  if (!writeCheckpointPlan(ToDir, To, Error) ||
       !copyIfPresent(FromDir + "/model.safetensors",
                      ToDir + "/model.safetensors", Copied, Error) ||
       !copyIfPresent(FromDir + "/config.json", ToDir + "/config.json", Copied,

@@ -54,21 +54,12 @@ std::vector<StatePartPlace> stateParts(const plan::Plan &P, uint32_t Rank) {
       Shape.clear();
       for (uint32_t T = 0; T < P.Tensors.size(); ++T)
         if (Layout.unitOf(T) != plan::NoIndex)
-          Shape.insert(Shape.end(), {T, Layout.unitBase(Layout.unitOf(T)) +
-                                            Layout.shardInUnit(T)});
+          Shape.insert(Shape.end(), {T, Layout.shardOffset(T)});
       Parts.push_back({named(NVMeParamPart), Layout.ParamFileBytes,
                        StatePartPlace::ParamSwap, plan::NoIndex});
     }
   }
   return Parts;
-}
-
-std::vector<CheckpointPart>
-checkpointParts(const std::vector<StatePartPlace> &Parts) {
-  std::vector<CheckpointPart> Out;
-  for (const StatePartPlace &S : Parts)
-    Out.push_back({S.Name, S.Bytes});
-  return Out;
 }
 
 const char *stateKindName(StateKind K) {
@@ -144,8 +135,7 @@ std::string stateLayout(const plan::Plan &P, uint32_t Rank,
     if (Begin >= End)
       continue;
     bool Ok = ParamFile ? add(partWhere(StatePartPlace::ParamSwap, 0),
-                              Swap->unitBase(Swap->unitOf(T)) +
-                                  Swap->shardInUnit(T),
+                              Swap->shardOffset(T),
                               StateKind::Param, T, Begin, End, PB)
                         : inView(V.Shard, 0, StateKind::Param, T, Begin, End);
     if (!Ok)

@@ -41,8 +41,15 @@ constexpr const char *NVMeParamPart = "nvme_param_file";
 /// The parts of rank Rank's shard under plan P, in the order it holds them.
 std::vector<StatePartPlace> stateParts(const dsc::plan::Plan &P,
                                        uint32_t Rank);
-std::vector<CheckpointPart>
-checkpointParts(const std::vector<StatePartPlace> &Parts);
+/// The names and sizes a shard lists for Parts (anything with a Name and
+/// Bytes: these, or the executor's parts with their addresses).
+template <class Part>
+std::vector<CheckpointPart> checkpointParts(const std::vector<Part> &Parts) {
+  std::vector<CheckpointPart> Out;
+  for (const Part &S : Parts)
+    Out.push_back({S.Name, S.Bytes});
+  return Out;
+}
 
 /// What a stretch of state is: a tensor's parameters in the plan's
 /// parameter type, or its fp32 master weights or moments.

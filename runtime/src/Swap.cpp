@@ -212,12 +212,9 @@ void Executor::swapOut(const Instr &C, const plan::Transfer &X) {
           timedConvert(I, Staging, ParamType,
                        H.Master + (O.PartitionOffset - Lo), ElementType::F32,
                        Elems, false);
-          uint32_t U = Swap->unitOf(O.Tensor);
           // Only the write is timed; the conversion is host work.
           timedIo(I, Elems * PB, [&] {
-            swapCheck(ParamSwap->write(Staging,
-                                       Swap->unitBase(U) +
-                                           Swap->shardInUnit(O.Tensor),
+            swapCheck(ParamSwap->write(Staging, Swap->shardOffset(O.Tensor),
                                        Elems * PB, Error),
                       Error, Where);
           });

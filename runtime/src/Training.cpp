@@ -339,8 +339,7 @@ bool Executor::writeWeights(const std::string &Path) {
         std::string Error;
         FromSwap.resize(ShardBytes);
         if (!ParamSwap->read(FromSwap.data(),
-                             Swap->unitBase(Swap->unitOf(Ti)) +
-                                 Swap->shardInUnit(Ti),
+                             Swap->shardOffset(Ti),
                              ShardBytes, Error))
           fatalError("rank " + std::to_string(Process.Rank) +
                      ": saving the weights: " + Error);

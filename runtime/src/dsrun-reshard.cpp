@@ -76,11 +76,11 @@ int main(int argc, char **argv) {
   if (FromDir.empty())
     return fail(Error);
   if (FromPlanPath.empty())
-    FromPlanPath = FromDir + "/plan.bin";
+    FromPlanPath = checkpointPlanPath(FromDir);
   bool Unreadable = false;
   std::optional<plan::Plan> From = loadPlanFile(FromPlanPath, Error, Unreadable);
   if (!From)
-    return fail(Unreadable && FromPlanPath == FromDir + "/plan.bin"
+    return fail(Unreadable && FromPlanPath == checkpointPlanPath(FromDir)
                     ? Error + " (a checkpoint written before dsrun saved its "
                               "plan beside it: give --from-plan)"
                     : Error);

@@ -23,6 +23,7 @@
 
 #include "Calibration.h"
 #include "Checkpoint.h"
+#include "Expect.h"
 #include "Collectives.h"
 #include "Exposed.h"
 #include "FastDivmod.h"
@@ -53,15 +54,6 @@
 
 using namespace dsrun;
 namespace plan = dsc::plan;
-
-static int Failures = 0;
-#define EXPECT(Cond)                                                           \
-  do {                                                                         \
-    if (!(Cond)) {                                                             \
-      fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #Cond);      \
-      ++Failures;                                                              \
-    }                                                                          \
-  } while (0)
 
 /// Division by multiply and shift: exact for every numerator below 2^31,
 /// checked at the edges of each divisor's range and at random.

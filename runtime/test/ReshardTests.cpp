@@ -23,6 +23,7 @@
 
 #include "Arena.h"
 #include "Checkpoint.h"
+#include "Expect.h"
 #include "Reshard.h"
 #include "StateLayout.h"
 #include "dsc/PlanFacts.h"
@@ -41,15 +42,6 @@
 using namespace dsrun;
 namespace plan = dsc::plan;
 namespace fs = std::filesystem;
-
-static int Failures = 0;
-#define EXPECT(Cond)                                                           \
-  do {                                                                         \
-    if (!(Cond)) {                                                             \
-      fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #Cond);      \
-      ++Failures;                                                              \
-    }                                                                          \
-  } while (0)
 
 /// The byte of state at element Elem of Tensor's Kind: distinct enough
 /// that a stretch moved to the wrong tensor, element or kind shows.
