@@ -151,6 +151,13 @@ bool Executor::setUp() {
     return false;
   }
   CHECK_CUDA(cudaSetDevice(Process.LocalRank % Devices));
+  if (!Options.HostThreads) {
+    // DeepSpeedCPUAdam likewise takes every core the process is given.
+    int Local = Process.LocalSize ? Process.LocalSize
+                                  : std::min(Process.WorldSize, Devices);
+    Options.HostThreads =
+        std::max(1u, std::thread::hardware_concurrency() / unsigned(Local));
+  }
   // Reading the free memory creates the context: what is used then is the
   // context (and whatever else holds the GPU, nothing on a GPU of our own).
   CHECK_CUDA(cudaFree(nullptr));

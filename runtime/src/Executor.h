@@ -56,7 +56,9 @@ struct RunOptions {
   bool Verify = false;
   std::string JsonLog;
   std::string CalibrationOut;
-  unsigned HostThreads = 8;
+  /// Threads of the host's optimizer work; 0: this node's cores shared
+  /// among its processes.
+  unsigned HostThreads = 0;
   int TimeoutSeconds = 300;
   /// Stop after setting up (checks, arenas, NCCL), before any step.
   bool DryRun = false;

@@ -1,4 +1,5 @@
-//===- HostMath.h - The optimizer on the host, and the reference -*- C++ -*-===//
+//===- HostMath.h - The optimizer on the host, and the reference -*- C++
+//-*-===//
 
 #ifndef DSRUN_HOSTMATH_H
 #define DSRUN_HOSTMATH_H
@@ -22,6 +23,11 @@ AdamW adamwFor(const dsc::plan::Info &Settings, uint32_t Step,
 /// nanoseconds: host work is timed inside its own callback.
 uint64_t nanosToRun(const std::function<void()> &Work);
 
+/// Runs Task(K) for every K < Count on up to Threads threads (a pool kept
+/// for the process, and the caller).
+void parallelTasks(unsigned Count, unsigned Threads,
+                   const std::function<void(unsigned)> &Task);
+
 /// Runs Work(Begin, End) over [0, N) split among up to Threads threads.
 void parallelFor(uint64_t N, unsigned Threads,
                  const std::function<void(uint64_t, uint64_t)> &Work);
@@ -35,8 +41,7 @@ void convertOnHost(void *Dst, ElementType DstType, const void *Src,
 /// DeepSpeedCPUAdam's job: one AdamW step over N elements on the host,
 /// gradients read in GradType, on Threads threads.
 void hostAdamW(const AdamW &A, const void *Grad, ElementType GradType,
-               float *Master, float *M, float *V, uint64_t N,
-               unsigned Threads);
+               float *Master, float *M, float *V, uint64_t N, unsigned Threads);
 
 /// What the optimizer state of element E of tensor T must be after Steps
 /// synthetic steps of a plan: the reference dsrun --verify compares with.
@@ -49,6 +54,12 @@ ElementState expectedState(const dsc::plan::Plan &P, uint32_t Tensor,
                            uint64_t Elem, const std::vector<AdamW> &Schedule);
 std::vector<AdamW> adamwSchedule(const dsc::plan::Info &Settings,
                                  uint32_t Steps, std::string &Error);
+
+/// The sum of the squares of N gradients in Type, as doubles: in 64 fixed
+/// chunks, each summed in order, then the chunks in order, so that the
+/// same gradients give the same norm on any number of threads.
+double sumOfSquares(const void *Grads, ElementType Type, uint64_t N,
+                    unsigned Threads);
 
 /// The 16-bit (or fp32) value of a parameter's element as stored.
 inline float storedValue(float Master, ElementType T) {

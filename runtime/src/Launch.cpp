@@ -169,6 +169,13 @@ std::optional<ProcessInfo> processFromEnvironment(std::string &Error) {
             "world size";
     return std::nullopt;
   }
+  const char *LocalSize = env("LOCAL_WORLD_SIZE")
+                              ? env("LOCAL_WORLD_SIZE")
+                          : env("OMPI_COMM_WORLD_LOCAL_SIZE")
+                              ? env("OMPI_COMM_WORLD_LOCAL_SIZE")
+                              : env("MPI_LOCALNRANKS");
+  if (LocalSize && (!toInt(LocalSize, I.LocalSize) || I.LocalSize < 1))
+    I.LocalSize = 0; // Not a count: guessed from the GPUs instead.
   if (Local && !toInt(Local, I.LocalRank)) {
     Error = "the " + I.Launcher + " environment's local rank is not a number";
     return std::nullopt;
@@ -208,6 +215,7 @@ int launchLocal(int N, const std::vector<std::string> &Argv, int Port,
       setenv("RANK", std::to_string(R).c_str(), 1);
       setenv("LOCAL_RANK", std::to_string(R).c_str(), 1);
       setenv("WORLD_SIZE", std::to_string(N).c_str(), 1);
+      setenv("LOCAL_WORLD_SIZE", std::to_string(N).c_str(), 1);
       setenv("MASTER_ADDR", "127.0.0.1", 1);
       setenv("MASTER_PORT", std::to_string(Port).c_str(), 1);
       setenv("DSRUN_CHILD", "1", 1);

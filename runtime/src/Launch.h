@@ -31,6 +31,9 @@ struct ProcessInfo {
   std::string Launcher; ///< "dsrun", "torchrun", "slurm", "mpi", "single".
   /// The NCCL id travels by MPI_Bcast (an MPI job, dsrun built with MPI).
   bool Mpi = false;
+  /// Processes of the job on this node, where the launcher says (0: not
+  /// said).
+  int LocalSize = 0;
 };
 
 /// Whether this build can use MPI for the rendezvous.

@@ -39,9 +39,8 @@ void Executor::gemms(const plan::Op &Op, bool Backward) {
   for (uint32_t K = R.Begin; K < R.End; ++K) {
     const plan::Kernel &Kr = P.Kernels[K];
     if (Kr.Kind == plan::KernelKind::Gemm)
-      CHECK_CUBLAS(runGemmKernel(Cublas, Kr, At(Kr.Inputs[0]),
-                                 At(Kr.Inputs[1]), At(Kr.Outputs[0]),
-                                 ParamType));
+      CHECK_CUBLAS(runGemmKernel(Cublas, Kr, At(Kr.Inputs[0]), At(Kr.Inputs[1]),
+                                 At(Kr.Outputs[0]), ParamType));
   }
 }
 
@@ -76,8 +75,8 @@ void Executor::gradientOf(uint32_t T, uint32_t Micro, cudaStream_t S) {
       launchCopyConvert(A.at(Slot), ParamType, Computed, ParamType, X.Elems,
                         Micro > 0, S);
     else
-      launchFillGrad(A.at(Slot), ParamType, X.Elems, X.Elems, Rank,
-                     DeviceStep, Micro, T, 0, Micro > 0, S);
+      launchFillGrad(A.at(Slot), ParamType, X.Elems, X.Elems, Rank, DeviceStep,
+                     Micro, T, 0, Micro > 0, S);
     return;
   }
   // Stage 2/3: the backward's gradient, then the hook copies it to the
@@ -207,27 +206,8 @@ void Executor::clipGradients(const Instr &C) {
     float *HostSum = &HostStep->Clip;
     const char *Grads = A.at(Owned);
     unsigned Threads = Options.HostThreads;
-    T.onHost(C, [=] {
-      constexpr unsigned Chunks = 64;
-      std::vector<double> Part(Chunks, 0.0);
-      auto Work = [&](unsigned First) {
-        for (unsigned K = First; K < Chunks; K += Threads)
-          for (uint64_t I = N * K / Chunks; I < N * (K + 1) / Chunks; ++I) {
-            double V = loadAs(Grads, I, Type);
-            Part[K] += V * V;
-          }
-      };
-      std::vector<std::thread> Pool;
-      for (unsigned K = 1; K < std::min(Threads, Chunks); ++K)
-        Pool.emplace_back(Work, K);
-      Work(0);
-      for (std::thread &Th : Pool)
-        Th.join();
-      double Total = 0;
-      for (double V : Part)
-        Total += V;
-      *HostSum = float(Total);
-    });
+    T.onHost(C,
+             [=] { *HostSum = float(sumOfSquares(Grads, Type, N, Threads)); });
     CHECK_CUDA(cudaMemcpyAsync(Sum, HostSum, sizeof(float),
                                cudaMemcpyHostToDevice, C.S));
   } else {

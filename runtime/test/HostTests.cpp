@@ -4,7 +4,8 @@
 // plain checks):
 //   - 16-bit conversions against known values and a full round trip;
 //   - the host AdamW against a double-precision reference, and threading
-//     that does not change a bit;
+//     that does not change a bit; the typed (vectorized) host loops
+//     against the generic ones on every kind of value;
 //   - the launcher environments and the TCP rendezvous between processes;
 //   - a step's idle compute time blamed on communication or offload;
 //   - the calibration file dsrun writes (read back by dsc in a lit test);
@@ -110,6 +111,84 @@ static void hostConversions() {
       Same &= Back[I] == toBF16(Want[I]);
     EXPECT(Same);
   }
+}
+
+/// The host's typed (vectorized) loops against the generic element-by-
+/// element ones, bit for bit, on every kind of value: NaNs, infinities,
+/// subnormals and both roundings' halfway cases.
+static void vectorizedHostLoops() {
+  const uint64_t N = 100003;
+  uint64_t State = 12345;
+  auto Bits = [&] { return uint32_t((State = mix(State)) >> 13); };
+  std::vector<uint16_t> Half(N);
+  std::vector<float> Wide(N), Master(N), M(N), V(N);
+  for (uint64_t I = 0; I < N; ++I) {
+    Half[I] = uint16_t(Bits());
+    uint32_t U = Bits();
+    // Mostly ordinary magnitudes, some of every other kind.
+    if (I % 7)
+      U = (U & 0x807fffffu) | ((100u + U % 60u) << 23);
+    Wide[I] = bitsFloat(U);
+    Master[I] = float(int(Bits() % 2001) - 1000) / 1024;
+    M[I] = float(int(Bits() % 2001) - 1000) / 65536;
+    V[I] = float(Bits() % 1000) / 1048576;
+  }
+  auto SameBits = [](const auto &X, const auto &Y) {
+    return X.size() == Y.size() &&
+           !memcmp(X.data(), Y.data(), X.size() * sizeof(X[0]));
+  };
+  for (bool Accumulate : {false, true}) {
+    std::vector<float> Fast = Wide, Slow = Wide;
+    convertOnHost(Fast.data(), ElementType::F32, Half.data(),
+                  ElementType::BF16, N, Accumulate, 3);
+    for (uint64_t I = 0; I < N; ++I)
+      Slow[I] = Accumulate ? fromBF16(Half[I]) + Slow[I] : fromBF16(Half[I]);
+    EXPECT(SameBits(Fast, Slow));
+  }
+  std::vector<uint16_t> Fast16(N), Slow16(N);
+  convertOnHost(Fast16.data(), ElementType::BF16, Wide.data(), ElementType::F32,
+                N, false, 3);
+  for (uint64_t I = 0; I < N; ++I)
+    Slow16[I] = toBF16(Wide[I]);
+  EXPECT(SameBits(Fast16, Slow16));
+
+  plan::Info S;
+  S.WorldSize = 2;
+  S.LearningRate = "0.001";
+  S.WeightDecay = "0.1";
+  std::string Error;
+  AdamW A = adamwFor(S, 3, Error);
+  for (ElementType T : {ElementType::F32, ElementType::BF16, ElementType::F16}) {
+    std::vector<float> Grad32(N);
+    for (uint64_t I = 0; I < N; ++I)
+      Grad32[I] = float(int(Bits() % 4001) - 2000) / 4096;
+    std::vector<uint16_t> Grad16(N);
+    for (uint64_t I = 0; I < N; ++I)
+      Grad16[I] = T == ElementType::F16 ? toFP16(Grad32[I]) : toBF16(Grad32[I]);
+    const void *G = T == ElementType::F32 ? static_cast<const void *>(Grad32.data())
+                                          : Grad16.data();
+    std::vector<float> FM = Master, FMo = M, FV = V, SM = Master, SMo = M,
+                       SV = V;
+    hostAdamW(A, G, T, FM.data(), FMo.data(), FV.data(), N, 5);
+    for (uint64_t I = 0; I < N; ++I)
+      adamwUpdate(A, loadAs(G, I, T), SM[I], SMo[I], SV[I]);
+    EXPECT(SameBits(FM, SM) && SameBits(FMo, SMo) && SameBits(FV, SV));
+  }
+
+  // The norm's sum: the same double on any number of threads, and the
+  // generic path's for fp32 gradients.
+  double One = sumOfSquares(Master.data(), ElementType::F32, N, 1);
+  EXPECT(sumOfSquares(Master.data(), ElementType::F32, N, 7) == One);
+  double Chunked = 0;
+  for (unsigned K = 0; K < 64; ++K) {
+    double Part = 0;
+    for (uint64_t I = N * K / 64; I < N * (K + 1) / 64; ++I) {
+      double X = loadAs(Master.data(), I, ElementType::F32);
+      Part += X * X;
+    }
+    Chunked += Part;
+  }
+  EXPECT(One == Chunked);
 }
 
 static void conversions() {
@@ -255,7 +334,9 @@ static void launchers() {
   std::string Error;
   for (const char *V : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR",
                         "MASTER_PORT", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID",
-                        "SLURM_NTASKS", "PMI_RANK", "PMI_SIZE", "DSRUN_CHILD"})
+                        "SLURM_NTASKS", "PMI_RANK", "PMI_SIZE", "DSRUN_CHILD",
+                        "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
+                        "MPI_LOCALNRANKS"})
     unsetenv(V);
   EXPECT(processFromEnvironment(Error)->Launcher == "single");
   // An MPICH-style job: the rendezvous goes through MPI when dsrun has it,
@@ -279,6 +360,15 @@ static void launchers() {
   setenv("MASTER_PORT", "29777", 1);
   std::optional<ProcessInfo> I = processFromEnvironment(Error);
   EXPECT(I && I->Rank == 3 && I->WorldSize == 4 && I->Launcher == "slurm");
+  EXPECT(I && I->LocalSize == 0); // Unsaid: dsrun guesses from the GPUs.
+  // The processes on this node share its cores (--host-threads' default).
+  setenv("LOCAL_WORLD_SIZE", "2", 1);
+  I = processFromEnvironment(Error);
+  EXPECT(I && I->LocalSize == 2);
+  setenv("LOCAL_WORLD_SIZE", "two", 1);
+  I = processFromEnvironment(Error);
+  EXPECT(I && I->LocalSize == 0);
+  unsetenv("LOCAL_WORLD_SIZE");
   setenv("SLURM_PROCID", "4", 1);
   EXPECT(!processFromEnvironment(Error));
   unsetenv("SLURM_PROCID");
@@ -1100,6 +1190,7 @@ int main(int argc, char **argv) {
   adam();
   launchers();
   hostConversions();
+  vectorizedHostLoops();
   swapFiles();
   exposed();
   calibrationFile();
