@@ -246,6 +246,18 @@ void convertOnHost(void *Dst, ElementType DstType, const void *Src,
         D[I] = bf16Bits(S[I]);
       return;
     }
+    if (DstType == E::BF16 && SrcType == E::BF16) {
+      // Stage 3's offloaded gradients, accumulated over micro steps.
+      uint16_t *__restrict D = static_cast<uint16_t *>(Dst);
+      const uint16_t *__restrict S = static_cast<const uint16_t *>(Src);
+      if (Accumulate)
+        for (uint64_t I = Begin; I < End; ++I)
+          D[I] = bf16Bits(bf16Value(S[I]) + bf16Value(D[I]));
+      else
+        for (uint64_t I = Begin; I < End; ++I)
+          D[I] = bf16Bits(bf16Value(S[I]));
+      return;
+    }
     if (DstType == E::F32 && SrcType == E::F32) {
       float *__restrict D = static_cast<float *>(Dst);
       const float *__restrict S = static_cast<const float *>(Src);
@@ -277,6 +289,12 @@ double sumOfSquares(const void *Grads, ElementType Type, uint64_t N,
       const float *G = static_cast<const float *>(Grads);
       for (uint64_t I = Begin; I < End; ++I)
         Sum += double(G[I]) * double(G[I]);
+    } else if (Type == ElementType::BF16) {
+      const uint16_t *G = static_cast<const uint16_t *>(Grads);
+      for (uint64_t I = Begin; I < End; ++I) {
+        double V = bf16Value(G[I]);
+        Sum += V * V;
+      }
     } else {
       for (uint64_t I = Begin; I < End; ++I) {
         double V = loadAs(Grads, I, Type);
