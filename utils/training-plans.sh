@@ -4,7 +4,8 @@
 # bf16, micro batch 4 x sequence SEQ, accumulation 2, AdamW with a
 # WarmupCosineLR schedule and gradient_clipping 1.0, at ZeRO 0-3, stage 2
 # with CPU optimizer offload and stage 3 with CPU parameter offload; and
-# stage 1 in fp16 with DeepSpeed's default dynamic loss scaling (s1-fp16);
+# stage 1 in fp16 with DeepSpeed's default dynamic loss scaling (s1-fp16)
+# and in fp32 (s1-fp32: rounding too small to part the runs for long);
 # stage 1 and 3 with every layer checkpointed (s1-ckpt, s3-ckpt: HF
 # gradient_checkpointing, dsc plan --checkpoint-layers); stage 3 with the
 # optimizer state on NVMe (s3-nvme) and with the parameters there too
@@ -26,8 +27,8 @@ set -eu
 dsc=$1 model=$2 name=$3 out=$4 world=${5:-1} seq=${6:-256} steps=${7:-200}
 lr=${8:-3e-4}
 mkdir -p "$out"
-for variant in s0 s1 s2 s3 s2-cpu s3-cpuparam s1-fp16 s1-ckpt s3-ckpt \
-    s3-nvme s3-nvmeparam; do
+for variant in s0 s1 s2 s3 s2-cpu s3-cpuparam s1-fp16 s1-fp32 s1-ckpt \
+    s3-ckpt s3-nvme s3-nvmeparam; do
   stage=${variant%%-*}; stage=${stage#s}
   opt=none par=none precision='"bf16": {"enabled": true}' ckpt=
   case $variant in
@@ -36,6 +37,7 @@ for variant in s0 s1 s2 s3 s2-cpu s3-cpuparam s1-fp16 s1-ckpt s3-ckpt \
     *-nvme) opt=nvme ;;
     *-nvmeparam) opt=nvme par=nvme ;;
     *-fp16) precision='"fp16": {"enabled": true}' ;;
+    *-fp32) precision='"bf16": {"enabled": false}' ;;
     *-ckpt) ckpt=--checkpoint-layers ;;
   esac
   cfg="$out/$name-$variant.json"

@@ -34,15 +34,15 @@ constexpr uint64_t MeasuredCollectiveLatencyNanos = 45000;
 // A consumer Gen4 SSD under DeepNVMe (DeepSpeed's tutorial): 3.69 GB/s
 // read, 3.18 GB/s write.
 constexpr uint64_t TutorialNVMeRead = 3.69 * GB, TutorialNVMeWrite = 3.18 * GB;
-// DeepSpeedCPUAdam updates on the order of 1e9 elements per second per
-// process with AVX-512 (assumed; calibrate with dsrun).
-constexpr uint64_t AssumedHostAdamElemsPerSec = 1000000000;
-// Converting offloaded gradients to fp32 and updated parameters back to
-// 16 bits on the host, on dsrun's 8 host threads: what was left of the
-// measured exposed offload on 2 H200s once the calibrated copies and
-// AdamW were counted came to 2.3-3.9 G conversions per second
-// (docs/planner.md).
-constexpr uint64_t MeasuredHostConvertElemsPerSec = 3000000000;
+// dsrun's host AdamW and its conversions of offloaded gradients and
+// parameters (typed, vectorized loops over every core of the process),
+// measured by dsrun --calibration-out on the Llama 1.1 B with the
+// optimizer, then the parameters, on the CPU, one rank on a GPU machine's
+// 16 cores: AdamW at 4.3-4.7 G elements per second, conversions at 6.1
+// (stage 3's bf16 accumulation) to 11.1 G/s (docs/planner.md). DeepSpeedCPUAdam
+// is of the same order with AVX-512.
+constexpr uint64_t MeasuredHostAdamElemsPerSec = 4500000000;
+constexpr uint64_t MeasuredHostConvertElemsPerSec = 8000000000;
 // Device memory outside the arena, assumed until dsrun calibrates it: the
 // CUDA context with lazy module loading, cuBLAS's default workspace on
 // Hopper, NCCL's default 4 MiB buffers over 16 channels.
@@ -65,7 +65,7 @@ HardwareProfile make(StringRef Name, uint64_t MemoryBytes,
   H.Figures.PageableCopyBytesPerSec = MeasuredPageableCopy;
   H.Figures.NVMeReadBytesPerSec = TutorialNVMeRead;
   H.Figures.NVMeWriteBytesPerSec = TutorialNVMeWrite;
-  H.Figures.HostAdamElemsPerSec = AssumedHostAdamElemsPerSec;
+  H.Figures.HostAdamElemsPerSec = MeasuredHostAdamElemsPerSec;
   H.Figures.HostConvertElemsPerSec = MeasuredHostConvertElemsPerSec;
   H.CudaContextBytes = AssumedCudaContext;
   H.CublasWorkspaceBytes = AssumedCublasWorkspace;

@@ -19,7 +19,7 @@ for plan in "$@"; do
   name=${plan%-s[0-9]*}
   # One reference per model, world size and precision.
   precision=bf16
-  case $plan in *-fp16) precision=fp16 ;; esac
+  case $plan in *-fp16) precision=fp16 ;; *-fp32) precision=fp32 ;; esac
   ref=$out/$name-w$n-$precision-ref.jsonl
   if [ ! -f "$ref" ]; then
     python3 "$here/torch_reference.py" --model "$models/$name" \
@@ -34,7 +34,7 @@ for plan in "$@"; do
     --save-weights "$out/$plan-w$n.safetensors" ${DSRUN_ARGS:-} > "$log" 2>&1
   echo "== $plan on $n GPU(s): dsrun exit $?"
   grep -m2 -E "error|failed|cannot" "$log"
-  python3 "$here/compare_losses.py" "$out/$plan-w$n.json" "$ref" | tail -1
+  python3 "$here/compare_losses.py" "$out/$plan-w$n.json" "$ref" | tail -2
   python3 - "$out/$plan-w$n.json" "$ref" <<'PY'
 import json, sys
 def rate(path, key):
