@@ -5,8 +5,8 @@
 # under B on PROCS_B processes; and compares the losses after EVERY with
 # the uninterrupted run's. When B reads the same samples per step as A
 # (the same world size, or world x accumulation unchanged), they must
-# agree to rounding: ZeRO stages sum gradients alike, so a change of stage
-# alone gives them bit for bit.
+# agree to rounding (not bit for bit: with clipping, the stages sum the
+# gradient norm in different orders).
 #
 #   runtime/bench/reshard_check.sh DSRUN RESHARD A.bin PROCS_A B.bin PROCS_B \
 #       INIT TOKENS OUTDIR STEPS EVERY
