@@ -5,8 +5,9 @@
 // to, with their strides, in their element types; attributes as docs/
 // plan-format.md lists them. Matrix products go through cuBLASLt
 // (Matmuls.h), flash attention through FlashAttention.cu; every other kind
-// is a kernel of ComputeKernels.cu, which computes in fp32 and stores in
-// the operand's type. Each is checked against the host reference
+// is a kernel of ComputeKernels.cu, PointwiseKernels.cu, NormKernels.cu or
+// TokenKernels.cu, which compute in fp32 and store in the operand's
+// type. Each is checked against the host reference
 // (dsc/ReferenceKernels.h) by dsrun-kernel-test.
 //
 //===----------------------------------------------------------------------===//
