@@ -30,7 +30,7 @@ constexpr char Magic[8] = {'D', 'S', 'R', 'U', 'N', 'C', 'K', '1'};
 constexpr char Trailer[8] = {'D', 'S', 'R', 'U', 'N', 'E', 'N', 'D'};
 constexpr uint32_t Version = 1;
 /// Parts move through a bounded buffer, never whole.
-constexpr uint64_t Chunk = 64ull << 20;
+uint64_t Chunk = 64ull << 20;
 
 /// The header and part table as bytes (and back).
 struct Encoder {
@@ -101,6 +101,8 @@ bool isFile(const std::string &Path) {
 }
 
 } // namespace
+
+void setCheckpointChunkBytes(uint64_t Bytes) { Chunk = Bytes ? Bytes : 1; }
 
 AtomicFile::~AtomicFile() {
   if (Fd >= 0) {

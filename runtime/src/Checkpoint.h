@@ -82,6 +82,10 @@ struct CheckpointPart {
 /// shard holds them (those the plan has), each part named by its role.
 const std::vector<dsc::plan::BufferRole> &stateRoles();
 
+/// Bytes a shard's parts move through at once (64 MiB). Tests make it
+/// small and odd, so that stretches of state straddle the chunks.
+void setCheckpointChunkBytes(uint64_t Bytes);
+
 /// Writes a shard: the header, then each part's bytes, which Fill provides
 /// chunk by chunk (Fill(Part, Offset, Bytes, Out)); atomically.
 bool writeShard(const std::string &Path, const CheckpointHeader &H,

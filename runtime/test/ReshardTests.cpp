@@ -10,6 +10,8 @@
 //     (kind, tensor, element), converted to the second holds the same
 //     function at every stretch of the new layout and zeros elsewhere;
 //   - converted back, it is the first checkpoint again, byte for byte;
+//   - the same with shards moved in small odd chunks, so that stretches
+//     of state straddle them;
 //   - other models, precisions, missing shards and shards of another plan
 //     are refused with the reason.
 //
@@ -374,8 +376,16 @@ int main(int argc, char **argv) {
         }
       }
     }
-    if (!Dirs.empty() && Dirs[0].size() > 1)
+    if (!Dirs.empty() && Dirs[0].size() > 1) {
       refusals(Dirs[0][0], Dirs.back()[Dirs.back().size() / 2], Root);
+      // Shards moved 4,093 bytes at a time: nearly every chunk boundary
+      // falls inside an element, and stretches of state cross them.
+      setCheckpointChunkBytes(4093);
+      roundTrip(Dirs[0][0], Dirs.back()[Dirs.back().size() / 2], Root);
+      roundTrip(Dirs.back()[Dirs.back().size() / 2], Dirs[0][0], Root);
+      setCheckpointChunkBytes(64ull << 20);
+      Pairs += 2;
+    }
     bool Fingerprinted = false;
     for (const auto &Dir : Dirs)
       for (const std::string &Plan : Dir)
