@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <sched.h>
 #include <thread>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -152,11 +153,17 @@ bool Executor::setUp() {
   }
   CHECK_CUDA(cudaSetDevice(Process.LocalRank % Devices));
   if (!Options.HostThreads) {
-    // DeepSpeedCPUAdam likewise takes every core the process is given.
+    // DeepSpeedCPUAdam likewise takes every core the process is given: the
+    // cores it is bound to, or the node's shared among its processes.
+    unsigned Node = std::max(1u, std::thread::hardware_concurrency());
+    unsigned Mine = Node;
+    cpu_set_t Set;
+    if (sched_getaffinity(0, sizeof(Set), &Set) == 0)
+      Mine = unsigned(std::max(1, CPU_COUNT(&Set)));
     int Local = Process.LocalSize ? Process.LocalSize
                                   : std::min(Process.WorldSize, Devices);
     Options.HostThreads =
-        std::max(1u, std::thread::hardware_concurrency() / unsigned(Local));
+        Mine < Node ? Mine : std::max(1u, Node / unsigned(std::max(1, Local)));
   }
   // Reading the free memory creates the context: what is used then is the
   // context (and whatever else holds the GPU, nothing on a GPU of our own).

@@ -1,7 +1,8 @@
 //===- HostMath.cpp -------------------------------------------------------===//
 //
 // Compiled with -ffp-contract=off: the update must round exactly as the
-// kernel, which is compiled with --fmad=false, does.
+// kernel, which is compiled with --fmad=false, does; and with
+// -fno-math-errno, so that sqrtf vectorizes (no result changes).
 //
 //===----------------------------------------------------------------------===//
 
@@ -80,12 +81,15 @@ public:
   }
   unsigned workers() const { return unsigned(Threads.size()); }
 
-  /// Runs Task(K) for K < Count on the workers and the calling thread.
-  void run(unsigned Count, const std::function<void(unsigned)> &Task) {
+  /// Runs Task(K) for K < Count on the calling thread and at most Helpers
+  /// workers. Tasks must not throw: a worker would still be running one.
+  void run(unsigned Count, unsigned Helpers,
+           const std::function<void(unsigned)> &Task) {
     std::unique_lock<std::mutex> Lock(M);
     Job = &Task;
     Tasks = Count;
-    Next = Finished = 0;
+    Next = Finished = Joined = 0;
+    MaxJoined = Helpers;
     ++Generation;
     Wake.notify_all();
     work(Lock);
@@ -102,7 +106,10 @@ private:
       if (Stop)
         return;
       Seen = Generation;
-      work(Lock);
+      if (Joined < MaxJoined) {
+        ++Joined;
+        work(Lock);
+      }
     }
   }
   /// Takes tasks until none is left; called with M held.
@@ -121,14 +128,15 @@ private:
   std::mutex M;
   std::condition_variable Wake, Done;
   const std::function<void(unsigned)> *Job = nullptr;
-  unsigned Tasks = 0, Next = 0, Finished = 0;
+  unsigned Tasks = 0, Next = 0, Finished = 0, Joined = 0, MaxJoined = 0;
   uint64_t Generation = 0;
   bool Stop = false;
   std::vector<std::thread> Threads;
 };
 
 /// One pool per process, grown to the most threads asked for. Host tasks
-/// of different streams may ask at once: they take turns.
+/// of different streams may ask at once: they take turns (so a task must
+/// not call parallelTasks itself, and a caller's time counts the wait).
 std::mutex PoolUse;
 std::unique_ptr<HostPool> Pool;
 
@@ -147,7 +155,7 @@ void parallelTasks(unsigned Count, unsigned Threads,
     Pool.reset(); // Joins the old workers first.
     Pool = std::make_unique<HostPool>(Threads - 1);
   }
-  Pool->run(Count, Task);
+  Pool->run(Count, Threads - 1, Task);
 }
 
 void parallelFor(uint64_t N, unsigned Threads,

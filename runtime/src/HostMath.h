@@ -1,5 +1,4 @@
-//===- HostMath.h - The optimizer on the host, and the reference -*- C++
-//-*-===//
+//===- HostMath.h - The host optimizer and its reference ------*- C++ -*-===//
 
 #ifndef DSRUN_HOSTMATH_H
 #define DSRUN_HOSTMATH_H

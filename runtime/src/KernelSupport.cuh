@@ -3,8 +3,9 @@
 // The operand view, launch sizes, block reductions and 16-byte vector
 // loads and stores the kernels of ComputeKernels.cu, PointwiseKernels.cu,
 // NormKernels.cu and TokenKernels.cu use, and the launcher of each kind
-// (what launchComputeKernel dispatches to). Kernels themselves stay in an
-// anonymous namespace in their file.
+// (what launchComputeKernel dispatches to). Everything, kernels and their
+// argument structs too, is in namespace dsrun::kernels: names must stay
+// unique across the four files.
 //
 //===----------------------------------------------------------------------===//
 

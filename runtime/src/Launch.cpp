@@ -169,13 +169,14 @@ std::optional<ProcessInfo> processFromEnvironment(std::string &Error) {
             "world size";
     return std::nullopt;
   }
-  const char *LocalSize = env("LOCAL_WORLD_SIZE")
-                              ? env("LOCAL_WORLD_SIZE")
-                          : env("OMPI_COMM_WORLD_LOCAL_SIZE")
-                              ? env("OMPI_COMM_WORLD_LOCAL_SIZE")
-                              : env("MPI_LOCALNRANKS");
-  if (LocalSize && (!toInt(LocalSize, I.LocalSize) || I.LocalSize < 1))
-    I.LocalSize = 0; // Not a count: guessed from the GPUs instead.
+  // The first of the launchers' counts that is one (none: dsrun guesses
+  // from the GPUs).
+  for (const char *V : {"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
+                        "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"})
+    if (toInt(env(V), I.LocalSize) && I.LocalSize > 0)
+      break;
+    else
+      I.LocalSize = 0;
   if (Local && !toInt(Local, I.LocalRank)) {
     Error = "the " + I.Launcher + " environment's local rank is not a number";
     return std::nullopt;

@@ -43,13 +43,18 @@
 #include "dsc/PlanFacts.h"
 #include "dsc/SafeTensors.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
-#include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
+#include <mutex>
+#include <set>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -223,6 +228,22 @@ static void vectorizedHostLoops() {
          sumOfSquares(Widened.data(), ElementType::F32, N, 1));
 }
 
+/// The host's thread pool: each task once, and no more threads than asked
+/// even after an earlier call grew the pool.
+static void hostPool() {
+  std::vector<int> Runs(1000, 0);
+  parallelTasks(1000, 6, [&](unsigned K) { ++Runs[K]; });
+  EXPECT(std::all_of(Runs.begin(), Runs.end(), [](int R) { return R == 1; }));
+  std::mutex M;
+  std::set<std::thread::id> Ids;
+  parallelTasks(64, 2, [&](unsigned) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::lock_guard<std::mutex> Lock(M);
+    Ids.insert(std::this_thread::get_id());
+  });
+  EXPECT(Ids.size() <= 2);
+}
+
 static void conversions() {
   EXPECT(toBF16(1.0f) == 0x3f80);
   EXPECT(toBF16(1.00390625f) == 0x3f80); // Halfway: to even.
@@ -368,7 +389,7 @@ static void launchers() {
                         "MASTER_PORT", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID",
                         "SLURM_NTASKS", "PMI_RANK", "PMI_SIZE", "DSRUN_CHILD",
                         "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
-                        "MPI_LOCALNRANKS"})
+                        "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"})
     unsetenv(V);
   EXPECT(processFromEnvironment(Error)->Launcher == "single");
   // An MPICH-style job: the rendezvous goes through MPI when dsrun has it,
@@ -400,6 +421,11 @@ static void launchers() {
   setenv("LOCAL_WORLD_SIZE", "two", 1);
   I = processFromEnvironment(Error);
   EXPECT(I && I->LocalSize == 0);
+  // Not a count: the next launcher's variable that is one.
+  setenv("SLURM_NTASKS_PER_NODE", "4", 1);
+  I = processFromEnvironment(Error);
+  EXPECT(I && I->LocalSize == 4);
+  unsetenv("SLURM_NTASKS_PER_NODE");
   unsetenv("LOCAL_WORLD_SIZE");
   setenv("SLURM_PROCID", "4", 1);
   EXPECT(!processFromEnvironment(Error));
@@ -1223,6 +1249,7 @@ int main(int argc, char **argv) {
   launchers();
   hostConversions();
   vectorizedHostLoops();
+  hostPool();
   swapFiles();
   exposed();
   calibrationFile();
