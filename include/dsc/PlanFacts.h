@@ -13,6 +13,8 @@
 
 #include "dsc/PlanFormat.h"
 
+#include <algorithm>
+
 namespace dsc::plan {
 
 /// NVMe swap I/O (ZeRO-Infinity) runs with O_DIRECT: file offsets, sizes
@@ -120,6 +122,33 @@ inline bool isCommunication(const Instruction &In) {
 
 inline bool isOffload(const Instruction &In) {
   return In.Kind == InstrKind::Transfer || In.On == Stream::Host;
+}
+
+/// When each instruction starts and finishes in the planner's replay of
+/// one step, in nanoseconds: on its stream after the one before it and
+/// after everything it waits for, taking its estimated Nanos, or none
+/// where Free(In) holds. The estimate's step time is the latest finish;
+/// dsrun --trace sets these beside what it measured.
+struct PlannedSpan {
+  uint64_t Start = 0, Finish = 0;
+};
+template <typename Pred>
+std::vector<PlannedSpan> replaySpans(const Plan &P, Pred Free) {
+  std::vector<PlannedSpan> Spans(P.Program.size());
+  uint64_t StreamFree[NumStreams] = {};
+  for (size_t I = 0; I < P.Program.size(); ++I) {
+    const Instruction &In = P.Program[I];
+    uint64_t Start = StreamFree[unsigned(In.On)];
+    for (uint32_t W : In.Waits)
+      if (W < I)
+        Start = std::max(Start, Spans[W].Finish);
+    Spans[I] = {Start, Start + (Free(In) ? 0 : In.Nanos)};
+    StreamFree[unsigned(In.On)] = Spans[I].Finish;
+  }
+  return Spans;
+}
+inline std::vector<PlannedSpan> replaySpans(const Plan &P) {
+  return replaySpans(P, [](const Instruction &) { return false; });
 }
 
 

@@ -31,18 +31,9 @@ uint64_t arenaBytes(const plan::Plan &P, plan::MemorySpace Space, size_t C) {
 /// The step's duration when instructions matching Free take no time.
 template <typename Pred>
 uint64_t replay(const plan::Plan &P, Pred Free) {
-  std::vector<uint64_t> Finish(P.Program.size());
-  uint64_t StreamFree[plan::NumStreams] = {};
   uint64_t Last = 0;
-  for (size_t I = 0; I < P.Program.size(); ++I) {
-    const plan::Instruction &In = P.Program[I];
-    uint64_t Start = StreamFree[unsigned(In.On)];
-    for (uint32_t W : In.Waits)
-      Start = std::max(Start, Finish[W]);
-    Finish[I] = Start + (Free(In) ? 0 : In.Nanos);
-    StreamFree[unsigned(In.On)] = Finish[I];
-    Last = std::max(Last, Finish[I]);
-  }
+  for (const plan::PlannedSpan &S : plan::replaySpans(P, Free))
+    Last = std::max(Last, S.Finish);
   return Last;
 }
 

@@ -567,6 +567,8 @@ int Executor::run() {
     } else {
       Took = measureStep();
       Timings.push_back(Took);
+      if (Step - First == Options.Steps && !Options.TracePath.empty())
+        writeTrace(Step);
     }
     Took.EnqueueMs = EnqueueMs;
     report(Step, Took);

@@ -55,6 +55,9 @@ struct RunOptions {
   uint32_t Steps = 3;
   bool Verify = false;
   std::string JsonLog;
+  /// --trace: the last timed step as a Chrome trace, measured and planned
+  /// (%r: per rank; without it rank 0 alone).
+  std::string TracePath;
   std::string CalibrationOut;
   /// Threads of the host's optimizer work; 0: this node's cores shared
   /// among its processes.
@@ -261,6 +264,8 @@ private:
   // Measuring and reporting (Measure.cpp, Report.cpp).
   /// The step's timings, once it has finished.
   StepTiming measureStep();
+  /// Writes --trace's file from the spans measureStep kept.
+  void writeTrace(uint32_t Step);
   /// Each collective's duration: on the rank that joined it last for
   /// symmetric ones, the longest for reduces.
   std::vector<float> collectiveTimes();
@@ -426,6 +431,8 @@ private:
   std::unique_ptr<ShardReader> ResumeShard;
   MemoryReadings Memory;
   std::vector<StepTiming> Timings;
+  /// The last measured step's instructions (--trace).
+  std::vector<Span> LastSpans;
 };
 
 } // namespace dsrun

@@ -51,6 +51,7 @@ StepTiming Executor::measureStep() {
   for (uint32_t I = 0; I < P.Program.size(); ++I)
     Spans[I] = {T.startMs(I), T.endMs(I)};
   Took.Split = exposedTime(P, Spans, Took.StepMs);
+  LastSpans = Spans;
   for (uint32_t I = 0; I < P.Program.size(); ++I) {
     const plan::Instruction &In = P.Program[I];
     if (In.On == plan::Stream::Host)

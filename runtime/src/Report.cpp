@@ -3,6 +3,7 @@
 #include "Executor.h"
 
 #include "Calibration.h"
+#include "Trace.h"
 
 #include "dsc/KernelTime.h"
 
@@ -36,7 +37,7 @@ void writeLine(const std::string &Line) {
 
 double gbps(double Bytes, double Ms) { return Ms > 0 ? Bytes / Ms / 1e6 : 0; }
 
-FILE *openLog(const std::string &Path, int Rank) {
+FILE *openLog(const std::string &Path, int Rank, const char *Mode = "a") {
   if (Path.empty())
     return nullptr;
   std::string Name = Path;
@@ -45,10 +46,22 @@ FILE *openLog(const std::string &Path, int Rank) {
     Name.replace(At, 2, std::to_string(Rank));
   else if (Rank != 0)
     return nullptr;
-  return fopen(Name.c_str(), "a");
+  return fopen(Name.c_str(), Mode);
 }
 
 } // namespace
+
+void Executor::writeTrace(uint32_t Step) {
+  std::string Trace = chromeTrace(P, LastSpans, Step, Process.Rank);
+  FILE *File = openLog(Options.TracePath, Process.Rank, "w");
+  bool Ok = File && fwrite(Trace.data(), 1, Trace.size(), File) == Trace.size();
+  if (File)
+    Ok = fclose(File) == 0 && Ok;
+  if (!Ok && (Process.Rank == 0 || Options.TracePath.find("%r") !=
+                                       std::string::npos))
+    fprintf(stderr, "dsrun: rank %d: cannot write the trace %s\n",
+            Process.Rank, Options.TracePath.c_str());
+}
 
 void Executor::reportValidation(uint32_t Step, double Loss, uint64_t Tokens) {
   if (Process.Rank != 0)

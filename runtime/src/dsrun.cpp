@@ -53,6 +53,8 @@ static const char *const Usage =
     "Both:\n"
     "  --steps N                  steps to run (3)\n"
     "  --json FILE                one JSON line per step (%r: per rank)\n"
+    "  --trace FILE               the last timed step, measured and as\n"
+    "                             planned, as a Chrome trace (%r: per rank)\n"
     "  --calibration-out FILE     write the measured figures for dsc plan\n"
     "                             (with --data: per-kind kernel rates from\n"
     "                             the --profile-step, the last by default)\n"
@@ -197,11 +199,12 @@ int main(int argc, char **argv) {
       if (I + 1 >= ChildArgs.size())
         return usage("--nvme-path needs a directory");
       Options.NvmePath = ChildArgs[++I];
-    } else if (A == "--json" || A == "--calibration-out") {
+    } else if (A == "--json" || A == "--calibration-out" || A == "--trace") {
       if (I + 1 >= ChildArgs.size())
         return usage((A + " needs a file").c_str());
-      (A == "--json" ? Options.JsonLog : Options.CalibrationOut) =
-          ChildArgs[++I];
+      (A == "--json"    ? Options.JsonLog
+       : A == "--trace" ? Options.TracePath
+                        : Options.CalibrationOut) = ChildArgs[++I];
     } else if (!A.empty() && A[0] == '-') {
       return usage(("unknown option " + A).c_str());
     } else if (PlanPath.empty()) {

@@ -5,7 +5,8 @@
 //   - 16-bit conversions against known values and a full round trip;
 //   - the host AdamW against a double-precision reference, and threading
 //     that does not change a bit; the typed (vectorized) host loops
-//     against the generic ones on every kind of value;
+//     against the generic ones on every kind of value; the thread pool;
+//   - --trace's Chrome trace, measured beside the plan's replay;
 //   - the launcher environments and the TCP rendezvous between processes;
 //   - a step's idle compute time blamed on communication or offload;
 //   - the calibration file dsrun writes (read back by dsc in a lit test);
@@ -38,6 +39,7 @@
 #include "dsc/PlanCodec.h"
 #include "Nvme.h"
 #include "TokenData.h"
+#include "Trace.h"
 #include "Weights.h"
 
 #include "dsc/PlanFacts.h"
@@ -242,6 +244,46 @@ static void hostPool() {
     Ids.insert(std::this_thread::get_id());
   });
   EXPECT(Ids.size() <= 2);
+}
+
+/// --trace: each instruction on its stream as measured and as the plan's
+/// replay puts it (after its stream's previous one and its waits).
+static void traces() {
+  plan::Plan P;
+  P.Ops.resize(1);
+  P.Ops[0].Name = "layer.0/mlp \"fc\"";
+  auto Instr = [](plan::InstrKind K, plan::Stream On, uint32_t Arg,
+                  std::vector<uint32_t> Waits, uint64_t Nanos) {
+    plan::Instruction In;
+    In.Kind = K;
+    In.On = On;
+    In.Arg = Arg;
+    In.Waits = std::move(Waits);
+    In.Nanos = Nanos;
+    return In;
+  };
+  P.Program = {
+      Instr(plan::InstrKind::Forward, plan::Stream::Compute, 0, {}, 2000000),
+      Instr(plan::InstrKind::Reduce, plan::Stream::Comm, 5, {0}, 1000000),
+      Instr(plan::InstrKind::Transfer, plan::Stream::CopyOut, 2, {1}, 500000),
+      Instr(plan::InstrKind::Backward, plan::Stream::Compute, 0, {}, 250000)};
+  std::vector<plan::PlannedSpan> Planned = plan::replaySpans(P);
+  EXPECT(Planned[1].Start == 2000000 && Planned[2].Start == 3000000 &&
+         Planned[2].Finish == 3500000);
+  EXPECT(Planned[3].Start == 2000000); // Its stream's previous, no waits.
+  std::vector<Span> Measured = {{0, 2.5}, {2.5, 4}, {4.25, 4.75}, {2.5, 3}};
+  std::string T = chromeTrace(P, Measured, 7, 1);
+  auto Has = [&](const char *Text) { return T.find(Text) != std::string::npos; };
+  EXPECT(Has("\"name\":\"rank 1, step 7, measured\""));
+  EXPECT(Has("\"name\":\"rank 1, step 7, planned\""));
+  EXPECT(Has("\"tid\":4,\"args\":{\"name\":\"host\"}"));
+  // The reduce: measured at 2.5 ms for 1.5 ms, planned at 2 ms for 1 ms.
+  EXPECT(Has("\"pid\":0,\"tid\":1,\"ts\":2500.000,\"dur\":1500.000"));
+  EXPECT(Has("\"pid\":1,\"tid\":1,\"ts\":2000.000,\"dur\":1000.000"));
+  EXPECT(Has("\"name\":\"reduce 5\""));
+  EXPECT(Has("\"name\":\"forward layer.0/mlp \\\"fc\\\"\""));
+  EXPECT(T.size() > 4 && T.substr(T.size() - 4) == "\n]}\n" &&
+         T.find(",\n]") == std::string::npos);
 }
 
 static void conversions() {
@@ -1250,6 +1292,7 @@ int main(int argc, char **argv) {
   hostConversions();
   vectorizedHostLoops();
   hostPool();
+  traces();
   swapFiles();
   exposed();
   calibrationFile();
