@@ -151,7 +151,6 @@ inline std::vector<PlannedSpan> replaySpans(const Plan &P) {
   return replaySpans(P, [](const Instruction &) { return false; });
 }
 
-
 } // namespace dsc::plan
 
 #endif // DSC_PLANFACTS_H
