@@ -173,15 +173,6 @@ namespace {
 // vectorizes them (loadAs and storeAs switch per element); each computes
 // exactly what the generic loop does, element by element.
 
-float bf16Value(uint16_t H) { return bitsFloat(uint32_t(H) << 16); }
-
-uint16_t bf16Bits(float F) {
-  uint32_t U = floatBits(F);
-  uint32_t Rounded = (U + 0x7fffu + ((U >> 16) & 1u)) >> 16;
-  uint32_t Nan = (U >> 16) | 0x40u;
-  return uint16_t((U & 0x7fffffffu) > 0x7f800000u ? Nan : Rounded);
-}
-
 template <typename LoadGrad>
 void adamwRange(const AdamW &A, LoadGrad Grad, float *__restrict Master,
                 float *__restrict M, float *__restrict V, uint64_t Begin,
@@ -210,7 +201,7 @@ DSRUN_VECTOR_CLONES void adamwBF16(const AdamW &A, const uint16_t *G,
                                    float *Master, float *M, float *V,
                                    uint64_t Begin, uint64_t End) {
   adamwRange(
-      A, [G](uint64_t I) { return bf16Value(G[I]); }, Master, M, V, Begin, End);
+      A, [G](uint64_t I) { return fromBF16(G[I]); }, Master, M, V, Begin, End);
 }
 
 } // namespace
@@ -241,17 +232,17 @@ void convertOnHost(void *Dst, ElementType DstType, const void *Src,
       const uint16_t *__restrict S = static_cast<const uint16_t *>(Src);
       if (Accumulate)
         for (uint64_t I = Begin; I < End; ++I)
-          D[I] = bf16Value(S[I]) + D[I];
+          D[I] = fromBF16(S[I]) + D[I];
       else
         for (uint64_t I = Begin; I < End; ++I)
-          D[I] = bf16Value(S[I]);
+          D[I] = fromBF16(S[I]);
       return;
     }
     if (DstType == E::BF16 && SrcType == E::F32 && !Accumulate) {
       uint16_t *__restrict D = static_cast<uint16_t *>(Dst);
       const float *__restrict S = static_cast<const float *>(Src);
       for (uint64_t I = Begin; I < End; ++I)
-        D[I] = bf16Bits(S[I]);
+        D[I] = toBF16(S[I]);
       return;
     }
     if (DstType == E::BF16 && SrcType == E::BF16) {
@@ -260,10 +251,10 @@ void convertOnHost(void *Dst, ElementType DstType, const void *Src,
       const uint16_t *__restrict S = static_cast<const uint16_t *>(Src);
       if (Accumulate)
         for (uint64_t I = Begin; I < End; ++I)
-          D[I] = bf16Bits(bf16Value(S[I]) + bf16Value(D[I]));
+          D[I] = toBF16(fromBF16(S[I]) + fromBF16(D[I]));
       else
         for (uint64_t I = Begin; I < End; ++I)
-          D[I] = bf16Bits(bf16Value(S[I]));
+          D[I] = toBF16(fromBF16(S[I]));
       return;
     }
     if (DstType == E::F32 && SrcType == E::F32) {
@@ -300,7 +291,7 @@ double sumOfSquares(const void *Grads, ElementType Type, uint64_t N,
     } else if (Type == ElementType::BF16) {
       const uint16_t *G = static_cast<const uint16_t *>(Grads);
       for (uint64_t I = Begin; I < End; ++I) {
-        double V = bf16Value(G[I]);
+        double V = fromBF16(G[I]);
         Sum += V * V;
       }
     } else {

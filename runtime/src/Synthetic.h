@@ -108,13 +108,13 @@ DSRUN_HD float bitsFloat(uint32_t U) {
   return F;
 }
 
-/// bf16, round to nearest even.
+/// bf16, round to nearest even; a NaN stays a NaN, quieted. Both results
+/// are computed and one selected, so that host loops over it vectorize.
 DSRUN_HD uint16_t toBF16(float F) {
   uint32_t U = floatBits(F);
-  if ((U & 0x7fffffffu) > 0x7f800000u)
-    return uint16_t((U >> 16) | 0x40); // Quiet NaN.
-  uint32_t Rounding = 0x7fffu + ((U >> 16) & 1u);
-  return uint16_t((U + Rounding) >> 16);
+  uint32_t Rounded = (U + 0x7fffu + ((U >> 16) & 1u)) >> 16;
+  uint32_t QuietNaN = (U >> 16) | 0x40u;
+  return uint16_t((U & 0x7fffffffu) > 0x7f800000u ? QuietNaN : Rounded);
 }
 DSRUN_HD float fromBF16(uint16_t H) { return bitsFloat(uint32_t(H) << 16); }
 

@@ -290,6 +290,10 @@ static void conversions() {
   EXPECT(toBF16(1.0f) == 0x3f80);
   EXPECT(toBF16(1.00390625f) == 0x3f80); // Halfway: to even.
   EXPECT(toBF16(1.01171875f) == 0x3f82); // Halfway above an odd: up.
+  EXPECT(toBF16(bitsFloat(0x7f800001u)) == 0x7fc0); // A NaN, quieted.
+  EXPECT(toBF16(bitsFloat(0xff812345u)) == 0xffc1);
+  EXPECT(toBF16(bitsFloat(0x7f800000u)) == 0x7f80); // Infinity stays.
+  EXPECT(toBF16(bitsFloat(0x7f7fffffu)) == 0x7f80); // Rounds up to it.
   EXPECT(toFP16(1.0f) == 0x3c00);
   EXPECT(toFP16(65504.0f) == 0x7bff);
   EXPECT(toFP16(65520.0f) == 0x7c00);
