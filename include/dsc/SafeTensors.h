@@ -17,6 +17,7 @@
 #define DSC_SAFETENSORS_H
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -334,6 +335,24 @@ inline bool readHeader(const char *Data, uint64_t Size, uint64_t FileSize,
   return true;
 }
 
+/// S as a JSON string, quotes included: the header's names, and any other
+/// JSON dsrun writes.
+inline std::string quote(const std::string &S) {
+  std::string Out = "\"";
+  for (char C : S) {
+    if (C == '"' || C == '\\')
+      Out += '\\';
+    if (uint8_t(C) < 0x20) {
+      char Buf[8];
+      std::snprintf(Buf, sizeof(Buf), "\\u%04x", unsigned(uint8_t(C)));
+      Out += Buf;
+      continue;
+    }
+    Out += C;
+  }
+  return Out + "\"";
+}
+
 /// Builds a safetensors file in memory, tensors in the order added.
 class Writer {
 public:
@@ -381,22 +400,6 @@ public:
   }
 
 private:
-  static std::string quote(const std::string &S) {
-    std::string Out = "\"";
-    for (char C : S) {
-      if (C == '"' || C == '\\')
-        Out += '\\';
-      if (uint8_t(C) < 0x20) {
-        char Buf[8];
-        std::snprintf(Buf, sizeof(Buf), "\\u%04x", unsigned(uint8_t(C)));
-        Out += Buf;
-        continue;
-      }
-      Out += C;
-    }
-    return Out + "\"";
-  }
-
   std::vector<TensorInfo> Tensors;
   std::map<std::string, std::string> Meta;
   std::vector<char> Data;

@@ -3,6 +3,7 @@
 #include "Trace.h"
 
 #include "dsc/PlanFacts.h"
+#include "dsc/SafeTensors.h"
 
 #include <cstdio>
 
@@ -25,23 +26,6 @@ std::string sliceName(const plan::Plan &P, const plan::Instruction &In) {
   return Name;
 }
 
-/// S as a JSON string's contents.
-std::string escaped(const std::string &S) {
-  std::string Out;
-  for (char C : S) {
-    if (C == '"' || C == '\\') {
-      Out += '\\';
-      Out += C;
-    } else if (static_cast<unsigned char>(C) < 0x20) {
-      char Hex[8];
-      snprintf(Hex, sizeof(Hex), "\\u%04x", C);
-      Out += Hex;
-    } else {
-      Out += C;
-    }
-  }
-  return Out;
-}
 
 } // namespace
 
@@ -68,7 +52,7 @@ std::string chromeTrace(const plan::Plan &P, const std::vector<Span> &Measured,
   }
   for (size_t I = 0; I < P.Program.size() && I < Measured.size(); ++I) {
     const plan::Instruction &In = P.Program[I];
-    std::string Name = escaped(sliceName(P, In));
+    std::string Name = dsc::safetensors::quote(sliceName(P, In));
     double Us[2][2] = {{Measured[I].Start * 1e3,
                         (Measured[I].Finish - Measured[I].Start) * 1e3},
                        {double(Planned[I].Start) / 1e3,
@@ -77,9 +61,9 @@ std::string chromeTrace(const plan::Plan &P, const std::vector<Span> &Measured,
       snprintf(Line, sizeof(Line),
                "{\"ph\":\"X\",\"pid\":%d,\"tid\":%u,\"ts\":%.3f,"
                "\"dur\":%.3f,\"args\":{\"instruction\":%zu,\"micro\":%u},"
-               "\"name\":\"",
+               "\"name\":",
                Pid, unsigned(In.On), Us[Pid][0], Us[Pid][1], I, In.Micro);
-      Events.push_back(Line + Name + "\"}");
+      Events.push_back(Line + Name + "}");
     }
   }
   std::string Out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
