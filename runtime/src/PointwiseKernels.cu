@@ -484,37 +484,54 @@ struct RotaryArgs {
   bool Backward = false;
 };
 
+/// Each operand's offset of row Row (the dims before the last), for X,
+/// Cos, Sin and Y.
+__device__ __forceinline__ void rotaryRow(const RotaryArgs &A, int64_t Row,
+                                          int64_t (&Off)[4]) {
+  const Strided *Ops[4] = {&A.X, &A.Cos, &A.Sin, &A.Y};
+  for (int J = 0; J < 4; ++J)
+    Off[J] = 0;
+  for (int D = A.Y.Rank - 2; D >= 0; --D) {
+    int64_t Size = A.Y.Shape[D] ? A.Y.Shape[D] : 1;
+    int64_t Index = Row % Size;
+    Row /= Size;
+    for (int J = 0; J < 4; ++J)
+      Off[J] += Index * Ops[J]->Strides[D];
+  }
+}
+
+/// One pair: forward y[i] = x[i] c[i] - x[i+h] s[i], y[i+h] = x[i+h]
+/// c[i+h] + x[i] s[i+h]; backward the transpose, dx[i] = g[i] c[i] +
+/// g[i+h] s[i+h], dx[i+h] = g[i+h] c[i+h] - g[i] s[i]. Both kernels round
+/// alike through this one expression.
+__device__ __forceinline__ void rotatePair(bool Backward, float Xa, float Xb,
+                                           float Ca, float Cb, float Sa,
+                                           float Sb, float &Ya, float &Yb) {
+  Ya = Backward ? Xa * Ca + Xb * Sb : Xa * Ca - Xb * Sa;
+  Yb = Backward ? Xb * Cb - Xa * Sa : Xb * Cb + Xa * Sb;
+}
+
 /// One thread per pair (i, i + h) of a row, h half the row: each operand
 /// through its own strides (a view of q or k as attention reads them, the
-/// tables broadcast), in fp32. Forward y[i] = x[i] c[i] - x[i+h] s[i],
-/// y[i+h] = x[i+h] c[i+h] + x[i] s[i+h]; backward the transpose,
-/// dx[i] = g[i] c[i] + g[i+h] s[i+h], dx[i+h] = g[i+h] c[i+h] - g[i] s[i].
+/// tables broadcast), in fp32.
 __global__ void rotaryKernel(const __grid_constant__ RotaryArgs A) {
   const int Last = A.Y.Rank - 1;
   const Strided *Ops[4] = {&A.X, &A.Cos, &A.Sin, &A.Y};
   for (int64_t P = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
        P < A.Pairs; P += int64_t(gridDim.x) * blockDim.x) {
-    int64_t I = P % A.Half, Rest = P / A.Half;
-    int64_t Off[4], Next[4];
-    for (int J = 0; J < 4; ++J)
-      Off[J] = I * Ops[J]->Strides[Last];
-    for (int D = Last - 1; D >= 0; --D) {
-      int64_t Size = A.Y.Shape[D] ? A.Y.Shape[D] : 1;
-      int64_t Index = Rest % Size;
-      Rest /= Size;
-      for (int J = 0; J < 4; ++J)
-        Off[J] += Index * Ops[J]->Strides[D];
-    }
-    for (int J = 0; J < 4; ++J)
+    int64_t I = P % A.Half, Off[4], Next[4];
+    rotaryRow(A, P / A.Half, Off);
+    for (int J = 0; J < 4; ++J) {
+      Off[J] += I * Ops[J]->Strides[Last];
       Next[J] = Off[J] + A.Half * Ops[J]->Strides[Last];
-    float Xa = loadAs(A.X.Ptr, Off[0], A.X.Type),
-          Xb = loadAs(A.X.Ptr, Next[0], A.X.Type);
-    float Ca = loadAs(A.Cos.Ptr, Off[1], A.Cos.Type),
-          Cb = loadAs(A.Cos.Ptr, Next[1], A.Cos.Type);
-    float Sa = loadAs(A.Sin.Ptr, Off[2], A.Sin.Type),
-          Sb = loadAs(A.Sin.Ptr, Next[2], A.Sin.Type);
-    float Ya = A.Backward ? Xa * Ca + Xb * Sb : Xa * Ca - Xb * Sa;
-    float Yb = A.Backward ? Xb * Cb - Xa * Sa : Xb * Cb + Xa * Sb;
+    }
+    float Ya, Yb;
+    rotatePair(A.Backward, loadAs(A.X.Ptr, Off[0], A.X.Type),
+               loadAs(A.X.Ptr, Next[0], A.X.Type),
+               loadAs(A.Cos.Ptr, Off[1], A.Cos.Type),
+               loadAs(A.Cos.Ptr, Next[1], A.Cos.Type),
+               loadAs(A.Sin.Ptr, Off[2], A.Sin.Type),
+               loadAs(A.Sin.Ptr, Next[2], A.Sin.Type), Ya, Yb);
     storeAs(A.Y.Ptr, Off[3], A.Y.Type, Ya);
     storeAs(A.Y.Ptr, Next[3], A.Y.Type, Yb);
   }
@@ -523,24 +540,15 @@ __global__ void rotaryKernel(const __grid_constant__ RotaryArgs A) {
 /// rotaryKernel eight pairs a thread, when every operand's rows are
 /// contiguous and start on 16 bytes (rotaryBy8): one 16-byte load or
 /// store per operand and half row, and the offsets computed once for
-/// eight pairs. The same operations per element, so the same results.
+/// eight pairs.
 __global__ void rotary8Kernel(const __grid_constant__ RotaryArgs A) {
-  const int Last = A.Y.Rank - 1;
-  const Strided *Ops[4] = {&A.X, &A.Cos, &A.Sin, &A.Y};
   const int64_t Groups = A.Half / VecElems;
   for (int64_t P = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
        P < A.Pairs / VecElems; P += int64_t(gridDim.x) * blockDim.x) {
-    int64_t I = (P % Groups) * VecElems, Rest = P / Groups;
-    int64_t Off[4];
+    int64_t I = (P % Groups) * VecElems, Off[4];
+    rotaryRow(A, P / Groups, Off);
     for (int J = 0; J < 4; ++J)
-      Off[J] = I;
-    for (int D = Last - 1; D >= 0; --D) {
-      int64_t Size = A.Y.Shape[D] ? A.Y.Shape[D] : 1;
-      int64_t Index = Rest % Size;
-      Rest /= Size;
-      for (int J = 0; J < 4; ++J)
-        Off[J] += Index * Ops[J]->Strides[D];
-    }
+      Off[J] += I;
     float Xa[VecElems], Xb[VecElems], Ca[VecElems], Cb[VecElems],
         Sa[VecElems], Sb[VecElems], Ya[VecElems], Yb[VecElems];
     load8(A.X.Ptr, uint64_t(Off[0]), A.X.Type, Xa);
@@ -550,12 +558,9 @@ __global__ void rotary8Kernel(const __grid_constant__ RotaryArgs A) {
     load8(A.Sin.Ptr, uint64_t(Off[2]), A.Sin.Type, Sa);
     load8(A.Sin.Ptr, uint64_t(Off[2] + A.Half), A.Sin.Type, Sb);
 #pragma unroll
-    for (int K = 0; K < VecElems; ++K) {
-      Ya[K] = A.Backward ? Xa[K] * Ca[K] + Xb[K] * Sb[K]
-                         : Xa[K] * Ca[K] - Xb[K] * Sa[K];
-      Yb[K] = A.Backward ? Xb[K] * Cb[K] - Xa[K] * Sa[K]
-                         : Xb[K] * Cb[K] + Xa[K] * Sb[K];
-    }
+    for (int K = 0; K < VecElems; ++K)
+      rotatePair(A.Backward, Xa[K], Xb[K], Ca[K], Cb[K], Sa[K], Sb[K], Ya[K],
+                 Yb[K]);
     store8(A.Y.Ptr, uint64_t(Off[3]), A.Y.Type, Ya);
     store8(A.Y.Ptr, uint64_t(Off[3] + A.Half), A.Y.Type, Yb);
   }
