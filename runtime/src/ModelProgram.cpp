@@ -49,8 +49,9 @@ std::string ModelProgram::run(uint32_t Begin, uint32_t End, uint64_t Seed,
   KernelContext C = Context;
   C.Seed = Seed;
   C.Inference = Inference;
+  ++Calls;
   for (uint32_t K = Begin; K < End; ++K) {
-    Timed T{K, nullptr, nullptr};
+    Timed T{K, nullptr, nullptr, Calls, S};
     if (Profiling) {
       T.Begin = nextEvent(), T.End = nextEvent();
       CHECK_CUDA(cudaEventRecord(T.Begin, S));
@@ -68,6 +69,53 @@ std::string ModelProgram::run(uint32_t Begin, uint32_t End, uint64_t Seed,
              "): " + Problem;
   }
   return "";
+}
+
+std::string ModelProgram::gapReport() const {
+  struct Sum {
+    double Ms = 0, Max = 0;
+    unsigned Count = 0;
+  } Inside, Between;
+  struct Gap {
+    double Ms;
+    size_t After;
+  };
+  std::vector<Gap> Largest;
+  for (size_t I = 1; I < Launches.size(); ++I) {
+    const Timed &A = Launches[I - 1], &B = Launches[I];
+    if (A.Stream != B.Stream)
+      continue;
+    float Ms = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&Ms, A.End, B.Begin));
+    Sum &S = A.Call == B.Call ? Inside : Between;
+    S.Ms += Ms;
+    S.Max = std::max(S.Max, double(Ms));
+    ++S.Count;
+    if (A.Call != B.Call)
+      Largest.push_back({Ms, I - 1});
+  }
+  std::sort(Largest.begin(), Largest.end(),
+            [](const Gap &X, const Gap &Y) { return X.Ms > Y.Ms; });
+  std::string Out;
+  char Line[320];
+  for (auto [What, S] : {std::pair<const char *, Sum>{"inside", Inside},
+                         {"between", Between}}) {
+    snprintf(Line, sizeof(Line),
+             "  idle %s instructions: %.3f ms in %u gaps (mean %.1f us, "
+             "largest %.1f us)\n",
+             What, S.Ms, S.Count, S.Count ? 1e3 * S.Ms / S.Count : 0.0,
+             1e3 * S.Max);
+    Out += Line;
+  }
+  for (size_t I = 0; I < std::min<size_t>(8, Largest.size()); ++I) {
+    const Timed &A = Launches[Largest[I].After],
+                &B = Launches[Largest[I].After + 1];
+    snprintf(Line, sizeof(Line), "    %.1f us after %u %s, before %u %s\n",
+             1e3 * Largest[I].Ms, A.Kernel, P->Kernels[A.Kernel].Name.c_str(),
+             B.Kernel, P->Kernels[B.Kernel].Name.c_str());
+    Out += Line;
+  }
+  return Out;
 }
 
 cudaEvent_t ModelProgram::nextEvent() {
@@ -112,6 +160,7 @@ std::string ModelProgram::profileReport(double StepMs) {
     ++It->Launches;
     Total += Ms;
   }
+  std::string Gaps = gapReport();
   Launches.clear();
   EventsUsed = 0;
 
@@ -135,6 +184,7 @@ std::string ModelProgram::profileReport(double StepMs) {
             [](auto &A, auto &B) { return A.second.Ms > B.second.Ms; });
   for (auto &[Kind, S] : Kinds)
     Row(Kind, S);
+  Out += Gaps;
   std::vector<uint32_t> Order(P->Kernels.size());
   for (uint32_t K = 0; K < Order.size(); ++K)
     Order[K] = K;

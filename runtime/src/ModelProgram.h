@@ -57,7 +57,13 @@ private:
   struct Timed {
     uint32_t Kernel;
     cudaEvent_t Begin, End;
+    uint32_t Call; ///< Which run() launched it: one instruction's kernels.
+    cudaStream_t Stream;
   };
+  /// The profiled step's idle time between consecutive launches on one
+  /// stream, inside one instruction's run of kernels and between two.
+  std::string gapReport() const;
+  uint32_t Calls = 0;
   const dsc::plan::Plan *P = nullptr;
   std::vector<KernelOperands> Operands;
   KernelContext Context;
