@@ -62,7 +62,8 @@ std::string Matmuls::init() {
 // each described as stored (a row-major R x C matrix is a column-major
 // C x R one) and transposed by the kernel's flags.
 std::string Matmuls::prepare(const plan::Kernel &K, ElementType T,
-                             uint64_t WorkspaceBytes, Product &P) {
+                             uint64_t WorkspaceBytes, int Candidate,
+                             Product &P) {
   const std::vector<int64_t> &I = K.Ints;
   int64_t M = I[0], N = I[1], Kd = I[2], Batch = I[3];
   bool TransA = I[4] != 0, TransB = I[5] != 0;
@@ -120,31 +121,38 @@ std::string Matmuls::prepare(const plan::Kernel &K, ElementType T,
   cublasLtMatmulPreferenceSetAttribute(
       Pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &WorkspaceBytes,
       sizeof(WorkspaceBytes));
-  cublasLtMatmulHeuristicResult_t First;
+  std::vector<cublasLtMatmulHeuristicResult_t> Offered(size_t(Candidate) + 1);
   int Count = 0;
   cublasStatus_t St = cublasLtMatmulAlgoGetHeuristic(
-      Handle, P.Desc, P.A, P.B, P.C, P.C, Pref, 1, &First, &Count);
+      Handle, P.Desc, P.A, P.B, P.C, P.C, Pref, Candidate + 1, Offered.data(),
+      &Count);
   cublasLtMatmulPreferenceDestroy(Pref);
   if (St != CUBLAS_STATUS_SUCCESS || Count == 0)
     return "cuBLASLt has no algorithm for this product (" +
            std::to_string(int(St)) + ")";
-  P.Algo = First.algo;
+  if (Count <= Candidate)
+    return "cuBLASLt offers " + std::to_string(Count) +
+           " algorithms for this product, not " + std::to_string(Candidate + 1);
+  P.Algo = Offered[size_t(Candidate)].algo;
   return "";
 }
 
 std::string Matmuls::run(const plan::Kernel &K, const void *A, const void *B,
                          const void *Bias, void *Aux, void *C, ElementType T,
                          void *Workspace, uint64_t WorkspaceBytes,
-                         cudaStream_t S, bool &SeparateBiasGrad) {
+                         cudaStream_t S, bool &SeparateBiasGrad,
+                         int Candidate) {
   if (!Handle)
     return "cuBLASLt is not initialized";
   std::vector<int64_t> Key = K.Ints;
   Key.push_back(int64_t(T));
   Key.push_back(int64_t(WorkspaceBytes));
+  Key.push_back(Candidate);
   auto [It, New] = Products.try_emplace(Key);
   Product &P = It->second;
   if (New)
-    if (std::string E = prepare(K, T, WorkspaceBytes, P); !E.empty()) {
+    if (std::string E = prepare(K, T, WorkspaceBytes, Candidate, P);
+        !E.empty()) {
       destroy(P);
       P = Product();
       auto Epilogue = plan::GemmEpilogue(K.Ints[12]);
@@ -153,7 +161,7 @@ std::string Matmuls::run(const plan::Kernel &K, const void *A, const void *B,
       plan::Kernel Plain = K;
       Plain.Ints[12] = int64_t(plan::GemmEpilogue::None);
       std::string Again =
-          BiasGrad ? prepare(Plain, T, WorkspaceBytes, P) : E;
+          BiasGrad && !Candidate ? prepare(Plain, T, WorkspaceBytes, 0, P) : E;
       if (!Again.empty()) {
         destroy(P);
         Products.erase(It);

@@ -53,10 +53,13 @@ public:
   /// cuBLASLt has no algorithm for that epilogue the product runs without
   /// it (said once on stderr) and SeparateBiasGrad is set: the caller sums
   /// the operand itself.
+  /// Candidate picks another of the heuristic's algorithms than its
+  /// first (dsrun-gemm-bench times them); it fails where the heuristic
+  /// offers fewer.
   std::string run(const dsc::plan::Kernel &K, const void *A, const void *B,
                   const void *Bias, void *Aux, void *C, ElementType T,
                   void *Workspace, uint64_t WorkspaceBytes, cudaStream_t S,
-                  bool &SeparateBiasGrad);
+                  bool &SeparateBiasGrad, int Candidate = 0);
 
 private:
   struct Product {
@@ -68,7 +71,7 @@ private:
   };
   static void destroy(Product &P);
   std::string prepare(const dsc::plan::Kernel &K, ElementType T,
-                      uint64_t WorkspaceBytes, Product &P);
+                      uint64_t WorkspaceBytes, int Candidate, Product &P);
 
   cublasLtHandle_t Handle = nullptr;
   std::map<std::vector<int64_t>, Product> Products;
