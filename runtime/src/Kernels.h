@@ -45,11 +45,16 @@ void launchUnpackUnit(void *Unit, const void *Chunks, unsigned ElementBytes,
                       const UnpackTable &Elems, uint32_t World,
                       uint64_t ChunkElems, cudaStream_t S);
 
-/// One AdamW step over N elements of fp32 master, moments and gradient,
-/// with the bias corrections of the step Now holds.
-void launchAdamW(float *Master, float *M, float *V, const float *Grad,
-                 uint64_t N, const AdamW &A, const StepValues *Now,
-                 cudaStream_t S);
+/// One AdamW step over N elements of fp32 master and moments, with the
+/// bias corrections of the step Now holds. The gradient is read as GradT
+/// (float, or 16-bit converted as it is read), zero from element RealGrad
+/// on; where Params is given, each updated weight is stored there too, as
+/// ParamT. One pass, as three would be: convert the
+/// gradient, update, convert the weights.
+void launchAdamW(float *Master, float *M, float *V, const void *Grad,
+                 ElementType GradT, uint64_t RealGrad, uint64_t N,
+                 void *Params, ElementType ParamT, const AdamW &A,
+                 const StepValues *Now, cudaStream_t S);
 
 /// Adds the squares of X's N elements into Partials, one sum per block
 /// (Blocks of them), in a fixed order.

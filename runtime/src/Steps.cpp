@@ -277,39 +277,30 @@ void Executor::optimizerStep(const Instr &C) {
     return;
   }
 
-  // On the device: this sub-group's gradients as fp32, then the update.
-  uint64_t Real = plan::ownedRealElems(P, Process.Rank);
-  float *Grad = nullptr;
-  if (Stage < 3) {
-    // fp32 training at stage 0 steps from the gradients themselves.
-    Grad = reinterpret_cast<float *>(A.at(O.GradsFP32));
-    if (!Grad) {
-      Grad = reinterpret_cast<float *>(A.at(O.Grads));
-    } else {
-      // The padding of the last partition holds no gradient.
-      if (Real < N)
-        CHECK_CUDA(cudaMemsetAsync(Grad, 0, N * 4, C.S));
-      if (Real)
-        launchCopyConvert(Grad, ElementType::F32, A.at(O.Grads), ParamType,
-                          Real, false, C.S);
-    }
-  } else {
-    Grad = reinterpret_cast<float *>(A.at(P.Places.SubGroups[G].GradsFP32));
-    launchCopyConvert(Grad, ElementType::F32, A.at(O.Grads, Lo), GradAccumType,
-                      N, false, C.S);
-  }
+  // On the device: one pass reads the gradients as they are, updates, and
+  // at stages 0-2 writes the 16-bit parameters (the plan's fp32 gradient
+  // buffer of the partition stays unused: DeepSpeed fills it, the fused
+  // update needs no copy).
   float *Master = reinterpret_cast<float *>(A.at(O.Master, Lo));
-  launchAdamW(Master, reinterpret_cast<float *>(A.at(O.Moment1, Lo)),
-              reinterpret_cast<float *>(A.at(O.Moment2, Lo)), Grad, N, W,
-              DeviceStep, C.S);
+  float *M = reinterpret_cast<float *>(A.at(O.Moment1, Lo)),
+        *V = reinterpret_cast<float *>(A.at(O.Moment2, Lo));
   if (Stage < 3) {
+    // fp32 training at stage 0 steps from the gradients themselves; the
+    // padding of the last partition holds no gradient.
+    bool Fp32 = !A.at(O.GradsFP32);
+    uint64_t Real = plan::ownedRealElems(P, Process.Rank);
+    Real = Real > Lo ? std::min(Real - Lo, N) : 0;
     // The updated partition back into the 16-bit parameters, unless they
     // are the master weights themselves (fp32 at stage 0).
-    if (A.at(O.Params16) != A.at(O.Master))
-      launchCopyConvert(A.at(O.Params16, Lo), ParamType, Master,
-                        ElementType::F32, N, false, C.S);
+    bool Params16 = A.at(O.Params16) != A.at(O.Master);
+    launchAdamW(Master, M, V, A.at(O.Grads, Lo),
+                Fp32 ? ElementType::F32 : ParamType, Fp32 ? N : Real, N,
+                Params16 ? A.at(O.Params16, Lo) : nullptr, ParamType, W,
+                DeviceStep, C.S);
     return;
   }
+  launchAdamW(Master, M, V, A.at(O.Grads, Lo), GradAccumType, N, N, nullptr,
+              ParamType, W, DeviceStep, C.S);
   for (const plan::OwnedPiece &Piece : Pieces)
     launchCopyConvert(A.at(P.Places.Tensors[Piece.Tensor].Shard), ParamType,
                       Master + (Piece.PartitionOffset - Lo), ElementType::F32,
