@@ -77,16 +77,34 @@ inline std::string flashAttentionMisfit(const Kernel &K,
   return "";
 }
 
+/// Bytes of the flash backward's row sums of dO * O (B x Hq x T fp32),
+/// rounded up so that what follows them is aligned.
+inline uint64_t flashDeltaBytes(const Kernel &K) {
+  const std::vector<int64_t> &I = K.Ints;
+  return (uint64_t(I[0]) * uint64_t(I[1]) * uint64_t(I[3]) * 4 + 255) / 256 *
+         256;
+}
+
 /// The workspace an attention kernel needs, its operands ActBytes wide.
-/// Flash: backward's row sums of dO * O (B x Hq x T fp32). Math: one batch
-/// element's fp32 scores and its probabilities; backward adds their
+/// Flash: backward's row sums of dO * O; with grouped queries (fewer
+/// key/value heads than query heads) also each query head's share of dK
+/// and dV in fp32 (2 x B x Hq x S x D), summed per group after: one block
+/// per query head keeps a causal backward's blocks alike in size, where
+/// one per key/value head left a few long ones running alone. Math: one
+/// batch element's fp32 scores and its probabilities; backward adds their
 /// gradient and the row sums of that batch element.
 inline uint64_t attentionWorkspace(const Kernel &K, unsigned ActBytes) {
   const std::vector<int64_t> &I = K.Ints;
   bool Grad = K.Kind == KernelKind::AttentionGrad;
   uint64_t Hq = uint64_t(I[1]), T = uint64_t(I[3]), Sk = uint64_t(I[4]);
-  if (I[8] == int64_t(AttentionAlgorithm::Flash))
-    return Grad ? uint64_t(I[0]) * Hq * T * 4 : 0;
+  if (I[8] == int64_t(AttentionAlgorithm::Flash)) {
+    if (!Grad)
+      return 0;
+    uint64_t Shares = I[2] < I[1] ? 2 * uint64_t(I[0]) * Hq * Sk *
+                                         uint64_t(I[5]) * 4
+                                   : 0;
+    return flashDeltaBytes(K) + Shares;
+  }
   uint64_t Cells = Hq * T * Sk;
   return Cells * (4 + ActBytes) + (Grad ? Cells * ActBytes + Hq * T * 4 : 0);
 }

@@ -13,7 +13,8 @@
 // depend on scheduling):
 //   delta = rowsum(dO * O)
 //   per key tile:   P^T, dV += P^T dO, dP^T = V dO^T, dS^T, dK += dS^T Q
-//                   (over every query head of the key/value head's group)
+//                   (per query head; with grouped queries each head's
+//                   share in fp32, summed over the group in a fourth)
 //   per query tile: P, dP = dO V^T, dS, dQ += dS K
 // P is recomputed from the saved log-sum-exp in both passes.
 //
@@ -33,6 +34,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cstdint>
 
 namespace plan = dsc::plan;
@@ -53,6 +55,10 @@ struct FlashParams {
   void *Out, *Dq, *Dk, *Dv;
   float *Lse;   // through LseS
   float *Delta; // [B, Hq, T], dense
+  // Grouped queries: dK and dV of each query head, [2][B][Hq][S][D] fp32,
+  // summed per group by flashSumShares (null: one block per key/value
+  // head writes them itself).
+  float *Shares;
   // Strides (elements) of batch, head and row; the head dim is dense.
   int64_t QS[3], KS[3], VS[3], OS[3], DoS[3], OutS[3], DqS[3], DkS[3],
       DvS[3], LseS[3];
@@ -436,8 +442,9 @@ __global__ void flashDelta(const __grid_constant__ FlashParams P) {
     P.Delta[Row] = Sum;
 }
 
-/// dK and dV of one tile of 64 keys of one key/value head. The query
-/// tiles of every query head of the group stream through two buffers.
+/// dK and dV of one tile of 64 keys, from one query head (grouped
+/// queries: its share, summed after) or from the one head of its
+/// key/value head. The query tiles stream through two buffers.
 template <class E, int DP>
 __global__ void __launch_bounds__(Threads)
     flashBackwardKeys(const __grid_constant__ FlashParams P) {
@@ -451,15 +458,15 @@ __global__ void __launch_bounds__(Threads)
   float *Delta = Lse2 + 2 * Tile;                               // [2][64]
   // Low key tiles see the most queries under a causal mask: first.
   int K0 = blockIdx.x * Tile;
-  int Hk = blockIdx.y, Bt = blockIdx.z, Group = P.Hq / P.Hkv;
+  int H = blockIdx.y, Bt = blockIdx.z, Hk = H / (P.Hq / P.Hkv);
   int Warp = threadIdx.x / 32, Lane = threadIdx.x % 32, G = Lane >> 2,
       C = Lane & 3;
   int QTiles = (P.T + Tile - 1) / Tile;
   int First = P.Causal ? K0 / Tile : 0;
-  int PerHead = max(QTiles - First, 0), Steps = Group * PerHead;
-  // Step S: query tile First + S % PerHead of the group's head S / PerHead.
+  int Steps = max(QTiles - First, 0);
+  // Step S: query tile First + S.
   auto Issue = [&](int Step, int Buf) {
-    int H = Hk * Group + Step / PerHead, Q0 = (First + Step % PerHead) * Tile;
+    int Q0 = (First + Step) * Tile;
     stage<E, DP>(Qs + Buf * TileElems,
                  static_cast<const E *>(P.Q) + Bt * P.QS[0] + H * P.QS[1],
                  P.QS[2], Q0, P.T, P.D);
@@ -492,7 +499,7 @@ __global__ void __launch_bounds__(Threads)
     commitCopies();
     waitCopies<1>();
     __syncthreads();
-    int Buf = Step & 1, Q0 = (First + Step % PerHead) * Tile;
+    int Buf = Step & 1, Q0 = (First + Step) * Tile;
     const E *Qt = Qs + Buf * TileElems, *Dot = Dos + Buf * TileElems;
     const float *L2 = Lse2 + Buf * Tile, *Dl = Delta + Buf * Tile;
     // S^T = K Q^T, then P^T, for the warp's 16 keys x 64 queries.
@@ -523,11 +530,68 @@ __global__ void __launch_bounds__(Threads)
     accumulate<E, DP>(Dk, St, Qt);
     __syncthreads();
   }
+  if (P.Shares) {
+    // This head's share, fp32 [2][B][Hq][S][D].
+    int64_t Head = (int64_t(Bt) * P.Hq + H) * P.S;
+    int64_t Half = int64_t(P.B) * P.Hq * P.S * P.D;
+#pragma unroll
+    for (int R = 0; R < 2; ++R) {
+      int Key = K0 + Warp * 16 + G + 8 * R;
+      if (Key >= P.S)
+        continue;
+      float *ShareK = P.Shares + (Head + Key) * P.D, *ShareV = ShareK + Half;
+#pragma unroll
+      for (int N = 0; N < DP / 8; ++N) {
+        int Col = N * 8 + C * 2;
+        if (Col < P.D) {
+          *reinterpret_cast<float2 *>(ShareK + Col) =
+              make_float2(Dk[N][2 * R], Dk[N][2 * R + 1]);
+          *reinterpret_cast<float2 *>(ShareV + Col) =
+              make_float2(Dv[N][2 * R], Dv[N][2 * R + 1]);
+        }
+      }
+    }
+    return;
+  }
   const float One[2] = {1, 1};
   storeRows<E, DP>(static_cast<E *>(P.Dk) + Bt * P.DkS[0] + Hk * P.DkS[1],
                    P.DkS[2], K0 + Warp * 16, P.S, P.D, Dk, One);
   storeRows<E, DP>(static_cast<E *>(P.Dv) + Bt * P.DvS[0] + Hk * P.DvS[1],
                    P.DvS[2], K0 + Warp * 16, P.S, P.D, Dv, One);
+}
+
+/// dK and dV of grouped queries: each key/value head's sum of its query
+/// heads' shares, in head order (the result does not depend on
+/// scheduling). Two elements a thread.
+template <class E>
+__global__ void flashSumShares(const __grid_constant__ FlashParams P) {
+  int Group = P.Hq / P.Hkv;
+  int64_t Pairs = int64_t(P.B) * P.Hkv * P.S * P.D / 2;
+  int64_t Half = int64_t(P.B) * P.Hq * P.S * P.D;
+  for (int64_t I = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; I < Pairs;
+       I += int64_t(gridDim.x) * blockDim.x) {
+    int64_t E2 = I * 2;
+    int D = int(E2 % P.D);
+    int64_t Row = E2 / P.D;
+    int Key = int(Row % P.S);
+    int Hk = int(Row / P.S % P.Hkv), Bt = int(Row / P.S / P.Hkv);
+    const float *Share =
+        P.Shares + ((int64_t(Bt) * P.Hq + int64_t(Hk) * Group) * P.S + Key) *
+                       P.D + D;
+    float2 Dk = {0, 0}, Dv = {0, 0};
+    for (int G = 0; G < Group; ++G) {
+      float2 K = *reinterpret_cast<const float2 *>(Share);
+      float2 V = *reinterpret_cast<const float2 *>(Share + Half);
+      Dk.x += K.x, Dk.y += K.y, Dv.x += V.x, Dv.y += V.y;
+      Share += int64_t(P.S) * P.D;
+    }
+    E *OutK = static_cast<E *>(P.Dk) + Bt * P.DkS[0] + Hk * P.DkS[1] +
+              Key * P.DkS[2] + D;
+    E *OutV = static_cast<E *>(P.Dv) + Bt * P.DvS[0] + Hk * P.DvS[1] +
+              Key * P.DvS[2] + D;
+    *reinterpret_cast<uint32_t *>(OutK) = Mma<E>::pack(Dk.x, Dk.y);
+    *reinterpret_cast<uint32_t *>(OutV) = Mma<E>::pack(Dv.x, Dv.y);
+  }
 }
 
 /// dQ of one tile of 64 queries of one query head; key tiles stream
@@ -644,8 +708,16 @@ std::string launch(const FlashParams &P, bool Grad, cudaStream_t S) {
   }
   int64_t Rows = int64_t(P.B) * P.Hq * P.T;
   flashDelta<E><<<unsigned((Rows + 7) / 8), 256, 0, S>>>(P);
-  flashBackwardKeys<E, DP><<<dim3(KTiles, unsigned(P.Hkv), unsigned(P.B)),
-                             Threads, Keys, S>>>(P);
+  // Grouped queries: a block per query head, its share summed after.
+  flashBackwardKeys<E, DP>
+      <<<dim3(KTiles, unsigned(P.Shares ? P.Hq : P.Hkv), unsigned(P.B)),
+         Threads, Keys, S>>>(P);
+  if (P.Shares) {
+    int64_t Pairs = int64_t(P.B) * P.Hkv * P.S * P.D / 2;
+    flashSumShares<E><<<unsigned(std::min<int64_t>((Pairs + 255) / 256,
+                                                   int64_t(1) << 20)),
+                        256, 0, S>>>(P);
+  }
   flashBackwardQueries<E, DP><<<dim3(QTiles, unsigned(P.Hq), unsigned(P.B)),
                                 Threads, Queries, S>>>(P);
   return "";
@@ -717,8 +789,12 @@ std::string flashAttention(const plan::Kernel &K, const KernelOperands &Ops,
     if (Need > C.WorkspaceBytes)
       return "flash attention needs " + std::to_string(Need) +
              " bytes of workspace; the plan has " +
-             std::to_string(C.WorkspaceBytes);
+             std::to_string(C.WorkspaceBytes) +
+             " (a plan from an older dsc? plan again)";
     P.Delta = static_cast<float *>(C.Workspace);
+    if (P.Hkv < P.Hq)
+      P.Shares = reinterpret_cast<float *>(static_cast<char *>(C.Workspace) +
+                                           plan::flashDeltaBytes(K));
   }
   // The device's compute capability, once per process.
   static int Major = -1;
