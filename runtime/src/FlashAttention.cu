@@ -48,6 +48,13 @@ constexpr int Tile = 64;  // rows of a block and of each staged tile
 constexpr int Warps = 4;  // 16 rows each
 constexpr int Threads = Warps * 32;
 constexpr int Pad = 8;    // elements after each shared row
+// Blocks an SM keeps at head size 64, where the tile loops wait on their
+// own latency (Nsight Compute on GPT-2 XL's shapes: 0.5-1 eligible warps
+// a scheduler): the register budget that fits them, at a few bytes of
+// spill. Larger heads keep what the compiler picks.
+template <int DP> constexpr int forwardBlocks() { return DP == 64 ? 4 : 1; }
+template <int DP> constexpr int keysBlocks() { return DP == 64 ? 3 : 1; }
+template <int DP> constexpr int queriesBlocks() { return DP == 64 ? 4 : 1; }
 constexpr float Log2e = 1.4426950408889634f, Ln2 = 0.6931471805599453f;
 
 struct FlashParams {
@@ -308,7 +315,7 @@ __device__ void storeRows(E *Base, int64_t RowStride, int Row0, int Rows,
 // (two buffers each).
 
 template <class E, int DP>
-__global__ void __launch_bounds__(Threads)
+__global__ void __launch_bounds__(Threads, forwardBlocks<DP>())
     flashForward(const __grid_constant__ FlashParams P) {
   constexpr int Ld = DP + Pad, TileElems = Tile * Ld;
   extern __shared__ __align__(16) unsigned char Smem[];
@@ -446,7 +453,7 @@ __global__ void flashDelta(const __grid_constant__ FlashParams P) {
 /// queries: its share, summed after) or from the one head of its
 /// key/value head. The query tiles stream through two buffers.
 template <class E, int DP>
-__global__ void __launch_bounds__(Threads)
+__global__ void __launch_bounds__(Threads, keysBlocks<DP>())
     flashBackwardKeys(const __grid_constant__ FlashParams P) {
   constexpr int Ld = DP + Pad, TileElems = Tile * Ld;
   extern __shared__ __align__(16) unsigned char Smem[];
@@ -597,7 +604,7 @@ __global__ void flashSumShares(const __grid_constant__ FlashParams P) {
 /// dQ of one tile of 64 queries of one query head; key tiles stream
 /// through two buffers.
 template <class E, int DP>
-__global__ void __launch_bounds__(Threads)
+__global__ void __launch_bounds__(Threads, queriesBlocks<DP>())
     flashBackwardQueries(const __grid_constant__ FlashParams P) {
   constexpr int Ld = DP + Pad, TileElems = Tile * Ld;
   extern __shared__ __align__(16) unsigned char Smem[];
@@ -685,18 +692,24 @@ std::string launch(const FlashParams &P, bool Grad, cudaStream_t S) {
   constexpr int Forward = 5 * rowTile<DP>();
   constexpr int Keys = 6 * rowTile<DP>() + 4 * Tile * 4;
   constexpr int Queries = 6 * rowTile<DP>();
-  // Above 48 KiB a kernel must opt in; once per process and kernel.
+  // Above 48 KiB a kernel must opt in; once per process and kernel. The
+  // carveout asks for the most shared memory, so that as many blocks fit
+  // as the registers allow (the tiles bypass L1: cp.async.cg).
   static bool OptedIn = false;
   if (!OptedIn) {
-    TRY_CUDA(cudaFuncSetAttribute(flashForward<E, DP>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  Forward));
-    TRY_CUDA(cudaFuncSetAttribute(flashBackwardKeys<E, DP>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  Keys));
-    TRY_CUDA(cudaFuncSetAttribute(flashBackwardQueries<E, DP>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  Queries));
+    auto OptIn = [](auto Kernel, int Bytes) -> std::string {
+      TRY_CUDA(cudaFuncSetAttribute(
+          Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Bytes));
+      TRY_CUDA(cudaFuncSetAttribute(
+          Kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+          int(cudaSharedmemCarveoutMaxShared)));
+      return "";
+    };
+    for (std::string Problem : {OptIn(flashForward<E, DP>, Forward),
+                                OptIn(flashBackwardKeys<E, DP>, Keys),
+                                OptIn(flashBackwardQueries<E, DP>, Queries)})
+      if (!Problem.empty())
+        return Problem;
     OptedIn = true;
   }
   unsigned QTiles = unsigned((P.T + Tile - 1) / Tile),
