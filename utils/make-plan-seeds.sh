@@ -7,7 +7,8 @@
 # epilogue (bias, GELU, its gradient, bias gradients) and whose norms take
 # their residual adds; and the tiny Llama export, for RMS norms, rotary
 # embeddings, grouped-query attention, the SwiGLU gate and products that
-# add into their sum. Inputs go to BUILD_DIR/plan-seeds, so that the
+# add into their sum, planned with a calibration that names one product's
+# cuBLASLt algorithm. Inputs go to BUILD_DIR/plan-seeds, so that the
 # model paths the plans record stay the same from run to run.
 #
 #   utils/make-plan-seeds.sh BUILD_DIR
@@ -28,6 +29,10 @@ cp "$tmp/plans/s3-ovfalse-ga1-cpu-cpu-ckpt.bin" "$out/stage3-offload.bin"
 echo '{"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": true}}' > "$tmp/bf16.json"
 "$bin/dsc" plan "$tmp/bf16.json" "$1/test/ComputeInputs/gpt2-train.dynamo.onnx" \
   --seq-len 8 -o "$out/epilogues.bin" > /dev/null
+cat > "$tmp/cal.yaml" <<'YAML'
+gemm_algorithms:
+  - { ints: [ 16, 64, 32, 1, 0, 1, 32, 32, 64, 0, 0, 1024, 0 ], type: bf16, candidate: 2 }
+YAML
 "$bin/dsc" plan "$tmp/bf16.json" "$1/test/ComputeInputs/llama-train.dynamo.onnx" \
-  --seq-len 8 -o "$out/llama.bin" > /dev/null
+  --seq-len 8 --calibration "$tmp/cal.yaml" -o "$out/llama.bin" > /dev/null
 rm -rf "$tmp"

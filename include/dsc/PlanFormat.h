@@ -30,7 +30,7 @@ namespace dsc::plan {
 constexpr char FileMagic[8] = {'D', 'S', 'C', 'P', 'L', 'A', 'N', '\0'};
 /// Bumped whenever an existing section's encoding or meaning changes; new
 /// sections do not need a bump (old readers skip them).
-constexpr uint32_t FormatVersion = 9;
+constexpr uint32_t FormatVersion = 10;
 constexpr uint32_t NoIndex = std::numeric_limits<uint32_t>::max();
 /// Ranks of different layouts beyond this many are merged (see RankClass).
 constexpr uint32_t MaxRankClasses = 8;
@@ -298,6 +298,26 @@ struct CollectiveRate {
   }
 };
 
+/// The cuBLASLt algorithm dsrun runs one product with, where dsrun
+/// --calibration-out timed one faster than the first its heuristic offers:
+/// the product is every gemm kernel with these ints (GemmInts of them) and
+/// operands of this type, Candidate its place in the heuristic's order.
+/// The order is cuBLASLt's for one GPU and library version; where it
+/// offers fewer, dsrun runs the first and says so. Chosen once and carried
+/// by the plan, so that a plan's runs repeat bit for bit.
+struct GemmAlgorithm {
+  static constexpr size_t GemmInts = 13;
+  static constexpr uint32_t MaxCandidate = 63;
+  std::vector<int64_t> Ints;
+  DType Type = DType::BF16;
+  uint32_t Candidate = 0;
+  template <class V> void visit(V &&F) {
+    F("ints", Ints);
+    F("type", Type);
+    F("candidate", Candidate);
+  }
+};
+
 /// Figures the time estimates use. Named so a calibration can replace them.
 struct Hardware {
   std::string GpuName;
@@ -322,6 +342,8 @@ struct Hardware {
   /// Measured per collective kind; a kind without an entry runs at
   /// CollectiveBytesPerSec.
   std::vector<CollectiveRate> CollectiveRates;
+  /// Products whose fastest algorithm is not cuBLASLt's first.
+  std::vector<GemmAlgorithm> GemmAlgorithms;
   template <class V> void visit(V &&F) {
     F("gpu", GpuName);
     F("gpu_memory_bytes", GpuMemoryBytes);
@@ -338,6 +360,7 @@ struct Hardware {
     F("kernel_rates", KernelRates);
     F("kernel_gap_ns", KernelGapNanos);
     F("collective_rates", CollectiveRates);
+    F("gemm_algorithms", GemmAlgorithms);
   }
 };
 

@@ -75,7 +75,7 @@ LLVM_YAML_IS_SEQUENCE_VECTOR(plan::BucketViews)
 LLVM_YAML_IS_SEQUENCE_VECTOR(plan::SubGroupViews)
 
 namespace llvm::yaml {
-DSC_PLAN_YAML_ENUM(DType)
+// DType's enumeration: MeasuredRatesYAML.h, which the calibration shares.
 DSC_PLAN_YAML_ENUM(OffloadDevice)
 DSC_PLAN_YAML_ENUM(TensorRole)
 DSC_PLAN_YAML_ENUM(Collective)

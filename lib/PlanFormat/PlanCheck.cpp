@@ -406,6 +406,19 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
       if (Links[J].Kind == Links[I].Kind)
         return "hardware: two collective rates for " + Links[I].Kind;
   }
+  const std::vector<GemmAlgorithm> &Algos = S.Machine.GemmAlgorithms;
+  for (size_t I = 0; I < Algos.size(); ++I) {
+    if (Algos[I].Ints.size() != GemmAlgorithm::GemmInts ||
+        Algos[I].Candidate > GemmAlgorithm::MaxCandidate ||
+        !isFloatType(Algos[I].Type))
+      return "hardware: gemm algorithm " + std::to_string(I) +
+             " is not a gemm's 13 ints, a float type and a candidate up to " +
+             std::to_string(GemmAlgorithm::MaxCandidate);
+    for (size_t J = 0; J < I; ++J)
+      if (Algos[J].Ints == Algos[I].Ints && Algos[J].Type == Algos[I].Type)
+        return "hardware: two gemm algorithms for one product (" +
+               std::to_string(J) + " and " + std::to_string(I) + ")";
+  }
   if (!isFloatType(S.ParamDType) || !isFloatType(S.CommDType) ||
       !isFloatType(S.GradAccumDType) || !isFloatType(S.MasterDType) ||
       !isFloatType(S.OptimizerStateDType))

@@ -53,6 +53,18 @@ bool writeCalibration(const std::string &Path, const Calibration &C,
       fprintf(F, "  - { kind: %s, bus_bytes_per_sec: %llu }\n", R.Kind.c_str(),
               (unsigned long long)R.BusBytesPerSec);
   }
+  if (!C.Rates.GemmAlgorithms.empty()) {
+    fprintf(F, "# Products whose fastest cuBLASLt algorithm is not the "
+               "heuristic's first\n# (its place in the heuristic's order; "
+               "this GPU and library):\ngemm_algorithms:\n");
+    for (const dsc::plan::GemmAlgorithm &G : C.Rates.GemmAlgorithms) {
+      fprintf(F, "  - { ints: [");
+      for (size_t I = 0; I < G.Ints.size(); ++I)
+        fprintf(F, "%s %lld", I ? "," : "", (long long)G.Ints[I]);
+      fprintf(F, " ], type: %s, candidate: %u }\n",
+              dsc::plan::enumName(G.Type), G.Candidate);
+    }
+  }
   bool Failed = ferror(F) != 0;
   Failed |= fclose(F) != 0;
   if (Failed)

@@ -214,6 +214,7 @@ bool Executor::setUp() {
       fprintf(stderr, "dsrun: %s\n", Lt.c_str());
       return false;
     }
+    Products.setAlgorithms(P.Settings.Machine.GemmAlgorithms);
     void *Scratch = nullptr;
     CHECK_CUDA(cudaMalloc(&Scratch, 3 * 64 * 64 * 4));
     float One = 1, Zero = 0;

@@ -57,6 +57,15 @@ std::string Matmuls::init() {
   return "";
 }
 
+void Matmuls::setAlgorithms(const std::vector<plan::GemmAlgorithm> &List) {
+  Chosen.clear();
+  for (const plan::GemmAlgorithm &G : List) {
+    std::vector<int64_t> Key = G.Ints;
+    Key.push_back(int64_t(G.Type)); // ElementType follows plan::DType.
+    Chosen[Key] = int(G.Candidate);
+  }
+}
+
 // Row-major C (M x N) = op(A) op(B) is column-major C^T (N x M) =
 // op(B)^T op(A)^T: cuBLASLt's first operand is our B, its second our A,
 // each described as stored (a row-major R x C matrix is a column-major
@@ -146,10 +155,29 @@ std::string Matmuls::run(const plan::Kernel &K, const void *A, const void *B,
     return "cuBLASLt is not initialized";
   std::vector<int64_t> Key = K.Ints;
   Key.push_back(int64_t(T));
+  bool PlanChoice = Candidate < 0;
+  if (PlanChoice) {
+    auto It = Chosen.find(Key);
+    Candidate = It == Chosen.end() ? 0 : It->second;
+  }
   Key.push_back(int64_t(WorkspaceBytes));
-  Key.push_back(Candidate);
+  Key.push_back(PlanChoice ? -1 : Candidate);
   auto [It, New] = Products.try_emplace(Key);
   Product &P = It->second;
+  if (New && PlanChoice && Candidate > 0)
+    if (std::string E = prepare(K, T, WorkspaceBytes, Candidate, P);
+        !E.empty()) {
+      destroy(P);
+      P = Product();
+      fprintf(stderr,
+              "dsrun: note: the plan runs '%s' with cuBLASLt's algorithm %d, "
+              "which this GPU and library do not offer (%s); running the "
+              "first (plan again with a calibration from this machine)\n",
+              K.Name.c_str(), Candidate, E.c_str());
+      Candidate = 0;
+    } else {
+      New = false; // Prepared.
+    }
   if (New)
     if (std::string E = prepare(K, T, WorkspaceBytes, Candidate, P);
         !E.empty()) {

@@ -2,10 +2,12 @@
 //
 // Every `gemm` kernel of the compute program runs through cuBLASLt: per
 // distinct product (shapes, strides, types, epilogue) a matmul descriptor
-// and its layouts, made once, and the algorithm cuBLASLt's heuristic puts
-// first for it and the plan's kernel workspace. Always the first: picking
-// by timing would let run-to-run noise pick another algorithm, whose
-// rounding differs, and runs must repeat bit for bit. The epilogues add a
+// and its layouts, made once, and an algorithm for it and the plan's
+// kernel workspace: the one the plan names (hardware.gemm_algorithms,
+// which dsrun --calibration-out timed), else the heuristic's first. Never
+// picked by timing inside a run: run-to-run noise would pick another
+// algorithm, whose rounding differs, and runs must repeat bit for bit. The
+// epilogues add a
 // Linear's bias to the product's rows as it is stored, then apply GELU
 // (tanh form) keeping the biased sum, or multiply by GELU's gradient at a
 // kept sum (plan::GemmEpilogue).
@@ -44,6 +46,10 @@ public:
   /// Creates the cuBLASLt handle.
   std::string init();
 
+  /// The algorithms a plan names for its products (by place in the
+  /// heuristic's order), instead of the first.
+  void setAlgorithms(const std::vector<dsc::plan::GemmAlgorithm> &Chosen);
+
   /// Runs gemm kernel K: C = alpha op(A) op(B) + beta C, with its
   /// epilogue: Bias per column, GELU keeping the biased sum in Aux, or
   /// GELU's gradient at Aux; operands of element type T, with the kernel
@@ -53,13 +59,14 @@ public:
   /// cuBLASLt has no algorithm for that epilogue the product runs without
   /// it (said once on stderr) and SeparateBiasGrad is set: the caller sums
   /// the operand itself.
-  /// Candidate picks another of the heuristic's algorithms than its
-  /// first (dsrun-gemm-bench times them); it fails where the heuristic
-  /// offers fewer.
+  /// Candidate, where given, picks that place in the heuristic's order
+  /// (timing them: GemmTuning.h); it fails where the heuristic offers
+  /// fewer. Without it the plan's choice runs, or the first where the
+  /// heuristic offers fewer than the plan names (said once on stderr).
   std::string run(const dsc::plan::Kernel &K, const void *A, const void *B,
                   const void *Bias, void *Aux, void *C, ElementType T,
                   void *Workspace, uint64_t WorkspaceBytes, cudaStream_t S,
-                  bool &SeparateBiasGrad, int Candidate = 0);
+                  bool &SeparateBiasGrad, int Candidate = -1);
 
 private:
   struct Product {
@@ -75,6 +82,8 @@ private:
 
   cublasLtHandle_t Handle = nullptr;
   std::map<std::vector<int64_t>, Product> Products;
+  /// The plan's choices: gemm ints and element type -> candidate.
+  std::map<std::vector<int64_t>, int> Chosen;
 };
 
 } // namespace dsrun

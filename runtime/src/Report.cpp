@@ -1,6 +1,7 @@
 //===- Report.cpp - What a step measured, beside what the plan said -------===//
 
 #include "Executor.h"
+#include "GemmTuning.h"
 
 #include "Calibration.h"
 #include "Trace.h"
@@ -434,6 +435,17 @@ bool Executor::reportSummary() {
   fitKernelRates(C.Rates);
   if (Process.WorldSize > 1)
     fitCollectiveRates(C.Rates);
+  if (real()) {
+    // The products whose fastest algorithm beats cuBLASLt's first, for
+    // the next plan to name (16 candidates, 20 launches each, 2 % margin).
+    std::vector<ProductTiming> Timed;
+    std::string Why = timeProducts(P, Products, 16, 20,
+                                   T.stream(plan::Stream::Compute), Timed);
+    if (!Why.empty())
+      fprintf(stderr, "dsrun: --calibration-out: the products' algorithms "
+                      "were not timed: %s\n", Why.c_str());
+    C.Rates.GemmAlgorithms = fasterAlgorithms(Timed, 0.02);
+  }
   std::string WriteError;
   if (!writeCalibration(Options.CalibrationOut, C, WriteError)) {
     fprintf(stderr, "dsrun: --calibration-out: %s\n", WriteError.c_str());

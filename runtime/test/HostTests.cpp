@@ -913,6 +913,10 @@ static Calibration sampleCalibration() {
   Reduce.Kind = "reduce-scatter";
   Reduce.BusBytesPerSec = 234000000000;
   C.Rates.CollectiveRates = {Reduce};
+  C.Rates.GemmAlgorithms = {{{4096, 2048, 2048, 1, 0, 1, 2048, 2048, 2048, 0,
+                              0, 8388608, 0},
+                             dsc::plan::DType::BF16,
+                             3}};
   return C;
 }
 
@@ -942,6 +946,9 @@ static void calibrationFile() {
          std::string::npos);
   EXPECT(Text.find("\ncollective_rates:\n  - { kind: reduce-scatter, "
                    "bus_bytes_per_sec: 234000000000 }\n") != std::string::npos);
+  EXPECT(Text.find("\ngemm_algorithms:\n  - { ints: [ 4096, 2048, 2048, 1, "
+                   "0, 1, 2048, 2048, 2048, 0, 0, 8388608, 0 ], type: bf16, "
+                   "candidate: 3 }\n") != std::string::npos);
   unlink(Path.c_str());
   rmdir(Dir);
   EXPECT(!writeCalibration(std::string(Dir) + "/gone/c.yaml",

@@ -1,13 +1,17 @@
 //===- MeasuredRatesYAML.h - Measured rates in YAML -------------*- C++ -*-===//
 //
-// The one YAML mapping of plan::KernelRate and plan::CollectiveRate,
-// shared by the plan's YAML form and calibration files (dsrun
-// --calibration-out writes the same keys):
+// The one YAML mapping of plan::KernelRate, plan::CollectiveRate and
+// plan::GemmAlgorithm (and of the element types they name), shared by the
+// plan's YAML form and calibration files (dsrun --calibration-out writes
+// the same keys):
 //   kernel_rates:
 //     - { kind: gemm, backward: false, flops_per_sec: 610000000000000,
 //         bytes_per_sec: 0 }
 //   collective_rates:
 //     - { kind: reduce-scatter, bus_bytes_per_sec: 234000000000 }
+//   gemm_algorithms:
+//     - { ints: [ 4096, 2048, 2048, 1, 0, 1, 2048, 2048, 2048, 0, 0, 0, 0 ],
+//         type: bf16, candidate: 3 }
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,8 +24,17 @@
 
 LLVM_YAML_IS_FLOW_SEQUENCE_VECTOR(dsc::plan::KernelRate)
 LLVM_YAML_IS_FLOW_SEQUENCE_VECTOR(dsc::plan::CollectiveRate)
+LLVM_YAML_IS_SEQUENCE_VECTOR(dsc::plan::GemmAlgorithm)
 
 namespace llvm::yaml {
+template <> struct ScalarEnumerationTraits<dsc::plan::DType> {
+  static void enumeration(IO &IO, dsc::plan::DType &V) {
+    using Info = dsc::plan::EnumInfo<dsc::plan::DType>;
+    for (unsigned I = 0; I < Info::Count; ++I)
+      IO.enumCase(V, Info::Names[I], dsc::plan::DType(I));
+  }
+};
+
 template <> struct MappingTraits<dsc::plan::KernelRate> {
   static void mapping(IO &IO, dsc::plan::KernelRate &R) {
     R.visit([&](const char *Name, auto &Field) { IO.mapRequired(Name, Field); });
@@ -47,6 +60,23 @@ template <> struct MappingTraits<dsc::plan::CollectiveRate> {
         return "";
     return "'" + R.Kind +
            "' is not a collective (all-reduce, reduce-scatter, all-gather)";
+  }
+  static const bool flow = true;
+};
+template <> struct MappingTraits<dsc::plan::GemmAlgorithm> {
+  static void mapping(IO &IO, dsc::plan::GemmAlgorithm &A) {
+    A.visit([&](const char *Name, auto &Field) { IO.mapRequired(Name, Field); });
+  }
+  static std::string validate(IO &, dsc::plan::GemmAlgorithm &A) {
+    if (A.Ints.size() != A.GemmInts)
+      return "a gemm algorithm's ints are a gemm kernel's " +
+             std::to_string(A.GemmInts) + ", not " +
+             std::to_string(A.Ints.size());
+    if (A.Candidate > A.MaxCandidate)
+      return "gemm algorithm candidate " + std::to_string(A.Candidate) +
+             " is beyond cuBLASLt's heuristic (at most " +
+             std::to_string(A.MaxCandidate) + ")";
+    return "";
   }
   static const bool flow = true;
 };
