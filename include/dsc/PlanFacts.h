@@ -31,6 +31,17 @@ inline uint64_t swapUnitBytes(const Plan &P, uint32_t Unit) {
   return Bytes;
 }
 
+/// Bucket buffers the gradients are copied into (contiguous_gradients):
+/// two under overlap_comm, used alternately, so that the backward fills
+/// one while the other is reduced; else one. DeepSpeed double-buffers at
+/// stage 1/2; at stage 3 it has one buffer but copies into it on the
+/// reduction's stream, so its backward does not wait for the reduction
+/// either: the gradients waiting for their copy hold about a bucket's
+/// memory, which the second buffer stands for.
+inline unsigned bucketBuffers(const Info &S) {
+  return S.ZeroStage > 0 && S.OverlapComm ? 2 : 1;
+}
+
 /// Stage 3: how a fetch unit is gathered. A unit of several tensors is
 /// all-gathered with one NCCL call into its rank-major "gather.U" buffer
 /// (rank r's chunk holds its shards of every tensor, in unit order) and

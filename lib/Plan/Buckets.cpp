@@ -12,6 +12,8 @@
 
 #include "PlanInternal.h"
 
+#include "dsc/PlanFacts.h"
+
 using namespace llvm;
 
 namespace dsc {
@@ -84,9 +86,9 @@ Error runBucketPass(plan::Plan &P) {
     I = End;
   }
   Close();
-  // DeepSpeed double-buffers the stage 1/2 bucket under overlap_comm;
-  // stage 3 has one. Stage 0 flattens each bucket into a temporary.
-  uint32_t Buffers = S.ZeroStage < 3 && S.OverlapComm ? 2 : 1;
+  // Two buffers under overlap_comm (plan::bucketBuffers says why). Stage 0
+  // flattens each bucket into a temporary.
+  unsigned Buffers = plan::bucketBuffers(S);
   uint32_t Next = 0;
   if (S.ZeroStage > 0 && S.ContiguousGradients)
     for (plan::Bucket &B : P.Buckets)

@@ -388,7 +388,7 @@ void MemoryPlanner::buckets() {
   }
   uint64_t Bytes = bytesOf(Elems, S.ZeroStage < 3 ? S.ParamDType
                                                   : S.CommDType);
-  unsigned Buffers = S.ZeroStage < 3 && S.OverlapComm ? 2 : 1;
+  unsigned Buffers = plan::bucketBuffers(S);
   // Stage 3 allocates its bucket at start-up and keeps it; stage 1/2 when
   // the backward that reduces begins, until the last read of it.
   std::vector<plan::Interval> Live = whole();

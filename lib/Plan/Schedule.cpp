@@ -461,7 +461,7 @@ Error Scheduler::run() {
       BucketOfTensor[Seg.Tensor] = B;
   // Bucket buffers (chosen by the bucket pass) carry over from one micro
   // step to the next.
-  IpgBuffers = S.ZeroStage < 3 && S.OverlapComm ? 2 : 1;
+  IpgBuffers = plan::bucketBuffers(S);
   LastUseOfSlot.assign(IpgBuffers, plan::NoIndex);
 
   std::vector<Turn> Turns = turnsOfMicroStep();
