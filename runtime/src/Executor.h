@@ -411,6 +411,11 @@ private:
   ModelProgram Model;
   /// The real training's lean steps, mean (0: none ran).
   double LeanMeanMs = 0;
+  /// With the optimizer on the host: the host's triad bandwidth on the
+  /// optimizer's threads, measured before the first step (0: not).
+  double HostTriadBytesPerSec = 0;
+  /// The host optimizer's rate beside it (rank's summary line).
+  void reportHostOptimizer();
   /// One micro step's inputs and targets, in bytes; the sequence length.
   uint64_t MicroInputBytes = 0, Seq = 0;
   /// FLOPs of one step's kernels on this rank (each micro step runs the

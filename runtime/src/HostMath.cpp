@@ -10,12 +10,14 @@
 
 #include "dsc/LrSchedule.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -275,6 +277,35 @@ void convertOnHost(void *Dst, ElementType DstType, const void *Src,
       storeAs(Dst, I, DstType, V);
     }
   });
+}
+
+double hostTriadBytesPerSec(unsigned Threads) {
+  constexpr uint64_t N = uint64_t(64) << 20;
+  std::unique_ptr<float[]> A(new (std::nothrow) float[N]),
+      B(new (std::nothrow) float[N]), C(new (std::nothrow) float[N]);
+  if (!A || !B || !C)
+    return 0;
+  float *__restrict Pa = A.get(), *__restrict Pb = B.get(),
+                    *__restrict Pc = C.get();
+  // Touched first by the threads that stream them, so that on a NUMA host
+  // the pages sit near them.
+  parallelFor(N, Threads, [&](uint64_t Lo, uint64_t Hi) {
+    for (uint64_t I = Lo; I < Hi; ++I)
+      Pa[I] = 0, Pb[I] = 1, Pc[I] = 2;
+  });
+  double Best = 0;
+  for (int Pass = 0; Pass < 4; ++Pass) {
+    uint64_t Nanos = nanosToRun([&] {
+      parallelFor(N, Threads, [&](uint64_t Lo, uint64_t Hi) {
+        for (uint64_t I = Lo; I < Hi; ++I)
+          Pa[I] = Pb[I] + 3.0f * Pc[I];
+      });
+    });
+    if (Nanos)
+      Best = std::max(Best, 16.0 * double(N) / (double(Nanos) / 1e9));
+  }
+  // Read back, so that the passes are work the compiler must do.
+  return Pa[N / 2] == 7.0f && Pa[N - 1] == 7.0f ? Best : 0;
 }
 
 double sumOfSquares(const void *Grads, ElementType Type, uint64_t N,

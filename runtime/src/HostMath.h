@@ -54,6 +54,14 @@ ElementState expectedState(const dsc::plan::Plan &P, uint32_t Tensor,
 std::vector<AdamW> adamwSchedule(const dsc::plan::Info &Settings,
                                  uint32_t Steps, std::string &Error);
 
+/// The host's memory bandwidth by STREAM's triad (a = b + s c over three
+/// float arrays of 256 MiB, the best of four passes) on Threads threads of
+/// the pool the optimizer uses: what the host optimizer's rate is held
+/// against. Counted as the memory moves it, 16 bytes an element: STREAM
+/// counts 12, but writing a reads it first, where every array AdamW
+/// writes it reads anyway. 0 when the arrays cannot be had.
+double hostTriadBytesPerSec(unsigned Threads);
+
 /// The sum of the squares of N gradients in Type, as doubles: in 64 fixed
 /// chunks, each summed in order, then the chunks in order, so that the
 /// same gradients give the same norm on any number of threads.

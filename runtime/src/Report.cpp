@@ -350,6 +350,40 @@ void Executor::reportLean(const std::vector<float> &Ms, uint64_t GraphBytes) {
   }
 }
 
+void Executor::reportHostOptimizer() {
+  double Elems = 0, Ms = 0;
+  for (size_t I = firstSteadyStep(); I < Timings.size(); ++I) {
+    Elems += Timings[I].HostAdamElems;
+    Ms += Timings[I].HostAdamMs;
+  }
+  if (!HostTriadBytesPerSec || Elems <= 0 || Ms <= 0)
+    return;
+  // DeepSpeedCPUAdam's traffic per element: the gradient (fp32 at stages
+  // 1-2, as accumulated at stage 3) read, master weight and both moments
+  // read and written; counted like the triad, as the memory moves it.
+  unsigned GradBytes = Stage < 3 ? 4 : elementBytes(GradAccumType);
+  double ElemsPerSec = Elems / Ms * 1e3;
+  double BytesPerSec = ElemsPerSec * (GradBytes + 24);
+  char Line[300];
+  snprintf(Line, sizeof(Line),
+           "dsrun: rank %d host AdamW: %.2f G elements/s, %.1f GB/s, %.0f %% "
+           "of the host's triad bandwidth (%.1f GB/s on %u threads, measured "
+           "before the first step)\n",
+           Process.Rank, ElemsPerSec / 1e9, BytesPerSec / 1e9,
+           100 * BytesPerSec / HostTriadBytesPerSec, HostTriadBytesPerSec / 1e9,
+           Options.HostThreads);
+  writeLine(Line);
+  if (FILE *Log = openLog(Options.JsonLog, Process.Rank)) {
+    fprintf(Log,
+            "{\"rank\":%d,\"host_optimizer\":{\"elems_per_sec\":%.0f,"
+            "\"bytes_per_sec\":%.0f,\"triad_bytes_per_sec\":%.0f,"
+            "\"threads\":%u}}\n",
+            Process.Rank, ElemsPerSec, BytesPerSec, HostTriadBytesPerSec,
+            Options.HostThreads);
+    fclose(Log);
+  }
+}
+
 bool Executor::reportSummary() {
   const plan::RankEstimate &R = P.Estimates.Ranks[A.Class];
   uint64_t Context = Memory.Context;
@@ -376,6 +410,7 @@ bool Executor::reportSummary() {
           mib(Nccl), mib(Planned[2]), mib(Arena), mib(R.DeviceArenaBytes));
   writeLine(Summary);
   reportTime();
+  reportHostOptimizer();
   if (FILE *Log = openLog(Options.JsonLog, Process.Rank)) {
     fprintf(Log,
             "{\"rank\":%d,\"memory\":{\"measured_bytes\":%llu,"

@@ -244,6 +244,11 @@ static void hostPool() {
     Ids.insert(std::this_thread::get_id());
   });
   EXPECT(Ids.size() <= 2);
+  // The triad the host optimizer's rate is held against: a figure only
+  // when the passes computed what they should (any host streams more than
+  // 100 MB/s).
+  double Triad = hostTriadBytesPerSec(2);
+  EXPECT(std::isfinite(Triad) && Triad > 1e8);
 }
 
 /// --trace: each instruction on its stream as measured and as the plan's
