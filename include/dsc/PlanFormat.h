@@ -316,6 +316,21 @@ struct GemmAlgorithm {
     F("type", Type);
     F("candidate", Candidate);
   }
+  /// Why this is no product's algorithm, or "" (a calibration file and
+  /// checkPlan hold entries to the same rule).
+  std::string misfit() const {
+    if (Ints.size() != GemmInts)
+      return "a gemm algorithm's ints are a gemm kernel's " +
+             std::to_string(GemmInts) + ", not " +
+             std::to_string(Ints.size());
+    if (Candidate > MaxCandidate)
+      return "gemm algorithm candidate " + std::to_string(Candidate) +
+             " is beyond cuBLASLt's heuristic (at most " +
+             std::to_string(MaxCandidate) + ")";
+    if (Type != DType::F32 && Type != DType::F16 && Type != DType::BF16)
+      return "a gemm algorithm's type is not a floating-point type";
+    return "";
+  }
 };
 
 /// Figures the time estimates use. Named so a calibration can replace them.

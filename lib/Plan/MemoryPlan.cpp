@@ -389,7 +389,7 @@ void MemoryPlanner::buckets() {
   uint64_t Bytes = bytesOf(Elems, S.ZeroStage < 3 ? S.ParamDType
                                                   : S.CommDType);
   unsigned Buffers = plan::bucketBuffers(S);
-  // Stage 3 allocates its bucket at start-up and keeps it; stage 1/2 when
+  // Stage 3 allocates its buckets at start-up and keeps them; stage 1/2 when
   // the backward that reduces begins, until the last read of it.
   std::vector<plan::Interval> Live = whole();
   if (S.ZeroStage < 3) {

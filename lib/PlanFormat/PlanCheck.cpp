@@ -408,12 +408,8 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
   }
   const std::vector<GemmAlgorithm> &Algos = S.Machine.GemmAlgorithms;
   for (size_t I = 0; I < Algos.size(); ++I) {
-    if (Algos[I].Ints.size() != GemmAlgorithm::GemmInts ||
-        Algos[I].Candidate > GemmAlgorithm::MaxCandidate ||
-        !isFloatType(Algos[I].Type))
-      return "hardware: gemm algorithm " + std::to_string(I) +
-             " is not a gemm's 13 ints, a float type and a candidate up to " +
-             std::to_string(GemmAlgorithm::MaxCandidate);
+    if (std::string Misfit = Algos[I].misfit(); !Misfit.empty())
+      return "hardware: gemm algorithm " + std::to_string(I) + ": " + Misfit;
     for (size_t J = 0; J < I; ++J)
       if (Algos[J].Ints == Algos[I].Ints && Algos[J].Type == Algos[I].Type)
         return "hardware: two gemm algorithms for one product (" +

@@ -98,10 +98,11 @@ int main(int Argc, char **Argv) {
   }
   printf("one micro step's products: %.3f ms with the first algorithm "
          "(%.1f TFLOP/s), %.3f ms with the fastest of each (%.1f TFLOP/s): "
-         "%.1f %% less; %zu products would carry a choice (2 %% margin)\n",
+         "%.1f %% less; %zu products would carry a choice (%.0f %% margin)\n",
          First, First > 0 ? Flops / First / 1e9 : 0.0, Best,
          Best > 0 ? Flops / Best / 1e9 : 0.0,
          First > 0 ? 100 * (First - Best) / First : 0.0,
-         fasterAlgorithms(Timed, 0.02).size());
+         fasterAlgorithms(Timed, CalibrationMargin).size(),
+         100 * CalibrationMargin);
   return 0;
 }

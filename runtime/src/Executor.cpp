@@ -153,6 +153,11 @@ bool Executor::setUp() {
   }
   CHECK_CUDA(cudaSetDevice(Process.LocalRank % Devices));
   if (!Options.HostThreads) {
+    if (!Process.LocalSizeProblem.empty()) {
+      fprintf(stderr, "dsrun: rank %d: %s\n", Process.Rank,
+              Process.LocalSizeProblem.c_str());
+      return false;
+    }
     // DeepSpeedCPUAdam likewise takes every core the process is given: the
     // cores it is bound to, or the node's shared among its processes.
     unsigned Node = std::max(1u, std::thread::hardware_concurrency());

@@ -51,7 +51,9 @@ constexpr int Pad = 8;    // elements after each shared row
 // Blocks an SM keeps at head size 64, where the tile loops wait on their
 // own latency (Nsight Compute on GPT-2 XL's shapes: 0.5-1 eligible warps
 // a scheduler): the register budget that fits them, at a few bytes of
-// spill. Larger heads keep what the compiler picks.
+// spill. Larger heads keep what the compiler picks. Sized for Hopper's
+// 228 KiB of shared memory an SM; where less fits (an A100's 164 KiB
+// holds three forward blocks), the cap costs its spill for nothing.
 template <int DP> constexpr int forwardBlocks() { return DP == 64 ? 4 : 1; }
 template <int DP> constexpr int keysBlocks() { return DP == 64 ? 3 : 1; }
 template <int DP> constexpr int queriesBlocks() { return DP == 64 ? 4 : 1; }

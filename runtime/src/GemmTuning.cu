@@ -100,14 +100,31 @@ std::string timeProducts(const plan::Plan &P, Matmuls &Products,
     Out.clear();
     return "no device memory for the largest product's operands";
   }
-  for (auto [Ptr, N] : {std::pair<void *, uint64_t>{A, MaxA}, {B, MaxB},
-                        {C, MaxC}, {Aux, MaxC}, {Bias, MaxC}})
-    fillRandom<<<1024, 256, 0, S>>>(Ptr, N, Out[0].Type);
-  cudaEvent_t Begin, End;
-  TRY_CUDA(cudaEventCreate(&Begin));
-  TRY_CUDA(cudaEventCreate(&End));
+  struct Events {
+    cudaEvent_t Begin = nullptr, End = nullptr;
+    ~Events() {
+      if (Begin)
+        cudaEventDestroy(Begin);
+      if (End)
+        cudaEventDestroy(End);
+    }
+  } Ev;
+  TRY_CUDA(cudaEventCreate(&Ev.Begin));
+  TRY_CUDA(cudaEventCreate(&Ev.End));
+  cudaEvent_t Begin = Ev.Begin, End = Ev.End;
+  bool Filled = false;
+  ElementType FilledAs = ElementType::F32;
   for (ProductTiming &Pt : Out) {
     const plan::Kernel &K = *Pt.Kernel;
+    // Operands of random values of the product's own type (a bf16 product
+    // must not read fp32 bits as its numbers).
+    if (!Filled || FilledAs != Pt.Type) {
+      for (auto [Ptr, N] : {std::pair<void *, uint64_t>{A, MaxA}, {B, MaxB},
+                            {C, MaxC}, {Aux, MaxC}, {Bias, MaxC}})
+        fillRandom<<<1024, 256, 0, S>>>(Ptr, N, Pt.Type);
+      TRY_CUDA(cudaGetLastError());
+      Filled = true, FilledAs = Pt.Type;
+    }
     // The bias and GELU's kept sum only where the epilogue has them, as
     // the compute program passes them (cuBLASLt refuses a bias pointer
     // without a bias epilogue).
@@ -140,8 +157,6 @@ std::string timeProducts(const plan::Plan &P, Matmuls &Products,
       Pt.Ms.push_back(Took / float(Reps));
     }
   }
-  cudaEventDestroy(Begin);
-  cudaEventDestroy(End);
   return "";
 }
 

@@ -19,6 +19,12 @@
 
 namespace dsrun {
 
+/// What dsrun --calibration-out times: the heuristic's first 16
+/// algorithms, 20 launches each, and it keeps a faster one only where it
+/// takes 2 % less than the first (timing noise must not pick).
+constexpr int CalibrationCandidates = 16, CalibrationReps = 20;
+constexpr double CalibrationMargin = 0.02;
+
 /// One distinct product and the milliseconds a launch took under each
 /// algorithm, in the heuristic's order (as many as it offered, up to the
 /// count asked for).

@@ -49,8 +49,8 @@ void launchUnpackUnit(void *Unit, const void *Chunks, unsigned ElementBytes,
 /// bias corrections of the step Now holds. The gradient is read as GradT
 /// (float, or 16-bit converted as it is read), zero from element RealGrad
 /// on; where Params is given, each updated weight is stored there too, as
-/// ParamT. One pass, as three would be: convert the
-/// gradient, update, convert the weights.
+/// ParamT: one pass, where three (convert the gradient, update, convert
+/// the weights) would each stream the arrays again.
 void launchAdamW(float *Master, float *M, float *V, const void *Grad,
                  ElementType GradT, uint64_t RealGrad, uint64_t N,
                  void *Params, ElementType ParamT, const AdamW &A,

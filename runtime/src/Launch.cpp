@@ -170,23 +170,18 @@ std::optional<ProcessInfo> processFromEnvironment(std::string &Error) {
     return std::nullopt;
   }
   // The processes on this node, from the first launcher variable that is
-  // set (none: dsrun guesses from the GPUs); only --host-threads' default
-  // depends on it. Slurm writes "2(x3)" for two a node on three nodes.
+  // set (none: dsrun guesses from the GPUs).
   for (const char *V : {"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
                         "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"}) {
     const char *Text = env(V);
     if (!Text)
       continue;
-    std::string Count = Text;
-    size_t Repeat = Count.find("(x");
-    if (std::string(V) == "SLURM_NTASKS_PER_NODE" && Repeat != std::string::npos &&
-        Count.back() == ')')
-      Count.erase(Repeat);
-    if (!toInt(Count.c_str(), I.LocalSize) || I.LocalSize == 0) {
-      Error = std::string(V) + " is '" + Text + "', not a count of this "
-              "node's processes (set --host-threads to choose the host "
-              "optimizer's threads yourself)";
-      return std::nullopt;
+    if (!toInt(Text, I.LocalSize) || I.LocalSize == 0) {
+      I.LocalSize = 0;
+      I.LocalSizeProblem = std::string(V) + " is '" + Text +
+                           "', not a count of this node's processes; give "
+                           "--host-threads N for the host optimizer's "
+                           "threads";
     }
     break;
   }

@@ -32,8 +32,11 @@ struct ProcessInfo {
   /// The NCCL id travels by MPI_Bcast (an MPI job, dsrun built with MPI).
   bool Mpi = false;
   /// Processes of the job on this node, where the launcher says (0: not
-  /// said).
+  /// said). Only --host-threads' default depends on it, so a launcher
+  /// variable that is not a count is kept here as a problem, an error
+  /// only where that default is needed.
   int LocalSize = 0;
+  std::string LocalSizeProblem;
 };
 
 /// Whether this build can use MPI for the rendezvous.

@@ -156,6 +156,8 @@ std::string Matmuls::run(const plan::Kernel &K, const void *A, const void *B,
   std::vector<int64_t> Key = K.Ints;
   Key.push_back(int64_t(T));
   bool PlanChoice = Candidate < 0;
+  std::vector<int64_t> ChoiceKey = Key;
+  const void *BiasGiven = Bias; // A retry with the first algorithm takes it.
   if (PlanChoice) {
     auto It = Chosen.find(Key);
     Candidate = It == Chosen.end() ? 0 : It->second;
@@ -212,8 +214,25 @@ std::string Matmuls::run(const plan::Kernel &K, const void *A, const void *B,
         P.Desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &Aux, sizeof(Aux)));
   float Alpha = float(K.Floats[0]), Beta = float(K.Floats[1]);
   // cuBLASLt's A is our B (see prepare).
-  TRY_LT(cublasLtMatmul(Handle, P.Desc, &Alpha, B, P.A, A, P.B, &Beta, C, P.C,
-                        C, P.C, &P.Algo, Workspace, WorkspaceBytes, S));
+  cublasStatus_t St =
+      cublasLtMatmul(Handle, P.Desc, &Alpha, B, P.A, A, P.B, &Beta, C, P.C, C,
+                     P.C, &P.Algo, Workspace, WorkspaceBytes, S);
+  if (St != CUBLAS_STATUS_SUCCESS && PlanChoice && Candidate > 0) {
+    // The plan's algorithm was timed on operands of its own; these (a view
+    // less aligned, say) it refuses: the first from now on.
+    fprintf(stderr,
+            "dsrun: note: cuBLASLt refused the plan's algorithm %d for '%s' "
+            "(%d); running the first\n",
+            Candidate, K.Name.c_str(), int(St));
+    destroy(P);
+    Products.erase(It);
+    Chosen.erase(ChoiceKey);
+    return run(K, A, B, BiasGiven, Aux, C, T, Workspace, WorkspaceBytes, S,
+               SeparateBiasGrad);
+  }
+  if (St != CUBLAS_STATUS_SUCCESS)
+    return "cuBLASLt failed (" + std::to_string(int(St)) +
+           ") in cublasLtMatmul";
   return "";
 }
 

@@ -6,8 +6,9 @@
 // kernel workspace: the one the plan names (hardware.gemm_algorithms,
 // which dsrun --calibration-out timed), else the heuristic's first. Never
 // picked by timing inside a run: run-to-run noise would pick another
-// algorithm, whose rounding differs, and runs must repeat bit for bit. The
-// epilogues add a
+// algorithm, whose rounding differs, and runs must repeat bit for bit.
+//
+// The epilogues add a
 // Linear's bias to the product's rows as it is stored, then apply GELU
 // (tanh form) keeping the biased sum, or multiply by GELU's gradient at a
 // kept sum (plan::GemmEpilogue).

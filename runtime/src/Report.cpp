@@ -472,14 +472,15 @@ bool Executor::reportSummary() {
     fitCollectiveRates(C.Rates);
   if (real()) {
     // The products whose fastest algorithm beats cuBLASLt's first, for
-    // the next plan to name (16 candidates, 20 launches each, 2 % margin).
+    // the next plan to name.
     std::vector<ProductTiming> Timed;
-    std::string Why = timeProducts(P, Products, 16, 20,
+    std::string Why = timeProducts(P, Products, CalibrationCandidates,
+                                   CalibrationReps,
                                    T.stream(plan::Stream::Compute), Timed);
     if (!Why.empty())
       fprintf(stderr, "dsrun: --calibration-out: the products' algorithms "
                       "were not timed: %s\n", Why.c_str());
-    C.Rates.GemmAlgorithms = fasterAlgorithms(Timed, 0.02);
+    C.Rates.GemmAlgorithms = fasterAlgorithms(Timed, CalibrationMargin);
   }
   std::string WriteError;
   if (!writeCalibration(Options.CalibrationOut, C, WriteError)) {

@@ -68,15 +68,7 @@ template <> struct MappingTraits<dsc::plan::GemmAlgorithm> {
     A.visit([&](const char *Name, auto &Field) { IO.mapRequired(Name, Field); });
   }
   static std::string validate(IO &, dsc::plan::GemmAlgorithm &A) {
-    if (A.Ints.size() != A.GemmInts)
-      return "a gemm algorithm's ints are a gemm kernel's " +
-             std::to_string(A.GemmInts) + ", not " +
-             std::to_string(A.Ints.size());
-    if (A.Candidate > A.MaxCandidate)
-      return "gemm algorithm candidate " + std::to_string(A.Candidate) +
-             " is beyond cuBLASLt's heuristic (at most " +
-             std::to_string(A.MaxCandidate) + ")";
-    return "";
+    return A.misfit();
   }
   static const bool flow = true;
 };
