@@ -1088,6 +1088,19 @@ inline unsigned gemmOutputs(GemmEpilogue E) {
              : 2;
 }
 
+/// Whether epilogue E hands cuBLASLt a bias vector (read, or written as
+/// the bias gradient), a bias gradient in particular, and GELU's
+/// pre-activation (kept, or read by the gradient).
+inline bool gemmUsesBias(GemmEpilogue E) {
+  return E != GemmEpilogue::None && E != GemmEpilogue::DGeluTanh;
+}
+inline bool gemmBiasGrad(GemmEpilogue E) {
+  return E == GemmEpilogue::BiasGradA || E == GemmEpilogue::BiasGradB;
+}
+inline bool gemmUsesPreActivation(GemmEpilogue E) {
+  return E == GemmEpilogue::BiasGeluTanh || E == GemmEpilogue::DGeluTanh;
+}
+
 /// The kernel workspace a gemm kernel's cuBLASLt algorithm may use (its
 /// split-K partial sums); the algorithm is the one cuBLASLt's heuristic
 /// picks for this size, so the choice does not depend on other kernels.

@@ -410,10 +410,8 @@ __global__ void operandSumsKernel(const void *X, ElementType T, bool OfA,
 std::string matmul(const plan::Kernel &K, const KernelOperands &Ops,
                    const KernelContext &C, cudaStream_t S) {
   auto E = plan::GemmEpilogue(K.Ints[12]);
-  bool Bias = E == plan::GemmEpilogue::Bias ||
-              E == plan::GemmEpilogue::BiasGeluTanh;
-  bool BiasGrad = E == plan::GemmEpilogue::BiasGradA ||
-                  E == plan::GemmEpilogue::BiasGradB;
+  bool BiasGrad = plan::gemmBiasGrad(E);
+  bool Bias = plan::gemmUsesBias(E) && !BiasGrad;
   // GELU's pre-activation: the forward's second output, the backward's
   // third input.
   void *Aux = E == plan::GemmEpilogue::BiasGeluTanh ? Ops.Out[1]

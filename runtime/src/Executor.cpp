@@ -546,12 +546,8 @@ int Executor::run() {
     return 1;
   initializeWeights();
   restoreCheckpoint();
-  for (const plan::Instruction &In : P.Program)
-    if (In.Kind == plan::InstrKind::OptimizerStep &&
-        In.On == plan::Stream::Host) {
-      HostTriadBytesPerSec = hostTriadBytesPerSec(Options.HostThreads);
-      break;
-    }
+  if (P.Settings.OptimizerOffload != plan::OffloadDevice::None)
+    HostTriadBytesPerSec = hostTriadBytesPerSec(Options.HostThreads);
   // Training runs its lean steps in the same loop: each takes its tokens
   // and reports its loss. A resumed run goes on after the checkpoint's
   // step; its first steps are the timed ones.

@@ -414,7 +414,9 @@ private:
   /// With the optimizer on the host: the host's triad bandwidth on the
   /// optimizer's threads, measured before the first step (0: not).
   double HostTriadBytesPerSec = 0;
-  /// The host optimizer's rate beside it (rank's summary line).
+  /// The host optimizer's rate over the steady steps (0: none ran) and,
+  /// in the rank's summary, beside the triad.
+  double hostAdamElemsPerSec() const;
   void reportHostOptimizer();
   /// One micro step's inputs and targets, in bytes; the sequence length.
   uint64_t MicroInputBytes = 0, Seq = 0;

@@ -129,14 +129,8 @@ std::string timeProducts(const plan::Plan &P, Matmuls &Products,
     // the compute program passes them (cuBLASLt refuses a bias pointer
     // without a bias epilogue).
     auto Epilogue = plan::GemmEpilogue(K.Ints[12]);
-    void *BiasOrNot = Epilogue == plan::GemmEpilogue::None ||
-                              Epilogue == plan::GemmEpilogue::DGeluTanh
-                          ? nullptr
-                          : Bias;
-    void *AuxOrNot = Epilogue == plan::GemmEpilogue::BiasGeluTanh ||
-                             Epilogue == plan::GemmEpilogue::DGeluTanh
-                         ? Aux
-                         : nullptr;
+    void *BiasOrNot = plan::gemmUsesBias(Epilogue) ? Bias : nullptr;
+    void *AuxOrNot = plan::gemmUsesPreActivation(Epilogue) ? Aux : nullptr;
     for (int Candidate = 0; Candidate < Candidates; ++Candidate) {
       bool Separate = false;
       auto Launch = [&] {

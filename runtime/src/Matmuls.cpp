@@ -98,15 +98,13 @@ std::string Matmuls::prepare(const plan::Kernel &K, ElementType T,
     TRY_LT(cublasLtMatmulDescSetAttribute(
         P.Desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &E, sizeof(E)));
   }
-  if (Epilogue != plan::GemmEpilogue::None &&
-      Epilogue != plan::GemmEpilogue::DGeluTanh) {
+  if (plan::gemmUsesBias(Epilogue)) {
     int32_t BiasType = int32_t(D);
     TRY_LT(cublasLtMatmulDescSetAttribute(
         P.Desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &BiasType,
         sizeof(BiasType)));
   }
-  if (Epilogue == plan::GemmEpilogue::BiasGeluTanh ||
-      Epilogue == plan::GemmEpilogue::DGeluTanh) {
+  if (plan::gemmUsesPreActivation(Epilogue)) {
     int64_t AuxLd = I[8];
     int32_t AuxType = int32_t(D);
     TRY_LT(cublasLtMatmulDescSetAttribute(
@@ -166,9 +164,11 @@ std::string Matmuls::run(const plan::Kernel &K, const void *A, const void *B,
   Key.push_back(PlanChoice ? -1 : Candidate);
   auto [It, New] = Products.try_emplace(Key);
   Product &P = It->second;
-  if (New && PlanChoice && Candidate > 0)
-    if (std::string E = prepare(K, T, WorkspaceBytes, Candidate, P);
-        !E.empty()) {
+  if (New && PlanChoice && Candidate > 0) {
+    std::string E = prepare(K, T, WorkspaceBytes, Candidate, P);
+    if (E.empty()) {
+      New = false; // Prepared.
+    } else {
       destroy(P);
       P = Product();
       fprintf(stderr,
@@ -177,17 +177,14 @@ std::string Matmuls::run(const plan::Kernel &K, const void *A, const void *B,
               "first (plan again with a calibration from this machine)\n",
               K.Name.c_str(), Candidate, E.c_str());
       Candidate = 0;
-    } else {
-      New = false; // Prepared.
     }
+  }
   if (New)
     if (std::string E = prepare(K, T, WorkspaceBytes, Candidate, P);
         !E.empty()) {
       destroy(P);
       P = Product();
-      auto Epilogue = plan::GemmEpilogue(K.Ints[12]);
-      bool BiasGrad = Epilogue == plan::GemmEpilogue::BiasGradA ||
-                      Epilogue == plan::GemmEpilogue::BiasGradB;
+      bool BiasGrad = plan::gemmBiasGrad(plan::GemmEpilogue(K.Ints[12]));
       plan::Kernel Plain = K;
       Plain.Ints[12] = int64_t(plan::GemmEpilogue::None);
       std::string Again =

@@ -350,19 +350,23 @@ void Executor::reportLean(const std::vector<float> &Ms, uint64_t GraphBytes) {
   }
 }
 
-void Executor::reportHostOptimizer() {
+double Executor::hostAdamElemsPerSec() const {
   double Elems = 0, Ms = 0;
   for (size_t I = firstSteadyStep(); I < Timings.size(); ++I) {
     Elems += Timings[I].HostAdamElems;
     Ms += Timings[I].HostAdamMs;
   }
-  if (!HostTriadBytesPerSec || Elems <= 0 || Ms <= 0)
+  return Ms > 0 ? Elems / Ms * 1e3 : 0;
+}
+
+void Executor::reportHostOptimizer() {
+  double ElemsPerSec = hostAdamElemsPerSec();
+  if (!HostTriadBytesPerSec || ElemsPerSec <= 0)
     return;
   // DeepSpeedCPUAdam's traffic per element: the gradient (fp32 at stages
   // 1-2, as accumulated at stage 3) read, master weight and both moments
   // read and written; counted like the triad, as the memory moves it.
   unsigned GradBytes = Stage < 3 ? 4 : elementBytes(GradAccumType);
-  double ElemsPerSec = Elems / Ms * 1e3;
   double BytesPerSec = ElemsPerSec * (GradBytes + 24);
   char Line[300];
   snprintf(Line, sizeof(Line),
@@ -443,13 +447,10 @@ bool Executor::reportSummary() {
   C.NcclBytes = Nccl;
   // Rates of the steady steps; the planner has one pinned-copy figure
   // for both directions.
-  double AdamElems = 0, AdamMs = 0, ConvertElems = 0, ConvertMs = 0,
-         CopyBytes = 0, CopyMs = 0, ReadBytes = 0, ReadMs = 0, WriteBytes = 0,
-         WriteMs = 0;
+  double ConvertElems = 0, ConvertMs = 0, CopyBytes = 0, CopyMs = 0,
+         ReadBytes = 0, ReadMs = 0, WriteBytes = 0, WriteMs = 0;
   for (size_t I = firstSteadyStep(); I < Timings.size(); ++I) {
     const StepTiming &T = Timings[I];
-    AdamElems += T.HostAdamElems;
-    AdamMs += T.HostAdamMs;
     ConvertElems += T.ConvertElems;
     ConvertMs += T.ConvertMs;
     CopyBytes += T.CopyInBytes + T.CopyOutBytes;
@@ -462,7 +463,7 @@ bool Executor::reportSummary() {
   auto PerSecond = [](double Amount, double Ms) {
     return Ms > 0 ? uint64_t(Amount / Ms * 1e3) : 0;
   };
-  C.Rates.HostAdamElemsPerSec = PerSecond(AdamElems, AdamMs);
+  C.Rates.HostAdamElemsPerSec = uint64_t(hostAdamElemsPerSec());
   C.Rates.HostConvertElemsPerSec = PerSecond(ConvertElems, ConvertMs);
   C.Rates.PinnedCopyBytesPerSec = PerSecond(CopyBytes, CopyMs);
   C.Rates.NVMeReadBytesPerSec = PerSecond(ReadBytes, ReadMs);
