@@ -51,7 +51,7 @@ int main(int Argc, char **Argv) {
   bool Unreadable;
   std::optional<plan::Plan> P = loadPlanFile(Path, Error, Unreadable);
   if (!P) {
-    fprintf(stderr, "%s\n", Error.c_str());
+    fprintf(stderr, "dsrun-gemm-bench: %s\n", Error.c_str());
     return 1;
   }
   Matmuls Products;
