@@ -21,6 +21,12 @@ namespace dsc::plan {
 /// and host addresses in multiples of this.
 constexpr uint64_t SwapAlignment = 4096;
 
+/// Offloaded gradients reach the host through this many pinned staging
+/// slots, taken in turn: a bucket's copy fills one while the host converts
+/// the one before out of the other. Each slot starts on an aligned offset.
+constexpr unsigned GradStagingSlots = 2;
+constexpr uint64_t GradStagingAlignment = 256;
+
 /// Bytes a stage-3 fetch unit takes in an NVMe parameter buffer and in the
 /// swap file: each tensor's shard starts on an aligned offset.
 inline uint64_t swapUnitBytes(const Plan &P, uint32_t Unit) {

@@ -30,7 +30,7 @@ namespace dsc::plan {
 constexpr char FileMagic[8] = {'D', 'S', 'C', 'P', 'L', 'A', 'N', '\0'};
 /// Bumped whenever an existing section's encoding or meaning changes; new
 /// sections do not need a bump (old readers skip them).
-constexpr uint32_t FormatVersion = 10;
+constexpr uint32_t FormatVersion = 11;
 constexpr uint32_t NoIndex = std::numeric_limits<uint32_t>::max();
 /// Ranks of different layouts beyond this many are merged (see RankClass).
 constexpr uint32_t MaxRankClasses = 8;
@@ -102,9 +102,12 @@ constexpr uint32_t MaxRankClasses = 8;
   X(ParamStagingHost, "offload_param_staging_host")                            \
   X(NVMeOptimizerBuffers, "nvme_optimizer_buffers")                            \
   X(NVMeParamBuffers, "nvme_param_buffers") X(SaveStaging, "save_staging")
+/// A host conversion is no copy: offloaded gradients that reached a pinned
+/// staging slot are converted (and accumulated) into their host partition.
 #define DSC_PLAN_TRANSFERKIND(X)                                               \
   X(HostToDevice, "host-to-device") X(DeviceToHost, "device-to-host")          \
-  X(NVMeRead, "nvme-read") X(NVMeWrite, "nvme-write")
+  X(NVMeRead, "nvme-read") X(NVMeWrite, "nvme-write")                          \
+  X(HostConvert, "host-convert")
 /// When a transfer happens, relative to what it serves (Transfer::Owner
 /// indexes the table named here): AfterReduce: bucket (reduced gradients
 /// out); BeforeStep: sub-group (optimizer state in); AfterStep: sub-group
@@ -862,16 +865,16 @@ struct PartitionViews {
 
 /// The runtime's own places: its scratch on the device and the host
 /// (ScratchLayout), the step's token ids and targets on their way in, the
-/// kernels' workspace, the pinned host staging of offloaded gradients
-/// and parameters, the device buffer a stage-3 tensor is gathered into to
+/// kernels' workspace, the pinned host staging of offloaded gradients (its
+/// slots, taken in turn) and parameters, the device buffer a stage-3 tensor is gathered into to
 /// be saved (between steps), the NVMe swap buffers of a sub-group's
 /// optimizer state (master, first and second moment) and the NVMe
 /// parameter buffers.
 struct RuntimeViews {
   uint32_t Scratch = NoIndex, HostScratch = NoIndex, Inputs = NoIndex,
-           KernelWorkspace = NoIndex, GradStaging = NoIndex,
-           ParamStaging = NoIndex, SaveStaging = NoIndex;
-  std::vector<uint32_t> NVMeState, NVMeParams;
+           KernelWorkspace = NoIndex, ParamStaging = NoIndex,
+           SaveStaging = NoIndex;
+  std::vector<uint32_t> GradStaging, NVMeState, NVMeParams;
   template <class V> void visit(V &&F) {
     F("scratch", Scratch);
     F("host_scratch", HostScratch);
@@ -888,7 +891,8 @@ struct RuntimeViews {
 /// Where everything the runtime touches sits, as views: per tensor, fetch
 /// unit, bucket, sub-group and compute value, what a rank owns, the
 /// runtime's own buffers, and per instruction the buffer slot an NVMe
-/// parameter read and its copy to the device go through.
+/// parameter read and its copy to the device go through, or an offloaded
+/// gradient's copy to the host and its conversion there.
 struct Placement {
   std::vector<TensorViews> Tensors;
   std::vector<UnitViews> Units;

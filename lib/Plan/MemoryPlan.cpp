@@ -135,7 +135,10 @@ struct ProgramIndex {
         const plan::Transfer &T = P.Transfers[In.Arg];
         if (T.Point == plan::TransferPoint::BeforeGather)
           CopiedIn[T.Owner] = std::min(CopiedIn[T.Owner], I);
-        if (T.Point == plan::TransferPoint::AfterReduce) {
+        // The host conversion after a gradient's copy reads the staging,
+        // not the bucket.
+        if (T.Point == plan::TransferPoint::AfterReduce &&
+            T.Kind != plan::TransferKind::HostConvert) {
           LastBucketRead = std::max(LastBucketRead, I);
           const plan::Bucket &B = P.Buckets[T.Owner];
           if (B.InPlace || !P.Settings.ContiguousGradients)
@@ -604,9 +607,10 @@ void MemoryPlanner::offloadStaging() {
         LargestParam * PB, whole());
   if (Offloaded) {
     // Pinned host staging: a rank's part of a bucket's reduced gradients on
-    // their way to the host's fp32 partition (DeepSpeed's host buffer holds
-    // the largest parameter), and a sub-group's updated 16-bit parameters
-    // on their way back.
+    // their way to the host's fp32 partition, in two slots so that one
+    // bucket's copy runs while the host converts the one before (DeepSpeed's
+    // host buffer holds the largest parameter), and a sub-group's updated
+    // 16-bit parameters on their way back.
     uint64_t Piece = S.ZeroStage < 3 ? LargestParam * PB : 0;
     for (const plan::Bucket &B : P.Buckets) {
       if (S.ZeroStage < 3) {
@@ -620,7 +624,9 @@ void MemoryPlanner::offloadStaging() {
                                                        : S.CommDType));
     }
     add(BufferRole::GradStagingHost, Category::OffloadStaging,
-        MemorySpace::Host, Piece, whole(), S.OptimizerOffloadPinned);
+        MemorySpace::Host,
+        plan::GradStagingSlots * roundUp(Piece, plan::GradStagingAlignment),
+        whole(), S.OptimizerOffloadPinned);
   }
   if (Offloaded || S.ParamOffload == plan::OffloadDevice::NVMe) {
     uint64_t Group = 0;

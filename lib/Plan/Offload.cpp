@@ -35,8 +35,8 @@ public:
 
 private:
   /// A transfer; ConvertedElems are converted between 16-bit and fp32 on
-  /// the host beside it (an offloaded gradient after its copy, an updated
-  /// parameter before its copy).
+  /// the host beside it (an updated parameter before its copy), or by it
+  /// (a host conversion, which copies nothing).
   void add(plan::TransferKind Kind, plan::Category What,
            plan::TransferPoint Point, uint32_t Owner, uint64_t Bytes,
            bool Pinned, uint64_t ConvertedElems = 0) {
@@ -52,8 +52,10 @@ private:
     default:
       Rate = Pinned ? H.PinnedCopyBytesPerSec : H.PageableCopyBytesPerSec;
     }
-    uint64_t Nanos = transferNanos(Bytes, Rate) +
-                     transferNanos(ConvertedElems, H.HostConvertElemsPerSec);
+    uint64_t Nanos =
+        (Kind == plan::TransferKind::HostConvert ? 0
+                                                 : transferNanos(Bytes, Rate)) +
+        transferNanos(ConvertedElems, H.HostConvertElemsPerSec);
     P.Transfers.push_back({Kind, What, Point, Owner, Bytes, Pinned, Nanos});
   }
 
@@ -64,9 +66,16 @@ private:
         Share += S.ZeroStage == 3 ? P.Tensors[Seg.Tensor].ShardElems
                                   : divideRoundingUp(Seg.End - Seg.Begin,
                                                      S.WorldSize);
+      // The copy into a staging slot, then the host's conversion out of it
+      // into the partition, on the host stream: the next bucket's copy
+      // runs meanwhile.
+      uint64_t Bytes =
+          bytesOf(Share, S.ZeroStage == 3 ? S.GradAccumDType : S.ParamDType);
       add(plan::TransferKind::DeviceToHost, plan::Category::Grads,
-          plan::TransferPoint::AfterReduce, B,
-          bytesOf(Share, S.ZeroStage == 3 ? S.GradAccumDType : S.ParamDType),
+          plan::TransferPoint::AfterReduce, B, Bytes,
+          S.OptimizerOffloadPinned);
+      add(plan::TransferKind::HostConvert, plan::Category::Grads,
+          plan::TransferPoint::AfterReduce, B, Bytes,
           S.OptimizerOffloadPinned, Share);
     }
   }

@@ -362,7 +362,11 @@ void Placer::runtime() {
       view(buffer(BufferRole::HostScratch), 0, L.HostFloats, DType::F32);
   R.Inputs = Whole(BufferRole::InputStaging, DType::U8);
   R.KernelWorkspace = Whole(BufferRole::KernelWorkspace, DType::U8);
-  R.GradStaging = Whole(BufferRole::GradStagingHost, DType::U8);
+  if (uint32_t B = buffer(BufferRole::GradStagingHost); B != NoIndex) {
+    uint64_t Slot = P.Buffers[B].Bytes[0] / plan::GradStagingSlots;
+    for (unsigned K = 0; K < plan::GradStagingSlots; ++K)
+      R.GradStaging.push_back(view(B, K * Slot, Slot, DType::U8));
+  }
   R.SaveStaging = Whole(BufferRole::SaveStaging, ParamType);
   uint64_t Group = 0;
   for (const plan::SubGroup &G : P.Layout.SubGroups)
@@ -387,24 +391,30 @@ void Placer::runtime() {
 
 void Placer::instructionSlots() {
   // A unit read from NVMe lands in the next of the parameter buffers in
-  // turn, and its copy to the device reads the buffer its read filled
+  // turn, and its copy to the device reads the buffer its read filled; an
+  // offloaded bucket's gradients are copied into the next gradient staging
+  // slot in turn, and its host conversion reads the slot its copy filled
   // (the schedule's waits assume the same turns).
   P.Places.InstructionSlots.assign(P.Program.size(), NoIndex);
-  const std::vector<uint32_t> &Slots = P.Places.Runtime.NVMeParams;
-  if (Slots.empty())
-    return;
-  uint32_t Reads = 0;
+  const std::vector<uint32_t> &Params = P.Places.Runtime.NVMeParams;
+  const std::vector<uint32_t> &Grads = P.Places.Runtime.GradStaging;
+  uint32_t Reads = 0, Copies = 0, GradSlot = NoIndex;
   std::vector<uint32_t> SlotOfUnit(P.FetchUnits.size(), NoIndex);
   for (uint32_t I = 0; I < P.Program.size(); ++I) {
     const plan::Instruction &In = P.Program[I];
     if (In.Kind != plan::InstrKind::Transfer)
       continue;
     const plan::Transfer &X = P.Transfers[In.Arg];
-    if (X.Point != plan::TransferPoint::BeforeGather)
-      continue;
-    if (X.Kind == plan::TransferKind::NVMeRead)
-      SlotOfUnit[X.Owner] = Slots[Reads++ % Slots.size()];
-    P.Places.InstructionSlots[I] = SlotOfUnit[X.Owner];
+    if (X.Point == plan::TransferPoint::BeforeGather && !Params.empty()) {
+      if (X.Kind == plan::TransferKind::NVMeRead)
+        SlotOfUnit[X.Owner] = Params[Reads++ % Params.size()];
+      P.Places.InstructionSlots[I] = SlotOfUnit[X.Owner];
+    }
+    if (X.Point == plan::TransferPoint::AfterReduce && !Grads.empty()) {
+      if (X.Kind == plan::TransferKind::DeviceToHost)
+        GradSlot = Grads[Copies++ % Grads.size()];
+      P.Places.InstructionSlots[I] = GradSlot;
+    }
   }
 }
 

@@ -117,8 +117,9 @@ private:
   std::vector<uint32_t> LastUseOfSlot;
   uint32_t PendingInPlace = plan::NoIndex;
   std::vector<uint32_t> AllReduces, AllGradTransfers;
-  /// The copy out of each NVMe parameter buffer use, in program order.
-  std::vector<uint32_t> ParamBufferCopies;
+  /// The copy out of each NVMe parameter buffer use, and the host
+  /// conversion out of each gradient staging slot use, in program order.
+  std::vector<uint32_t> ParamBufferCopies, GradStagingConverts;
   /// Turn positions at which each unit is used, for reuse distances.
   std::vector<uint64_t> ElemsBefore;
   std::vector<std::vector<size_t>> UsesOfUnit;
@@ -204,7 +205,17 @@ void Scheduler::transfersAt(plan::TransferPoint Point, uint32_t Owner,
       if (S.AioBufferCount && Reads >= S.AioBufferCount)
         Waits.push_back(ParamBufferCopies[Reads - S.AioBufferCount]);
     }
+    // An offloaded bucket's gradients go to the next staging slot in turn:
+    // the copy waits until the host has converted that slot's previous
+    // contents.
+    size_t Converts = GradStagingConverts.size();
+    if (Point == plan::TransferPoint::AfterReduce &&
+        X.Kind == plan::TransferKind::DeviceToHost &&
+        Converts >= plan::GradStagingSlots)
+      Waits.push_back(GradStagingConverts[Converts - plan::GradStagingSlots]);
     uint32_t I = emit(InstrKind::Transfer, On, Micro, T, Waits, X.Nanos);
+    if (X.Kind == plan::TransferKind::HostConvert)
+      GradStagingConverts.push_back(I);
     if (ParamRead && X.Kind == plan::TransferKind::HostToDevice) {
       ParamBufferCopies.push_back(I);
       ParamRead = false;
@@ -314,8 +325,11 @@ void Scheduler::reduce(uint32_t B, uint32_t After, uint32_t Micro) {
   AllGradTransfers.insert(AllGradTransfers.end(), Copies.begin(),
                           Copies.end());
   // The bucket's buffer is free again once the reduction and the copies
-  // out of it have read it.
-  uint32_t LastReader = Copies.empty() ? ReduceInstr[B] : Copies.back();
+  // out of it have read it (not the host conversions after them).
+  uint32_t LastReader = ReduceInstr[B];
+  for (uint32_t I : Copies)
+    if (P.Transfers[P.Program[I].Arg].Kind != plan::TransferKind::HostConvert)
+      LastReader = I;
   if (P.Buckets[B].BufferIndex != plan::NoIndex)
     LastUseOfSlot[P.Buckets[B].BufferIndex] = LastReader;
   // An in-place reduction reads the gradient where autograd left it: the

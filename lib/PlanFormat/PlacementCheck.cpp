@@ -201,9 +201,10 @@ std::string checkPlacementViews(const Plan &P) {
     R.check(V, Owned, "the partition");
   const RuntimeViews &RT = X.Runtime;
   for (uint32_t V : {RT.Scratch, RT.HostScratch, RT.Inputs,
-                     RT.KernelWorkspace, RT.GradStaging, RT.ParamStaging,
-                     RT.SaveStaging})
+                     RT.KernelWorkspace, RT.ParamStaging, RT.SaveStaging})
     R.check(V, Any, "the runtime's buffers");
+  for (uint32_t V : RT.GradStaging)
+    R.check(V, Any, "the gradient staging slots");
   for (uint32_t V : RT.NVMeState)
     R.check(V, Any, "the NVMe state buffers");
   for (uint32_t V : RT.NVMeParams)

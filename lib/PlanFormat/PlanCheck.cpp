@@ -539,6 +539,10 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
     }
     if (X.Owner >= Limit)
       return Bad("the owner of transfer", I);
+    // Only offloaded gradients are converted on the host apart from a copy.
+    if (X.Kind == TransferKind::HostConvert &&
+        X.Point != TransferPoint::AfterReduce)
+      return Bad("the point of host conversion", I);
   }
 
   std::vector<bool> Gathered(NU, false);

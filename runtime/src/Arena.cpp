@@ -98,7 +98,11 @@ std::string checkTransfers(const plan::Plan &P) {
     bool Fits = true;
     switch (X.Point) {
     case plan::TransferPoint::AfterReduce:
-      Fits = Offloaded && X.Kind == plan::TransferKind::DeviceToHost;
+      Fits = Offloaded && (X.Kind == plan::TransferKind::DeviceToHost ||
+                           X.Kind == plan::TransferKind::HostConvert);
+      if (Fits && P.Places.InstructionSlots[I] == plan::NoIndex)
+        return Where + "an offloaded gradient copy or conversion names no "
+                       "staging slot";
       break;
     case plan::TransferPoint::BeforeStep:
       Fits = S.OptimizerOffload == plan::OffloadDevice::NVMe &&
@@ -168,7 +172,7 @@ std::string checkRunnable(const plan::Plan &P) {
   if (S.ZeroStage > 0 && S.ZeroStage < 3 && O.GradsFP32 == None)
     return "the plan places no fp32 gradients for the partition";
   if (Offloaded &&
-      (X.Runtime.GradStaging == None || X.Runtime.ParamStaging == None))
+      (X.Runtime.GradStaging.empty() || X.Runtime.ParamStaging == None))
     return "the plan places no pinned staging for offloaded gradients and "
            "parameters";
   if (S.ParamOffload == plan::OffloadDevice::NVMe) {

@@ -1,8 +1,9 @@
 //===- Transfers.cpp - Copies between device, host and NVMe ---------------===//
 //
-// Offloaded gradients leave through the plan's pinned staging buffer and
-// are converted to the host's fp32 on host threads; updated parameters
-// come back the same way; stage-3 units come from host shards or from the
+// Offloaded gradients leave through the plan's pinned staging slots, in
+// turn, and are converted to the host's fp32 on host threads by the host
+// conversion after each copy; updated parameters come back through their
+// own staging; stage-3 units come from host shards or from the
 // NVMe buffer their read filled (Swap.cpp), in one batch of copies.
 //
 //===----------------------------------------------------------------------===//
@@ -81,34 +82,45 @@ void Executor::transfer(const Instr &C) {
   const plan::PartitionViews &O = Places.Owned;
   unsigned PB = elementBytes(ParamType);
   uint32_t Rank = Process.Rank, I = C.Index, Micro = C.In.Micro;
-  char *GradStaging = A.at(Places.Runtime.GradStaging);
   char *ParamStaging = A.at(Places.Runtime.ParamStaging);
   switch (X.Point) {
   case plan::TransferPoint::AfterReduce: {
+    // The copy fills this instruction's staging slot; the host conversion
+    // after it (on the host stream) empties the slot its copy filled.
+    char *Slot = A.at(Places.InstructionSlots[I]);
     const plan::Bucket &Bucket = P.Buckets[X.Owner];
     const plan::BucketViews &BV = Places.Buckets[X.Owner];
+    bool ToHost = X.Kind == plan::TransferKind::DeviceToHost;
     if (Stage < 3) {
       // This rank's piece of the reduced bucket, into its fp32 partition
       // on the host. Stage 1 reduces once, the sum of every micro step;
       // stage 2 every micro step, accumulated here.
+      std::vector<CopyPiece> Pieces;
+      uint64_t At = 0;
       for (const plan::BucketPiece &Piece : BV.Pieces) {
         if (Piece.Root != Rank)
           continue;
-        uint64_t N = A.elems(Piece.View);
-        T.measureBegin(C);
-        copy(C, GradStaging, A.at(Piece.View), N * PB, cudaMemcpyDeviceToHost);
-        T.measureEnd(C);
-        bool Accumulate = Stage == 2 && Micro > 0;
-        char *To = A.at(O.GradsFP32, Piece.PartitionOffset);
-        ElementType From = ParamType;
-        T.onHost(
-            C,
-            [=] {
-              timedConvert(I, To, ElementType::F32, GradStaging, From, N,
-                           Accumulate);
-            },
-            /*Second=*/true);
+        uint64_t Bytes = A.elems(Piece.View) * PB;
+        Pieces.push_back({Slot + At, A.at(Piece.View), Bytes});
+        if (!ToHost) // Convert from the slot into the partition.
+          Pieces.back() = {A.at(O.GradsFP32, Piece.PartitionOffset),
+                           Slot + At, Bytes};
+        At += Bytes;
       }
+      if (ToHost) {
+        T.measureBegin(C);
+        for (const CopyPiece &Piece : Pieces)
+          copy(C, Piece.Dst, Piece.Src, Piece.Bytes, cudaMemcpyDeviceToHost);
+        T.measureEnd(C);
+        return;
+      }
+      bool Accumulate = Stage == 2 && Micro > 0;
+      ElementType From = ParamType;
+      T.onHost(C, [=] {
+        for (const CopyPiece &Piece : Pieces)
+          timedConvert(I, Piece.Dst, ElementType::F32, Piece.Src, From,
+                       Piece.Bytes / PB, Accumulate);
+      });
       return;
     }
     // Stage 3: this rank's chunk, each shard into its place in the host's
@@ -116,22 +128,21 @@ void Executor::transfer(const Instr &C) {
     uint32_t Chunk = BV.Chunk;
     ElementType SourceType = ElementType(A.view(Chunk).Type);
     unsigned SB = elementBytes(SourceType);
-    T.measureBegin(C);
-    copy(C, GradStaging, A.at(Chunk), A.elems(Chunk) * SB,
-         cudaMemcpyDeviceToHost);
-    T.measureEnd(C);
-    T.onHost(
-        C,
-        [=, &Bucket] {
-          for (const plan::Segment &Seg : Bucket.Segments) {
-            const plan::TensorViews &V = P.Places.Tensors[Seg.Tensor];
-            uint64_t From = A.offset(V.Grad) - A.offset(Chunk);
-            timedConvert(I, A.at(O.Grads, V.PartitionOffset), GradAccumType,
-                         GradStaging + From, SourceType,
-                         P.Tensors[Seg.Tensor].ShardElems, Micro > 0);
-          }
-        },
-        /*Second=*/true);
+    if (ToHost) {
+      T.measureBegin(C);
+      copy(C, Slot, A.at(Chunk), A.elems(Chunk) * SB, cudaMemcpyDeviceToHost);
+      T.measureEnd(C);
+      return;
+    }
+    T.onHost(C, [=, &Bucket] {
+      for (const plan::Segment &Seg : Bucket.Segments) {
+        const plan::TensorViews &V = P.Places.Tensors[Seg.Tensor];
+        uint64_t From = A.offset(V.Grad) - A.offset(Chunk);
+        timedConvert(I, A.at(O.Grads, V.PartitionOffset), GradAccumType,
+                     Slot + From, SourceType, P.Tensors[Seg.Tensor].ShardElems,
+                     Micro > 0);
+      }
+    });
     return;
   }
   case plan::TransferPoint::AfterStep: {

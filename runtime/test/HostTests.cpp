@@ -630,27 +630,60 @@ static void viewChecks(const char *Path, const plan::Plan &P) {
       }
     }
   }
-  // Offload staging: in the host arena, pinned, and each copy fits it.
+  // Offload staging: in the host arena, pinned, the gradient slots apart,
+  // and each copy fits a slot.
   if (S.OptimizerOffload != plan::OffloadDevice::None) {
-    uint32_t Grad = X.Runtime.GradStaging, Param = X.Runtime.ParamStaging;
-    EXPECT(Grad != plan::NoIndex && Param != plan::NoIndex);
-    if (Grad == plan::NoIndex || Param == plan::NoIndex)
+    const std::vector<uint32_t> &Slots = X.Runtime.GradStaging;
+    uint32_t Param = X.Runtime.ParamStaging;
+    EXPECT(Slots.size() == plan::GradStagingSlots && Param != plan::NoIndex);
+    if (Slots.size() != plan::GradStagingSlots || Param == plan::NoIndex)
       return;
-    for (uint32_t V : {Grad, Param}) {
+    for (uint32_t V : {Slots[0], Slots[1], Param}) {
       const plan::Buffer &B = P.Buffers[P.Views[V].Buffer];
       EXPECT(B.Space == plan::MemorySpace::Host && B.Pinned);
     }
-    uint64_t GradBytes = P.Views[Grad].Elems;
+    uint64_t GradBytes = P.Views[Slots[0]].Elems;
+    EXPECT(P.Views[Slots[1]].Offset >= P.Views[Slots[0]].Offset + GradBytes);
     for (const plan::BucketViews &BV : X.Buckets) {
+      uint64_t Own = 0;
       for (const plan::BucketPiece &Piece : BV.Pieces)
-        EXPECT(P.Views[Piece.View].Elems *
-                   plan::dtypeBytes(P.Views[Piece.View].Type) <=
-               GradBytes);
+        Own = std::max<uint64_t>(
+            Own, P.Views[Piece.View].Elems *
+                     plan::dtypeBytes(P.Views[Piece.View].Type));
       if (BV.Chunk != plan::NoIndex)
-        EXPECT(P.Views[BV.Chunk].Elems *
-                   plan::dtypeBytes(P.Views[BV.Chunk].Type) <=
-               GradBytes);
+        Own = P.Views[BV.Chunk].Elems *
+              plan::dtypeBytes(P.Views[BV.Chunk].Type);
+      EXPECT(Own <= GradBytes);
     }
+    // Each bucket's copy takes the next slot, its conversion reads the
+    // same slot, and a copy waits for the conversion that last read its
+    // slot.
+    std::vector<uint32_t> Converts;
+    uint32_t Copied = plan::NoIndex;
+    auto WaitsOn = [](const plan::Instruction &In, uint32_t W) {
+      return std::find(In.Waits.begin(), In.Waits.end(), W) != In.Waits.end();
+    };
+    for (uint32_t I = 0; I < P.Program.size(); ++I) {
+      const plan::Instruction &In = P.Program[I];
+      if (In.Kind != plan::InstrKind::Transfer ||
+          P.Transfers[In.Arg].Point != plan::TransferPoint::AfterReduce)
+        continue;
+      uint32_t Slot = X.InstructionSlots[I];
+      if (P.Transfers[In.Arg].Kind == plan::TransferKind::DeviceToHost) {
+        size_t Turn = Converts.size();
+        EXPECT(Slot == Slots[Turn % Slots.size()]);
+        if (Turn >= Slots.size())
+          EXPECT(WaitsOn(In, Converts[Turn - Slots.size()]));
+        Copied = I;
+        continue;
+      }
+      EXPECT(P.Transfers[In.Arg].Kind == plan::TransferKind::HostConvert &&
+             In.On == plan::Stream::Host && Copied != plan::NoIndex &&
+             Slot == X.InstructionSlots[Copied] &&
+             WaitsOn(In, Copied));
+      Converts.push_back(I);
+    }
+    EXPECT(!Converts.empty());
     for (const plan::SubGroup &G : P.Layout.SubGroups)
       EXPECT(G.Elems <= P.Views[Param].Elems);
   }

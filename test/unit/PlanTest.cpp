@@ -16,6 +16,7 @@
 #include "dsc/PlanCodec.h"
 #include "dsc/PlanFacts.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Error.h"
 #include "gtest/gtest.h"
 
@@ -367,19 +368,49 @@ TEST(PlanSchedule, OffloadTimesCountTheHostConversions) {
     P.Settings.Machine.HostConvertElemsPerSec = 1000000000;
     P.Settings.Machine.HostAdamElemsPerSec = 500000000;
     runPasses(P);
-    unsigned GradsOut = 0;
+    unsigned GradsOut = 0, Conversions = 0;
     for (const plan::Transfer &X : P.Transfers) {
-      // bf16 both ways: a gradient to the host is converted to fp32 after
-      // its copy, an updated parameter to bf16 before its copy.
-      bool Converted = (X.Point == plan::TransferPoint::AfterReduce &&
-                        X.Kind == plan::TransferKind::DeviceToHost) ||
-                       (X.Point == plan::TransferPoint::AfterStep &&
-                        X.Kind == plan::TransferKind::HostToDevice);
-      EXPECT_EQ(X.Nanos, X.Bytes + (Converted ? X.Bytes / 2 : 0))
+      // bf16 both ways: a gradient to the host is converted to fp32 by the
+      // host conversion after its copy (which copies nothing), an updated
+      // parameter to bf16 before its copy.
+      bool Convert = X.Kind == plan::TransferKind::HostConvert;
+      bool Converted = X.Point == plan::TransferPoint::AfterStep &&
+                       X.Kind == plan::TransferKind::HostToDevice;
+      EXPECT_EQ(X.Nanos, Convert     ? X.Bytes / 2
+                         : Converted ? X.Bytes + X.Bytes / 2
+                                     : X.Bytes)
           << "stage " << Stage << ", " << plan::enumName(X.Point);
-      GradsOut += X.Point == plan::TransferPoint::AfterReduce;
+      GradsOut += X.Point == plan::TransferPoint::AfterReduce &&
+                  X.Kind == plan::TransferKind::DeviceToHost;
+      Conversions += Convert;
     }
     EXPECT_GT(GradsOut, 0u);
+    EXPECT_EQ(Conversions, GradsOut);
+    // Each conversion runs on the host stream after its own copy, and a
+    // copy into a staging slot waits for the conversion that emptied it
+    // last, GradStagingSlots copies back.
+    std::vector<uint32_t> Copies, Converts;
+    for (uint32_t I = 0; I < P.Program.size(); ++I) {
+      const plan::Instruction &In = P.Program[I];
+      if (In.Kind != plan::InstrKind::Transfer ||
+          P.Transfers[In.Arg].Point != plan::TransferPoint::AfterReduce)
+        continue;
+      if (P.Transfers[In.Arg].Kind == plan::TransferKind::HostConvert) {
+        EXPECT_EQ(In.On, plan::Stream::Host);
+        EXPECT_EQ(In.Waits, std::vector<uint32_t>{Copies.back()});
+        Converts.push_back(I);
+        continue;
+      }
+      EXPECT_EQ(In.On, plan::Stream::CopyOut);
+      size_t Turn = Copies.size();
+      EXPECT_EQ(llvm::is_contained(In.Waits,
+                             Turn >= plan::GradStagingSlots
+                                 ? Converts[Turn - plan::GradStagingSlots]
+                                 : plan::NoIndex),
+                Turn >= plan::GradStagingSlots);
+      Copies.push_back(I);
+    }
+    EXPECT_GT(Copies.size(), plan::GradStagingSlots);
     // With parameters on the host the step writes their bf16 copy itself.
     for (const plan::Instruction &In : P.Program)
       if (In.Kind == plan::InstrKind::OptimizerStep) {
@@ -714,6 +745,13 @@ TEST(PlanFormat, ChecksIndicesOfAHandEditedPlan) {
   P.Transfers.push_back({});
   P.Transfers.back().Owner = 99;
   EXPECT_NE(plan::checkPlan(P).find("owner of transfer"), std::string::npos);
+  // A host conversion anywhere but after a reduction.
+  P = smallPlan();
+  P.Transfers.push_back({});
+  P.Transfers.back().Kind = plan::TransferKind::HostConvert;
+  P.Transfers.back().Point = plan::TransferPoint::AfterStep;
+  EXPECT_NE(plan::checkPlan(P).find("point of host conversion"),
+            std::string::npos);
   // A shape that does not multiply to the element count.
   P = smallPlan();
   P.Tensors[0].Shape = {5, 5};
