@@ -403,8 +403,11 @@ void Scheduler::optimizerStep() {
       S.ParamDType == plan::DType::F16) {
     uint64_t Owned = S.ZeroStage == 0 ? P.Layout.FlatElems
                                       : P.Layout.PartitionElems;
+    // On the host the norm is one read of the gradients, which streams
+    // like a conversion does, not like AdamW's 16+ bytes an element (the
+    // Llama 1.1 B at 2 ranks: 43 ms measured, 189 ms at AdamW's rate).
     uint64_t Nanos =
-        Host ? transferNanos(Owned, H.HostAdamElemsPerSec)
+        Host ? transferNanos(Owned, H.HostConvertElemsPerSec)
              : transferNanos(bytesOf(Owned, S.ParamDType), H.MemoryBytesPerSec);
     if (S.ZeroStage > 0 && S.WorldSize > 1)
       Nanos += collectiveNanos(plan::Collective::AllReduce, 4, S.WorldSize, H);

@@ -411,7 +411,23 @@ TEST(PlanSchedule, OffloadTimesCountTheHostConversions) {
       Copies.push_back(I);
     }
     EXPECT_GT(Copies.size(), plan::GradStagingSlots);
-    // With parameters on the host the step writes their bf16 copy itself.
+    // With parameters on the host the step writes their bf16 copy itself;
+    // the clipping norm reads the gradients once, at the conversion rate:
+    // halving that rate adds one nanosecond an owned element.
+    P.Settings.GradientClipping = "1.0";
+    auto ClipNanos = [&](uint64_t ConvertRate) {
+      P.Settings.Machine.HostConvertElemsPerSec = ConvertRate;
+      runPasses(P);
+      for (const plan::Instruction &In : P.Program)
+        if (In.Kind == plan::InstrKind::ClipGradients) {
+          EXPECT_EQ(In.On, plan::Stream::Host);
+          return In.Nanos;
+        }
+      ADD_FAILURE() << "no ClipGradients at stage " << Stage;
+      return uint64_t(0);
+    };
+    uint64_t Slower = ClipNanos(500000000), Faster = ClipNanos(1000000000);
+    EXPECT_EQ(Slower - Faster, P.Layout.PartitionElems);
     for (const plan::Instruction &In : P.Program)
       if (In.Kind == plan::InstrKind::OptimizerStep) {
         uint64_t Elems = P.Layout.SubGroups[In.Arg].Elems;
