@@ -27,6 +27,37 @@ constexpr uint64_t SwapAlignment = 4096;
 constexpr unsigned GradStagingSlots = 2;
 constexpr uint64_t GradStagingAlignment = 256;
 
+/// The type a bucket's reduced gradients have on the device, where an
+/// offloaded copy reads them: 16-bit parameters' type at stage 1/2 and
+/// for a stage-3 bucket reduced in place, else the communication type.
+inline DType gradSourceType(const Plan &P, uint32_t Bucket) {
+  const Info &S = P.Settings;
+  return S.ZeroStage < 3 || P.Buckets[Bucket].InPlace ? S.ParamDType
+                                                      : S.CommDType;
+}
+
+/// The type of the host's gradient partition with the optimizer offloaded:
+/// fp32 at stage 1/2, the accumulation type at stage 3.
+inline DType hostGradType(const Info &S) {
+  return S.ZeroStage < 3 ? DType::F32 : S.GradAccumDType;
+}
+
+/// Whether micro step Micro adds its reduced gradients to the ones the
+/// partition holds (stage 1 reduces once, the sum of every micro step).
+inline bool gradientsAdd(const Info &S, uint32_t Micro) {
+  return S.ZeroStage >= 2 && Micro > 0;
+}
+
+/// Whether an offloaded bucket's gradients go through a pinned staging
+/// slot and a host conversion in micro step Micro: where their type
+/// changes or they are added to the partition's. Otherwise one copy puts
+/// them in place (a device-side conversion would double the bytes crossing
+/// the host link, which the staged bf16 copy does not).
+inline bool stagedGradients(const Plan &P, uint32_t Bucket, uint32_t Micro) {
+  return gradSourceType(P, Bucket) != hostGradType(P.Settings) ||
+         gradientsAdd(P.Settings, Micro);
+}
+
 /// Bytes a stage-3 fetch unit takes in an NVMe parameter buffer and in the
 /// swap file: each tensor's shard starts on an aligned offset.
 inline uint64_t swapUnitBytes(const Plan &P, uint32_t Unit) {

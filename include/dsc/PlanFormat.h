@@ -677,7 +677,12 @@ struct FetchUnit {
   }
 };
 
-/// A copy between device, host and NVMe.
+/// A copy between device, host and NVMe. Offloaded gradients after a
+/// reduction come in two forms: a copy straight into the host partition,
+/// where they keep their type and the micro step starts the partition's
+/// gradients; and, Staged, a copy into a pinned staging slot plus the host
+/// conversion that converts the slot into the partition (adding to it in
+/// the later micro steps of stage 2 and 3).
 struct Transfer {
   TransferKind Kind = TransferKind::HostToDevice;
   Category What = Category::Params16;
@@ -686,6 +691,7 @@ struct Transfer {
   uint64_t Bytes = 0; ///< Per rank (largest rank class).
   bool Pinned = true;
   uint64_t Nanos = 0; ///< At the hardware figures in Info.
+  bool Staged = false;
   template <class V> void visit(V &&F) {
     F("kind", Kind);
     F("what", What);
@@ -694,6 +700,7 @@ struct Transfer {
     F("bytes", Bytes);
     F("pinned", Pinned);
     F("ns", Nanos);
+    F("staged", Staged);
   }
 };
 

@@ -605,14 +605,17 @@ void MemoryPlanner::offloadStaging() {
     // holds it).
     add(BufferRole::GradStaging, Category::OffloadStaging, MemorySpace::Device,
         LargestParam * PB, whole());
-  if (Offloaded) {
-    // Pinned host staging: a rank's part of a bucket's reduced gradients on
-    // their way to the host's fp32 partition, in two slots so that one
-    // bucket's copy runs while the host converts the one before (DeepSpeed's
-    // host buffer holds the largest parameter), and a sub-group's updated
-    // 16-bit parameters on their way back.
+  bool Staged = false;
+  for (uint32_t B = 0; B < P.Buckets.size(); ++B)
+    Staged |= plan::stagedGradients(P, B, S.GradAccum > 1 ? 1 : 0);
+  if (Offloaded && Staged) {
+    // Pinned host staging for gradients converted or added on the host: a
+    // rank's part of a bucket's reduced gradients, in two slots so that one
+    // bucket's copy runs while the host converts the one before
+    // (DeepSpeed's host buffer holds the largest parameter).
     uint64_t Piece = S.ZeroStage < 3 ? LargestParam * PB : 0;
-    for (const plan::Bucket &B : P.Buckets) {
+    for (uint32_t I = 0; I < P.Buckets.size(); ++I) {
+      const plan::Bucket &B = P.Buckets[I];
       if (S.ZeroStage < 3) {
         Piece = std::max(Piece, std::min(B.Elems, P.Layout.PartitionElems) * PB);
         continue;
@@ -620,14 +623,14 @@ void MemoryPlanner::offloadStaging() {
       uint64_t Chunk = 0;
       for (const plan::Segment &Seg : B.Segments)
         Chunk += P.Tensors[Seg.Tensor].ShardElems;
-      Piece = std::max(Piece, bytesOf(Chunk, B.InPlace ? S.ParamDType
-                                                       : S.CommDType));
+      Piece = std::max(Piece, bytesOf(Chunk, plan::gradSourceType(P, I)));
     }
     add(BufferRole::GradStagingHost, Category::OffloadStaging,
         MemorySpace::Host,
         plan::GradStagingSlots * roundUp(Piece, plan::GradStagingAlignment),
         whole(), S.OptimizerOffloadPinned);
   }
+  // A sub-group's updated 16-bit parameters on their way back.
   if (Offloaded || S.ParamOffload == plan::OffloadDevice::NVMe) {
     uint64_t Group = 0;
     for (const plan::SubGroup &G : P.Layout.SubGroups)

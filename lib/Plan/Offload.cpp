@@ -39,7 +39,8 @@ private:
   /// (a host conversion, which copies nothing).
   void add(plan::TransferKind Kind, plan::Category What,
            plan::TransferPoint Point, uint32_t Owner, uint64_t Bytes,
-           bool Pinned, uint64_t ConvertedElems = 0) {
+           bool Pinned, uint64_t ConvertedElems = 0,
+           bool Staged = false) {
     const plan::Hardware &H = S.Machine;
     uint64_t Rate;
     switch (Kind) {
@@ -56,27 +57,38 @@ private:
         (Kind == plan::TransferKind::HostConvert ? 0
                                                  : transferNanos(Bytes, Rate)) +
         transferNanos(ConvertedElems, H.HostConvertElemsPerSec);
-    P.Transfers.push_back({Kind, What, Point, Owner, Bytes, Pinned, Nanos});
+    P.Transfers.push_back(
+        {Kind, What, Point, Owner, Bytes, Pinned, Nanos, Staged});
   }
 
+  /// Each bucket's reduced gradients, this rank's share, to the host
+  /// partition: one copy straight into place where they keep their type
+  /// and the micro step starts the partition's gradients; otherwise
+  /// (stagedGradients) a copy into a pinned staging slot, and a host
+  /// conversion on the host stream that converts the slot into the
+  /// partition, adding in later micro steps, while the next bucket's copy
+  /// runs. A bucket has the forms its micro steps use.
   void gradientsOut() {
+    uint32_t LastMicro = S.GradAccum > 1 ? 1 : 0;
     for (uint32_t B = 0; B < P.Buckets.size(); ++B) {
       uint64_t Share = 0;
       for (const plan::Segment &Seg : P.Buckets[B].Segments)
         Share += S.ZeroStage == 3 ? P.Tensors[Seg.Tensor].ShardElems
                                   : divideRoundingUp(Seg.End - Seg.Begin,
                                                      S.WorldSize);
-      // The copy into a staging slot, then the host's conversion out of it
-      // into the partition, on the host stream: the next bucket's copy
-      // runs meanwhile.
-      uint64_t Bytes =
-          bytesOf(Share, S.ZeroStage == 3 ? S.GradAccumDType : S.ParamDType);
+      uint64_t Bytes = bytesOf(Share, plan::gradSourceType(P, B));
+      if (!plan::stagedGradients(P, B, 0))
+        add(plan::TransferKind::DeviceToHost, plan::Category::Grads,
+            plan::TransferPoint::AfterReduce, B, Bytes,
+            S.OptimizerOffloadPinned);
+      if (!plan::stagedGradients(P, B, LastMicro))
+        continue;
       add(plan::TransferKind::DeviceToHost, plan::Category::Grads,
-          plan::TransferPoint::AfterReduce, B, Bytes,
-          S.OptimizerOffloadPinned);
+          plan::TransferPoint::AfterReduce, B, Bytes, S.OptimizerOffloadPinned,
+          0, /*Staged=*/true);
       add(plan::TransferKind::HostConvert, plan::Category::Grads,
-          plan::TransferPoint::AfterReduce, B, Bytes,
-          S.OptimizerOffloadPinned, Share);
+          plan::TransferPoint::AfterReduce, B, Bytes, S.OptimizerOffloadPinned,
+          Share, /*Staged=*/true);
     }
   }
 

@@ -392,8 +392,9 @@ void Placer::runtime() {
 void Placer::instructionSlots() {
   // A unit read from NVMe lands in the next of the parameter buffers in
   // turn, and its copy to the device reads the buffer its read filled; an
-  // offloaded bucket's gradients are copied into the next gradient staging
-  // slot in turn, and its host conversion reads the slot its copy filled
+  // offloaded bucket's staged gradients are copied into the next gradient
+  // staging slot in turn, and its host conversion reads the slot its copy
+  // filled
   // (the schedule's waits assume the same turns).
   P.Places.InstructionSlots.assign(P.Program.size(), NoIndex);
   const std::vector<uint32_t> &Params = P.Places.Runtime.NVMeParams;
@@ -410,7 +411,8 @@ void Placer::instructionSlots() {
         SlotOfUnit[X.Owner] = Params[Reads++ % Params.size()];
       P.Places.InstructionSlots[I] = SlotOfUnit[X.Owner];
     }
-    if (X.Point == plan::TransferPoint::AfterReduce && !Grads.empty()) {
+    if (X.Point == plan::TransferPoint::AfterReduce && X.Staged &&
+        !Grads.empty()) {
       if (X.Kind == plan::TransferKind::DeviceToHost)
         GradSlot = Grads[Copies++ % Grads.size()];
       P.Places.InstructionSlots[I] = GradSlot;

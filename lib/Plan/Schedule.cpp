@@ -191,6 +191,10 @@ void Scheduler::transfersAt(plan::TransferPoint Point, uint32_t Owner,
   bool ParamRead = false;
   for (uint32_t T : It->second) {
     const plan::Transfer &X = P.Transfers[T];
+    // Offloaded gradients: the form this micro step uses (Offload.cpp).
+    if (Point == plan::TransferPoint::AfterReduce &&
+        X.Staged != plan::stagedGradients(P, Owner, Micro))
+      continue;
     Stream On = X.Kind == plan::TransferKind::HostToDevice ? Stream::CopyIn
                 : X.Kind == plan::TransferKind::DeviceToHost
                     ? Stream::CopyOut
@@ -205,11 +209,11 @@ void Scheduler::transfersAt(plan::TransferPoint Point, uint32_t Owner,
       if (S.AioBufferCount && Reads >= S.AioBufferCount)
         Waits.push_back(ParamBufferCopies[Reads - S.AioBufferCount]);
     }
-    // An offloaded bucket's gradients go to the next staging slot in turn:
+    // Staged offloaded gradients go to the next staging slot in turn:
     // the copy waits until the host has converted that slot's previous
     // contents.
     size_t Converts = GradStagingConverts.size();
-    if (Point == plan::TransferPoint::AfterReduce &&
+    if (Point == plan::TransferPoint::AfterReduce && X.Staged &&
         X.Kind == plan::TransferKind::DeviceToHost &&
         Converts >= plan::GradStagingSlots)
       Waits.push_back(GradStagingConverts[Converts - plan::GradStagingSlots]);

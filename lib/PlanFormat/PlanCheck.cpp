@@ -539,10 +539,13 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
     }
     if (X.Owner >= Limit)
       return Bad("the owner of transfer", I);
-    // Only offloaded gradients are converted on the host apart from a copy.
+    // Only offloaded gradients are converted on the host apart from a copy,
+    // out of the staging slot their copy filled.
     if (X.Kind == TransferKind::HostConvert &&
-        X.Point != TransferPoint::AfterReduce)
+        (X.Point != TransferPoint::AfterReduce || !X.Staged))
       return Bad("the point of host conversion", I);
+    if (X.Staged && X.Point != TransferPoint::AfterReduce)
+      return Bad("the point of staged transfer", I);
   }
 
   std::vector<bool> Gathered(NU, false);

@@ -100,9 +100,14 @@ std::string checkTransfers(const plan::Plan &P) {
     case plan::TransferPoint::AfterReduce:
       Fits = Offloaded && (X.Kind == plan::TransferKind::DeviceToHost ||
                            X.Kind == plan::TransferKind::HostConvert);
-      if (Fits && P.Places.InstructionSlots[I] == plan::NoIndex)
-        return Where + "an offloaded gradient copy or conversion names no "
-                       "staging slot";
+      if (Fits && X.Staged && P.Places.InstructionSlots[I] == plan::NoIndex)
+        return Where + "a staged offloaded gradient copy or conversion names "
+                       "no staging slot";
+      if (Fits && !X.Staged &&
+          (X.Kind != plan::TransferKind::DeviceToHost ||
+           plan::gradSourceType(P, X.Owner) != plan::hostGradType(S)))
+        return Where + "offloaded gradients whose type changes on the host "
+                       "must be staged";
       break;
     case plan::TransferPoint::BeforeStep:
       Fits = S.OptimizerOffload == plan::OffloadDevice::NVMe &&
@@ -171,10 +176,8 @@ std::string checkRunnable(const plan::Plan &P) {
     return "the plan places no 16-bit parameters for the partition";
   if (S.ZeroStage > 0 && S.ZeroStage < 3 && O.GradsFP32 == None)
     return "the plan places no fp32 gradients for the partition";
-  if (Offloaded &&
-      (X.Runtime.GradStaging.empty() || X.Runtime.ParamStaging == None))
-    return "the plan places no pinned staging for offloaded gradients and "
-           "parameters";
+  if (Offloaded && X.Runtime.ParamStaging == None)
+    return "the plan places no pinned staging for offloaded parameters";
   if (S.ParamOffload == plan::OffloadDevice::NVMe) {
     if (X.Runtime.NVMeParams.empty())
       return "offload_param.buffer_count is 0";

@@ -243,6 +243,8 @@ private:
   /// one: one submission instead of one per piece, which is what small
   /// per-tensor pieces cost most.
   void copyBatch(const Instr &C, std::vector<CopyPiece> Pieces);
+  /// Offloaded gradients after their reduction.
+  void gradientsOut(const Instr &C, const dsc::plan::Transfer &X);
   /// Converts Elems elements with convertOnHost's arguments (inside a host
   /// callback) and adds them and their time to the instruction's.
   void timedConvert(uint32_t Instruction, void *Dst, ElementType DstType,

@@ -1,9 +1,9 @@
 //===- Transfers.cpp - Copies between device, host and NVMe ---------------===//
 //
-// Offloaded gradients leave through the plan's pinned staging slots, in
-// turn, and are converted to the host's fp32 on host threads by the host
-// conversion after each copy; updated parameters come back through their
-// own staging; stage-3 units come from host shards or from the
+// Offloaded gradients go straight into the host partition where they keep
+// their type, or through the plan's pinned staging slots in turn, converted
+// (and added) on host threads by the host conversion after each copy;
+// updated parameters come back through their own staging; stage-3 units come from host shards or from the
 // NVMe buffer their read filled (Swap.cpp), in one batch of copies.
 //
 //===----------------------------------------------------------------------===//
@@ -76,75 +76,75 @@ void Executor::timedConvert(uint32_t Instruction, void *Dst,
   Counts.ConvertElems[Instruction] += Elems;
 }
 
+void Executor::gradientsOut(const Instr &C, const plan::Transfer &X) {
+  // A bucket's reduced gradients, this rank's part: straight into the
+  // host partition where they keep their type and this micro step starts
+  // it; staged, into this instruction's staging slot, which the host
+  // conversion after the copy (on the host stream) converts into the
+  // partition, adding where this micro step adds to it.
+  const plan::PartitionViews &O = P.Places.Owned;
+  const plan::Bucket &Bucket = P.Buckets[X.Owner];
+  const plan::BucketViews &BV = P.Places.Buckets[X.Owner];
+  uint32_t I = C.Index;
+  // Device pieces and where they go in the partition.
+  struct Piece {
+    const char *Device;
+    char *Host;
+    uint64_t Elems;
+  };
+  std::vector<Piece> Pieces;
+  ElementType From = ParamType, Into = ElementType::F32;
+  if (Stage < 3) {
+    for (const plan::BucketPiece &BP : BV.Pieces)
+      if (BP.Root == uint32_t(Process.Rank))
+        Pieces.push_back({A.at(BP.View), A.at(O.GradsFP32, BP.PartitionOffset),
+                          A.elems(BP.View)});
+  } else {
+    // Each shard of this rank's chunk into its place in the partition.
+    From = ElementType(A.view(BV.Chunk).Type);
+    Into = GradAccumType;
+    for (const plan::Segment &Seg : Bucket.Segments) {
+      const plan::TensorViews &V = P.Places.Tensors[Seg.Tensor];
+      uint64_t At = A.offset(V.Grad) - A.offset(BV.Chunk);
+      Pieces.push_back({A.at(BV.Chunk) + At, A.at(O.Grads, V.PartitionOffset),
+                        P.Tensors[Seg.Tensor].ShardElems});
+    }
+  }
+  unsigned FB = elementBytes(From);
+  // The staging slot holds the pieces side by side.
+  char *Slot = X.Staged ? A.at(P.Places.InstructionSlots[I]) : nullptr;
+  if (X.Kind == plan::TransferKind::DeviceToHost) {
+    std::vector<CopyPiece> Copies;
+    uint64_t At = 0;
+    for (const Piece &Q : Pieces) {
+      Copies.push_back({X.Staged ? Slot + At : Q.Host, Q.Device, Q.Elems * FB});
+      At += Q.Elems * FB;
+    }
+    T.measureBegin(C);
+    copyBatch(C, Copies);
+    T.measureEnd(C);
+    return;
+  }
+  bool Add = plan::gradientsAdd(P.Settings, C.In.Micro);
+  T.onHost(C, [=] {
+    uint64_t At = 0;
+    for (const Piece &Q : Pieces) {
+      timedConvert(I, Q.Host, Into, Slot + At, From, Q.Elems, Add);
+      At += Q.Elems * FB;
+    }
+  });
+}
+
 void Executor::transfer(const Instr &C) {
   const plan::Transfer &X = P.Transfers[C.In.Arg];
   const plan::Placement &Places = P.Places;
   const plan::PartitionViews &O = Places.Owned;
   unsigned PB = elementBytes(ParamType);
-  uint32_t Rank = Process.Rank, I = C.Index, Micro = C.In.Micro;
+  uint32_t Rank = Process.Rank, I = C.Index;
   char *ParamStaging = A.at(Places.Runtime.ParamStaging);
   switch (X.Point) {
-  case plan::TransferPoint::AfterReduce: {
-    // The copy fills this instruction's staging slot; the host conversion
-    // after it (on the host stream) empties the slot its copy filled.
-    char *Slot = A.at(Places.InstructionSlots[I]);
-    const plan::Bucket &Bucket = P.Buckets[X.Owner];
-    const plan::BucketViews &BV = Places.Buckets[X.Owner];
-    bool ToHost = X.Kind == plan::TransferKind::DeviceToHost;
-    if (Stage < 3) {
-      // This rank's piece of the reduced bucket, into its fp32 partition
-      // on the host. Stage 1 reduces once, the sum of every micro step;
-      // stage 2 every micro step, accumulated here.
-      std::vector<CopyPiece> Pieces;
-      uint64_t At = 0;
-      for (const plan::BucketPiece &Piece : BV.Pieces) {
-        if (Piece.Root != Rank)
-          continue;
-        uint64_t Bytes = A.elems(Piece.View) * PB;
-        Pieces.push_back({Slot + At, A.at(Piece.View), Bytes});
-        if (!ToHost) // Convert from the slot into the partition.
-          Pieces.back() = {A.at(O.GradsFP32, Piece.PartitionOffset),
-                           Slot + At, Bytes};
-        At += Bytes;
-      }
-      if (ToHost) {
-        T.measureBegin(C);
-        for (const CopyPiece &Piece : Pieces)
-          copy(C, Piece.Dst, Piece.Src, Piece.Bytes, cudaMemcpyDeviceToHost);
-        T.measureEnd(C);
-        return;
-      }
-      bool Accumulate = Stage == 2 && Micro > 0;
-      ElementType From = ParamType;
-      T.onHost(C, [=] {
-        for (const CopyPiece &Piece : Pieces)
-          timedConvert(I, Piece.Dst, ElementType::F32, Piece.Src, From,
-                       Piece.Bytes / PB, Accumulate);
-      });
-      return;
-    }
-    // Stage 3: this rank's chunk, each shard into its place in the host's
-    // gradient partition.
-    uint32_t Chunk = BV.Chunk;
-    ElementType SourceType = ElementType(A.view(Chunk).Type);
-    unsigned SB = elementBytes(SourceType);
-    if (ToHost) {
-      T.measureBegin(C);
-      copy(C, Slot, A.at(Chunk), A.elems(Chunk) * SB, cudaMemcpyDeviceToHost);
-      T.measureEnd(C);
-      return;
-    }
-    T.onHost(C, [=, &Bucket] {
-      for (const plan::Segment &Seg : Bucket.Segments) {
-        const plan::TensorViews &V = P.Places.Tensors[Seg.Tensor];
-        uint64_t From = A.offset(V.Grad) - A.offset(Chunk);
-        timedConvert(I, A.at(O.Grads, V.PartitionOffset), GradAccumType,
-                     Slot + From, SourceType, P.Tensors[Seg.Tensor].ShardElems,
-                     Micro > 0);
-      }
-    });
-    return;
-  }
+  case plan::TransferPoint::AfterReduce:
+    return gradientsOut(C, X);
   case plan::TransferPoint::AfterStep: {
     if (X.Kind == plan::TransferKind::NVMeWrite)
       return swapOut(C, X);

@@ -630,36 +630,47 @@ static void viewChecks(const char *Path, const plan::Plan &P) {
       }
     }
   }
-  // Offload staging: in the host arena, pinned, the gradient slots apart,
-  // and each copy fits a slot.
+  // Offloaded gradients: a bucket's copy goes straight into the host
+  // partition where the gradients keep their type and the micro step
+  // starts them; otherwise into the next of two pinned staging slots, in
+  // the host arena and apart, and a host conversion on the host stream
+  // converts the slot its copy filled; a copy waits for the conversion
+  // that last read its slot.
   if (S.OptimizerOffload != plan::OffloadDevice::None) {
     const std::vector<uint32_t> &Slots = X.Runtime.GradStaging;
     uint32_t Param = X.Runtime.ParamStaging;
-    EXPECT(Slots.size() == plan::GradStagingSlots && Param != plan::NoIndex);
-    if (Slots.size() != plan::GradStagingSlots || Param == plan::NoIndex)
+    bool AnyStaged = false;
+    for (uint32_t B = 0; B < P.Buckets.size(); ++B)
+      AnyStaged |= plan::stagedGradients(P, B, S.GradAccum > 1 ? 1 : 0);
+    size_t Want = AnyStaged ? plan::GradStagingSlots : 0;
+    EXPECT(Slots.size() == Want && Param != plan::NoIndex);
+    if (Slots.size() != Want || Param == plan::NoIndex)
       return;
-    for (uint32_t V : {Slots[0], Slots[1], Param}) {
+    std::vector<uint32_t> Pinned = Slots;
+    Pinned.push_back(Param);
+    for (uint32_t V : Pinned) {
       const plan::Buffer &B = P.Buffers[P.Views[V].Buffer];
       EXPECT(B.Space == plan::MemorySpace::Host && B.Pinned);
     }
-    uint64_t GradBytes = P.Views[Slots[0]].Elems;
-    EXPECT(P.Views[Slots[1]].Offset >= P.Views[Slots[0]].Offset + GradBytes);
-    for (const plan::BucketViews &BV : X.Buckets) {
-      uint64_t Own = 0;
-      for (const plan::BucketPiece &Piece : BV.Pieces)
-        Own = std::max<uint64_t>(
-            Own, P.Views[Piece.View].Elems *
-                     plan::dtypeBytes(P.Views[Piece.View].Type));
-      if (BV.Chunk != plan::NoIndex)
-        Own = P.Views[BV.Chunk].Elems *
-              plan::dtypeBytes(P.Views[BV.Chunk].Type);
-      EXPECT(Own <= GradBytes);
+    if (AnyStaged) {
+      uint64_t GradBytes = P.Views[Slots[0]].Elems;
+      EXPECT(P.Views[Slots[1]].Offset >=
+             P.Views[Slots[0]].Offset + GradBytes);
+      for (const plan::BucketViews &BV : X.Buckets) {
+        uint64_t Own = 0;
+        for (const plan::BucketPiece &Piece : BV.Pieces)
+          Own = std::max<uint64_t>(
+              Own, P.Views[Piece.View].Elems *
+                       plan::dtypeBytes(P.Views[Piece.View].Type));
+        if (BV.Chunk != plan::NoIndex)
+          Own = P.Views[BV.Chunk].Elems *
+                plan::dtypeBytes(P.Views[BV.Chunk].Type);
+        EXPECT(Own <= GradBytes);
+      }
     }
-    // Each bucket's copy takes the next slot, its conversion reads the
-    // same slot, and a copy waits for the conversion that last read its
-    // slot.
-    std::vector<uint32_t> Converts;
+    std::vector<uint32_t> Converted;
     uint32_t Copied = plan::NoIndex;
+    unsigned Straight = 0;
     auto WaitsOn = [](const plan::Instruction &In, uint32_t W) {
       return std::find(In.Waits.begin(), In.Waits.end(), W) != In.Waits.end();
     };
@@ -668,22 +679,30 @@ static void viewChecks(const char *Path, const plan::Plan &P) {
       if (In.Kind != plan::InstrKind::Transfer ||
           P.Transfers[In.Arg].Point != plan::TransferPoint::AfterReduce)
         continue;
+      const plan::Transfer &Tr = P.Transfers[In.Arg];
       uint32_t Slot = X.InstructionSlots[I];
-      if (P.Transfers[In.Arg].Kind == plan::TransferKind::DeviceToHost) {
-        size_t Turn = Converts.size();
+      EXPECT(Tr.Staged == plan::stagedGradients(P, Tr.Owner, In.Micro));
+      if (!Tr.Staged) {
+        EXPECT(Tr.Kind == plan::TransferKind::DeviceToHost &&
+               Slot == plan::NoIndex &&
+               plan::gradSourceType(P, Tr.Owner) == plan::hostGradType(S));
+        ++Straight;
+        continue;
+      }
+      if (Tr.Kind == plan::TransferKind::DeviceToHost) {
+        size_t Turn = Converted.size();
         EXPECT(Slot == Slots[Turn % Slots.size()]);
         if (Turn >= Slots.size())
-          EXPECT(WaitsOn(In, Converts[Turn - Slots.size()]));
+          EXPECT(WaitsOn(In, Converted[Turn - Slots.size()]));
         Copied = I;
         continue;
       }
-      EXPECT(P.Transfers[In.Arg].Kind == plan::TransferKind::HostConvert &&
+      EXPECT(Tr.Kind == plan::TransferKind::HostConvert &&
              In.On == plan::Stream::Host && Copied != plan::NoIndex &&
-             Slot == X.InstructionSlots[Copied] &&
-             WaitsOn(In, Copied));
-      Converts.push_back(I);
+             Slot == X.InstructionSlots[Copied] && WaitsOn(In, Copied));
+      Converted.push_back(I);
     }
-    EXPECT(!Converts.empty());
+    EXPECT(Straight + Converted.size() > 0 && Converted.empty() == !AnyStaged);
     for (const plan::SubGroup &G : P.Layout.SubGroups)
       EXPECT(G.Elems <= P.Views[Param].Elems);
   }
@@ -730,6 +749,36 @@ static void editedPlans(const char *Path, const plan::Plan &Good) {
     if (Why.find("does not fit") == std::string::npos) {
       fprintf(stderr, "%s: a misplaced NVMe read was not refused: '%s'\n",
               Path, Why.c_str());
+      ++Failures;
+    }
+    break;
+  }
+  for (size_t I = 0; I < Good.Transfers.size(); ++I) {
+    const plan::Transfer &X = Good.Transfers[I];
+    if (X.Point != plan::TransferPoint::AfterReduce || !X.Staged ||
+        X.Kind != plan::TransferKind::DeviceToHost)
+      continue;
+    // A staged copy made straight: refused where the gradients change type
+    // on the host; anywhere, its slot taken away is refused by name.
+    plan::Plan P = Good;
+    bool Changes = plan::gradSourceType(P, X.Owner) !=
+                   plan::hostGradType(P.Settings);
+    P.Transfers[I].Staged = false;
+    std::string Why = Refusal(P);
+    if (Changes && Why.find("must be staged") == std::string::npos) {
+      fprintf(stderr, "%s: a straight copy that changes type was not "
+                      "refused: '%s'\n", Path, Why.c_str());
+      ++Failures;
+    }
+    P = Good;
+    for (uint32_t In = 0; In < P.Program.size(); ++In)
+      if (P.Program[In].Kind == plan::InstrKind::Transfer &&
+          P.Program[In].Arg == I)
+        P.Places.InstructionSlots[In] = plan::NoIndex;
+    Why = Refusal(P);
+    if (Why.find("names no staging slot") == std::string::npos) {
+      fprintf(stderr, "%s: a staged copy without a slot was not refused: "
+                      "'%s'\n", Path, Why.c_str());
       ++Failures;
     }
     break;

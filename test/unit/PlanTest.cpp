@@ -357,9 +357,11 @@ TEST(PlanSchedule, Stage3GathersPrefetchesAndReleases) {
 TEST(PlanSchedule, OffloadTimesCountTheHostConversions) {
   // Round rates: a byte copied or an element converted costs 1 ns, an
   // element updated by the host AdamW 2 ns.
-  for (uint32_t Stage : {2u, 3u}) {
+  for (uint32_t Stage : {2u, 3u})
+  for (uint32_t Accum : {1u, 2u}) {
     MLPConfig C;
     C.Stage = Stage;
+    C.GradAccum = Accum;
     C.OptimizerOffload = plan::OffloadDevice::CPU;
     C.ParamOffload = Stage == 3 ? plan::OffloadDevice::CPU
                                 : plan::OffloadDevice::None;
@@ -368,49 +370,70 @@ TEST(PlanSchedule, OffloadTimesCountTheHostConversions) {
     P.Settings.Machine.HostConvertElemsPerSec = 1000000000;
     P.Settings.Machine.HostAdamElemsPerSec = 500000000;
     runPasses(P);
-    unsigned GradsOut = 0, Conversions = 0;
+    SCOPED_TRACE("stage " + std::to_string(Stage) + ", accumulation " +
+                 std::to_string(Accum));
+    // bf16 parameters. At stage 2 a bucket's gradients become fp32 on the
+    // host: every micro step copies them into a staging slot, and a host
+    // conversion (1 ns an element, no bytes copied) converts them. At
+    // stage 3 they stay bf16: the first micro step copies them straight
+    // into place, a later one through a slot, which the host adds. An
+    // updated parameter is converted to bf16 before its copy.
+    std::vector<uint64_t> Direct(P.Buckets.size()), Staged(P.Buckets.size());
+    unsigned Conversions = 0;
     for (const plan::Transfer &X : P.Transfers) {
-      // bf16 both ways: a gradient to the host is converted to fp32 by the
-      // host conversion after its copy (which copies nothing), an updated
-      // parameter to bf16 before its copy.
       bool Convert = X.Kind == plan::TransferKind::HostConvert;
       bool Converted = X.Point == plan::TransferPoint::AfterStep &&
                        X.Kind == plan::TransferKind::HostToDevice;
       EXPECT_EQ(X.Nanos, Convert     ? X.Bytes / 2
                          : Converted ? X.Bytes + X.Bytes / 2
                                      : X.Bytes)
-          << "stage " << Stage << ", " << plan::enumName(X.Point);
-      GradsOut += X.Point == plan::TransferPoint::AfterReduce &&
-                  X.Kind == plan::TransferKind::DeviceToHost;
-      Conversions += Convert;
+          << plan::enumName(X.Point);
+      if (X.Point != plan::TransferPoint::AfterReduce)
+        continue;
+      if (Convert)
+        Conversions += X.Staged;
+      else
+        (X.Staged ? Staged : Direct)[X.Owner] = X.Bytes;
     }
-    EXPECT_GT(GradsOut, 0u);
-    EXPECT_EQ(Conversions, GradsOut);
+    bool HasDirect = Stage == 3, HasStaged = Stage == 2 || Accum > 1;
+    for (size_t B = 0; B < P.Buckets.size(); ++B) {
+      EXPECT_EQ(Direct[B] > 0, HasDirect);
+      EXPECT_EQ(Staged[B] > 0, HasStaged);
+      if (HasDirect && HasStaged)
+        EXPECT_EQ(Direct[B], Staged[B]);
+    }
+    EXPECT_EQ(Conversions, HasStaged ? P.Buckets.size() : 0);
     // Each conversion runs on the host stream after its own copy, and a
-    // copy into a staging slot waits for the conversion that emptied it
-    // last, GradStagingSlots copies back.
+    // staged copy waits for the conversion that emptied its slot last,
+    // GradStagingSlots copies back.
     std::vector<uint32_t> Copies, Converts;
     for (uint32_t I = 0; I < P.Program.size(); ++I) {
       const plan::Instruction &In = P.Program[I];
       if (In.Kind != plan::InstrKind::Transfer ||
           P.Transfers[In.Arg].Point != plan::TransferPoint::AfterReduce)
         continue;
-      if (P.Transfers[In.Arg].Kind == plan::TransferKind::HostConvert) {
+      const plan::Transfer &X = P.Transfers[In.Arg];
+      EXPECT_EQ(X.Staged, Stage == 2 || In.Micro > 0);
+      if (X.Kind == plan::TransferKind::HostConvert) {
         EXPECT_EQ(In.On, plan::Stream::Host);
         EXPECT_EQ(In.Waits, std::vector<uint32_t>{Copies.back()});
         Converts.push_back(I);
         continue;
       }
       EXPECT_EQ(In.On, plan::Stream::CopyOut);
+      if (!X.Staged)
+        continue;
       size_t Turn = Copies.size();
       EXPECT_EQ(llvm::is_contained(In.Waits,
-                             Turn >= plan::GradStagingSlots
-                                 ? Converts[Turn - plan::GradStagingSlots]
-                                 : plan::NoIndex),
+                                   Turn >= plan::GradStagingSlots
+                                       ? Converts[Turn - plan::GradStagingSlots]
+                                       : plan::NoIndex),
                 Turn >= plan::GradStagingSlots);
       Copies.push_back(I);
     }
-    EXPECT_GT(Copies.size(), plan::GradStagingSlots);
+    EXPECT_EQ(Copies.size(),
+              P.Buckets.size() * (Stage == 2 ? Accum : Accum - 1));
+    EXPECT_GT(P.Buckets.size(), plan::GradStagingSlots); // Slots reused.
     // With parameters on the host the step writes their bf16 copy itself;
     // the clipping norm reads the gradients once, at the conversion rate:
     // halving that rate adds one nanosecond an owned element.
