@@ -106,9 +106,11 @@ private:
         add(plan::TransferKind::NVMeWrite, plan::Category::OptimizerStates,
             plan::TransferPoint::AfterStep, G, StateBytes, true);
       if (S.ParamOffload == plan::OffloadDevice::None) {
+        // The host AdamW writes the 16-bit copy in its pass (as
+        // DeepSpeedCPUAdam's adam_update_copy): only the copy is left.
         add(plan::TransferKind::HostToDevice, plan::Category::Params16,
             plan::TransferPoint::AfterStep, G, bytesOf(Elems, S.ParamDType),
-            S.OptimizerOffloadPinned, Elems);
+            S.OptimizerOffloadPinned);
         continue;
       }
       // Parameters live on the host, except the persistent ones every

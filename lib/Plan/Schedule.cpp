@@ -442,9 +442,15 @@ void Scheduler::optimizerStep() {
                             bytesOf(Elems, plan::DType::F32));
       Nanos = transferNanos(Bytes, H.MemoryBytesPerSec);
     }
+    // The host AdamW writes the 16-bit copy into the parameter staging,
+    // which the previous sub-group's copy to the device may still read.
+    std::vector<uint32_t> Waits = StepWaits;
+    if (Host && S.ParamOffload == plan::OffloadDevice::None &&
+        !ParamCopies.empty())
+      Waits.push_back(ParamCopies.back());
     uint32_t Step = emit(InstrKind::OptimizerStep,
                          Host ? Stream::Host : Stream::Compute, Micro, G,
-                         StepWaits, Nanos);
+                         Waits, Nanos);
     transfersAt(plan::TransferPoint::AfterStep, G, {Step}, Micro,
                 &ParamCopies);
   }

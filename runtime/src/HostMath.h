@@ -38,9 +38,14 @@ void convertOnHost(void *Dst, ElementType DstType, const void *Src,
                    unsigned Threads);
 
 /// DeepSpeedCPUAdam's job: one AdamW step over N elements on the host,
-/// gradients read in GradType, on Threads threads.
+/// gradients read in GradType, on Threads threads; with Params, the
+/// updated weights' 16-bit copy written in the same pass (as
+/// DeepSpeedCPUAdam's adam_update_copy does), rounded as convertOnHost
+/// rounds.
 void hostAdamW(const AdamW &A, const void *Grad, ElementType GradType,
-               float *Master, float *M, float *V, uint64_t N, unsigned Threads);
+               float *Master, float *M, float *V, uint64_t N, unsigned Threads,
+               void *Params = nullptr,
+               ElementType ParamType = ElementType::BF16);
 
 /// What the optimizer state of element E of tensor T must be after Steps
 /// synthetic steps of a plan: the reference dsrun --verify compares with.

@@ -250,6 +250,11 @@ void Executor::optimizerStep(const Instr &C) {
     const char *Grads = A.at(Fp32Grads ? O.GradsFP32 : O.Grads, Lo);
     ElementType GradType = Fp32Grads ? ElementType::F32 : GradAccumType;
     bool HostParams = P.Settings.ParamOffload == plan::OffloadDevice::CPU;
+    // Parameters on the device get their 16-bit copy in the same pass,
+    // into the staging the transfer after the step copies from.
+    void *Staged = P.Settings.ParamOffload == plan::OffloadDevice::None
+                       ? A.at(P.Places.Runtime.ParamStaging)
+                       : nullptr;
     T.onHost(C, [=] {
       HostState H = hostState(G);
       if (HostStep->Overflow) {
@@ -260,7 +265,7 @@ void Executor::optimizerStep(const Instr &C) {
       Now.GradScale *= HostStep->Clip;
       Counts.HostAdamNanos[I] = nanosToRun([&] {
         hostAdamW(Now, Grads, GradType, H.Master, H.M, H.V, N,
-                  Options.HostThreads);
+                  Options.HostThreads, Staged, ParamType);
       });
       if (!HostParams)
         return; // On NVMe: written by the transfer after the step.

@@ -151,29 +151,26 @@ void Executor::transfer(const Instr &C) {
     uint32_t G = X.Owner;
     uint64_t Lo = Places.SubGroups[G].Begin, N = P.Layout.SubGroups[G].Elems;
     bool HostParams = P.Settings.ParamOffload != plan::OffloadDevice::None;
-    // The sub-group's updated weights in 16 bits through the staging; with
-    // parameters on the host the optimizer wrote those already, and only
-    // the persistent ones (kept on the device) go back.
+    // The sub-group's updated weights in 16 bits through the staging, where
+    // the host AdamW wrote them in its pass; with parameters on the host
+    // (or NVMe) the shards are updated there, and only the persistent ones
+    // (kept on the device) are converted here and go back.
     std::vector<plan::OwnedPiece> Pieces;
     for (const plan::OwnedPiece &Piece : plan::ownedPieces(P, Rank))
       if (Piece.PartitionOffset >= Lo && Piece.PartitionOffset < Lo + N &&
           (!HostParams || P.Tensors[Piece.Tensor].Persistent))
         Pieces.push_back(Piece);
-    T.onHost(
-        C,
-        [=] {
-          float *Master = hostState(G).Master;
-          if (!HostParams) {
-            timedConvert(I, ParamStaging, ParamType, Master, ElementType::F32,
-                         N, false);
-            return;
-          }
-          for (const plan::OwnedPiece &Piece : Pieces)
-            timedConvert(I, ParamStaging + (Piece.PartitionOffset - Lo) * PB,
-                         ParamType, Master + (Piece.PartitionOffset - Lo),
-                         ElementType::F32, Piece.End - Piece.Begin, false);
-        },
-        /*Second=*/true);
+    if (HostParams)
+      T.onHost(
+          C,
+          [=] {
+            float *Master = hostState(G).Master;
+            for (const plan::OwnedPiece &Piece : Pieces)
+              timedConvert(I, ParamStaging + (Piece.PartitionOffset - Lo) * PB,
+                           ParamType, Master + (Piece.PartitionOffset - Lo),
+                           ElementType::F32, Piece.End - Piece.Begin, false);
+          },
+          /*Second=*/true);
     T.measureBegin(C);
     if (Stage < 3) {
       copy(C, A.at(O.Params16, Lo), ParamStaging, N * PB,

@@ -205,6 +205,19 @@ static void vectorizedHostLoops() {
     for (uint64_t I = 0; I < N; ++I)
       adamwUpdate(A, loadAs(G, I, T), SM[I], SMo[I], SV[I]);
     EXPECT(SameBits(FM, SM) && SameBits(FMo, SMo) && SameBits(FV, SV));
+    // With the 16-bit copy written in the same pass: the same update, and
+    // each copy what convertOnHost makes of the updated master, bf16 on
+    // the vectorized path, fp16 on the generic one.
+    for (ElementType PT : {ElementType::BF16, ElementType::F16}) {
+      std::vector<float> WM = Master, WMo = M, WV = V;
+      std::vector<uint16_t> Params(N, 0xffff), Expected(N);
+      hostAdamW(A, G, T, WM.data(), WMo.data(), WV.data(), N, 5,
+                Params.data(), PT);
+      convertOnHost(Expected.data(), PT, WM.data(), ElementType::F32, N, false,
+                    3);
+      EXPECT(SameBits(WM, SM) && SameBits(WMo, SMo) && SameBits(WV, SV));
+      EXPECT(Params == Expected);
+    }
   }
 
   // The norm's sum: the same double on any number of threads, and the
@@ -493,18 +506,26 @@ static void launchers() {
 
   // Rank 0 hands a blob to three other processes over TCP.
   int Port = 20000 + int(getpid() % 20000);
+  auto Process = [](int Rank, int World, int ToPort) {
+    ProcessInfo P;
+    P.Rank = P.LocalRank = Rank;
+    P.WorldSize = World;
+    P.MasterPort = ToPort;
+    P.Launcher = "test";
+    return P;
+  };
   std::vector<pid_t> Children;
   for (int R = 1; R < 4; ++R) {
     pid_t Pid = fork();
     if (Pid == 0) {
-      ProcessInfo Me{R, 4, R, "127.0.0.1", Port, "test"};
+      ProcessInfo Me = Process(R, 4, Port);
       std::string Blob, E;
       bool OK = exchangeBlob(Me, Blob, 20, E) && Blob == "nccl-id-123";
       _exit(OK ? 0 : 1);
     }
     Children.push_back(Pid);
   }
-  ProcessInfo Root{0, 4, 0, "127.0.0.1", Port, "test"};
+  ProcessInfo Root = Process(0, 4, Port);
   std::string Blob = "nccl-id-123";
   EXPECT(exchangeBlob(Root, Blob, 20, Error));
   for (pid_t Pid : Children) {
@@ -513,7 +534,7 @@ static void launchers() {
     EXPECT(WIFEXITED(Status) && WEXITSTATUS(Status) == 0);
   }
   // Nobody listening: a bounded wait and a message, not a hang.
-  ProcessInfo Lonely{1, 2, 1, "127.0.0.1", Port + 1, "test"};
+  ProcessInfo Lonely = Process(1, 2, Port + 1);
   std::string Nothing;
   EXPECT(!exchangeBlob(Lonely, Nothing, 1, Error));
   EXPECT(Error.find("could not reach rank 0") != std::string::npos);

@@ -377,13 +377,16 @@ TEST(PlanSchedule, OffloadTimesCountTheHostConversions) {
     // conversion (1 ns an element, no bytes copied) converts them. At
     // stage 3 they stay bf16: the first micro step copies them straight
     // into place, a later one through a slot, which the host adds. An
-    // updated parameter is converted to bf16 before its copy.
+    // updated parameter's bf16 copy comes out of the host AdamW's pass at
+    // stage 2; at stage 3 the persistent ones, kept on the device while
+    // the others live on the host, are converted before their copy.
     std::vector<uint64_t> Direct(P.Buckets.size()), Staged(P.Buckets.size());
     unsigned Conversions = 0;
     for (const plan::Transfer &X : P.Transfers) {
       bool Convert = X.Kind == plan::TransferKind::HostConvert;
       bool Converted = X.Point == plan::TransferPoint::AfterStep &&
-                       X.Kind == plan::TransferKind::HostToDevice;
+                       X.Kind == plan::TransferKind::HostToDevice &&
+                       Stage == 3;
       EXPECT_EQ(X.Nanos, Convert     ? X.Bytes / 2
                          : Converted ? X.Bytes + X.Bytes / 2
                                      : X.Bytes)
@@ -457,6 +460,39 @@ TEST(PlanSchedule, OffloadTimesCountTheHostConversions) {
         EXPECT_EQ(In.Nanos, 2 * Elems + (Stage == 3 ? Elems : 0));
       }
   }
+}
+
+TEST(PlanSchedule, HostAdamWaitsForTheParameterStagingToEmpty) {
+  // Stage 3 with only the optimizer on the CPU: the host AdamW writes each
+  // sub-group's bf16 copy into the one parameter staging, so a sub-group's
+  // step waits for the copy to the device of the one before.
+  MLPConfig C;
+  C.Stage = 3;
+  C.OptimizerOffload = plan::OffloadDevice::CPU;
+  plan::Plan P = mlp(Widths, C);
+  // A byte copied or an element converted: 1 ns. The copies convert
+  // nothing.
+  P.Settings.Machine.PinnedCopyBytesPerSec = 1000000000;
+  P.Settings.Machine.HostConvertElemsPerSec = 1000000000;
+  runPasses(P);
+  ASSERT_GT(P.Layout.SubGroups.size(), 1u);
+  uint32_t LastCopy = NoIndex;
+  unsigned Steps = 0;
+  for (uint32_t I = 0; I < P.Program.size(); ++I) {
+    const plan::Instruction &In = P.Program[I];
+    if (In.Kind == plan::InstrKind::OptimizerStep) {
+      EXPECT_EQ(In.On, plan::Stream::Host);
+      EXPECT_EQ(llvm::is_contained(In.Waits, LastCopy), LastCopy != NoIndex)
+          << "sub-group " << In.Arg;
+      ++Steps;
+    }
+    if (In.Kind == plan::InstrKind::Transfer &&
+        P.Transfers[In.Arg].Point == plan::TransferPoint::AfterStep) {
+      EXPECT_EQ(P.Transfers[In.Arg].Nanos, P.Transfers[In.Arg].Bytes);
+      LastCopy = I;
+    }
+  }
+  EXPECT_EQ(Steps, P.Layout.SubGroups.size());
 }
 
 TEST(PlanMemory, Stage3UnitsOfSeveralTensorsGatherRankMajor) {
