@@ -546,8 +546,18 @@ int Executor::run() {
     return 1;
   initializeWeights();
   restoreCheckpoint();
-  if (P.Settings.OptimizerOffload != plan::OffloadDevice::None)
+  if (P.Settings.OptimizerOffload != plan::OffloadDevice::None) {
+    // Every rank's host AdamW runs at the same time as the others', sharing
+    // the node's memory: so does the triad it is compared with (an
+    // all-reduce of one float lines the ranks up first).
+    if (Comm && Process.WorldSize > 1) {
+      cudaStream_t S = T.stream(plan::Stream::Comm);
+      float *One = reinterpret_cast<float *>(A.at(P.Places.Runtime.Scratch));
+      CHECK_NCCL(ncclAllReduce(One, One, 1, ncclFloat32, ncclSum, Comm, S));
+      CHECK_CUDA(cudaStreamSynchronize(S));
+    }
     HostTriadBytesPerSec = hostTriadBytesPerSec(Options.HostThreads);
+  }
   // Training runs its lean steps in the same loop: each takes its tokens
   // and reports its loss. A resumed run goes on after the checkpoint's
   // step; its first steps are the timed ones.

@@ -365,9 +365,13 @@ void Executor::reportHostOptimizer() {
     return;
   // DeepSpeedCPUAdam's traffic per element: the gradient (fp32 at stages
   // 1-2, as accumulated at stage 3) read, master weight and both moments
-  // read and written; counted like the triad, as the memory moves it.
+  // read and written, and the 16-bit copy written where the parameters
+  // live on the device; counted like the triad, as the memory moves it.
   unsigned GradBytes = Stage < 3 ? 4 : elementBytes(GradAccumType);
-  double BytesPerSec = ElemsPerSec * (GradBytes + 24);
+  unsigned CopyBytes = P.Settings.ParamOffload == plan::OffloadDevice::None
+                           ? elementBytes(ParamType)
+                           : 0;
+  double BytesPerSec = ElemsPerSec * (GradBytes + 24 + CopyBytes);
   char Line[300];
   snprintf(Line, sizeof(Line),
            "dsrun: rank %d host AdamW: %.2f G elements/s, %.1f GB/s, %.0f %% "
