@@ -108,6 +108,11 @@ std::string checkTransfers(const plan::Plan &P) {
            plan::gradSourceType(P, X.Owner) != plan::hostGradType(S)))
         return Where + "offloaded gradients whose type changes on the host "
                        "must be staged";
+      if (Fits && X.Staged != plan::stagedGradients(P, X.Owner, In.Micro))
+        return Where + std::string("offloaded gradients are ") +
+               (X.Staged ? "staged" : "copied straight") +
+               " in a micro step that needs them " +
+               (X.Staged ? "copied straight" : "staged (it adds them)");
       break;
     case plan::TransferPoint::BeforeStep:
       Fits = S.OptimizerOffload == plan::OffloadDevice::NVMe &&

@@ -504,12 +504,16 @@ void Executor::step(uint32_t Step) {
 }
 
 bool Executor::waitForStep() {
+  return waitUntil([this] { return T.stepStatus(); });
+}
+
+bool Executor::waitUntil(const std::function<cudaError_t()> &Status) {
   // Poll, so that a peer that died (an NCCL error) or a hang ends the
   // process within the timeout instead of blocking forever.
   auto Deadline = std::chrono::steady_clock::now() +
                   std::chrono::seconds(Options.TimeoutSeconds);
   while (true) {
-    cudaError_t E = T.stepStatus();
+    cudaError_t E = Status();
     if (E == cudaSuccess)
       return true;
     if (E != cudaErrorNotReady)
@@ -554,7 +558,7 @@ int Executor::run() {
       cudaStream_t S = T.stream(plan::Stream::Comm);
       float *One = reinterpret_cast<float *>(A.at(P.Places.Runtime.Scratch));
       CHECK_NCCL(ncclAllReduce(One, One, 1, ncclFloat32, ncclSum, Comm, S));
-      CHECK_CUDA(cudaStreamSynchronize(S));
+      waitUntil([S] { return cudaStreamQuery(S); });
     }
     HostTriadBytesPerSec = hostTriadBytesPerSec(Options.HostThreads);
   }

@@ -209,6 +209,9 @@ private:
   void step(uint32_t Step);
   void issue(const Instr &C);
   bool waitForStep();
+  /// Polls Status (cudaSuccess: done) until it is done, an error, an NCCL
+  /// error or the timeout; the last three end the process.
+  bool waitUntil(const std::function<cudaError_t()> &Status);
 
   // What each instruction does (Steps.cpp).
   void compute(const Instr &C, bool Backward);

@@ -243,23 +243,28 @@ DSRUN_VECTOR_CLONES void adamwBF16(const AdamW &A, const uint16_t *G,
 void hostAdamW(const AdamW &A, const void *Grad, ElementType GradType,
                float *Master, float *M, float *V, uint64_t N,
                unsigned Threads, void *Params, ElementType ParamType) {
+  // The typed loops write a bf16 copy; another type is converted after the
+  // update, in a second pass.
+  bool Fused = Params && ParamType == ElementType::BF16;
+  uint16_t *P = Fused ? static_cast<uint16_t *>(Params) : nullptr;
   parallelFor(N, Threads, [&](uint64_t Begin, uint64_t End) {
-    bool Bf16Params = !Params || ParamType == ElementType::BF16;
-    uint16_t *P = static_cast<uint16_t *>(Params);
-    if (GradType == ElementType::F32 && Bf16Params)
+    if (GradType == ElementType::F32)
       adamwF32(A, static_cast<const float *>(Grad), Master, M, V, P, Begin,
                End);
-    else if (GradType == ElementType::BF16 && Bf16Params)
+    else if (GradType == ElementType::BF16)
       adamwBF16(A, static_cast<const uint16_t *>(Grad), Master, M, V, P,
                 Begin, End);
     else
       adamwRange(
           A, [&](uint64_t I) { return loadAs(Grad, I, GradType); }, Master, M,
           V, Begin, End, [&](uint64_t I, float W) {
-            if (Params)
-              storeAs(Params, I, ParamType, W);
+            if (P)
+              P[I] = toBF16(W);
           });
   });
+  if (Params && !Fused)
+    convertOnHost(Params, ParamType, Master, ElementType::F32, N, false,
+                  Threads);
 }
 
 void convertOnHost(void *Dst, ElementType DstType, const void *Src,

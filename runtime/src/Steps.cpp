@@ -258,8 +258,14 @@ void Executor::optimizerStep(const Instr &C) {
     T.onHost(C, [=] {
       HostState H = hostState(G);
       if (HostStep->Overflow) {
+        // Skipped (fp16); this step's flag, read back by now. The copy to
+        // the device after the step still reads the staging: the weights
+        // as they are.
         Counts.HostAdamNanos[I] = 0;
-        return; // Skipped (fp16); this step's flag, read back by now.
+        if (Staged)
+          timedConvert(I, Staged, ParamType, H.Master, ElementType::F32, N,
+                       false);
+        return;
       }
       AdamW Now = W;
       Now.GradScale *= HostStep->Clip;

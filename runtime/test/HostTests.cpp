@@ -779,16 +779,18 @@ static void editedPlans(const char *Path, const plan::Plan &Good) {
     if (X.Point != plan::TransferPoint::AfterReduce || !X.Staged ||
         X.Kind != plan::TransferKind::DeviceToHost)
       continue;
-    // A staged copy made straight: refused where the gradients change type
-    // on the host; anywhere, its slot taken away is refused by name.
+    // A staged copy made straight: refused, where the gradients change type
+    // on the host and where the micro step adds them; anywhere, its slot
+    // taken away is refused by name.
     plan::Plan P = Good;
     bool Changes = plan::gradSourceType(P, X.Owner) !=
                    plan::hostGradType(P.Settings);
     P.Transfers[I].Staged = false;
     std::string Why = Refusal(P);
-    if (Changes && Why.find("must be staged") == std::string::npos) {
-      fprintf(stderr, "%s: a straight copy that changes type was not "
-                      "refused: '%s'\n", Path, Why.c_str());
+    if (Why.find(Changes ? "must be staged" : "needs them staged (it adds") ==
+        std::string::npos) {
+      fprintf(stderr, "%s: a straight copy where the micro step needs a "
+                      "staged one was not refused: '%s'\n", Path, Why.c_str());
       ++Failures;
     }
     P = Good;
