@@ -154,8 +154,7 @@ void Executor::swapIn(const Instr &C, const plan::Transfer &X) {
             swapCheck(stateIo(G, hostState(G), /*Write=*/false, Error), Error,
                       Where);
           });
-        },
-        /*Second=*/true);
+        });
     return;
   }
   // A stage-3 unit's shards, into the parameter buffer the plan gives this
@@ -171,8 +170,7 @@ void Executor::swapIn(const Instr &C, const plan::Transfer &X) {
                                     Swap->unitBytes(U), Error),
                     Error, Where);
         });
-      },
-      /*Second=*/true);
+      });
 }
 
 void Executor::swapOut(const Instr &C, const plan::Transfer &X) {
@@ -188,8 +186,7 @@ void Executor::swapOut(const Instr &C, const plan::Transfer &X) {
             swapCheck(stateIo(G, hostState(G), /*Write=*/true, Error), Error,
                       Where);
           });
-        },
-        /*Second=*/true);
+        });
     return;
   }
   // The updated 16-bit shards of the sub-group's tensors (the persistent
@@ -223,8 +220,7 @@ void Executor::swapOut(const Instr &C, const plan::Transfer &X) {
         }
         Counts.IoBytes[I] = Bytes;
         Counts.IoNanos[I] = Nanos;
-      },
-      /*Second=*/true);
+      });
 }
 
 } // namespace dsrun

@@ -52,7 +52,7 @@ void Timeline::create(const plan::Plan &Plan, bool CommFirst) {
   CHECK_CUDA(cudaEventCreate(&StepBegin));
   CHECK_CUDA(cudaEventCreate(&StepEnd));
   CHECK_CUDA(cudaEventCreateWithFlags(&StepFork, cudaEventDisableTiming));
-  Tasks.resize(2 * N);
+  Tasks.resize(N);
 }
 
 void Timeline::measure(uint32_t I) {
@@ -101,9 +101,8 @@ void Timeline::join() {
     }
 }
 
-void Timeline::onHost(const Instr &C, std::function<void()> Work,
-                      bool Second) {
-  HostTask &T = Tasks[C.Index + (Second ? P->Program.size() : 0)];
+void Timeline::onHost(const Instr &C, std::function<void()> Work) {
+  HostTask &T = Tasks[C.Index];
   T.Work = std::move(Work);
   CHECK_CUDA(cudaLaunchHostFunc(C.S, runHostTask, &T.Work));
 }

@@ -72,9 +72,9 @@ public:
   /// cudaErrorNotReady, or the error that stopped it.
   cudaError_t stepStatus() const { return cudaEventQuery(StepEnd); }
 
-  /// Runs Work on stream S as a host callback, after what S has queued.
-  /// An instruction has two slots (Second: its second piece of host work).
-  void onHost(const Instr &C, std::function<void()> Work, bool Second = false);
+  /// Runs Work on the instruction's stream as a host callback, after what
+  /// the stream has queued: an instruction's one piece of host work.
+  void onHost(const Instr &C, std::function<void()> Work);
 
   /// Milliseconds: the step; an instruction's start and end from the
   /// step's start; its measured bracket.

@@ -169,8 +169,7 @@ void Executor::transfer(const Instr &C) {
               timedConvert(I, ParamStaging + (Piece.PartitionOffset - Lo) * PB,
                            ParamType, Master + (Piece.PartitionOffset - Lo),
                            ElementType::F32, Piece.End - Piece.Begin, false);
-          },
-          /*Second=*/true);
+          });
     T.measureBegin(C);
     if (Stage < 3) {
       copy(C, A.at(O.Params16, Lo), ParamStaging, N * PB,
