@@ -58,6 +58,12 @@ inline bool stagedGradients(const Plan &P, uint32_t Bucket, uint32_t Micro) {
          gradientsAdd(P.Settings, Micro);
 }
 
+/// Whether any micro step of the step stages the bucket's gradients: the
+/// second one does if any does (the first only where the type changes).
+inline bool stagedInSomeMicroStep(const Plan &P, uint32_t Bucket) {
+  return stagedGradients(P, Bucket, P.Settings.GradAccum > 1 ? 1 : 0);
+}
+
 /// Bytes a stage-3 fetch unit takes in an NVMe parameter buffer and in the
 /// swap file: each tensor's shard starts on an aligned offset.
 inline uint64_t swapUnitBytes(const Plan &P, uint32_t Unit) {

@@ -607,7 +607,7 @@ void MemoryPlanner::offloadStaging() {
         LargestParam * PB, whole());
   bool Staged = false;
   for (uint32_t B = 0; B < P.Buckets.size(); ++B)
-    Staged |= plan::stagedGradients(P, B, S.GradAccum > 1 ? 1 : 0);
+    Staged |= plan::stagedInSomeMicroStep(P, B);
   if (Offloaded && Staged) {
     // Pinned host staging for gradients converted or added on the host: a
     // rank's part of a bucket's reduced gradients, in two slots so that one

@@ -69,7 +69,6 @@ private:
   /// partition, adding in later micro steps, while the next bucket's copy
   /// runs. A bucket has the forms its micro steps use.
   void gradientsOut() {
-    uint32_t LastMicro = S.GradAccum > 1 ? 1 : 0;
     for (uint32_t B = 0; B < P.Buckets.size(); ++B) {
       uint64_t Share = 0;
       for (const plan::Segment &Seg : P.Buckets[B].Segments)
@@ -81,7 +80,7 @@ private:
         add(plan::TransferKind::DeviceToHost, plan::Category::Grads,
             plan::TransferPoint::AfterReduce, B, Bytes,
             S.OptimizerOffloadPinned);
-      if (!plan::stagedGradients(P, B, LastMicro))
+      if (!plan::stagedInSomeMicroStep(P, B))
         continue;
       add(plan::TransferKind::DeviceToHost, plan::Category::Grads,
           plan::TransferPoint::AfterReduce, B, Bytes, S.OptimizerOffloadPinned,

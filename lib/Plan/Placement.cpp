@@ -394,8 +394,7 @@ void Placer::instructionSlots() {
   // turn, and its copy to the device reads the buffer its read filled; an
   // offloaded bucket's staged gradients are copied into the next gradient
   // staging slot in turn, and its host conversion reads the slot its copy
-  // filled
-  // (the schedule's waits assume the same turns).
+  // filled (the schedule's waits assume the same turns).
   P.Places.InstructionSlots.assign(P.Program.size(), NoIndex);
   const std::vector<uint32_t> &Params = P.Places.Runtime.NVMeParams;
   const std::vector<uint32_t> &Grads = P.Places.Runtime.GradStaging;

@@ -103,16 +103,16 @@ std::string checkTransfers(const plan::Plan &P) {
       if (Fits && X.Staged && P.Places.InstructionSlots[I] == plan::NoIndex)
         return Where + "a staged offloaded gradient copy or conversion names "
                        "no staging slot";
-      if (Fits && !X.Staged &&
-          (X.Kind != plan::TransferKind::DeviceToHost ||
-           plan::gradSourceType(P, X.Owner) != plan::hostGradType(S)))
-        return Where + "offloaded gradients whose type changes on the host "
-                       "must be staged";
+      // Each transfer in the form its micro step needs (PlanCheck has
+      // refused a host conversion that is not staged).
       if (Fits && X.Staged != plan::stagedGradients(P, X.Owner, In.Micro))
         return Where + std::string("offloaded gradients are ") +
                (X.Staged ? "staged" : "copied straight") +
                " in a micro step that needs them " +
-               (X.Staged ? "copied straight" : "staged (it adds them)");
+               (X.Staged ? "copied straight"
+                : plan::gradSourceType(P, X.Owner) != plan::hostGradType(S)
+                    ? "staged (their type changes on the host)"
+                    : "staged (it adds them)");
       break;
     case plan::TransferPoint::BeforeStep:
       Fits = S.OptimizerOffload == plan::OffloadDevice::NVMe &&

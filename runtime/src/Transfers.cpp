@@ -3,8 +3,9 @@
 // Offloaded gradients go straight into the host partition where they keep
 // their type, or through the plan's pinned staging slots in turn, converted
 // (and added) on host threads by the host conversion after each copy;
-// updated parameters come back through their own staging; stage-3 units come from host shards or from the
-// NVMe buffer their read filled (Swap.cpp), in one batch of copies.
+// updated parameters come back through their own staging; stage-3 units
+// come from host shards or from the NVMe buffer their read filled
+// (Swap.cpp), in one batch of copies.
 //
 //===----------------------------------------------------------------------===//
 

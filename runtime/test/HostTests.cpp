@@ -662,7 +662,7 @@ static void viewChecks(const char *Path, const plan::Plan &P) {
     uint32_t Param = X.Runtime.ParamStaging;
     bool AnyStaged = false;
     for (uint32_t B = 0; B < P.Buckets.size(); ++B)
-      AnyStaged |= plan::stagedGradients(P, B, S.GradAccum > 1 ? 1 : 0);
+      AnyStaged |= plan::stagedInSomeMicroStep(P, B);
     size_t Want = AnyStaged ? plan::GradStagingSlots : 0;
     EXPECT(Slots.size() == Want && Param != plan::NoIndex);
     if (Slots.size() != Want || Param == plan::NoIndex)
@@ -787,8 +787,8 @@ static void editedPlans(const char *Path, const plan::Plan &Good) {
                    plan::hostGradType(P.Settings);
     P.Transfers[I].Staged = false;
     std::string Why = Refusal(P);
-    if (Why.find(Changes ? "must be staged" : "needs them staged (it adds") ==
-        std::string::npos) {
+    if (Why.find(Changes ? "needs them staged (their type changes"
+                         : "needs them staged (it adds") == std::string::npos) {
       fprintf(stderr, "%s: a straight copy where the micro step needs a "
                       "staged one was not refused: '%s'\n", Path, Why.c_str());
       ++Failures;
