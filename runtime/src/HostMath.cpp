@@ -175,16 +175,13 @@ namespace {
 // vectorizes them (loadAs and storeAs switch per element); each computes
 // exactly what the generic loop does, element by element.
 
-/// The update of [Begin, End), each updated master weight handed to
-/// Store (its 16-bit copy, or nothing): the generic path.
-template <typename LoadGrad, typename StoreParam>
+/// The generic update of [Begin, End).
+template <typename LoadGrad>
 void adamwRange(const AdamW &A, LoadGrad Grad, float *__restrict Master,
                 float *__restrict M, float *__restrict V, uint64_t Begin,
-                uint64_t End, StoreParam Store) {
-  for (uint64_t I = Begin; I < End; ++I) {
+                uint64_t End) {
+  for (uint64_t I = Begin; I < End; ++I)
     adamwUpdate(A, Grad(I), Master[I], M[I], V[I]);
-    Store(I, Master[I]);
-  }
 }
 
 // AVX2 where the processor has it: the update is the optimizer's main cost
@@ -202,9 +199,9 @@ inline float gradValue(uint16_t G) { return fromBF16(G); }
 /// Gradients in G's type; the bf16 copy of the update into Params when it
 /// is not null. Plain loops over restrict pointers and a local copy of the
 /// step: otherwise the fp32 loop with the copy reloads the step's factors
-/// every element and runs scalar (7x slower). Inlined into
-/// the per-type functions below, which the compiler clones per
-/// instruction set (it does not clone templates).
+/// every element and runs scalar (7x slower). Inlined into the per-type
+/// functions below, which the compiler clones per instruction set (it does
+/// not clone templates).
 template <typename GradT>
 inline __attribute__((always_inline)) void
 adamwTyped(const AdamW &Step, const GradT *__restrict G,
@@ -243,9 +240,10 @@ DSRUN_VECTOR_CLONES void adamwBF16(const AdamW &A, const uint16_t *G,
 void hostAdamW(const AdamW &A, const void *Grad, ElementType GradType,
                float *Master, float *M, float *V, uint64_t N,
                unsigned Threads, void *Params, ElementType ParamType) {
-  // The typed loops write a bf16 copy; another type is converted after the
-  // update, in a second pass.
-  bool Fused = Params && ParamType == ElementType::BF16;
+  // The typed loops write a bf16 copy; another copy type, or gradients of
+  // another type, take a second pass after the update.
+  bool Typed = GradType == ElementType::F32 || GradType == ElementType::BF16;
+  bool Fused = Typed && Params && ParamType == ElementType::BF16;
   uint16_t *P = Fused ? static_cast<uint16_t *>(Params) : nullptr;
   parallelFor(N, Threads, [&](uint64_t Begin, uint64_t End) {
     if (GradType == ElementType::F32)
@@ -257,10 +255,7 @@ void hostAdamW(const AdamW &A, const void *Grad, ElementType GradType,
     else
       adamwRange(
           A, [&](uint64_t I) { return loadAs(Grad, I, GradType); }, Master, M,
-          V, Begin, End, [&](uint64_t I, float W) {
-            if (P)
-              P[I] = toBF16(W);
-          });
+          V, Begin, End);
   });
   if (Params && !Fused)
     convertOnHost(Params, ParamType, Master, ElementType::F32, N, false,
