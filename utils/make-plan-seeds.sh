@@ -31,7 +31,10 @@ echo '{"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": true}}' > "$tmp/
   --seq-len 8 -o "$out/epilogues.bin" > /dev/null
 cat > "$tmp/cal.yaml" <<'YAML'
 gemm_algorithms:
-  - { ints: [ 16, 64, 32, 1, 0, 1, 32, 32, 64, 0, 0, 1024, 0 ], type: bf16, candidate: 2 }
+  - { product: { m: 16, n: 64, k: 32, batch: 1, trans_a: false, trans_b: true,
+                 ld_a: 32, ld_b: 32, ld_c: 64, stride_a: 0, stride_b: 0,
+                 stride_c: 1024, epilogue: none, alpha: 1, beta: 0 },
+      type: bf16, candidate: 2 }
 YAML
 "$bin/dsc" plan "$tmp/bf16.json" "$1/test/ComputeInputs/llama-train.dynamo.onnx" \
   --seq-len 8 --calibration "$tmp/cal.yaml" -o "$out/llama.bin" > /dev/null

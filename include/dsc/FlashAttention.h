@@ -1,6 +1,10 @@
 //===- FlashAttention.h - When attention runs as tiled flash attention ----===//
 //
-// An attention kernel's ints[8] says how dsrun computes it. The planner
+// An attention kernel's algorithm says how dsrun computes it: math (scores
+// of one batch element in the workspace, products by cuBLAS; any type,
+// head size, bias) or flash (tiles of 64 queries x 64 keys in shared
+// memory, scores never stored; 16-bit operands without bias, head size a
+// multiple of 8 up to 128). The planner
 // picks flash attention wherever the operands fit the tiled tensor-core
 // kernels (runtime/src/FlashAttention.cu) and reserves their workspace;
 // checkPlan holds every plan to the same rule, so dsrun never meets a
@@ -18,16 +22,6 @@
 
 namespace dsc::plan {
 
-/// ints[8] of `attention` and `attention-grad`.
-enum class AttentionAlgorithm : int64_t {
-  /// Scores of one batch element in the workspace, products by cuBLAS; any
-  /// type, head size, bias.
-  Math = 0,
-  /// Tiles of 64 queries x 64 keys in shared memory, scores never stored;
-  /// 16-bit operands without bias, head size a multiple of 8 up to 128.
-  Flash = 1,
-};
-
 constexpr int64_t FlashMaxHeadDim = 128;
 
 /// Why the attention kernel K cannot run as flash attention, or "" when it
@@ -36,10 +30,11 @@ constexpr int64_t FlashMaxHeadDim = 128;
 /// the head dimension contiguous.
 inline std::string flashAttentionMisfit(const Kernel &K,
                                         const std::vector<Value> &Values) {
-  bool Grad = K.Kind == KernelKind::AttentionGrad;
-  if (K.Ints.size() < 7)
+  const AttentionAttrs *A = K.as<AttentionAttrs>();
+  if (!A)
     return "not an attention kernel";
-  int64_t D = K.Ints[5], Dv = K.Ints[6];
+  bool Grad = K.kind() == KernelKind::AttentionGrad;
+  int64_t D = A->HeadDim, Dv = A->ValueDim;
   if (D != Dv || D % 8 || D <= 0 || D > FlashMaxHeadDim)
     return "head sizes " + std::to_string(D) + " and " + std::to_string(Dv) +
            " (flash needs equal ones, a multiple of 8 up to 128)";
@@ -79,10 +74,10 @@ inline std::string flashAttentionMisfit(const Kernel &K,
 
 /// Bytes of the flash backward's row sums of dO * O (B x Hq x T fp32),
 /// rounded up so that what follows them is aligned.
-inline uint64_t flashDeltaBytes(const Kernel &K) {
-  const std::vector<int64_t> &I = K.Ints;
-  return (uint64_t(I[0]) * uint64_t(I[1]) * uint64_t(I[3]) * 4 + 255) / 256 *
-         256;
+inline uint64_t flashDeltaBytes(const AttentionAttrs &A) {
+  return (uint64_t(A.Batch) * uint64_t(A.QHeads) * uint64_t(A.QLen) * 4 +
+          255) /
+         256 * 256;
 }
 
 /// The workspace an attention kernel needs, its operands ActBytes wide.
@@ -93,17 +88,17 @@ inline uint64_t flashDeltaBytes(const Kernel &K) {
 /// one per key/value head left a few long ones running alone. Math: one
 /// batch element's fp32 scores and its probabilities; backward adds their
 /// gradient and the row sums of that batch element.
-inline uint64_t attentionWorkspace(const Kernel &K, unsigned ActBytes) {
-  const std::vector<int64_t> &I = K.Ints;
-  bool Grad = K.Kind == KernelKind::AttentionGrad;
-  uint64_t Hq = uint64_t(I[1]), T = uint64_t(I[3]), Sk = uint64_t(I[4]);
-  if (I[8] == int64_t(AttentionAlgorithm::Flash)) {
+inline uint64_t attentionWorkspace(const AttentionAttrs &A, bool Grad,
+                                   unsigned ActBytes) {
+  uint64_t Hq = uint64_t(A.QHeads), T = uint64_t(A.QLen),
+           Sk = uint64_t(A.KVLen);
+  if (A.Algorithm == AttentionAlgorithm::Flash) {
     if (!Grad)
       return 0;
-    uint64_t Shares = I[2] < I[1] ? 2 * uint64_t(I[0]) * Hq * Sk *
-                                         uint64_t(I[5]) * 4
-                                   : 0;
-    return flashDeltaBytes(K) + Shares;
+    uint64_t Shares = A.KVHeads < A.QHeads ? 2 * uint64_t(A.Batch) * Hq * Sk *
+                                                 uint64_t(A.HeadDim) * 4
+                                           : 0;
+    return flashDeltaBytes(A) + Shares;
   }
   uint64_t Cells = Hq * T * Sk;
   return Cells * (4 + ActBytes) + (Grad ? Cells * ActBytes + Hq * T * 4 : 0);

@@ -29,7 +29,7 @@ inline uint64_t nanosAt(uint64_t Amount, uint64_t PerSec) {
 
 /// The measured rate of K's kind and direction, or null.
 inline const KernelRate *measuredRate(const Kernel &K, const Hardware &H) {
-  const char *Name = enumName(K.Kind);
+  const char *Name = enumName(K.kind());
   for (const KernelRate &R : H.KernelRates)
     if (R.Backward == K.Backward && R.Kind == Name)
       return &R;

@@ -20,8 +20,10 @@
 #ifndef DSC_PLANFORMAT_H
 #define DSC_PLANFORMAT_H
 
+#include "dsc/KernelAttrs.h"
+#include "dsc/PlanEnums.h"
+
 #include <cstdint>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -30,188 +32,10 @@ namespace dsc::plan {
 constexpr char FileMagic[8] = {'D', 'S', 'C', 'P', 'L', 'A', 'N', '\0'};
 /// Bumped whenever an existing section's encoding or meaning changes; new
 /// sections do not need a bump (old readers skip them).
-constexpr uint32_t FormatVersion = 11;
-constexpr uint32_t NoIndex = std::numeric_limits<uint32_t>::max();
+constexpr uint32_t FormatVersion = 12;
 /// Ranks of different layouts beyond this many are merged (see RankClass).
 constexpr uint32_t MaxRankClasses = 8;
 
-//===----------------------------------------------------------------------===//
-// Enumerations: one list each, of (value, name) pairs; X(Value, "name").
-//===----------------------------------------------------------------------===//
-
-/// Element types. Parameters, gradients and optimizer states are one of
-/// the three floating-point ones; the compute program also holds token ids
-/// and targets (int32), index values (int64) and masks (uint8).
-#define DSC_PLAN_DTYPE(X)                                                      \
-  X(F32, "fp32") X(F16, "fp16") X(BF16, "bf16") X(I32, "int32")                \
-  X(I64, "int64") X(U8, "uint8")
-#define DSC_PLAN_OFFLOADDEVICE(X) X(None, "none") X(CPU, "cpu") X(NVMe, "nvme")
-#define DSC_PLAN_TENSORROLE(X) X(Trainable, "trainable") X(Frozen, "frozen")
-#define DSC_PLAN_COLLECTIVE(X)                                                 \
-  X(AllReduce, "all-reduce") X(ReduceScatter, "reduce-scatter")                \
-  X(AllGather, "all-gather")
-/// Where an instruction runs. Compute and Comm are CUDA streams; the copy
-/// streams carry offload transfers; Host is CPU work (the offloaded
-/// optimizer step, NVMe I/O).
-#define DSC_PLAN_STREAM(X)                                                     \
-  X(Compute, "compute") X(Comm, "comm") X(CopyIn, "copy-in")                   \
-  X(CopyOut, "copy-out") X(Host, "host")
-/// What an instruction does; its Arg indexes the table named here:
-/// Forward, Backward: op; Gather, Release: fetch unit (stage 3); Reduce:
-/// bucket; OptimizerStep: sub-group; GatherParams: unused (stage 1/2 param
-/// all-gather); Transfer: transfer (offload copy or NVMe I/O).
-#define DSC_PLAN_INSTRKIND(X)                                                  \
-  X(Forward, "forward") X(Backward, "backward") X(Gather, "gather")            \
-  X(Release, "release") X(Reduce, "reduce")                                    \
-  X(OptimizerStep, "optimizer-step") X(GatherParams, "gather-params")          \
-  X(Transfer, "transfer") X(ClipGradients, "clip-gradients")
-#define DSC_PLAN_MEMORYSPACE(X) X(Device, "device") X(Host, "host")
-/// What a buffer holds; estimates are broken down by these. Params16: the
-/// model-dtype parameters held; GatheredParams: stage-3 parameters
-/// gathered for use; Grads: model-dtype gradients; GradsFP32: fp32
-/// gradients of the partition; MasterParams, OptimizerStates: the
-/// partition's fp32 copy and Adam moments; ReduceBuckets: gradient
-/// reduction buckets; Activations: forward values backward reads;
-/// Workspace: values of one instruction, activation gradients, library
-/// workspaces; OffloadStaging: buffers offload copies go through;
-/// Inputs: token ids and targets; Constants: the program's constants.
-#define DSC_PLAN_CATEGORY(X)                                                   \
-  X(Params16, "params16") X(GatheredParams, "gathered_params")                 \
-  X(Grads, "grads") X(GradsFP32, "grads_fp32")                                 \
-  X(MasterParams, "master_params") X(OptimizerStates, "optimizer_states")      \
-  X(ReduceBuckets, "reduce_buckets") X(Activations, "activations")             \
-  X(Workspace, "workspace") X(OffloadStaging, "offload_staging")               \
-  X(Inputs, "inputs") X(Constants, "constants")
-/// What a buffer of the memory plan is for. The runtime finds the
-/// buffers it needs through views (Placement) and, for whole buffers of
-/// state, by role; never by name. Indexed roles (Buffer::Index): ipg the
-/// bucket buffer, gather and unit the fetch unit, grads_fp32 at stage 3
-/// the sub-group, value the compute value.
-#define DSC_PLAN_BUFFERROLE(X)                                                 \
-  X(Params16, "params16") X(PersistentParams, "persistent_params")             \
-  X(MasterParams, "master_params") X(OptimizerStates, "optimizer_states")      \
-  X(Grads16, "grads16") X(GradPartition16, "grads16_partition")                \
-  X(GradPartition, "grads_partition") X(GradsFP32, "grads_fp32")               \
-  X(GradsFP32Accumulation, "grads_fp32_accumulation")                          \
-  X(ReduceFlat, "reduce_flat") X(ReduceBucket, "ipg")                          \
-  X(UnitGather, "gather") X(Unit, "unit") X(Value, "value")                    \
-  X(Scratch, "scratch") X(HostScratch, "host_scratch")                         \
-  X(InputStaging, "input_staging") X(KernelWorkspace, "kernel_workspace")      \
-  X(GradStaging, "offload_grad_staging")                                       \
-  X(GradStagingHost, "offload_grad_staging_host")                              \
-  X(ParamStagingHost, "offload_param_staging_host")                            \
-  X(NVMeOptimizerBuffers, "nvme_optimizer_buffers")                            \
-  X(NVMeParamBuffers, "nvme_param_buffers") X(SaveStaging, "save_staging")
-/// A host conversion is no copy: offloaded gradients that reached a pinned
-/// staging slot are converted (and accumulated) into their host partition.
-#define DSC_PLAN_TRANSFERKIND(X)                                               \
-  X(HostToDevice, "host-to-device") X(DeviceToHost, "device-to-host")          \
-  X(NVMeRead, "nvme-read") X(NVMeWrite, "nvme-write")                          \
-  X(HostConvert, "host-convert")
-/// When a transfer happens, relative to what it serves (Transfer::Owner
-/// indexes the table named here): AfterReduce: bucket (reduced gradients
-/// out); BeforeStep: sub-group (optimizer state in); AfterStep: sub-group
-/// (states out, params in); BeforeGather: fetch unit (host shard in).
-#define DSC_PLAN_TRANSFERPOINT(X)                                              \
-  X(AfterReduce, "after-reduce") X(BeforeStep, "before-step")                  \
-  X(AfterStep, "after-step") X(BeforeGather, "before-gather")
-/// What a value of the compute program is: a model input or target,
-/// filled every micro step; a parameter or its gradient, where the ZeRO
-/// layout keeps them; a constant of the program; an activation or an
-/// activation gradient; the loss.
-#define DSC_PLAN_VALUEKIND(X)                                                  \
-  X(Input, "input") X(Target, "target") X(Param, "param")                      \
-  X(ParamGrad, "param-grad") X(Constant, "constant")                           \
-  X(Activation, "activation") X(Gradient, "gradient") X(Loss, "loss")
-/// The kernels dsrun implements; each kind's operands and attributes are
-/// in docs/plan-format.md.
-#define DSC_PLAN_KERNELKIND(X)                                                 \
-  X(Gemm, "gemm") X(Pointwise, "pointwise") X(Reduce, "reduce")                \
-  X(Softmax, "softmax") X(SoftmaxGrad, "softmax-grad")                         \
-  X(LayerNorm, "layer-norm") X(LayerNormGrad, "layer-norm-grad")               \
-  X(RMSNorm, "rms-norm") X(RMSNormGrad, "rms-norm-grad")                       \
-  X(Attention, "attention") X(AttentionGrad, "attention-grad")                 \
-  X(Gather, "gather") X(GatherGrad, "gather-grad")                             \
-  X(CrossEntropy, "cross-entropy") X(CrossEntropyGrad, "cross-entropy-grad")   \
-  X(Fill, "fill") X(Rotary, "rotary") X(RotaryGrad, "rotary-grad")          \
-  X(SwiGLU, "swiglu") X(SwiGLUGrad, "swiglu-grad")
-/// Instructions of a pointwise kernel's program (see Kernel).
-#define DSC_PLAN_POINTWISEOP(X)                                                \
-  X(Const, "const") X(Add, "add") X(Sub, "sub") X(Mul, "mul") X(Div, "div")   \
-  X(Pow, "pow") X(Max, "max") X(Min, "min") X(Neg, "neg") X(Abs, "abs")        \
-  X(Sign, "sign") X(Sqrt, "sqrt") X(Reciprocal, "reciprocal") X(Exp, "exp")   \
-  X(Log, "log") X(Tanh, "tanh") X(Erf, "erf") X(Sigmoid, "sigmoid")            \
-  X(Relu, "relu") X(Cos, "cos") X(Sin, "sin") X(Floor, "floor")                \
-  X(Ceil, "ceil") X(GeluErf, "gelu-erf") X(GeluTanh, "gelu-tanh")              \
-  X(GeluErfGrad, "gelu-erf-grad") X(GeluTanhGrad, "gelu-tanh-grad")            \
-  X(Where, "where") X(Equal, "equal") X(Less, "less")                          \
-  X(LessOrEqual, "less-or-equal") X(Greater, "greater")                        \
-  X(GreaterOrEqual, "greater-or-equal") X(Not, "not") X(And, "and")            \
-  X(Or, "or") X(Xor, "xor") X(IsNaN, "is-nan") X(IsInf, "is-inf")              \
-  X(Dropout, "dropout") X(Mod, "mod") X(Trunc, "trunc")
-
-#define DSC_PLAN_ENUM_VALUE(V, N) V,
-#define DSC_PLAN_ENUM_NAME(V, N) N,
-#define DSC_PLAN_ENUM(Name, LIST)                                              \
-  enum class Name : uint8_t { LIST(DSC_PLAN_ENUM_VALUE) };                     \
-  inline const char *const Name##Names[] = {LIST(DSC_PLAN_ENUM_NAME)};
-DSC_PLAN_ENUM(DType, DSC_PLAN_DTYPE)
-DSC_PLAN_ENUM(OffloadDevice, DSC_PLAN_OFFLOADDEVICE)
-DSC_PLAN_ENUM(TensorRole, DSC_PLAN_TENSORROLE)
-DSC_PLAN_ENUM(Collective, DSC_PLAN_COLLECTIVE)
-DSC_PLAN_ENUM(Stream, DSC_PLAN_STREAM)
-DSC_PLAN_ENUM(InstrKind, DSC_PLAN_INSTRKIND)
-DSC_PLAN_ENUM(MemorySpace, DSC_PLAN_MEMORYSPACE)
-DSC_PLAN_ENUM(Category, DSC_PLAN_CATEGORY)
-DSC_PLAN_ENUM(BufferRole, DSC_PLAN_BUFFERROLE)
-DSC_PLAN_ENUM(TransferKind, DSC_PLAN_TRANSFERKIND)
-DSC_PLAN_ENUM(TransferPoint, DSC_PLAN_TRANSFERPOINT)
-DSC_PLAN_ENUM(ValueKind, DSC_PLAN_VALUEKIND)
-DSC_PLAN_ENUM(KernelKind, DSC_PLAN_KERNELKIND)
-DSC_PLAN_ENUM(PointwiseOp, DSC_PLAN_POINTWISEOP)
-#undef DSC_PLAN_ENUM
-#undef DSC_PLAN_ENUM_VALUE
-#undef DSC_PLAN_ENUM_NAME
-
-template <typename E> struct EnumInfo;
-#define DSC_PLAN_ENUM_INFO(E)                                                  \
-  template <> struct EnumInfo<E> {                                             \
-    static constexpr const char *const *Names = E##Names;                      \
-    static constexpr unsigned Count =                                          \
-        sizeof(E##Names) / sizeof(E##Names[0]);                                \
-  };
-DSC_PLAN_ENUM_INFO(DType)
-DSC_PLAN_ENUM_INFO(OffloadDevice)
-DSC_PLAN_ENUM_INFO(TensorRole)
-DSC_PLAN_ENUM_INFO(Collective)
-DSC_PLAN_ENUM_INFO(Stream)
-DSC_PLAN_ENUM_INFO(InstrKind)
-DSC_PLAN_ENUM_INFO(MemorySpace)
-DSC_PLAN_ENUM_INFO(Category)
-DSC_PLAN_ENUM_INFO(BufferRole)
-DSC_PLAN_ENUM_INFO(TransferKind)
-DSC_PLAN_ENUM_INFO(TransferPoint)
-DSC_PLAN_ENUM_INFO(ValueKind)
-DSC_PLAN_ENUM_INFO(KernelKind)
-DSC_PLAN_ENUM_INFO(PointwiseOp)
-#undef DSC_PLAN_ENUM_INFO
-
-template <typename E> const char *enumName(E V) {
-  unsigned I = unsigned(V);
-  return I < EnumInfo<E>::Count ? EnumInfo<E>::Names[I] : "?";
-}
-/// How a buffer of a role is shown: the role's name, with the index where
-/// the role has several (ipg.0, unit.3). A value's buffer takes the
-/// value's name instead.
-inline std::string bufferName(BufferRole R, uint32_t Index) {
-  std::string Name = enumName(R);
-  return Index == NoIndex ? Name : Name + "." + std::to_string(Index);
-}
-
-/// Counts used as array bounds (the runtime's streams, the estimate's
-/// categories).
-constexpr unsigned NumStreams = EnumInfo<Stream>::Count;
-constexpr unsigned NumCategories = EnumInfo<Category>::Count;
 
 /// The runtime's scratch buffer on the device, in floats: the step's
 /// values (step number, learning rate, bias corrections, clip factor, loss
@@ -239,22 +63,6 @@ inline ScratchLayout scratchLayout(uint64_t Instructions, uint32_t GradAccum) {
   return L;
 }
 
-inline unsigned dtypeBytes(DType T) {
-  switch (T) {
-  case DType::F16:
-  case DType::BF16:
-    return 2;
-  case DType::I64:
-    return 8;
-  case DType::U8:
-    return 1;
-  default:
-    return 4;
-  }
-}
-inline bool isFloatType(DType T) {
-  return T == DType::F32 || T == DType::F16 || T == DType::BF16;
-}
 
 //===----------------------------------------------------------------------===//
 // The plan.
@@ -303,29 +111,24 @@ struct CollectiveRate {
 
 /// The cuBLASLt algorithm dsrun runs one product with, where dsrun
 /// --calibration-out timed one faster than the first its heuristic offers:
-/// the product is every gemm kernel with these ints (GemmInts of them) and
-/// operands of this type, Candidate its place in the heuristic's order.
-/// The order is cuBLASLt's for one GPU and library version; where it
-/// offers fewer, dsrun runs the first and says so. Chosen once and carried
-/// by the plan, so that a plan's runs repeat bit for bit.
+/// the product is every gemm kernel with these attributes (sameProduct)
+/// and operands of this type, Candidate its place in the heuristic's
+/// order. The order is cuBLASLt's for one GPU and library version; where
+/// it offers fewer, dsrun runs the first and says so. Chosen once and
+/// carried by the plan, so that a plan's runs repeat bit for bit.
 struct GemmAlgorithm {
-  static constexpr size_t GemmInts = 13;
   static constexpr uint32_t MaxCandidate = 63;
-  std::vector<int64_t> Ints;
+  GemmAttrs Product;
   DType Type = DType::BF16;
   uint32_t Candidate = 0;
   template <class V> void visit(V &&F) {
-    F("ints", Ints);
+    F("product", Product);
     F("type", Type);
     F("candidate", Candidate);
   }
   /// Why this is no product's algorithm, or "" (a calibration file and
   /// checkPlan hold entries to the same rule).
   std::string misfit() const {
-    if (Ints.size() != GemmInts)
-      return "a gemm algorithm's ints are a gemm kernel's " +
-             std::to_string(GemmInts) + ", not " +
-             std::to_string(Ints.size());
     if (Candidate > MaxCandidate)
       return "gemm algorithm candidate " + std::to_string(Candidate) +
              " is beyond cuBLASLt's heuristic (at most " +
@@ -1067,83 +870,38 @@ inline int64_t rowStride(const std::vector<int64_t> &Shape,
   return Ld;
 }
 
-/// ints[12] of a gemm kernel: what its epilogue adds to the product.
-enum class GemmEpilogue : int64_t {
-  None = 0,
-  /// Inputs[2], a dense vector of N elements, added to every row of C.
-  Bias = 1,
-  /// Bias, then GELU's tanh form: Outputs[0] = gelu(AB + bias), and
-  /// Outputs[1] (laid out as C) keeps AB + bias for the backward.
-  BiasGeluTanh = 2,
-  /// The gradient through GELU's tanh form: C = AB * gelu'(Inputs[2]),
-  /// the pre-activation the forward kept, laid out as C.
-  DGeluTanh = 3,
-  /// A bias gradient with a weight gradient: Outputs[1], a dense vector of
-  /// M elements, sums op(A) over K (each of its M rows).
-  BiasGradA = 4,
-  /// The same for op(B): N elements, each column of op(B) summed over K.
-  BiasGradB = 5,
-};
-
-/// The inputs and outputs a gemm kernel with epilogue E has.
-inline unsigned gemmInputs(GemmEpilogue E) {
-  return E == GemmEpilogue::None || E == GemmEpilogue::BiasGradA ||
-                 E == GemmEpilogue::BiasGradB
-             ? 2
-             : 3;
-}
-inline unsigned gemmOutputs(GemmEpilogue E) {
-  return E == GemmEpilogue::None || E == GemmEpilogue::Bias ||
-                 E == GemmEpilogue::DGeluTanh
-             ? 1
-             : 2;
-}
-
-/// Whether epilogue E hands cuBLASLt a bias vector (read, or written as
-/// the bias gradient), a bias gradient in particular, and GELU's
-/// pre-activation (kept, or read by the gradient).
-inline bool gemmUsesBias(GemmEpilogue E) {
-  return E != GemmEpilogue::None && E != GemmEpilogue::DGeluTanh;
-}
-inline bool gemmBiasGrad(GemmEpilogue E) {
-  return E == GemmEpilogue::BiasGradA || E == GemmEpilogue::BiasGradB;
-}
-inline bool gemmUsesPreActivation(GemmEpilogue E) {
-  return E == GemmEpilogue::BiasGeluTanh || E == GemmEpilogue::DGeluTanh;
-}
-
-/// The kernel workspace a gemm kernel's cuBLASLt algorithm may use (its
-/// split-K partial sums); the algorithm is the one cuBLASLt's heuristic
-/// picks for this size, so the choice does not depend on other kernels.
-constexpr uint64_t GemmWorkspaceBytes = uint64_t(32) << 20;
-
-/// One kernel launch. Ints and Floats hold the kind's attributes in the
-/// order docs/plan-format.md gives; a pointwise kernel's program is
-///   Ints  = [registers, instructions, (op, dst, a, b, c) x instructions,
-///            outputs, register of each output]
-/// over float registers, the first ones holding the inputs; op Const
-/// loads Floats[a], Dropout keeps register a with probability 1 - Floats[b]
-/// in stream c.
+/// One kernel launch: its operands, and the attributes of its kind
+/// (include/dsc/KernelAttrs.h), whose alternative is the kind.
 struct Kernel {
-  KernelKind Kind = KernelKind::Pointwise;
   std::string Name;           ///< What it computes, for reports.
   uint32_t Op = NoIndex;      ///< The op whose forward or backward it is.
   bool Backward = false;
   std::vector<TensorRef> Inputs, Outputs;
-  std::vector<int64_t> Ints;
-  std::vector<double> Floats;
+  KernelAttrs Attrs;
   uint64_t Flops = 0;         ///< Per launch.
   uint64_t Bytes = 0;         ///< Memory traffic per launch.
   uint64_t WorkspaceBytes = 0;
+
+  KernelKind kind() const { return KernelKind(Attrs.index()); }
+  /// The attributes of kind KK; the kernel must be of that kind.
+  template <KernelKind KK> AttrsOf<KK> &attrs() {
+    return std::get<size_t(KK)>(Attrs);
+  }
+  template <KernelKind KK> const AttrsOf<KK> &attrs() const {
+    return std::get<size_t(KK)>(Attrs);
+  }
+  /// The attributes as T where the kind's are T or derive from it (a
+  /// forward kind's base read by its backward); null otherwise.
+  template <class T> const T *as() const { return attrsAs<T>(Attrs); }
+  template <class T> T *as() { return attrsAs<T>(Attrs); }
+
   template <class V> void visit(V &&F) {
-    F("kind", Kind);
     F("name", Name);
     F("op", Op);
     F("backward", Backward);
     F("inputs", Inputs);
     F("outputs", Outputs);
-    F("ints", Ints);
-    F("floats", Floats);
+    F("attrs", Attrs);
     F("flops", Flops);
     F("bytes", Bytes);
     F("workspace_bytes", WorkspaceBytes);

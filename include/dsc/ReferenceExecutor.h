@@ -42,6 +42,45 @@ private:
   size_t Size = 0;
 };
 
+/// One kernel's operands on the host, for its reference
+/// (plan::KernelKindInfo::Reference): each operand read or written through
+/// its TensorRef, element by element in row-major order of its shape.
+class HostOperands {
+public:
+  HostOperands(const plan::Kernel &K, std::vector<Span> &Storage,
+               const std::vector<plan::Value> &Values, uint64_t Seed)
+      : K(K), Storage(Storage), Values(Values), Seed(Seed) {}
+
+  /// Input I's elements, and as integers (indices, targets).
+  std::vector<float> load(size_t I) const;
+  std::vector<int64_t> loadInts(size_t I) const;
+  /// Element E of input I, and of output O.
+  float input(size_t I, int64_t E) const;
+  float &output(size_t O, int64_t E);
+  /// Writes output O's elements, each as its type stores it.
+  void store(size_t O, const std::vector<float> &V);
+  /// The storage of input I or output O from its first element on, for
+  /// kernels that walk their own strides (products).
+  const float *inputData(size_t I) const;
+  float *outputData(size_t O);
+  plan::DType outputType(size_t O) const;
+  /// Dropout's seed for this micro step.
+  uint64_t seed() const { return Seed; }
+
+private:
+  const plan::Kernel &K;
+  std::vector<Span> &Storage;
+  const std::vector<plan::Value> &Values;
+  uint64_t Seed;
+};
+
+/// The storage offset of element Flat (row-major over R.Shape).
+int64_t offsetOf(const plan::TensorRef &R, int64_t Flat);
+
+/// What storing V into a value of type T does to it: integers truncate,
+/// masks become 0 or 1.
+float storedAs(double V, plan::DType T);
+
 /// Where a value lives: its own zeroed array (NoPlace), or the arena from
 /// this element on.
 constexpr uint64_t NoPlace = ~uint64_t(0);

@@ -21,11 +21,11 @@ namespace dsc::reference {
 /// Dropout are the program runner's.
 double pointwise(plan::PointwiseOp Op, const double *A);
 
-/// Runs a pointwise program (Kernel::Ints/Floats layout, checked by
-/// checkPlan) on one element: the kernel's NumInputs input values fill the
-/// first registers, Outputs receives one value per output. Element is the
-/// element's index in the iteration, for dropout's stream.
-void runProgram(const int64_t *Ints, unsigned NumInputs, const double *Floats,
+/// Runs a pointwise program (checked by checkPlan) on one element: the
+/// kernel's NumInputs input values fill the first registers, Outputs
+/// receives one value per result. Element is the element's index in the
+/// iteration, for dropout's stream.
+void runProgram(const plan::PointwiseAttrs &P, unsigned NumInputs,
                 const double *Inputs, double *Outputs, uint64_t Seed,
                 uint64_t Element);
 

@@ -14,6 +14,7 @@
 #include "dsc/Compute/Kernels.h"
 
 #include "dsc/FlashAttention.h"
+#include "dsc/KernelRegistry.h"
 
 #include <algorithm>
 #include <map>
@@ -72,10 +73,11 @@ std::vector<TensorRef *> operands(plan::Kernel &K) {
 
 bool isPlainCopy(const plan::Kernel &K,
                  const std::vector<plan::Value> &Values) {
-  // Ints: registers 1, instructions 0, stores 1, from register 0.
-  return K.Kind == KernelKind::Pointwise && K.Inputs.size() == 1 &&
-         K.Outputs.size() == 1 && K.Floats.empty() &&
-         K.Ints == std::vector<int64_t>{1, 0, 1, 0} &&
+  // One register, no instruction, register 0 stored.
+  const plan::PointwiseAttrs *P = std::get_if<plan::PointwiseAttrs>(&K.Attrs);
+  return P && K.Inputs.size() == 1 && K.Outputs.size() == 1 &&
+         P->Constants.empty() && P->Registers == 1 && P->Program.empty() &&
+         P->Results == std::vector<uint32_t>{0} &&
          K.Inputs[0].Value != K.Outputs[0].Value &&
          Values[K.Inputs[0].Value].Type == Values[K.Outputs[0].Value].Type;
 }
@@ -84,22 +86,10 @@ bool isPlainCopy(const plan::Kernel &K,
 /// any strides, and flash attention wherever its rule holds.
 bool takesAnyViews(const plan::Kernel &K,
                    const std::vector<plan::Value> &Values) {
-  switch (K.Kind) {
-  case KernelKind::Pointwise:
-  case KernelKind::Fill:
-  case KernelKind::Rotary:
-  case KernelKind::RotaryGrad:
-  case KernelKind::SwiGLU:
-  case KernelKind::SwiGLUGrad:
-    return true;
-  case KernelKind::Attention:
-  case KernelKind::AttentionGrad:
-    return K.Ints.size() > 8 &&
-           K.Ints[8] == int64_t(plan::AttentionAlgorithm::Flash) &&
+  if (const plan::AttentionAttrs *A = K.as<plan::AttentionAttrs>())
+    return A->Algorithm == plan::AttentionAlgorithm::Flash &&
            plan::flashAttentionMisfit(K, Values).empty();
-  default:
-    return false;
-  }
+  return plan::kernelKindInfo(K.kind()).AnyViews;
 }
 
 } // namespace

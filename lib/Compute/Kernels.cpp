@@ -1,9 +1,10 @@
 //===- Kernels.cpp - Kernel selection, views and storage ------------------===//
 
 #include "dsc/Compute/Kernels.h"
+#include "dsc/Compute/Lowering.h"
 
-#include "dsc/ColumnSums.h"
 #include "dsc/FlashAttention.h"
+#include "dsc/KernelRegistry.h"
 #include "dsc/Compute/Ops.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -101,21 +102,21 @@ bool isStatistic(const Node &N, unsigned Output) {
          (Op == "dsc.Attention" && Output == 1) || Op == "dsc.CrossEntropy";
 }
 
-/// A one-instruction (or copy) program over NumInputs registers.
-std::vector<int64_t> program(PointwiseOp Op, unsigned NumInputs,
-                             std::vector<int64_t> Args = {}) {
+/// A one-instruction program over NumInputs registers: Op reads the
+/// inputs (or Args).
+plan::PointwiseAttrs program(PointwiseOp Op, unsigned NumInputs,
+                             std::vector<uint32_t> Args = {}) {
   if (Args.empty())
     for (unsigned K = 0; K < NumInputs; ++K)
       Args.push_back(K);
   Args.resize(3, 0);
-  return {int64_t(NumInputs) + 1, 1,       int64_t(Op), int64_t(NumInputs),
-          Args[0],                Args[1], Args[2],     1,
-          int64_t(NumInputs)};
+  plan::PointwiseAttrs P;
+  P.Registers = NumInputs + 1;
+  P.Program = {{Op, NumInputs, Args[0], Args[1], Args[2]}};
+  P.Results = {NumInputs};
+  return P;
 }
-/// The program that copies register 0 to the output.
-std::vector<int64_t> copyProgram() { return {1, 0, 1, 0}; }
-
-class Selector {
+class Selector : public KernelBuilder {
 public:
   Selector(const Graph &G, const KernelOptions &O) : G(G), O(O) {
     Locs.resize(G.Values.size());
@@ -133,6 +134,39 @@ public:
   }
 
   Expected<KernelProgram> run();
+
+  // KernelBuilder.
+  const Graph &graph() const override { return G; }
+  const KernelOptions &options() const override { return O; }
+  const std::vector<plan::Value> &values() const override { return P.Values; }
+  plan::TensorRef ref(ValueId V) override {
+    return ref(loc(V), G.Values[V].Dims);
+  }
+  plan::TensorRef rowsRef(ValueId V, bool Padded = false) override {
+    return ref(rows(V, Padded), G.Values[V].Dims);
+  }
+  plan::TensorRef broadcastRef(ValueId V, const Shape &Out) override {
+    const Loc &L = loc(V);
+    return {L.Value, uint64_t(L.Offset), Out,
+            broadcastStrides(G.Values[V].Dims, L.Strides, Out)};
+  }
+  plan::TensorRef contiguousRef(ValueId V) override {
+    return ref(contiguousCopy(V), G.Values[V].Dims);
+  }
+  plan::TensorRef output(ValueId V, bool PadRows = false) override {
+    return ref(own(V, PadRows), G.Values[V].Dims);
+  }
+  void emit(plan::Kernel K) override {
+    K.Op = CurrentNode;
+    K.Backward = Backward;
+    plan::costKernel(K, P.Values);
+    P.Kernels.push_back(std::move(K));
+    P.Node.push_back(CurrentNode);
+  }
+  void setLoss(std::string Loss) override { P.Training.Loss = std::move(Loss); }
+  Error view(const Node &N) override;
+  Error pointwise(const Node &N) override;
+  Error product(const Node &N) override;
 
 private:
   DType typeOf(ValueId V) const {
@@ -188,20 +222,6 @@ private:
   }
   /// V's storage; a constant gets its own when a kernel first reads it.
   const Loc &loc(ValueId V);
-  plan::TensorRef ref(ValueId V) { return ref(loc(V), G.Values[V].Dims); }
-  /// V's operand broadcast to Out's shape.
-  plan::TensorRef broadcastRef(ValueId V, const Shape &Out) {
-    const Loc &L = loc(V);
-    return {L.Value, uint64_t(L.Offset), Out,
-            broadcastStrides(G.Values[V].Dims, L.Strides, Out)};
-  }
-  void emit(plan::Kernel K) {
-    K.Op = CurrentNode;
-    K.Backward = Backward;
-    costKernel(K, P.Values);
-    P.Kernels.push_back(std::move(K));
-    P.Node.push_back(CurrentNode);
-  }
   /// A contiguous copy of V (for a kernel that needs one), broadcast to
   /// Full when given.
   Loc contiguousCopy(ValueId V, std::optional<Shape> Full = std::nullopt) {
@@ -213,11 +233,10 @@ private:
                            typeOf(V), uint64_t(numel(S)));
     Loc L{Id, 0, contiguousStrides(S)};
     plan::Kernel K;
-    K.Kind = KernelKind::Pointwise;
     K.Name = X.Name + " (copy)";
     K.Inputs = {broadcastRef(V, S)};
     K.Outputs = {ref(L, S)};
-    K.Ints = copyProgram();
+    K.Attrs = copyProgram();
     emit(std::move(K));
     return L;
   }
@@ -229,9 +248,6 @@ private:
     bool Rows = isContiguous(S, L.Strides) ||
                 (Padded && plan::rowStride(S, L.Strides) != 0);
     return Rows ? L : contiguousCopy(V);
-  }
-  plan::TensorRef rowsRef(ValueId V, bool Padded = false) {
-    return ref(rows(V, Padded), G.Values[V].Dims);
   }
   /// Whether V gets padded rows: a float activation or gradient of at least
   /// two dims whose rows are wide (a vocabulary of 50,257) but not a
@@ -374,10 +390,6 @@ private:
   /// Pairs each bias gradient (a ReduceSum over dy's rows) with the later
   /// weight-gradient product whose epilogue can compute it.
   void findBiasGradients();
-  Error view(const Node &N);
-  Error kernel(const Node &N);
-  Error gemm(const Node &N);
-  Error pointwise(const Node &N);
   /// A parameter's gradient that is a view of another value: copied into
   /// the gradient's own storage.
   void materializeParamGrad(ValueId V);
@@ -419,11 +431,10 @@ void Selector::materializeParamGrad(ValueId V) {
                          tensorOf(G.Params[size_t(GradOf[V])]));
   Loc L{Id, 0, contiguousStrides(X.Dims)};
   plan::Kernel K;
-  K.Kind = KernelKind::Pointwise;
   K.Name = X.Name + " (gradient)";
   K.Inputs = {ref(V)};
   K.Outputs = {ref(L, X.Dims)};
-  K.Ints = copyProgram();
+  K.Attrs = copyProgram();
   emit(std::move(K));
   Locs[V] = L;
   P.ValueOf[V] = Id;
@@ -486,27 +497,29 @@ Error Selector::view(const Node &N) {
 Error Selector::pointwise(const Node &N) {
   const Shape &Out = G.Values[N.Outputs[0]].Dims;
   plan::Kernel K;
-  K.Kind = KernelKind::Pointwise;
   K.Name = N.Name;
   StringRef Op = N.Op;
   unsigned Used = Op == "CastLike" ? 1 : unsigned(N.Inputs.size());
   for (unsigned I = 0; I < Used; ++I)
     K.Inputs.push_back(broadcastRef(N.Inputs[I], Out));
   if (Op == "Dropout" || Op == "dsc.DropoutGrad") {
+    // Register 0 kept with probability 1 - constant 0, in its stream.
     K.Inputs.resize(1);
-    K.Floats = {N.A.f("ratio", 0.5)};
-    K.Ints = program(PointwiseOp::Dropout, 1,
-                     {0, 0, N.A.i("dsc_stream", 0)});
+    plan::PointwiseAttrs P = program(
+        PointwiseOp::Dropout, 1, {0, 0, uint32_t(N.A.i("dsc_stream", 0))});
+    P.Constants = {N.A.f("ratio", 0.5)};
+    K.Attrs = std::move(P);
   } else if (std::optional<PointwiseOp> P = pointwiseOpOf(N)) {
     if (*P == PointwiseOp::Mod && N.A.i("fmod", 0))
       return G.nodeError(N, "dsc has no kernel for fmod=1");
-    K.Ints = program(*P, Used);
+    K.Attrs = program(*P, Used);
   } else {
     // A copy (Identity, Cast): the store converts to the output's type; a
     // float to an integer truncates, as ONNX's Cast does.
-    K.Ints = G.Values[N.Outputs[0]].isFloat() || !G.Values[N.Inputs[0]].isFloat()
-                 ? copyProgram()
-                 : program(PointwiseOp::Trunc, 1);
+    K.Attrs =
+        G.Values[N.Outputs[0]].isFloat() || !G.Values[N.Inputs[0]].isFloat()
+            ? copyProgram()
+            : program(PointwiseOp::Trunc, 1);
   }
   Loc L = own(N.Outputs[0]);
   K.Outputs = {ref(L, Out)};
@@ -522,28 +535,27 @@ Error Selector::pointwise(const Node &N) {
 /// second over the rest. Split along K, the second adds into the first's
 /// stored output (beta 1): one more rounding of C, in C's type.
 std::vector<plan::Kernel> splitUnaligned(plan::Kernel K) {
-  std::vector<int64_t> &I = K.Ints;
-  int64_t N = I[1], Kd = I[2];
-  bool TA = I[4] != 0, TB = I[5] != 0;
+  plan::GemmAttrs &G = K.attrs<KernelKind::Gemm>();
   auto Wide = [](int64_t D) { return D >= MinPaddedRow && D % RowAlign; };
-  if (I[3] != 1 || (!Wide(N) && !Wide(Kd)))
+  if (G.Batch != 1 || (!Wide(G.N) && !Wide(G.K)))
     return {std::move(K)};
   plan::Kernel Rest = K;
+  plan::GemmAttrs &R = Rest.attrs<KernelKind::Gemm>();
   plan::TensorRef &A0 = K.Inputs[0], &B0 = K.Inputs[1], &A1 = Rest.Inputs[0],
                   &B1 = Rest.Inputs[1];
-  auto Cols = [](plan::TensorRef &R, bool AlongRows, int64_t From,
+  auto Cols = [](plan::TensorRef &Ref, bool AlongRows, int64_t From,
                  int64_t Count) {
     // Dim 1 (rows) or 2 (columns) of a [1, rows, cols] view.
     size_t D = AlongRows ? 1 : 2;
-    R.Offset += uint64_t(From * R.Strides[D]);
-    R.Shape[D] = Count;
+    Ref.Offset += uint64_t(From * Ref.Strides[D]);
+    Ref.Shape[D] = Count;
   };
-  if (Wide(N)) {
-    int64_t N8 = N / RowAlign * RowAlign;
-    I[1] = N8;
-    Rest.Ints[1] = N - N8;
-    Cols(B0, TB, 0, N8);
-    Cols(B1, TB, N8, N - N8);
+  if (Wide(G.N)) {
+    int64_t N = G.N, N8 = N / RowAlign * RowAlign;
+    G.N = N8;
+    R.N = N - N8;
+    Cols(B0, G.TransB, 0, N8);
+    Cols(B1, G.TransB, N8, N - N8);
     Cols(K.Outputs[0], false, 0, N8);
     Cols(Rest.Outputs[0], false, N8, N - N8);
     if (K.Inputs.size() > 2) {
@@ -553,16 +565,16 @@ std::vector<plan::Kernel> splitUnaligned(plan::Kernel K) {
     }
     Rest.Name += " (last columns)";
   } else {
-    int64_t K8 = Kd / RowAlign * RowAlign;
-    I[2] = K8;
-    Rest.Ints[2] = Kd - K8;
-    Cols(A0, TA, 0, K8);
-    Cols(A1, TA, K8, Kd - K8);
-    Cols(B0, !TB, 0, K8);
-    Cols(B1, !TB, K8, Kd - K8);
+    int64_t Kd = G.K, K8 = Kd / RowAlign * RowAlign;
+    G.K = K8;
+    R.K = Kd - K8;
+    Cols(A0, G.TransA, 0, K8);
+    Cols(A1, G.TransA, K8, Kd - K8);
+    Cols(B0, !G.TransB, 0, K8);
+    Cols(B1, !G.TransB, K8, Kd - K8);
     Rest.Inputs.resize(2);
-    Rest.Ints[12] = int64_t(plan::GemmEpilogue::None);
-    Rest.Floats[1] = 1.0;
+    R.Epilogue = plan::GemmEpilogue::None;
+    R.Beta = 1.0;
     Rest.Name += " (last terms)";
   }
   return {std::move(K), std::move(Rest)};
@@ -606,7 +618,7 @@ std::optional<MatrixLayout> matrixLayout(const Shape &S, const Shape &Strides,
   return L;
 }
 
-Error Selector::gemm(const Node &N) {
+Error Selector::product(const Node &N) {
   uint32_t Self = CurrentNode;
   ValueId A = N.Inputs[0], B = N.Inputs[1], C = N.Outputs[0];
   Shape SA = G.Values[A].Dims, SB = G.Values[B].Dims, SC = G.Values[C].Dims;
@@ -648,7 +660,7 @@ Error Selector::gemm(const Node &N) {
     MA->BatchStride = MB->BatchStride = 0;
   }
   plan::Kernel Kr;
-  Kr.Kind = KernelKind::Gemm;
+  plan::GemmAttrs &Ga = Kr.Attrs.emplace<plan::GemmAttrs>();
   Kr.Name = N.Name;
   int64_t RowsA = MA->Trans ? K : M, ColsA = MA->Trans ? M : K;
   int64_t RowsB = MB->Trans ? Nn : K, ColsB = MB->Trans ? K : Nn;
@@ -668,8 +680,10 @@ Error Selector::gemm(const Node &N) {
     Locs[C] = LC;
     Kr.Inputs = {RB, RA};
     Kr.Outputs = {plan::TensorRef{LC.Value, 0, {1, Nn, M}, {Nn * M, M, 1}}};
-    Kr.Ints = {Nn, M, K, 1, !MB->Trans, !MA->Trans, MB->Ld, MA->Ld, M,
-               0,  0, Nn * M, 0};
+    Ga.M = Nn, Ga.N = M, Ga.K = K, Ga.Batch = 1;
+    Ga.TransA = !MB->Trans, Ga.TransB = !MA->Trans;
+    Ga.LdA = MB->Ld, Ga.LdB = MA->Ld, Ga.LdC = M;
+    Ga.StrideC = Nn * M;
   } else {
     // A bias added to every row (a Linear's, an addmm's) is the product's
     // epilogue, and the sum is its output: no pass over the product.
@@ -728,215 +742,33 @@ Error Selector::gemm(const Node &N) {
                         plan::TensorRef{LG.Value, 0, {Count, M, Nn},
                                         {M * LdC, LdC, 1}});
     }
-    Kr.Ints = {M,      Nn,     K,   Count,           MA->Trans,
-               MB->Trans, MA->Ld, MB->Ld, LdC, MA->BatchStride,
-               MB->BatchStride, M * LdC, int64_t(Epilogue)};
+    Ga.M = M, Ga.N = Nn, Ga.K = K, Ga.Batch = Count;
+    Ga.TransA = MA->Trans, Ga.TransB = MB->Trans;
+    Ga.LdA = MA->Ld, Ga.LdB = MB->Ld, Ga.LdC = LdC;
+    Ga.StrideA = MA->BatchStride, Ga.StrideB = MB->BatchStride;
+    Ga.StrideC = M * LdC;
+    Ga.Epilogue = Epilogue;
   }
-  Kr.Floats = {1.0, 0.0};
   // The bias gradient beside a weight gradient, summed by cuBLASLt from
   // the operand dy while the product reads it.
   if (auto It = BiasGradFor.find(Self); It != BiasGradFor.end()) {
     const Node &R = G.Nodes[It->second.Reduce];
     ValueId Sum = R.Outputs[0];
     bool OfA = It->second.DyIsB == Flipped;
-    int64_t Len = Kr.Ints[OfA ? 0 : 1];
-    if (Kr.Ints[3] == 1 && Kr.Ints[12] == int64_t(plan::GemmEpilogue::None) &&
-        Kr.Ints[1] % 8 == 0 && Kr.Ints[2] % 8 == 0 &&
+    int64_t Len = OfA ? Ga.M : Ga.N;
+    if (Ga.Batch == 1 && Ga.Epilogue == plan::GemmEpilogue::None &&
+        Ga.N % 8 == 0 && Ga.K % 8 == 0 &&
         numel(G.Values[Sum].Dims) == Len && typeOf(Sum) == typeOf(C)) {
       Loc LS = own(Sum);
       Kr.Outputs.push_back(plan::TensorRef{LS.Value, 0, {Len}, {1}});
-      Kr.Ints[12] = int64_t(OfA ? plan::GemmEpilogue::BiasGradA
-                                : plan::GemmEpilogue::BiasGradB);
+      Ga.Epilogue = OfA ? plan::GemmEpilogue::BiasGradA
+                        : plan::GemmEpilogue::BiasGradB;
       Kr.Name += " (and bias gradient)";
       FusedAway.insert(It->second.Reduce);
     }
   }
   for (plan::Kernel &Part : splitUnaligned(std::move(Kr)))
     emit(std::move(Part));
-  return Error::success();
-}
-
-Error Selector::kernel(const Node &N) {
-  StringRef Op = N.Op;
-  if (N.Def->Flags & Elementwise || Op == "Dropout" || Op == "dsc.DropoutGrad")
-    return pointwise(N);
-  if (Op == "MatMul")
-    return gemm(N);
-  plan::Kernel K;
-  K.Name = N.Name;
-  auto Outputs = [&] {
-    for (ValueId V : N.Outputs)
-      K.Outputs.push_back(ref(own(V), G.Values[V].Dims));
-  };
-  const Shape &X = G.Values[N.Inputs[0]].Dims;
-  auto RowsCols = [&](const Shape &S, int64_t Axis) {
-    int64_t Cols = numel(ArrayRef<int64_t>(S).drop_front(size_t(Axis)));
-    return std::pair<int64_t, int64_t>{numel(S) / std::max<int64_t>(Cols, 1),
-                                       Cols};
-  };
-  if (Op == "ReduceSum" || Op == "ReduceMean") {
-    K.Kind = KernelKind::Reduce;
-    K.Inputs = {ref(N.Inputs[0])};
-    int64_t Mask = 0, Count = 1;
-    std::vector<int64_t> Axes = *N.A.ints("axes");
-    for (int64_t A : Axes) {
-      Mask |= int64_t(1) << A;
-      Count *= X[size_t(A)];
-    }
-    K.Ints = {Mask};
-    K.Floats = {Op == "ReduceMean" ? 1.0 / double(Count) : 1.0};
-    Loc L = own(N.Outputs[0]);
-    Shape Kept = X;
-    for (int64_t A : Axes)
-      Kept[size_t(A)] = 1;
-    K.Outputs = {ref({L.Value, 0, contiguousStrides(Kept)}, Kept)};
-  } else if (Op == "Softmax" || Op == "LogSoftmax") {
-    K.Kind = KernelKind::Softmax;
-    int64_t Axis = N.A.i("axis", -1);
-    if (Axis != int64_t(X.size()) - 1)
-      return G.nodeError(N, "dsc's softmax kernel works along the last axis");
-    auto [R, C] = RowsCols(X, Axis);
-    K.Inputs = {rowsRef(N.Inputs[0])};
-    K.Ints = {R, C, N.A.i("zero_masked_rows", 0), Op == "LogSoftmax"};
-    Outputs();
-  } else if (Op == "dsc.SoftmaxGrad" || Op == "dsc.LogSoftmaxGrad") {
-    K.Kind = KernelKind::SoftmaxGrad;
-    auto [R, C] = RowsCols(X, int64_t(X.size()) - 1);
-    K.Inputs = {rowsRef(N.Inputs[0]), rowsRef(N.Inputs[1])};
-    K.Ints = {R, C, Op == "dsc.LogSoftmaxGrad"};
-    Outputs();
-  } else if (Op == "LayerNormalization" || Op == "dsc.RMSNorm") {
-    bool Rms = Op == "dsc.RMSNorm";
-    K.Kind = Rms ? KernelKind::RMSNorm : KernelKind::LayerNorm;
-    auto [R, C] = RowsCols(X, N.A.i("axis", -1));
-    for (ValueId V : N.Inputs)
-      if (V != NoValue)
-        K.Inputs.push_back(rowsRef(V));
-    K.Ints = {R, C};
-    K.Floats = {N.A.f("epsilon", Rms ? 1e-6 : 1e-5)};
-    Outputs();
-  } else if (Op == "dsc.Rotary" || Op == "dsc.RotaryGrad") {
-    // Any views: the kernel walks each operand through its strides, the
-    // tables broadcast (stride 0) to x's shape.
-    K.Kind = Op == "dsc.Rotary" ? KernelKind::Rotary : KernelKind::RotaryGrad;
-    K.Inputs = {ref(N.Inputs[0]), broadcastRef(N.Inputs[1], X),
-                broadcastRef(N.Inputs[2], X)};
-    K.Ints = {numel(X) / std::max<int64_t>(X.back(), 1), X.back()};
-    Outputs();
-  } else if (Op == "dsc.SwiGLU" || Op == "dsc.SwiGLUGrad") {
-    // Elementwise through any views of one shape.
-    K.Kind = Op == "dsc.SwiGLU" ? KernelKind::SwiGLU : KernelKind::SwiGLUGrad;
-    for (ValueId V : N.Inputs)
-      K.Inputs.push_back(ref(V));
-    Outputs();
-  } else if (Op == "dsc.LayerNormGrad" || Op == "dsc.RMSNormGrad") {
-    K.Kind = Op == "dsc.RMSNormGrad" ? KernelKind::RMSNormGrad
-                                     : KernelKind::LayerNormGrad;
-    const Shape &XS = G.Values[N.Inputs[1]].Dims;
-    auto [R, C] = RowsCols(XS, N.A.i("axis", -1));
-    for (ValueId V : N.Inputs)
-      K.Inputs.push_back(rowsRef(V));
-    K.Ints = {R, C};
-    Outputs();
-  } else if (Op == "dsc.Attention" || Op == "dsc.AttentionGrad") {
-    bool Grad = Op == "dsc.AttentionGrad";
-    K.Kind = Grad ? KernelKind::AttentionGrad : KernelKind::Attention;
-    unsigned Q = Grad ? 1 : 0;
-    const Shape &QS = G.Values[N.Inputs[Q]].Dims,
-                &KS = G.Values[N.Inputs[Q + 1]].Dims,
-                &VS = G.Values[N.Inputs[Q + 2]].Dims;
-    for (size_t I = 0; I < N.Inputs.size(); ++I) {
-      ValueId V = N.Inputs[I];
-      const Loc L = loc(V);
-      bool Bias = I == Q + 3 + (Grad ? 2 : 0);
-      if (Bias) {
-        K.Inputs.push_back(broadcastRef(V, {QS[0], QS[1], QS[2], KS[2]}));
-        continue;
-      }
-      // Strided is fine along every dim but the last.
-      bool Inner = L.Strides.empty() || L.Strides.back() == 1 ||
-                   G.Values[V].Dims.back() == 1;
-      K.Inputs.push_back(Inner ? ref(V) : ref(contiguousCopy(V),
-                                             G.Values[V].Dims));
-    }
-    K.Ints = {QS[0], QS[1], KS[1], QS[2], KS[2], QS[3], VS[3],
-              N.A.i("causal", 0)};
-    K.Floats = {N.A.f("scale", 1 / std::sqrt(double(QS[3])))};
-    Outputs();
-    bool Flash =
-        !O.MathAttention && plan::flashAttentionMisfit(K, P.Values).empty();
-    K.Ints.push_back(int64_t(Flash ? plan::AttentionAlgorithm::Flash
-                                   : plan::AttentionAlgorithm::Math));
-  } else if (Op == "Gather" || Op == "dsc.GatherGrad") {
-    bool Grad = Op == "dsc.GatherGrad";
-    K.Kind = Grad ? KernelKind::GatherGrad : KernelKind::Gather;
-    int64_t Axis = N.A.i("axis", 0);
-    const Shape &T = Grad ? G.Values[N.Outputs[0]].Dims : X;
-    ValueId Idx = N.Inputs[Grad ? 0 : 1];
-    int64_t Outer = numel(ArrayRef<int64_t>(T).take_front(size_t(Axis)));
-    int64_t Inner = numel(ArrayRef<int64_t>(T).drop_front(size_t(Axis) + 1));
-    K.Inputs = {rowsRef(N.Inputs[0]), rowsRef(N.Inputs[1])};
-    K.Ints = {Axis, Outer, T[size_t(Axis)], Inner,
-              numel(G.Values[Idx].Dims)};
-    Outputs();
-  } else if (Op == "dsc.CrossEntropy" || Op == "dsc.CrossEntropyGrad") {
-    bool Grad = Op == "dsc.CrossEntropyGrad";
-    K.Kind = Grad ? KernelKind::CrossEntropyGrad : KernelKind::CrossEntropy;
-    for (size_t I = 0; I < N.Inputs.size(); ++I)
-      K.Inputs.push_back(rowsRef(N.Inputs[I], /*Padded=*/I == 0));
-    K.Ints = {numel(X) / X.back(), X.back(), N.A.i("ignore_index", -100)};
-    for (size_t I = 0; I < N.Outputs.size(); ++I) {
-      ValueId V = N.Outputs[I];
-      K.Outputs.push_back(ref(own(V, /*PadRows=*/Grad), G.Values[V].Dims));
-    }
-    if (!Grad)
-      P.Training.Loss = N.A.s("loss", "causal-lm");
-  } else if (Op == "Concat") {
-    Loc Out = own(N.Outputs[0]);
-    const Shape &OS = G.Values[N.Outputs[0]].Dims;
-    int64_t Axis = N.A.i("axis", 0), At = 0;
-    for (ValueId V : N.Inputs) {
-      const Shape &S = G.Values[V].Dims;
-      plan::Kernel Copy;
-      Copy.Kind = KernelKind::Pointwise;
-      Copy.Name = N.Name + " (part)";
-      Copy.Inputs = {ref(V)};
-      Copy.Outputs = {plan::TensorRef{
-          Out.Value, uint64_t(At * Out.Strides[size_t(Axis)]), S, Out.Strides}};
-      Copy.Ints = copyProgram();
-      emit(std::move(Copy));
-      At += S[size_t(Axis)];
-    }
-    (void)OS;
-    return Error::success();
-  } else if (Op == "dsc.SliceGrad") {
-    Loc Out = own(N.Outputs[0]);
-    const Shape &OS = G.Values[N.Outputs[0]].Dims;
-    plan::Kernel Fill;
-    Fill.Kind = KernelKind::Fill;
-    Fill.Name = N.Name + " (zeros)";
-    Fill.Outputs = {ref(Out, OS)};
-    Fill.Floats = {0.0};
-    emit(std::move(Fill));
-    Loc Window = Out;
-    std::vector<int64_t> A = *N.A.ints("dsc_axes"), S = *N.A.ints("dsc_starts"),
-                         St = *N.A.ints("dsc_steps");
-    for (size_t I = 0; I < A.size(); ++I) {
-      Window.Offset += S[I] * Window.Strides[size_t(A[I])];
-      Window.Strides[size_t(A[I])] *= St[I];
-    }
-    plan::Kernel Copy;
-    Copy.Kind = KernelKind::Pointwise;
-    Copy.Name = N.Name;
-    Copy.Inputs = {ref(N.Inputs[0])};
-    Copy.Outputs = {ref(Window, G.Values[N.Inputs[0]].Dims)};
-    Copy.Ints = copyProgram();
-    emit(std::move(Copy));
-    return Error::success();
-  } else {
-    return G.nodeError(N, "dsc has no kernel for it");
-  }
-  emit(std::move(K));
   return Error::success();
 }
 
@@ -949,7 +781,9 @@ Error Selector::select(uint32_t I) {
         G.Values[V].Kind != ValueKind::Constant)
       return G.nodeError(N, "reads '" + G.Values[V].Name +
                                 "', which has no storage");
-  return (N.Def->Flags & ViewOp) ? view(N) : kernel(N);
+  if (!N.Def->Lower)
+    return G.nodeError(N, "dsc has no kernel for it");
+  return N.Def->Lower(*this, N);
 }
 
 void Selector::findBiasGradients() {
@@ -1132,81 +966,6 @@ const Loc &Selector::loc(ValueId V) {
 }
 
 } // namespace
-
-void costKernel(plan::Kernel &K, const std::vector<plan::Value> &Values) {
-  auto Elems = [](const plan::TensorRef &R) { return uint64_t(numel(R.Shape)); };
-  auto Bytes = [&](const plan::TensorRef &R) {
-    return Elems(R) * plan::dtypeBytes(Values[R.Value].Type);
-  };
-  // An input broadcast along a dim (stride 0) is read once per element
-  // it has, not once per element of the output.
-  auto ReadBytes = [&](const plan::TensorRef &R) {
-    uint64_t N = 1;
-    for (size_t D = 0; D < R.Shape.size(); ++D)
-      if (R.Strides[D] != 0)
-        N *= uint64_t(R.Shape[D]);
-    return N * plan::dtypeBytes(Values[R.Value].Type);
-  };
-  K.Bytes = 0;
-  for (const plan::TensorRef &R : K.Inputs)
-    K.Bytes += ReadBytes(R);
-  for (const plan::TensorRef &R : K.Outputs)
-    K.Bytes += Bytes(R);
-  const std::vector<int64_t> &I = K.Ints;
-  switch (K.Kind) {
-  case KernelKind::Gemm:
-    K.Flops = 2 * uint64_t(I[0]) * uint64_t(I[1]) * uint64_t(I[2]) *
-              uint64_t(I[3]);
-    K.WorkspaceBytes = plan::GemmWorkspaceBytes;
-    if (K.Floats.size() > 1 && K.Floats[1] != 0 && !K.Outputs.empty())
-      K.Bytes += Bytes(K.Outputs[0]); // Adding into C reads it.
-    break;
-  case KernelKind::Attention:
-  case KernelKind::AttentionGrad: {
-    // QK^T and PV (half the work when causal); backward recomputes P and
-    // does four more products.
-    uint64_t F = 2 * uint64_t(I[0]) * uint64_t(I[1]) * uint64_t(I[3]) *
-                 uint64_t(I[4]) * uint64_t(I[5] + I[6]);
-    if (I[7])
-      F /= 2;
-    K.Flops = K.Kind == KernelKind::Attention ? F : F * 5 / 2;
-    K.WorkspaceBytes = plan::attentionWorkspace(
-        K, plan::dtypeBytes(
-               Values[K.Inputs[K.Kind == KernelKind::Attention ? 0 : 1].Value]
-                   .Type));
-    break;
-  }
-  case KernelKind::GatherGrad:
-    // A radix sort of (index, position) pairs, double-buffered, the runs
-    // of equal ids (id, offset, length), and cub's own scratch.
-    K.Flops = 4 * Elems(K.Outputs[0]);
-    K.WorkspaceBytes = uint64_t(I[4]) * 40 + (1 << 20);
-    break;
-  case KernelKind::CrossEntropyGrad:
-    // The count of rows that are not ignored, which scales the gradient.
-    K.Flops = 4 * Elems(K.Outputs[0]);
-    K.WorkspaceBytes = 256;
-    break;
-  case KernelKind::LayerNormGrad:
-  case KernelKind::RMSNormGrad:
-    // The weight (and bias) gradients' partial column sums.
-    K.Flops = K.Outputs.empty() ? 0 : 4 * Elems(K.Outputs[0]);
-    K.WorkspaceBytes = columnSumWorkspace(
-        I[0], I[1], K.Kind == KernelKind::LayerNormGrad ? 2 : 1);
-    break;
-  case KernelKind::Reduce: {
-    // A bias gradient's partial column sums.
-    K.Flops = K.Outputs.empty() ? 0 : 4 * Elems(K.Outputs[0]);
-    int64_t Rows = 0, Cols = 0;
-    const plan::TensorRef &X = K.Inputs[0];
-    if (reducesLeadingRows(X.Shape, X.Strides, I[0], Rows, Cols))
-      K.WorkspaceBytes = columnSumWorkspace(Rows, Cols, 1);
-    break;
-  }
-  default:
-    K.Flops = K.Outputs.empty() ? 0 : 4 * Elems(K.Outputs[0]);
-  }
-}
 
 Expected<KernelProgram> selectKernels(const Graph &G,
                                       const KernelOptions &Options) {

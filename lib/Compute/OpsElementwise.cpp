@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dsc/Compute/Lowering.h"
 #include "dsc/Compute/Ops.h"
 #include "dsc/ReferenceKernels.h"
 
@@ -402,7 +403,8 @@ void gradGelu(GradContext &C) {
 }
 
 #define EW(Name, Grad, Flags, Summary)                                         \
-  OpDef { Name, inferElementwise, evalElementwise, Grad, Elementwise | (Flags), Summary }
+  OpDef { Name,    inferElementwise,        evalElementwise, Grad,             \
+          Elementwise | (Flags), Summary, lowerPointwise }
 
 const OpDef Ops[] = {
     EW("Add", gradAdd, 0, "a + b"),

@@ -1,5 +1,6 @@
 //===- OpsMath.cpp - Matrix products, softmax, reductions -----------------===//
 
+#include "dsc/Compute/Lowering.h"
 #include "dsc/Compute/Ops.h"
 #include "dsc/ReferenceKernels.h"
 
@@ -275,17 +276,17 @@ void gradReduce(GradContext &C) {
 
 const OpDef Ops[] = {
     {"MatMul", inferMatMul, evalMatMul, gradMatMul, 0,
-     "matrix product, batch dims broadcast"},
+     "matrix product, batch dims broadcast", lowerMatMul},
     {"Softmax", inferSoftmax, evalSoftmax, gradSoftmax, 0,
-     "softmax along an axis"},
+     "softmax along an axis", lowerSoftmax},
     {"LogSoftmax", inferSoftmax, evalSoftmax, gradSoftmax, 0,
-     "log-softmax along an axis"},
+     "log-softmax along an axis", lowerSoftmax},
     {"dsc.SoftmaxGrad", inferSoftmaxGrad, evalSoftmaxGrad, nullptr, 0,
-     "y * (dy - sum(dy * y))"},
+     "y * (dy - sum(dy * y))", lowerSoftmaxGrad},
     {"dsc.LogSoftmaxGrad", inferSoftmaxGrad, evalSoftmaxGrad, nullptr, 0,
-     "dy - exp(y) * sum(dy)"},
-    {"ReduceSum", inferReduce, evalReduce, gradReduce, 0, "sum over axes"},
-    {"ReduceMean", inferReduce, evalReduce, gradReduce, 0, "mean over axes"},
+     "dy - exp(y) * sum(dy)", lowerSoftmaxGrad},
+    {"ReduceSum", inferReduce, evalReduce, gradReduce, 0, "sum over axes", lowerReduce},
+    {"ReduceMean", inferReduce, evalReduce, gradReduce, 0, "mean over axes", lowerReduce},
     {"ReduceMax", inferReduce, evalReduce, nullptr, 0, "max over axes"},
     {"ReduceMin", inferReduce, evalReduce, nullptr, 0, "min over axes"},
 };

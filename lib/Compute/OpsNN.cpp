@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dsc/Compute/Lowering.h"
 #include "dsc/Compute/Ops.h"
 #include "dsc/Random.h"
 #include "dsc/ReferenceKernels.h"
@@ -474,33 +475,33 @@ void gradSwiGLU(GradContext &C) {
 
 const OpDef Ops[] = {
     {"LayerNormalization", inferLayerNorm, evalLayerNorm, gradLayerNorm, 0,
-     "layer normalization over the trailing dims"},
+     "layer normalization over the trailing dims", lowerNorm},
     {"dsc.LayerNormGrad", inferLayerNormGrad, evalLayerNormGrad, nullptr, 0,
-     "dx, dw, db of a layer normalization"},
+     "dx, dw, db of a layer normalization", lowerNormGrad},
     {"dsc.RMSNorm", inferRMSNorm, evalRMSNorm, gradRMSNorm, 0,
-     "x / sqrt(mean(x^2) + eps) * w"},
+     "x / sqrt(mean(x^2) + eps) * w", lowerNorm},
     {"dsc.RMSNormGrad", inferRMSNormGrad, evalRMSNormGrad, nullptr, 0,
-     "dx, dw of an RMS normalization"},
+     "dx, dw of an RMS normalization", lowerNormGrad},
     {"dsc.Rotary", inferRotary, evalRotary, gradRotary, 0,
-     "x * cos + rotate_half(x) * sin (rotary position embedding)"},
+     "x * cos + rotate_half(x) * sin (rotary position embedding)", lowerRotary},
     {"dsc.RotaryGrad", inferRotary, evalRotary, nullptr, 0,
-     "dx of a rotary embedding: its transpose applied to dy"},
+     "dx of a rotary embedding: its transpose applied to dy", lowerRotary},
     {"dsc.SwiGLU", inferSwiGLU, evalSwiGLU, gradSwiGLU, 0,
-     "silu(g) * u, silu(g) = g * sigmoid(g) (the gate of SwiGLU MLPs)"},
+     "silu(g) * u, silu(g) = g * sigmoid(g) (the gate of SwiGLU MLPs)", lowerSwiGLU},
     {"dsc.SwiGLUGrad", inferSwiGLU, evalSwiGLU, nullptr, 0,
-     "dg, du of a SwiGLU gate"},
+     "dg, du of a SwiGLU gate", lowerSwiGLU},
     {"Dropout", inferDropout, evalDropout, gradDropout, Random,
-     "x with elements zeroed at random, the rest scaled"},
+     "x with elements zeroed at random, the rest scaled", lowerPointwise},
     {"dsc.DropoutGrad", inferDropout, evalDropout, nullptr, Random,
-     "dy through the same mask"},
+     "dy through the same mask", lowerPointwise},
     {"dsc.Attention", inferAttention, evalAttention, gradAttention, 0,
-     "scaled dot-product attention (causal, grouped-query, biased)"},
+     "scaled dot-product attention (causal, grouped-query, biased)", lowerAttention},
     {"dsc.AttentionGrad", inferAttentionGrad, evalAttentionGrad, nullptr, 0,
-     "dq, dk, dv of attention"},
+     "dq, dk, dv of attention", lowerAttention},
     {"dsc.CrossEntropy", inferCrossEntropy, evalCrossEntropy,
-     gradCrossEntropy, 0, "mean softmax cross-entropy of the targets"},
+     gradCrossEntropy, 0, "mean softmax cross-entropy of the targets", lowerCrossEntropy},
     {"dsc.CrossEntropyGrad", inferCrossEntropyGrad, evalCrossEntropyGrad,
-     nullptr, 0, "dlogits of the cross-entropy"},
+     nullptr, 0, "dlogits of the cross-entropy", lowerCrossEntropy},
 };
 
 } // namespace

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dsc/Compute/Kernels.h"
+#include "dsc/KernelRegistry.h"
 #include "dsc/Pointwise.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -41,33 +42,31 @@ bool reads(const plan::Kernel &K, uint32_t V) {
                      [&](const TensorRef &R) { return R.Value == V; });
 }
 
-/// A pointwise program as fields: registers, instructions (op, dst, a, b,
-/// c) and the register of each output.
+/// A pointwise program as the fusion rewrites it: registers, instructions
+/// (op, dst, a, b, c) and the register of each output.
 struct Program {
   int64_t Registers = 0;
   std::vector<std::array<int64_t, 5>> Code;
   std::vector<int64_t> Outputs;
 
   static Program of(const plan::Kernel &K) {
+    const plan::PointwiseAttrs &A = K.attrs<plan::KernelKind::Pointwise>();
     Program P;
-    const std::vector<int64_t> &I = K.Ints;
-    P.Registers = I[0];
-    for (int64_t J = 0; J < I[1]; ++J) {
-      std::array<int64_t, 5> X;
-      std::copy_n(I.begin() + 2 + 5 * J, 5, X.begin());
-      P.Code.push_back(X);
-    }
-    size_t At = size_t(2 + 5 * I[1]);
-    P.Outputs.assign(I.begin() + At + 1, I.begin() + At + 1 + I[At]);
+    P.Registers = A.Registers;
+    for (const plan::PointwiseInstr &X : A.Program)
+      P.Code.push_back({int64_t(X.Op), X.Dest, X.A, X.B, X.C});
+    P.Outputs.assign(A.Results.begin(), A.Results.end());
     return P;
   }
-  std::vector<int64_t> ints() const {
-    std::vector<int64_t> I = {Registers, int64_t(Code.size())};
+  plan::PointwiseAttrs attrs(std::vector<double> Constants) const {
+    plan::PointwiseAttrs A;
+    A.Registers = uint32_t(Registers);
     for (const auto &X : Code)
-      I.insert(I.end(), X.begin(), X.end());
-    I.push_back(int64_t(Outputs.size()));
-    I.insert(I.end(), Outputs.begin(), Outputs.end());
-    return I;
+      A.Program.push_back({PointwiseOp(X[0]), uint32_t(X[1]), uint32_t(X[2]),
+                           uint32_t(X[3]), uint32_t(X[4])});
+    A.Results.assign(Outputs.begin(), Outputs.end());
+    A.Constants = std::move(Constants);
+    return A;
   }
 
   /// Gives every instruction a register of its own, so that none writes
@@ -193,7 +192,11 @@ bool inlineProducer(const plan::Kernel &Producer, plan::Kernel &Consumer,
       return CBase + R;
     return ConsumerInput[size_t(R)] >= 0 ? ConsumerInput[size_t(R)] : Result;
   };
-  int64_t FloatBase = int64_t(Producer.Floats.size());
+  const std::vector<double> &PConst =
+      Producer.attrs<plan::KernelKind::Pointwise>().Constants;
+  const std::vector<double> &CConst =
+      Consumer.attrs<plan::KernelKind::Pointwise>().Constants;
+  int64_t FloatBase = int64_t(PConst.size());
   Program F;
   F.Registers = CBase + C.Registers;
   for (int Side = 0; Side < 2; ++Side)
@@ -212,15 +215,14 @@ bool inlineProducer(const plan::Kernel &Producer, plan::Kernel &Consumer,
   for (int64_t R : C.Outputs)
     F.Outputs.push_back(MapC(R));
   F.compact(NumIn);
-  std::vector<double> Floats = Producer.Floats;
-  Floats.insert(Floats.end(), Consumer.Floats.begin(), Consumer.Floats.end());
+  std::vector<double> Constants = PConst;
+  Constants.insert(Constants.end(), CConst.begin(), CConst.end());
   if (F.Registers > pw::MaxRegisters ||
       F.Code.size() > size_t(pw::MaxInstructions) ||
-      Floats.size() > size_t(pw::MaxConstants))
+      Constants.size() > size_t(pw::MaxConstants))
     return false;
   Consumer.Inputs = std::move(Inputs);
-  Consumer.Ints = F.ints();
-  Consumer.Floats = std::move(Floats);
+  Consumer.Attrs = F.attrs(std::move(Constants));
   return true;
 }
 
@@ -252,7 +254,7 @@ unsigned fusePointwiseChains(KernelProgram &P, bool Forward) {
   unsigned Fused = 0;
   for (size_t I = 0; I < NK; ++I) {
     const plan::Kernel &Prod = P.Kernels[I];
-    if (Prod.Kind != KernelKind::Pointwise || Prod.Outputs.size() != 1 ||
+    if (Prod.kind() != KernelKind::Pointwise || Prod.Outputs.size() != 1 ||
         (!Forward && !Prod.Backward))
       continue;
     uint32_t V = Prod.Outputs[0].Value;
@@ -267,7 +269,7 @@ unsigned fusePointwiseChains(KernelProgram &P, bool Forward) {
       continue;
     size_t Reader = Readers[V][0];
     plan::Kernel &Cons = P.Kernels[Reader];
-    if (Cons.Kind != KernelKind::Pointwise ||
+    if (Cons.kind() != KernelKind::Pointwise ||
         Cons.Backward != Prod.Backward ||
         Cons.Outputs[0].Shape != Prod.Outputs[0].Shape)
       continue;
@@ -297,7 +299,7 @@ unsigned fusePointwiseChains(KernelProgram &P, bool Forward) {
       if (!llvm::is_contained(Readers[R.Value], Reader))
         Readers[R.Value].push_back(Reader);
     }
-    costKernel(Cons, P.Values);
+    plan::costKernel(Cons, P.Values);
     Absorbed[Reader] += 1 + Absorbed[I];
     Absorbed.erase(I);
     Gone[I] = true;

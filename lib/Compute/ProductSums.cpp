@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dsc/Compute/Kernels.h"
+#include "dsc/KernelRegistry.h"
 #include "dsc/Compute/Tensor.h"
 
 #include <algorithm>
@@ -33,30 +34,31 @@ bool wholeValue(const TensorRef &R, const std::vector<plan::Value> &Values) {
 /// Whether pointwise kernel K's program sums its inputs, each once, into
 /// its single output.
 bool sumsItsInputs(const plan::Kernel &K) {
-  const std::vector<int64_t> &I = K.Ints;
-  if (K.Kind != KernelKind::Pointwise || K.Outputs.size() != 1 ||
-      K.Inputs.size() < 2 || !K.Floats.empty() || I.size() < 2)
+  const plan::PointwiseAttrs *P = std::get_if<plan::PointwiseAttrs>(&K.Attrs);
+  if (!P || K.Outputs.size() != 1 || K.Inputs.size() < 2 ||
+      !P->Constants.empty() || P->Results.size() != 1)
     return false;
-  size_t NumIn = K.Inputs.size(), Code = size_t(I[1]);
-  if (I[0] < int64_t(NumIn) || I.size() != 2 + 5 * Code + 2 || I[2 + 5 * Code] != 1)
+  size_t NumIn = K.Inputs.size();
+  if (P->Registers < NumIn)
     return false;
   // Each register's value as how many times it holds each input.
-  std::vector<std::vector<int>> Terms(size_t(I[0]), std::vector<int>(NumIn, 0));
+  std::vector<std::vector<int>> Terms(P->Registers,
+                                      std::vector<int>(NumIn, 0));
   for (size_t R = 0; R < NumIn; ++R)
     Terms[R][R] = 1;
-  for (size_t J = 0; J < Code; ++J) {
-    const int64_t *X = &I[2 + 5 * J];
-    if (X[0] != int64_t(plan::PointwiseOp::Add))
+  for (const plan::PointwiseInstr &X : P->Program) {
+    if (X.Op != plan::PointwiseOp::Add)
       return false;
-    for (int A = 1; A < 4; ++A)
-      if (X[A] < 0 || X[A] >= I[0])
-        return false;
+    if (X.Dest >= P->Registers || X.A >= P->Registers || X.B >= P->Registers)
+      return false;
     std::vector<int> Sum(NumIn);
     for (size_t In = 0; In < NumIn; ++In)
-      Sum[In] = Terms[size_t(X[2])][In] + Terms[size_t(X[3])][In];
-    Terms[size_t(X[1])] = Sum;
+      Sum[In] = Terms[X.A][In] + Terms[X.B][In];
+    Terms[X.Dest] = Sum;
   }
-  const std::vector<int> &Out = Terms[size_t(I.back())];
+  if (P->Results[0] >= P->Registers)
+    return false;
+  const std::vector<int> &Out = Terms[P->Results[0]];
   return std::all_of(Out.begin(), Out.end(), [](int N) { return N == 1; });
 }
 
@@ -97,12 +99,12 @@ unsigned accumulateProducts(KernelProgram &P) {
         if (K == S || Gone[K] || !touches(P.Kernels[K], In.Value))
           continue;
         const plan::Kernel &W = P.Kernels[K];
-        bool Product = W.Kind == KernelKind::Gemm && W.Backward && K < S &&
-                       W.Outputs.size() == 1 && W.Outputs[0].Value == In.Value &&
-                       W.Inputs.size() == 2 && W.Ints.size() == 13 &&
-                       W.Ints[12] == int64_t(plan::GemmEpilogue::None) &&
-                       W.Floats.size() == 2 && W.Floats[1] == 0 &&
-                       wholeValue(W.Outputs[0], P.Values);
+        const plan::GemmAttrs *G = std::get_if<plan::GemmAttrs>(&W.Attrs);
+        bool Product = G && W.Backward && K < S && W.Outputs.size() == 1 &&
+                       W.Outputs[0].Value == In.Value &&
+                       W.Inputs.size() == 2 &&
+                       G->Epilogue == plan::GemmEpilogue::None &&
+                       G->Beta == 0 && wholeValue(W.Outputs[0], P.Values);
         Ok = Product && Writer == P.Kernels.size();
         Writer = K;
       }
@@ -124,9 +126,9 @@ unsigned accumulateProducts(KernelProgram &P) {
       Dropped[W.Outputs[0].Value] = true;
       W.Outputs[0].Value = Total;
       if (I > 0) {
-        W.Floats[1] = 1.0;
+        W.attrs<KernelKind::Gemm>().Beta = 1.0;
         W.Name += " (adds into the sum)";
-        costKernel(W, P.Values);
+        plan::costKernel(W, P.Values);
       }
     }
     Gone[S] = true;

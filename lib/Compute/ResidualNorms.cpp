@@ -29,10 +29,14 @@ bool dense(const TensorRef &R) { return isContiguous(R.Shape, R.Strides); }
 /// A pointwise kernel computing In[0] + In[1] -> Out[0], all three dense
 /// views of one shape, each a whole value.
 bool isPlainAdd(const plan::Kernel &K, const std::vector<plan::Value> &Values) {
-  if (K.Kind != KernelKind::Pointwise || K.Inputs.size() != 2 ||
-      K.Outputs.size() != 1 || !K.Floats.empty() ||
-      K.Ints != std::vector<int64_t>{3, 1, int64_t(plan::PointwiseOp::Add), 2,
-                                     0, 1, 0, 1, 2})
+  const plan::PointwiseAttrs *P = std::get_if<plan::PointwiseAttrs>(&K.Attrs);
+  if (!P || K.Inputs.size() != 2 || K.Outputs.size() != 1 ||
+      !P->Constants.empty() || P->Registers != 3 || P->Program.size() != 1 ||
+      P->Results != std::vector<uint32_t>{2})
+    return false;
+  const plan::PointwiseInstr &X = P->Program[0];
+  if (X.Op != plan::PointwiseOp::Add || X.Dest != 2 || X.A != 0 || X.B != 1 ||
+      X.C != 0)
     return false;
   const TensorRef &O = K.Outputs[0];
   for (const TensorRef *R : {&K.Inputs[0], &K.Inputs[1], &O})
@@ -59,10 +63,11 @@ unsigned fuseResidualNorms(KernelProgram &P, bool Forward) {
   unsigned Fused = 0;
   for (size_t I = 0; I < P.Kernels.size(); ++I) {
     plan::Kernel &K = P.Kernels[I];
-    bool Norm = K.Kind == KernelKind::LayerNorm || K.Kind == KernelKind::RMSNorm;
-    bool Grad = K.Kind == KernelKind::LayerNormGrad ||
-                K.Kind == KernelKind::RMSNormGrad;
-    if ((!Norm && !Grad) || K.Ints.size() != 2 || (Norm && !Forward))
+    plan::LayerNormAttrs *NormAttrs = K.as<plan::LayerNormAttrs>();
+    plan::LayerNormGradAttrs *GradAttrs = K.as<plan::LayerNormGradAttrs>();
+    bool Norm = NormAttrs, Grad = GradAttrs;
+    if ((!Norm && !Grad) || (Norm && (NormAttrs->Residual || !Forward)) ||
+        (Grad && GradAttrs->Residual))
       continue;
     if (Norm) {
       // The add that wrote the norm's input, earlier, nobody reading the
@@ -97,7 +102,7 @@ unsigned fuseResidualNorms(KernelProgram &P, bool Forward) {
       K.Inputs.erase(K.Inputs.begin());
       K.Inputs.insert(K.Inputs.begin(), In.begin(), In.end());
       K.Outputs.push_back(Sum);
-      K.Ints.push_back(1);
+      NormAttrs->Residual = true;
       K.Name += " (and residual add)";
       Gone[A] = true;
       ++Fused;
@@ -143,7 +148,7 @@ unsigned fuseResidualNorms(KernelProgram &P, bool Forward) {
     Out.Strides = K.Outputs[0].Strides;
     K.Inputs.push_back(GRef);
     K.Outputs[0] = Out;
-    K.Ints.push_back(1);
+    GradAttrs->Residual = true;
     K.Name += " (and residual gradient)";
     Gone[A] = true;
     Dropped[Dx] = true;

@@ -472,8 +472,8 @@ void MemoryPlanner::values() {
           ReadInBackward[R.Value] = ReadInBackward[R.Value] || K.Backward;
         }
         // A product with beta 1 adds into its output: it reads it first.
-        if (K.Kind == plan::KernelKind::Gemm && K.Floats.size() > 1 &&
-            K.Floats[1] != 0)
+        if (const plan::GemmAttrs *G = std::get_if<plan::GemmAttrs>(&K.Attrs);
+            G && G->Beta != 0)
           Accesses[K.Outputs[0].Value].push_back({I, false});
         for (const plan::TensorRef &R : K.Outputs)
           Accesses[R.Value].push_back({I, true});

@@ -66,6 +66,7 @@ LLVM_YAML_IS_SEQUENCE_VECTOR(plan::RankEstimate)
 LLVM_YAML_IS_SEQUENCE_VECTOR(plan::Value)
 LLVM_YAML_IS_FLOW_SEQUENCE_VECTOR(plan::TensorRef)
 LLVM_YAML_IS_SEQUENCE_VECTOR(plan::Kernel)
+LLVM_YAML_IS_FLOW_SEQUENCE_VECTOR(plan::PointwiseInstr)
 LLVM_YAML_IS_SEQUENCE_VECTOR(plan::Constant)
 LLVM_YAML_IS_SEQUENCE_VECTOR(plan::View)
 LLVM_YAML_IS_SEQUENCE_VECTOR(plan::TensorViews)
@@ -88,6 +89,8 @@ DSC_PLAN_YAML_ENUM(TransferKind)
 DSC_PLAN_YAML_ENUM(TransferPoint)
 DSC_PLAN_YAML_ENUM(ValueKind)
 DSC_PLAN_YAML_ENUM(KernelKind)
+DSC_PLAN_YAML_ENUM(PointwiseOp)
+DSC_PLAN_YAML_ENUM(AttentionAlgorithm)
 DSC_PLAN_YAML_FLOW_MAPPING(DimBinding)
 DSC_PLAN_YAML_MAPPING(Hardware)
 DSC_PLAN_YAML_MAPPING(Info)
@@ -112,7 +115,44 @@ DSC_PLAN_YAML_MAPPING(DeepSpeedEstimate)
 DSC_PLAN_YAML_MAPPING(Estimate)
 DSC_PLAN_YAML_FLOW_MAPPING(Value)
 DSC_PLAN_YAML_FLOW_MAPPING(TensorRef)
-DSC_PLAN_YAML_MAPPING(Kernel)
+DSC_PLAN_YAML_FLOW_MAPPING(PointwiseInstr)
+DSC_PLAN_YAML_MAPPING(PointwiseAttrs)
+DSC_PLAN_YAML_FLOW_MAPPING(ReduceAttrs)
+DSC_PLAN_YAML_FLOW_MAPPING(FillAttrs)
+DSC_PLAN_YAML_FLOW_MAPPING(RotaryAttrs)
+DSC_PLAN_YAML_FLOW_MAPPING(RotaryGradAttrs)
+DSC_PLAN_YAML_FLOW_MAPPING(SwiGLUAttrs)
+DSC_PLAN_YAML_FLOW_MAPPING(SwiGLUGradAttrs)
+DSC_PLAN_YAML_FLOW_MAPPING(SoftmaxAttrs)
+DSC_PLAN_YAML_FLOW_MAPPING(SoftmaxGradAttrs)
+DSC_PLAN_YAML_FLOW_MAPPING(LayerNormAttrs)
+DSC_PLAN_YAML_FLOW_MAPPING(RMSNormAttrs)
+DSC_PLAN_YAML_FLOW_MAPPING(LayerNormGradAttrs)
+DSC_PLAN_YAML_FLOW_MAPPING(RMSNormGradAttrs)
+DSC_PLAN_YAML_FLOW_MAPPING(AttentionAttrs)
+DSC_PLAN_YAML_FLOW_MAPPING(AttentionGradAttrs)
+DSC_PLAN_YAML_FLOW_MAPPING(GatherAttrs)
+DSC_PLAN_YAML_FLOW_MAPPING(GatherGradAttrs)
+DSC_PLAN_YAML_FLOW_MAPPING(CrossEntropyAttrs)
+DSC_PLAN_YAML_FLOW_MAPPING(CrossEntropyGradAttrs)
+
+// A kernel names its kind, then its fields with the kind's attributes
+// under `attrs`; reading, the kind picks which attributes to read.
+template <> struct MappingTraits<plan::Kernel> {
+  static void mapping(IO &IO, plan::Kernel &K) {
+    plan::KernelKind Kind = K.kind();
+    IO.mapRequired("kind", Kind);
+    if (!IO.outputting() && Kind != K.kind())
+      K.Attrs = plan::defaultAttrs(Kind);
+    K.visit([&](const char *Name, auto &Field) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(Field)>,
+                                   plan::KernelAttrs>)
+        std::visit([&](auto &A) { IO.mapRequired(Name, A); }, Field);
+      else
+        IO.mapRequired(Name, Field);
+    });
+  }
+};
 DSC_PLAN_YAML_MAPPING(Constant)
 DSC_PLAN_YAML_MAPPING(Compute)
 DSC_PLAN_YAML_FLOW_MAPPING(View)

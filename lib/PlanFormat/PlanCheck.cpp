@@ -2,8 +2,7 @@
 
 #include "dsc/PlanCheck.h"
 
-#include "dsc/FlashAttention.h"
-#include "dsc/Pointwise.h"
+#include "dsc/KernelRegistry.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -14,103 +13,6 @@ namespace {
 
 std::string bad(const std::string &What, size_t I) {
   return What + " " + std::to_string(I) + " is out of range";
-}
-
-/// Operand counts and attribute lengths of each kernel kind: inputs
-/// [MinIn, MaxIn], outputs, Ints, Floats (-1: any, as a program's).
-struct KernelShape {
-  unsigned MinIn, MaxIn, Outputs;
-  int Ints, Floats;
-};
-
-KernelShape shapeOf(KernelKind K) {
-  switch (K) {
-  case KernelKind::Gemm: // Outputs checked with the epilogue.
-    return {2, 3, 0, 13, 2};
-  case KernelKind::Pointwise:
-    return {0, 8, 1, -1, -1};
-  case KernelKind::Reduce:
-    return {1, 1, 1, 1, 1};
-  case KernelKind::Softmax:
-    return {1, 1, 1, 4, 0};
-  case KernelKind::SoftmaxGrad:
-    return {2, 2, 1, 3, 0};
-  case KernelKind::LayerNorm:
-    return {2, 3, 3, 2, 1};
-  case KernelKind::LayerNormGrad:
-    return {5, 5, 3, 2, 0};
-  case KernelKind::RMSNorm:
-    return {2, 2, 2, 2, 1};
-  case KernelKind::RMSNormGrad:
-    return {4, 4, 2, 2, 0};
-  case KernelKind::Attention:
-    return {3, 4, 2, 9, 1};
-  case KernelKind::AttentionGrad:
-    return {6, 7, 3, 9, 1};
-  case KernelKind::Gather:
-    return {2, 2, 1, 5, 0};
-  case KernelKind::GatherGrad:
-    return {2, 2, 1, 5, 0};
-  case KernelKind::CrossEntropy:
-    return {2, 2, 2, 3, 0};
-  case KernelKind::CrossEntropyGrad:
-    return {4, 4, 1, 3, 0};
-  case KernelKind::Fill:
-    return {0, 0, 1, 0, 1};
-  case KernelKind::Rotary:
-  case KernelKind::RotaryGrad:
-    return {3, 3, 1, 2, 0};
-  case KernelKind::SwiGLU:
-    return {2, 2, 1, 0, 0};
-  case KernelKind::SwiGLUGrad:
-    return {3, 3, 2, 0, 0};
-  }
-  return {0, 0, 0, 0, 0};
-}
-
-/// A pointwise program reads registers only after writing them, and its
-/// outputs name registers it has.
-std::string checkProgram(const Kernel &K) {
-  const std::vector<int64_t> &I = K.Ints;
-  if (I.size() < 2)
-    return "a pointwise program without its header";
-  int64_t Regs = I[0], N = I[1];
-  if (Regs < int64_t(K.Inputs.size()) || Regs > 256 || N < 0 ||
-      N > 4096 || size_t(2 + 5 * N + 1) > I.size())
-    return "a pointwise program of the wrong size";
-  std::vector<bool> Written(size_t(Regs), false);
-  for (size_t R = 0; R < K.Inputs.size(); ++R)
-    Written[R] = true;
-  for (int64_t J = 0; J < N; ++J) {
-    const int64_t *X = &I[size_t(2 + 5 * J)];
-    if (X[0] < 0 || X[0] >= int64_t(EnumInfo<PointwiseOp>::Count) || X[1] < 0 ||
-        X[1] >= Regs)
-      return "a pointwise instruction with a bad op or destination";
-    PointwiseOp Op = PointwiseOp(X[0]);
-    if (Op == PointwiseOp::Const) {
-      if (X[2] < 0 || size_t(X[2]) >= K.Floats.size())
-        return "a pointwise constant out of range";
-    } else {
-      unsigned Args = dsc::pointwise::registerArgs(Op);
-      for (unsigned A = 0; A < Args; ++A)
-        if (X[2 + A] < 0 || X[2 + A] >= Regs || !Written[size_t(X[2 + A])])
-          return "a pointwise instruction reads a register not yet written";
-      if (Op == PointwiseOp::Dropout &&
-          (X[3] < 0 || size_t(X[3]) >= K.Floats.size()))
-        return "a dropout ratio out of range";
-    }
-    Written[size_t(X[1])] = true;
-  }
-  size_t At = size_t(2 + 5 * N);
-  int64_t Outs = I[At];
-  if (Outs != int64_t(K.Outputs.size()) || At + 1 + size_t(Outs) != I.size())
-    return "a pointwise program whose outputs do not match the kernel's";
-  for (int64_t O = 0; O < Outs; ++O) {
-    int64_t R = I[At + 1 + size_t(O)];
-    if (R < 0 || R >= Regs || !Written[size_t(R)])
-      return "a pointwise output names a register never written";
-  }
-  return "";
 }
 
 std::string checkCompute(const Plan &P) {
@@ -161,151 +63,43 @@ std::string checkCompute(const Plan &P) {
     const Kernel &K = P.Kernels[I];
     if (K.Op >= NO)
       return bad("the op of kernel", I);
-    KernelShape Sh = shapeOf(K.Kind);
-    // A norm with its residual add (ints[2] = 1): one more input, and the
-    // forward stores the sum as a last output (docs/plan-format.md).
-    bool Norm = K.Kind == KernelKind::LayerNorm ||
-                K.Kind == KernelKind::RMSNorm;
-    if ((Norm || K.Kind == KernelKind::LayerNormGrad ||
-         K.Kind == KernelKind::RMSNormGrad) &&
-        K.Ints.size() == 3) {
-      if (K.Ints[2] != 1)
-        return "kernel " + std::to_string(I) +
-               " names a residual form of its norm that is not 1";
-      ++Sh.MinIn, ++Sh.MaxIn, ++Sh.Ints;
-      Sh.Outputs += Norm;
-    }
-    if (K.Inputs.size() < Sh.MinIn || K.Inputs.size() > Sh.MaxIn ||
-        (K.Kind != KernelKind::Pointwise && K.Kind != KernelKind::Gemm &&
-         K.Outputs.size() != Sh.Outputs) ||
-        (K.Kind == KernelKind::Pointwise &&
-         (K.Outputs.empty() || K.Outputs.size() > 4)) ||
-        (Sh.Ints >= 0 && K.Ints.size() != size_t(Sh.Ints)) ||
-        (Sh.Floats >= 0 && K.Floats.size() != size_t(Sh.Floats)))
-      return "kernel " + std::to_string(I) + " (" + enumName(K.Kind) +
-             ") has the wrong number of operands or attributes";
-    // A norm's rows: x (and with the residual add, the second addend and
-    // the sum; in the backward dy, x and the stream's gradient) hold rows x
-    // cols elements, and the sum is a value of its own.
-    if (Norm || K.Kind == KernelKind::LayerNormGrad ||
-        K.Kind == KernelKind::RMSNormGrad) {
-      auto Elems = [](const TensorRef &R) {
-        int64_t N = 1;
-        for (int64_t D : R.Shape)
-          N *= D;
-        return N;
-      };
-      int64_t Want = K.Ints[0] * K.Ints[1];
-      bool Residual = K.Ints.size() == 3;
-      std::vector<const TensorRef *> Rows = {&K.Inputs[0], &K.Inputs[1]};
-      if (Norm && !Residual)
-        Rows.pop_back();
-      if (Residual)
-        Rows.push_back(Norm ? &K.Outputs.back() : &K.Inputs.back());
-      for (const TensorRef *R : Rows)
-        if (Elems(*R) != Want || K.Ints[0] < 0 || K.Ints[1] < 0)
-          return "kernel " + std::to_string(I) +
-                 " has norm operands that are not rows x cols elements";
-      if (Norm && Residual &&
-          (K.Outputs.back().Value == K.Inputs[0].Value ||
-           K.Outputs.back().Value == K.Inputs[1].Value))
-        return "kernel " + std::to_string(I) +
-               " stores a residual sum over one of its addends";
-    }
-    if (K.Kind == KernelKind::Pointwise)
-      if (std::string E = checkProgram(K); !E.empty())
-        return "kernel " + std::to_string(I) + ": " + E;
-    // A rotary kernel rotates pairs (i, i + cols/2) of each row: every
-    // operand has the output's shape, whose last dim is the even cols.
-    if (K.Kind == KernelKind::Rotary || K.Kind == KernelKind::RotaryGrad) {
-      const std::vector<int64_t> &S = K.Outputs[0].Shape;
-      int64_t N = 1;
-      for (int64_t D : S)
-        N *= D;
-      bool Ok = !S.empty() && K.Ints[1] > 0 && K.Ints[1] % 2 == 0 &&
-                S.back() == K.Ints[1] && K.Ints[0] >= 0 &&
-                K.Ints[0] * K.Ints[1] == N;
-      for (const TensorRef &R : K.Inputs)
-        Ok = Ok && R.Shape == S;
-      if (!Ok)
-        return "kernel " + std::to_string(I) +
-               " rotates operands that are not rows of an even length";
-    }
-    // SwiGLU is elementwise: every operand has the first output's shape.
-    if (K.Kind == KernelKind::SwiGLU || K.Kind == KernelKind::SwiGLUGrad) {
-      bool Ok = true;
-      for (const std::vector<TensorRef> *Side : {&K.Inputs, &K.Outputs})
-        for (const TensorRef &R : *Side)
-          Ok = Ok && R.Shape == K.Outputs[0].Shape;
-      if (!Ok)
-        return "kernel " + std::to_string(I) +
-               " is elementwise over operands of different shapes";
-    }
-    if (K.Kind == KernelKind::Attention ||
-        K.Kind == KernelKind::AttentionGrad) {
-      if (K.Ints[8] != int64_t(AttentionAlgorithm::Math) &&
-          K.Ints[8] != int64_t(AttentionAlgorithm::Flash))
-        return "kernel " + std::to_string(I) + " names no attention algorithm";
-      if (K.Ints[8] == int64_t(AttentionAlgorithm::Flash))
-        if (std::string E = flashAttentionMisfit(K, P.Values); !E.empty())
-          return "kernel " + std::to_string(I) +
-                 " asks for flash attention with " + E;
-    }
-    if (K.Kind == KernelKind::Gemm) {
-      // The bias is a dense [N] vector; GELU's pre-activation (kept by
-      // the forward, read by the backward) is laid out as C.
-      auto E = GemmEpilogue(K.Ints[12]);
-      bool Known = K.Ints[12] >= 0 && K.Ints[12] <= 5;
-      bool BiasGrad =
-          E == GemmEpilogue::BiasGradA || E == GemmEpilogue::BiasGradB;
-      bool Bias = E == GemmEpilogue::Bias || E == GemmEpilogue::BiasGeluTanh;
-      const TensorRef *Aux =
-          !Known ? nullptr
-          : E == GemmEpilogue::BiasGeluTanh && K.Outputs.size() == 2
-              ? &K.Outputs[1]
-          : E == GemmEpilogue::DGeluTanh && K.Inputs.size() == 3
-              ? &K.Inputs[2]
-              : nullptr;
-      if (!Known || K.Inputs.size() != gemmInputs(E) ||
-          K.Outputs.size() != gemmOutputs(E) ||
-          (Bias && (K.Inputs[2].Shape != std::vector<int64_t>{K.Ints[1]} ||
-                    K.Inputs[2].Strides != std::vector<int64_t>{1})) ||
-          ((E == GemmEpilogue::BiasGeluTanh || E == GemmEpilogue::DGeluTanh) &&
-           (!Aux || Aux->Shape != K.Outputs[0].Shape ||
-            Aux->Strides != K.Outputs[0].Strides || K.Ints[3] != 1 ||
-            K.Ints[8] % 8 != 0 || K.Floats[1] != 0)) ||
-          (BiasGrad &&
-           (K.Outputs[1].Strides != std::vector<int64_t>{1} ||
-            K.Outputs[1].Shape !=
-                std::vector<int64_t>{
-                    K.Ints[E == GemmEpilogue::BiasGradA ? 0 : 1]} ||
-            K.Ints[3] != 1 || K.Floats[1] != 0)))
-        return "kernel " + std::to_string(I) +
-               " has a GEMM epilogue that does not match its inputs";
-    }
-    // The loss kernels walk their logits (and the gradient) by rows.
-    if ((K.Kind == KernelKind::CrossEntropy ||
-         K.Kind == KernelKind::CrossEntropyGrad) &&
-        (rowStride(K.Inputs[0].Shape, K.Inputs[0].Strides) == 0 ||
-         (K.Kind == KernelKind::CrossEntropyGrad &&
-          rowStride(K.Outputs[0].Shape, K.Outputs[0].Strides) == 0)))
-      return "kernel " + std::to_string(I) +
-             " reads or writes logits that are not laid out as rows";
-    for (int Out = 0; Out < 2; ++Out)
-      for (const TensorRef &R : Out ? K.Outputs : K.Inputs) {
-        if (R.Value >= NV || R.Shape.size() != R.Strides.size() ||
-            R.Shape.size() > 8)
+    // Each operand names a value, has a stride a dim and a size whose
+    // element count fits; then the kind holds its operands to its
+    // attributes.
+    for (const std::vector<TensorRef> *Side : {&K.Inputs, &K.Outputs})
+      for (const TensorRef &R : *Side) {
+        if (R.Value >= NV)
           return "kernel " + std::to_string(I) +
                  " has an operand outside the values";
-        const Value &V = P.Values[R.Value];
-        // The elements the view reaches must lie inside the value.
-        int64_t Low = int64_t(R.Offset), High = int64_t(R.Offset);
-        bool Empty = false;
+        if (R.Shape.size() != R.Strides.size() || R.Shape.size() > 8)
+          return "kernel " + std::to_string(I) +
+                 " has an operand without one stride for each of its at "
+                 "most 8 dims";
+        uint64_t Elems = 1;
         for (size_t D = 0; D < R.Shape.size(); ++D) {
           if (R.Shape[D] < 0 || R.Shape[D] > (int64_t(1) << 40) ||
               R.Strides[D] > (int64_t(1) << 50) ||
               R.Strides[D] < -(int64_t(1) << 50))
             return "kernel " + std::to_string(I) + " has a bad operand shape";
+          uint64_t Dim = uint64_t(R.Shape[D]);
+          Elems = Dim && Elems > (uint64_t(1) << 56) / Dim
+                      ? (uint64_t(1) << 56) + 1
+                      : Elems * Dim;
+        }
+        if (Elems > (uint64_t(1) << 56))
+          return "kernel " + std::to_string(I) + " has a bad operand shape";
+      }
+    if (std::string E = kernelKindInfo(K.kind()).Check(K, P.Values);
+        !E.empty())
+      return "kernel " + std::to_string(I) + " (" + enumName(K.kind()) +
+             ") " + E;
+    for (int Out = 0; Out < 2; ++Out)
+      for (const TensorRef &R : Out ? K.Outputs : K.Inputs) {
+        const Value &V = P.Values[R.Value];
+        // The elements the view reaches must lie inside the value.
+        int64_t Low = int64_t(R.Offset), High = int64_t(R.Offset);
+        bool Empty = false;
+        for (size_t D = 0; D < R.Shape.size(); ++D) {
           Empty |= R.Shape[D] == 0;
           int64_t Reach = (R.Shape[D] - 1) * R.Strides[D];
           (Reach < 0 ? Low : High) += Reach;
@@ -411,7 +205,8 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
     if (std::string Misfit = Algos[I].misfit(); !Misfit.empty())
       return "hardware: gemm algorithm " + std::to_string(I) + ": " + Misfit;
     for (size_t J = 0; J < I; ++J)
-      if (Algos[J].Ints == Algos[I].Ints && Algos[J].Type == Algos[I].Type)
+      if (sameProduct(Algos[J].Product, Algos[I].Product) &&
+          Algos[J].Type == Algos[I].Type)
         return "hardware: two gemm algorithms for one product (" +
                std::to_string(J) + " and " + std::to_string(I) + ")";
   }

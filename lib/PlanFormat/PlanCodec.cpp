@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
+#include <variant>
 
 namespace dsc::plan {
 
@@ -20,6 +21,23 @@ namespace detail {
 struct AnyField {
   template <typename T> void operator()(const char *, T &) const;
 };
+template <typename T> struct IsVariant : std::false_type {};
+template <typename... T>
+struct IsVariant<std::variant<T...>> : std::true_type {};
+
+/// Makes alternative Index of V current (default-constructed); false when
+/// V has no such alternative.
+template <typename Var, size_t I = 0> bool emplaceIndex(Var &V, size_t Index) {
+  if constexpr (I < std::variant_size_v<Var>) {
+    if (Index == I) {
+      V.template emplace<I>();
+      return true;
+    }
+    return emplaceIndex<Var, I + 1>(V, Index);
+  }
+  return false;
+}
+
 template <typename T, typename = void> struct HasVisit : std::false_type {};
 template <typename T>
 struct HasVisit<T, std::void_t<decltype(std::declval<T &>().visit(
@@ -28,8 +46,9 @@ struct HasVisit<T, std::void_t<decltype(std::declval<T &>().visit(
 /// The fewest bytes an encoded T takes: a count in a damaged file larger
 /// than the bytes left divided by this is refused before allocating.
 template <typename T> size_t minEncodedBytes() {
-  if constexpr (std::is_same_v<T, bool> || std::is_enum_v<T>)
-    return 1;
+  if constexpr (std::is_same_v<T, bool> || std::is_enum_v<T> ||
+                IsVariant<T>::value)
+    return 1; // A variant: its index, then the alternative's fields.
   else if constexpr (std::is_floating_point_v<T>)
     return 8;
   else if constexpr (std::is_integral_v<T>)
@@ -79,6 +98,9 @@ public:
     else if constexpr (std::is_same_v<T, std::string>) {
       integer(uint32_t(V.size()));
       raw(V.data(), V.size());
+    } else if constexpr (IsVariant<T>::value) {
+      integer(uint8_t(V.index()));
+      std::visit([&](const auto &Alt) { this->value(Alt); }, V);
     } else if constexpr (HasVisit<T>::value) {
       const_cast<T &>(V).visit(
           [&](const char *, const auto &Field) { this->value(Field); });
@@ -134,6 +156,12 @@ public:
       }
       V.assign(reinterpret_cast<const char *>(P), N);
       P += N;
+    } else if constexpr (IsVariant<T>::value) {
+      if (!emplaceIndex(V, integer<uint8_t>())) {
+        Failed = true;
+        return;
+      }
+      std::visit([&](auto &Alt) { this->value(Alt); }, V);
     } else if constexpr (HasVisit<T>::value) {
       V.visit([&](const char *, auto &Field) { this->value(Field); });
     } else {

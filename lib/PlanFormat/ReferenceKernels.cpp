@@ -16,33 +16,30 @@ double pointwise(PointwiseOp Op, const double *A) {
   return dsc::pointwise::apply(Op, A);
 }
 
-void runProgram(const int64_t *Ints, unsigned NumInputs, const double *Floats,
+void runProgram(const plan::PointwiseAttrs &P, unsigned NumInputs,
                 const double *Inputs, double *Outputs, uint64_t Seed,
                 uint64_t Element) {
   double R[256];
-  int64_t Regs = std::min<int64_t>(Ints[0], 256), N = Ints[1];
-  for (int64_t K = 0; K < Regs; ++K)
-    R[K] = K < int64_t(NumInputs) ? Inputs[K] : 0.0;
-  for (int64_t J = 0; J < N; ++J) {
-    const int64_t *X = Ints + 2 + 5 * J;
-    PointwiseOp Op = PointwiseOp(X[0]);
+  uint32_t Regs = std::min<uint32_t>(P.Registers, 256);
+  for (uint32_t K = 0; K < Regs; ++K)
+    R[K] = K < NumInputs ? Inputs[K] : 0.0;
+  for (const plan::PointwiseInstr &X : P.Program) {
     double V;
-    if (Op == PointwiseOp::Const) {
-      V = Floats[X[2]];
-    } else if (Op == PointwiseOp::Dropout) {
-      float Ratio = float(Floats[X[3]]);
-      V = dropoutKeeps(Seed, uint64_t(X[4]), Element, Ratio)
-              ? R[X[2]] / (1 - double(Ratio))
+    if (X.Op == PointwiseOp::Const) {
+      V = P.Constants[X.A];
+    } else if (X.Op == PointwiseOp::Dropout) {
+      float Ratio = float(P.Constants[X.B]);
+      V = dropoutKeeps(Seed, X.C, Element, Ratio)
+              ? R[X.A] / (1 - double(Ratio))
               : 0.0;
     } else {
-      double A[3] = {R[X[2]], R[X[3]], R[X[4]]};
-      V = pointwise(Op, A);
+      double A[3] = {R[X.A], R[X.B], R[X.C]};
+      V = pointwise(X.Op, A);
     }
-    R[X[1]] = V;
+    R[X.Dest] = V;
   }
-  int64_t Outs = Ints[2 + 5 * N];
-  for (int64_t O = 0; O < Outs; ++O)
-    Outputs[O] = R[Ints[3 + 5 * N + O]];
+  for (size_t O = 0; O < P.Results.size(); ++O)
+    Outputs[O] = R[P.Results[O]];
 }
 
 void softmax(const float *X, float *Y, int64_t Rows, int64_t Cols, bool Log,

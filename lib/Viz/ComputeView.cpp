@@ -12,6 +12,8 @@
 #include "Views.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "dsc/KernelRegistry.h"
+
 #include "llvm/Support/FormatVariadic.h"
 
 #include <map>
@@ -23,28 +25,15 @@ namespace dsc::viz {
 
 namespace {
 
+/// A fill colour per kernel family (the registry's).
 const char *kindColor(plan::KernelKind K) {
-  using plan::KernelKind;
-  switch (K) {
-  case KernelKind::Gemm:
-    return "#a0cbe8";
-  case KernelKind::Attention:
-  case KernelKind::AttentionGrad:
-    return "#d4a6c8";
-  case KernelKind::LayerNorm:
-  case KernelKind::LayerNormGrad:
-  case KernelKind::RMSNorm:
-  case KernelKind::RMSNormGrad:
-    return "#8cd17d";
-  case KernelKind::CrossEntropy:
-  case KernelKind::CrossEntropyGrad:
-    return "#ffbe7d";
-  case KernelKind::Gather:
-  case KernelKind::GatherGrad:
-    return "#76b7b2";
-  default:
-    return "#eeeeee";
-  }
+  std::string Family = plan::kernelKindInfo(K).Family;
+  return Family == "product"     ? "#a0cbe8"
+         : Family == "attention" ? "#d4a6c8"
+         : Family == "norm"      ? "#8cd17d"
+         : Family == "loss"      ? "#ffbe7d"
+         : Family == "embedding" ? "#76b7b2"
+                                 : "#eeeeee";
 }
 
 std::string shapeText(const std::vector<int64_t> &S) {
@@ -118,14 +107,14 @@ Error drawCompute(Graph &G, const plan::Plan &P, const DrawOptions &O) {
                   .str()
             : formatv("{0:f1} MB", double(Kr.Bytes) / 1e6).str();
     G.set(N, "label",
-          formatv("{0} {1}\\n{2}\\n{3}", K, plan::enumName(Kr.Kind),
+          formatv("{0} {1}\\n{2}\\n{3}", K, plan::enumName(Kr.kind()),
                   Kr.Name.size() > 48 ? Kr.Name.substr(0, 45) + "..."
                                       : Kr.Name,
                   Cost)
               .str());
     G.set(N, "shape", "box");
     G.set(N, "style", "filled,rounded");
-    G.set(N, "fillcolor", kindColor(Kr.Kind));
+    G.set(N, "fillcolor", kindColor(Kr.kind()));
     G.set(N, "fontname", "Helvetica");
     G.set(N, "fontsize", "10");
     Node[K] = N;

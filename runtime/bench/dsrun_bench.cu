@@ -273,7 +273,7 @@ static void besideCompute(const dsc::plan::Plan &P, const Arena &L,
           return Arena + L.offset(P.Places.Values[T.Value]) +
                  T.Offset * plan::dtypeBytes(P.Values[T.Value].Type);
         };
-        if (Kr.Kind == plan::KernelKind::Gemm)
+        if (Kr.kind() == plan::KernelKind::Gemm)
           CHECK(runGemmKernel(H, Kr, At(Kr.Inputs[0]), At(Kr.Inputs[1]),
                               At(Kr.Outputs[0]),
                               ElementType(P.Settings.ParamDType)));
@@ -466,10 +466,9 @@ static int writeWorkload(const dsc::plan::Plan &P, const std::string &Path) {
           In.Kind == plan::InstrKind::Backward ? Op.Backward : Op.Forward;
       for (uint32_t K = R.Begin; K < R.End; ++K) {
         const plan::Kernel &Kr = P.Kernels[K];
-        if (Kr.Kind == plan::KernelKind::Gemm) // batch, M, N, K
-          fprintf(F, "gemm %lld %lld %lld %lld\n", (long long)Kr.Ints[3],
-                  (long long)Kr.Ints[0], (long long)Kr.Ints[1],
-                  (long long)Kr.Ints[2]);
+        if (const auto *G = std::get_if<plan::GemmAttrs>(&Kr.Attrs))
+          fprintf(F, "gemm %lld %lld %lld %lld\n", (long long)G->Batch,
+                  (long long)G->M, (long long)G->N, (long long)G->K);
       }
     }
     std::vector<CollectiveCall> Group = collectiveCalls(L, I);

@@ -86,15 +86,16 @@ int main(int Argc, char **Argv) {
     }
     size_t B = size_t(std::min_element(Pt.Ms.begin(), Pt.Ms.end()) -
                       Pt.Ms.begin());
-    const std::vector<int64_t> &I = Pt.Kernel->Ints;
-    printf("%-36.36s %5u %6lld %6lld %6lld %5lld %4lld %9.4f %9.4f %5zu %7zu\n",
-           Pt.Kernel->Name.c_str(), Pt.Calls, (long long)I[0],
-           (long long)I[1], (long long)I[2], (long long)I[3],
-           (long long)I[12], Pt.Ms[0], Pt.Ms[B], B, Pt.Ms.size());
+    const dsc::plan::GemmAttrs &G =
+        Pt.Kernel->attrs<dsc::plan::KernelKind::Gemm>();
+    printf("%-36.36s %5u %6lld %6lld %6lld %5lld %14s %9.4f %9.4f %5zu %7zu\n",
+           Pt.Kernel->Name.c_str(), Pt.Calls, (long long)G.M, (long long)G.N,
+           (long long)G.K, (long long)G.Batch, dsc::plan::enumName(G.Epilogue),
+           Pt.Ms[0], Pt.Ms[B], B, Pt.Ms.size());
     First += Pt.Ms[0] * Pt.Calls;
     Best += Pt.Ms[B] * Pt.Calls;
-    Flops += 2.0 * double(I[0]) * double(I[1]) * double(I[2]) *
-             double(I[3]) * Pt.Calls;
+    Flops += 2.0 * double(G.M) * double(G.N) * double(G.K) * double(G.Batch) *
+             Pt.Calls;
   }
   printf("one micro step's products: %.3f ms with the first algorithm "
          "(%.1f TFLOP/s), %.3f ms with the fastest of each (%.1f TFLOP/s): "

@@ -9,6 +9,32 @@
 
 namespace dsrun {
 
+namespace {
+
+/// A plan struct's scalar fields as a YAML flow mapping, in visit() order:
+/// what dsc's YAML reader (MeasuredRatesYAML.h) reads back.
+template <class T> std::string flowMapping(T &V) {
+  std::string Out = "{ ";
+  V.visit([&](const char *Name, auto &Field) {
+    using Ty = std::decay_t<decltype(Field)>;
+    Out += (Out.size() > 2 ? ", " : "") + std::string(Name) + ": ";
+    if constexpr (std::is_same_v<Ty, bool>) {
+      Out += Field ? "true" : "false";
+    } else if constexpr (std::is_enum_v<Ty>) {
+      Out += dsc::plan::enumName(Field);
+    } else if constexpr (std::is_floating_point_v<Ty>) {
+      char Buf[32];
+      snprintf(Buf, sizeof(Buf), "%.17g", double(Field));
+      Out += Buf;
+    } else {
+      Out += std::to_string(Field);
+    }
+  });
+  return Out + " }";
+}
+
+} // namespace
+
 bool writeCalibration(const std::string &Path, const Calibration &C,
                       std::string &Error) {
   FILE *F = fopen(Path.c_str(), "w");
@@ -57,13 +83,10 @@ bool writeCalibration(const std::string &Path, const Calibration &C,
     fprintf(F, "# Products whose fastest cuBLASLt algorithm is not the "
                "heuristic's first\n# (its place in the heuristic's order; "
                "this GPU and library):\ngemm_algorithms:\n");
-    for (const dsc::plan::GemmAlgorithm &G : C.Rates.GemmAlgorithms) {
-      fprintf(F, "  - { ints: [");
-      for (size_t I = 0; I < G.Ints.size(); ++I)
-        fprintf(F, "%s %lld", I ? "," : "", (long long)G.Ints[I]);
-      fprintf(F, " ], type: %s, candidate: %u }\n",
-              dsc::plan::enumName(G.Type), G.Candidate);
-    }
+    for (dsc::plan::GemmAlgorithm G : C.Rates.GemmAlgorithms)
+      fprintf(F, "  - { product: %s, type: %s, candidate: %u }\n",
+              flowMapping(G.Product).c_str(), dsc::plan::enumName(G.Type),
+              G.Candidate);
   }
   bool Failed = ferror(F) != 0;
   Failed |= fclose(F) != 0;

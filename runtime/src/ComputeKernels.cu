@@ -6,8 +6,9 @@
 // (scores and probabilities in the kernel workspace, one batch at a time,
 // products by cuBLAS). The elementwise kinds are PointwiseKernels.cu, the
 // norms NormKernels.cu, embeddings and the loss TokenKernels.cu; this file
-// holds fill, reduce, softmax, math attention and products, and dispatches
-// every kind. docs/runtime.md says what each costs.
+// holds fill, reduce, softmax, math attention and products. Each kind's
+// launch is one entry of KernelLaunch.cu's table. docs/runtime.md says
+// what each costs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -75,9 +76,11 @@ __global__ void reduceKernel(const __grid_constant__ ReduceArgs A) {
 
 std::string reduce(const plan::Kernel &K, const KernelOperands &Ops,
                    const KernelContext &C, cudaStream_t S) {
+  const plan::ReduceAttrs &R = K.attrs<KernelKind::Reduce>();
   const plan::TensorRef &X = K.Inputs[0];
   int64_t Rows = 0, Cols = 0;
-  if (dsc::reducesLeadingRows(X.Shape, X.Strides, K.Ints[0], Rows, Cols)) {
+  if (dsc::reducesLeadingRows(X.Shape, X.Strides, int64_t(R.AxesMask), Rows,
+                              Cols)) {
     // A bias gradient: the whole GPU, in a fixed order.
     ColumnSumArgs Sum;
     Sum.G = Ops.In[0];
@@ -86,7 +89,7 @@ std::string reduce(const plan::Kernel &K, const KernelOperands &Ops,
     Sum.Cols = Cols;
     Sum.Out[0] = Ops.Out[0];
     Sum.OutT[0] = Ops.OutType[0];
-    Sum.Scale = float(K.Floats[0]);
+    Sum.Scale = float(R.Scale);
     return columnSums(Sum, C, S);
   }
   ReduceArgs A;
@@ -94,7 +97,7 @@ std::string reduce(const plan::Kernel &K, const KernelOperands &Ops,
   A.Y = Ops.Out[0];
   A.YType = Ops.OutType[0];
   for (size_t D = 0; D < X.Shape.size(); ++D) {
-    if (K.Ints[0] >> D & 1) {
+    if (R.AxesMask >> D & 1) {
       A.ReducedShape[A.ReducedRank] = X.Shape[D];
       A.ReducedStrides[A.ReducedRank++] = X.Strides[D];
       A.Reduced *= X.Shape[D];
@@ -104,9 +107,19 @@ std::string reduce(const plan::Kernel &K, const KernelOperands &Ops,
       A.Kept *= X.Shape[D];
     }
   }
-  A.Scale = float(K.Floats[0]);
+  A.Scale = float(R.Scale);
   if (A.Kept)
     reduceKernel<<<blocksFor(uint64_t(A.Kept)), Threads, 0, S>>>(A);
+  return "";
+}
+
+std::string fill(const plan::Kernel &K, const KernelOperands &Ops,
+                 const KernelContext &, cudaStream_t S) {
+  int64_t N = numel(K.Outputs[0].Shape);
+  if (N)
+    fillKernel<<<blocksFor(uint64_t(N)), Threads, 0, S>>>(
+        strided(K.Outputs[0], Ops.Out[0], Ops.OutType[0]), N,
+        float(K.attrs<KernelKind::Fill>().Value));
   return "";
 }
 
@@ -150,6 +163,26 @@ __global__ void softmaxGradKernel(const void *Y, ElementType YT, const void *G,
     float Yv = loadAs(Y, Row + C, YT), Gv = loadAs(G, Row + C, GT);
     storeAs(D, Row + C, DT, Log ? Gv - expf(Yv) * Dot : Yv * (Gv - Dot));
   }
+}
+
+std::string softmax(const plan::Kernel &K, const KernelOperands &Ops,
+                    const KernelContext &, cudaStream_t S) {
+  const plan::SoftmaxAttrs &A = K.attrs<KernelKind::Softmax>();
+  if (A.Rows)
+    softmaxKernel<<<unsigned(A.Rows), Threads, 0, S>>>(
+        Ops.In[0], Ops.InType[0], Ops.Out[0], Ops.OutType[0], A.Cols, A.Log,
+        A.ZeroMaskedRows);
+  return "";
+}
+
+std::string softmaxGrad(const plan::Kernel &K, const KernelOperands &Ops,
+                        const KernelContext &, cudaStream_t S) {
+  const plan::SoftmaxGradAttrs &A = K.attrs<KernelKind::SoftmaxGrad>();
+  if (A.Rows)
+    softmaxGradKernel<<<unsigned(A.Rows), Threads, 0, S>>>(
+        Ops.In[0], Ops.InType[0], Ops.In[1], Ops.InType[1], Ops.Out[0],
+        Ops.OutType[0], A.Cols, A.Log);
+  return "";
 }
 
 //===----------------------------------------------------------------------===//
@@ -267,12 +300,14 @@ __global__ void attentionDeltaKernel(const __grid_constant__ Strided Do,
       return "cuBLAS failed (" + std::to_string(int(E_)) + ") in " #Call;      \
   } while (0)
 
-std::string attention(const plan::Kernel &K, const KernelOperands &Ops,
-                      const KernelContext &C, cudaStream_t S) {
-  bool Grad = K.Kind == KernelKind::AttentionGrad;
-  const std::vector<int64_t> &I = K.Ints;
-  AttentionArgs A{I[0], I[1], I[2], I[3], I[4], I[5], I[6], I[7] != 0,
-                  float(K.Floats[0]), nullptr, ElementType::F32, {0, 0, 0}};
+/// The math path: one batch element at a time, scores in the workspace.
+std::string mathAttention(const plan::Kernel &K, const KernelOperands &Ops,
+                          const KernelContext &C, cudaStream_t S) {
+  bool Grad = K.kind() == KernelKind::AttentionGrad;
+  const plan::AttentionAttrs &At = *K.as<plan::AttentionAttrs>();
+  AttentionArgs A{At.Batch,  At.QHeads, At.KVHeads,     At.QLen,
+                  At.KVLen,  At.HeadDim, At.ValueDim,   At.Causal,
+                  float(At.Scale), nullptr, ElementType::F32, {0, 0, 0}};
   int64_t G = A.Hq / A.Hkv;
   size_t Qi = Grad ? 1 : 0;
   const plan::TensorRef &Qr = K.Inputs[Qi], &Kr = K.Inputs[Qi + 1],
@@ -283,7 +318,7 @@ std::string attention(const plan::Kernel &K, const KernelOperands &Ops,
   ElementType Act = QT;
   if (KT != Act || VT != Act)
     return "attention operands of different element types";
-  uint64_t Need = plan::attentionWorkspace(K, elementBytes(Act));
+  uint64_t Need = plan::attentionWorkspace(At, Grad, elementBytes(Act));
   if (Need > C.WorkspaceBytes)
     return "attention needs " + std::to_string(Need) +
            " bytes of workspace; the plan has " +
@@ -407,9 +442,18 @@ __global__ void operandSumsKernel(const void *X, ElementType T, bool OfA,
   }
 }
 
+std::string attention(const plan::Kernel &K, const KernelOperands &Ops,
+                      const KernelContext &C, cudaStream_t S) {
+  if (K.as<plan::AttentionAttrs>()->Algorithm ==
+      plan::AttentionAlgorithm::Flash)
+    return flashAttention(K, Ops, C, S);
+  return mathAttention(K, Ops, C, S);
+}
+
 std::string matmul(const plan::Kernel &K, const KernelOperands &Ops,
                    const KernelContext &C, cudaStream_t S) {
-  auto E = plan::GemmEpilogue(K.Ints[12]);
+  const plan::GemmAttrs &G = K.attrs<KernelKind::Gemm>();
+  plan::GemmEpilogue E = G.Epilogue;
   bool BiasGrad = plan::gemmBiasGrad(E);
   bool Bias = plan::gemmUsesBias(E) && !BiasGrad;
   // GELU's pre-activation: the forward's second output, the backward's
@@ -434,103 +478,14 @@ std::string matmul(const plan::Kernel &K, const KernelOperands &Ops,
       !Problem.empty())
     return Problem;
   if (BiasGrad && Separate) {
-    const std::vector<int64_t> &I = K.Ints;
     bool OfA = E == plan::GemmEpilogue::BiasGradA;
-    int64_t Len = OfA ? I[0] : I[1];
+    int64_t Len = OfA ? G.M : G.N;
     operandSumsKernel<<<blocksFor(uint64_t(Len)), Threads, 0, S>>>(
-        Ops.In[OfA ? 0 : 1], Ops.InType[OfA ? 0 : 1], OfA, I[OfA ? 4 : 5] != 0,
-        I[OfA ? 6 : 7], Len, I[2], Ops.Out[1]);
+        Ops.In[OfA ? 0 : 1], Ops.InType[OfA ? 0 : 1], OfA,
+        OfA ? G.TransA : G.TransB, OfA ? G.LdA : G.LdB, Len, G.K, Ops.Out[1]);
   }
   return "";
 }
 
 } // namespace kernels
-
-using namespace kernels;
-
-uint64_t kernelWorkspaceBytes(const plan::Kernel &K,
-                              const KernelOperands &Ops) {
-  switch (K.Kind) {
-  case KernelKind::Gemm:
-    return plan::GemmWorkspaceBytes;
-  case KernelKind::Attention:
-  case KernelKind::AttentionGrad:
-    return plan::attentionWorkspace(
-        K, elementBytes(Ops.InType[K.Kind == KernelKind::Attention ? 0 : 1]));
-  case KernelKind::GatherGrad:
-    return K.Ints[1] == 1 ? sortBytes(K.Ints[4]) : 0;
-  case KernelKind::CrossEntropyGrad:
-    return sizeof(float);
-  case KernelKind::LayerNormGrad:
-  case KernelKind::RMSNormGrad:
-    return dsc::columnSumWorkspace(K.Ints[0], K.Ints[1],
-                                   K.Kind == KernelKind::LayerNormGrad ? 2 : 1);
-  case KernelKind::Reduce: {
-    int64_t Rows = 0, Cols = 0;
-    const plan::TensorRef &X = K.Inputs[0];
-    return dsc::reducesLeadingRows(X.Shape, X.Strides, K.Ints[0], Rows, Cols)
-               ? dsc::columnSumWorkspace(Rows, Cols, 1)
-               : 0;
-  }
-  default:
-    return 0;
-  }
-}
-
-std::string launchComputeKernel(const plan::Kernel &K,
-                                const KernelOperands &Ops,
-                                const KernelContext &C, cudaStream_t S) {
-  switch (K.Kind) {
-  case KernelKind::Gemm:
-    return matmul(K, Ops, C, S);
-  case KernelKind::Pointwise:
-    return pointwise(K, Ops, C, S);
-  case KernelKind::Fill: {
-    int64_t N = numel(K.Outputs[0].Shape);
-    if (N)
-      fillKernel<<<blocksFor(uint64_t(N)), Threads, 0, S>>>(
-          strided(K.Outputs[0], Ops.Out[0], Ops.OutType[0]), N,
-          float(K.Floats[0]));
-    return "";
-  }
-  case KernelKind::Reduce:
-    return reduce(K, Ops, C, S);
-  case KernelKind::Softmax:
-    if (K.Ints[0])
-      softmaxKernel<<<unsigned(K.Ints[0]), Threads, 0, S>>>(
-          Ops.In[0], Ops.InType[0], Ops.Out[0], Ops.OutType[0], K.Ints[1],
-          K.Ints[3] != 0, K.Ints[2] != 0);
-    return "";
-  case KernelKind::SoftmaxGrad:
-    if (K.Ints[0])
-      softmaxGradKernel<<<unsigned(K.Ints[0]), Threads, 0, S>>>(
-          Ops.In[0], Ops.InType[0], Ops.In[1], Ops.InType[1], Ops.Out[0],
-          Ops.OutType[0], K.Ints[1], K.Ints[2] != 0);
-    return "";
-  case KernelKind::LayerNorm:
-  case KernelKind::LayerNormGrad:
-  case KernelKind::RMSNorm:
-  case KernelKind::RMSNormGrad:
-    return norm(K, Ops, C, S);
-  case KernelKind::Attention:
-  case KernelKind::AttentionGrad:
-    if (K.Ints[8] == int64_t(plan::AttentionAlgorithm::Flash))
-      return flashAttention(K, Ops, C, S);
-    return attention(K, Ops, C, S);
-  case KernelKind::Gather:
-  case KernelKind::GatherGrad:
-    return gather(K, Ops, C, S);
-  case KernelKind::CrossEntropy:
-  case KernelKind::CrossEntropyGrad:
-    return crossEntropy(K, Ops, C, S);
-  case KernelKind::Rotary:
-  case KernelKind::RotaryGrad:
-    return rotary(K, Ops, S);
-  case KernelKind::SwiGLU:
-  case KernelKind::SwiGLUGrad:
-    return swiglu(K, Ops, S);
-  }
-  return "a kernel of a kind dsrun does not know";
-}
-
 } // namespace dsrun

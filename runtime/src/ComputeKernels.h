@@ -2,8 +2,8 @@
 //
 // dsrun runs the compute program's kernels (plan::KernelKind) exactly as
 // the plan gives them: operands at the addresses their TensorRefs resolve
-// to, with their strides, in their element types; attributes as docs/
-// plan-format.md lists them. Matrix products go through cuBLASLt
+// to, with their strides, in their element types; attributes as each
+// kind's struct (dsc/KernelAttrs.h) names them. Matrix products go through cuBLASLt
 // (Matmuls.h), flash attention through FlashAttention.cu; every other kind
 // is a kernel of ComputeKernels.cu, PointwiseKernels.cu, NormKernels.cu or
 // TokenKernels.cu, which compute in fp32 and store in the operand's
@@ -52,6 +52,18 @@ struct KernelOperands {
   std::vector<void *> In, Out;
   std::vector<ElementType> InType, OutType;
 };
+
+/// dsrun's part of a kernel kind's registry entry (dsc/KernelRegistry.h
+/// holds the rest): its launch on S, "" or what keeps it from running (a
+/// program too long, a workspace too small; CUDA errors are the caller's
+/// to check after), and the device workspace the launch needs (null:
+/// none). One entry per kind, in KernelLaunch.cu.
+struct KernelLauncher {
+  std::string (*Launch)(const dsc::plan::Kernel &K, const KernelOperands &Ops,
+                        const KernelContext &C, cudaStream_t S);
+  uint64_t (*Workspace)(const dsc::plan::Kernel &K, const KernelOperands &Ops);
+};
+const KernelLauncher &kernelLauncher(dsc::plan::KernelKind K);
 
 /// The workspace a kernel needs on the device, in bytes.
 uint64_t kernelWorkspaceBytes(const dsc::plan::Kernel &K,

@@ -758,17 +758,17 @@ void strides3(const plan::TensorRef &R, int64_t Out[3]) {
 
 std::string flashAttention(const plan::Kernel &K, const KernelOperands &Ops,
                            const KernelContext &C, cudaStream_t S) {
-  bool Grad = K.Kind == KernelKind::AttentionGrad;
-  const std::vector<int64_t> &I = K.Ints;
+  bool Grad = K.kind() == KernelKind::AttentionGrad;
+  const plan::AttentionAttrs &A = *K.as<plan::AttentionAttrs>();
   FlashParams P{};
-  P.B = int(I[0]);
-  P.Hq = int(I[1]);
-  P.Hkv = int(I[2]);
-  P.T = int(I[3]);
-  P.S = int(I[4]);
-  P.D = int(I[5]);
-  P.Causal = I[7] != 0;
-  P.Scale = float(K.Floats[0]);
+  P.B = int(A.Batch);
+  P.Hq = int(A.QHeads);
+  P.Hkv = int(A.KVHeads);
+  P.T = int(A.QLen);
+  P.S = int(A.KVLen);
+  P.D = int(A.HeadDim);
+  P.Causal = A.Causal;
+  P.Scale = float(A.Scale);
   if (P.Hkv <= 0 || P.Hq % P.Hkv || P.D > plan::FlashMaxHeadDim)
     return "flash attention of " + std::to_string(P.Hq) + " query heads, " +
            std::to_string(P.Hkv) + " key/value heads, head size " +
@@ -800,7 +800,8 @@ std::string flashAttention(const plan::Kernel &K, const KernelOperands &Ops,
     strides3(K.Outputs[0], P.DqS);
     strides3(K.Outputs[1], P.DkS);
     strides3(K.Outputs[2], P.DvS);
-    uint64_t Need = plan::attentionWorkspace(K, elementBytes(Ops.InType[1]));
+    uint64_t Need =
+        plan::attentionWorkspace(A, Grad, elementBytes(Ops.InType[1]));
     if (Need > C.WorkspaceBytes)
       return "flash attention needs " + std::to_string(Need) +
              " bytes of workspace; the plan has " +
@@ -809,7 +810,7 @@ std::string flashAttention(const plan::Kernel &K, const KernelOperands &Ops,
     P.Delta = static_cast<float *>(C.Workspace);
     if (P.Hkv < P.Hq)
       P.Shares = reinterpret_cast<float *>(static_cast<char *>(C.Workspace) +
-                                           plan::flashDeltaBytes(K));
+                                           plan::flashDeltaBytes(A));
   }
   // The device's compute capability, once per process.
   static int Major = -1;

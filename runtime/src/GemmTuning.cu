@@ -68,25 +68,23 @@ std::string timeProducts(const plan::Plan &P, Matmuls &Products,
   std::map<std::vector<int64_t>, size_t> Seen;
   uint64_t MaxA = 0, MaxB = 0, MaxC = 0;
   for (const plan::Kernel &K : P.Kernels) {
-    if (K.Kind != plan::KernelKind::Gemm || K.Inputs.empty())
+    const plan::GemmAttrs *G = std::get_if<plan::GemmAttrs>(&K.Attrs);
+    if (!G || K.Inputs.empty())
       continue;
-    const std::vector<int64_t> &I = K.Ints;
     ElementType T = ElementType(P.Values[K.Inputs[0].Value].Type);
-    std::vector<int64_t> Key = I;
-    Key.push_back(int64_t(T));
-    auto [It, New] = Seen.try_emplace(Key, Out.size());
+    auto [It, New] = Seen.try_emplace(productKey(*G, T), Out.size());
     if (!New) {
       ++Out[It->second].Calls;
       continue;
     }
     Out.push_back({&K, T, 1, {}});
-    int64_t M = I[0], N = I[1], Kd = I[2], Batch = I[3];
-    bool TransA = I[4] != 0, TransB = I[5] != 0;
-    MaxA = std::max(MaxA, extent(TransA ? Kd : M, TransA ? M : Kd, I[6],
-                                 Batch, I[9]));
-    MaxB = std::max(MaxB, extent(TransB ? N : Kd, TransB ? Kd : N, I[7],
-                                 Batch, I[10]));
-    MaxC = std::max({MaxC, extent(M, N, I[8], Batch, I[11]),
+    int64_t M = G->M, N = G->N, Kd = G->K, Batch = G->Batch;
+    bool TransA = G->TransA, TransB = G->TransB;
+    MaxA = std::max(MaxA, extent(TransA ? Kd : M, TransA ? M : Kd, G->LdA,
+                                 Batch, G->StrideA));
+    MaxB = std::max(MaxB, extent(TransB ? N : Kd, TransB ? Kd : N, G->LdB,
+                                 Batch, G->StrideB));
+    MaxC = std::max({MaxC, extent(M, N, G->LdC, Batch, G->StrideC),
                      uint64_t(std::max(M, N))});
   }
   if (Out.empty())
@@ -128,7 +126,7 @@ std::string timeProducts(const plan::Plan &P, Matmuls &Products,
     // The bias and GELU's kept sum only where the epilogue has them, as
     // the compute program passes them (cuBLASLt refuses a bias pointer
     // without a bias epilogue).
-    auto Epilogue = plan::GemmEpilogue(K.Ints[12]);
+    plan::GemmEpilogue Epilogue = K.attrs<plan::KernelKind::Gemm>().Epilogue;
     void *BiasOrNot = plan::gemmUsesBias(Epilogue) ? Bias : nullptr;
     void *AuxOrNot = plan::gemmUsesPreActivation(Epilogue) ? Aux : nullptr;
     for (int Candidate = 0; Candidate < Candidates; ++Candidate) {
@@ -165,7 +163,8 @@ fasterAlgorithms(const std::vector<ProductTiming> &Timed, double Margin) {
     if (Best == 0 || Pt.Ms[Best] >= Pt.Ms[0] * (1 - Margin) ||
         Best > plan::GemmAlgorithm::MaxCandidate)
       continue;
-    Chosen.push_back({Pt.Kernel->Ints, plan::DType(Pt.Type), uint32_t(Best)});
+    Chosen.push_back({Pt.Kernel->attrs<plan::KernelKind::Gemm>(),
+                      plan::DType(Pt.Type), uint32_t(Best)});
   }
   return Chosen;
 }

@@ -20,7 +20,7 @@
 
 namespace dsrun {
 
-/// Runs a plan Gemm kernel (row-major C = A . B, batched, as its Ints
+/// Runs a plan Gemm kernel (row-major C = A . B, batched, as its attributes
 /// say) on H's stream with cuBLAS: C^T = B^T . A^T in cuBLAS's column
 /// major. Element type T for all three.
 cublasStatus_t runGemmKernel(cublasHandle_t H, const dsc::plan::Kernel &K,

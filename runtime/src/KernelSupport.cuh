@@ -214,11 +214,10 @@ std::string columnSums(ColumnSumArgs A, const KernelContext &Ctx,
 
 using Launcher = std::string(const plan::Kernel &K, const KernelOperands &Ops,
                              const KernelContext &C, cudaStream_t S);
-Launcher pointwise, norm, gather, crossEntropy; // Pointwise, Norm, Token
-std::string rotary(const plan::Kernel &K, const KernelOperands &Ops,
-                   cudaStream_t S);
-std::string swiglu(const plan::Kernel &K, const KernelOperands &Ops,
-                   cudaStream_t S);
+Launcher matmul, reduce, fill, softmax, softmaxGrad, attention; // Compute
+Launcher pointwise, rotary, swiglu;                             // Pointwise
+Launcher norm;                                                  // Norm
+Launcher gather, crossEntropy;                                  // Token
 /// The workspace an embedding gradient's sort of Count ids needs.
 uint64_t sortBytes(int64_t Count);
 

@@ -34,6 +34,12 @@ std::string layout(cublasLtMatrixLayout_t &L, cudaDataType_t T, int64_t Rows,
 
 } // namespace
 
+std::vector<int64_t> productKey(const plan::GemmAttrs &G, ElementType T) {
+  return {G.M,       G.N,       G.K,       G.Batch,         G.TransA,
+          G.TransB,  G.LdA,     G.LdB,     G.LdC,           G.StrideA,
+          G.StrideB, G.StrideC, int64_t(G.Epilogue), int64_t(T)};
+}
+
 void Matmuls::destroy(Product &P) {
   if (P.A)
     cublasLtMatrixLayoutDestroy(P.A);
@@ -59,11 +65,8 @@ std::string Matmuls::init() {
 
 void Matmuls::setAlgorithms(const std::vector<plan::GemmAlgorithm> &List) {
   Chosen.clear();
-  for (const plan::GemmAlgorithm &G : List) {
-    std::vector<int64_t> Key = G.Ints;
-    Key.push_back(int64_t(G.Type)); // ElementType follows plan::DType.
-    Chosen[Key] = int(G.Candidate);
-  }
+  for (const plan::GemmAlgorithm &G : List) // ElementType follows DType.
+    Chosen[productKey(G.Product, ElementType(G.Type))] = int(G.Candidate);
 }
 
 // Row-major C (M x N) = op(A) op(B) is column-major C^T (N x M) =
@@ -73,9 +76,9 @@ void Matmuls::setAlgorithms(const std::vector<plan::GemmAlgorithm> &List) {
 std::string Matmuls::prepare(const plan::Kernel &K, ElementType T,
                              uint64_t WorkspaceBytes, int Candidate,
                              Product &P) {
-  const std::vector<int64_t> &I = K.Ints;
-  int64_t M = I[0], N = I[1], Kd = I[2], Batch = I[3];
-  bool TransA = I[4] != 0, TransB = I[5] != 0;
+  const plan::GemmAttrs &G = K.attrs<plan::KernelKind::Gemm>();
+  int64_t M = G.M, N = G.N, Kd = G.K, Batch = G.Batch;
+  bool TransA = G.TransA, TransB = G.TransB;
   cudaDataType_t D = cudaType(T);
   TRY_LT(cublasLtMatmulDescCreate(&P.Desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   cublasOperation_t OpA = TransB ? CUBLAS_OP_T : CUBLAS_OP_N,
@@ -86,7 +89,7 @@ std::string Matmuls::prepare(const plan::Kernel &K, ElementType T,
                                         &OpB, sizeof(OpB)));
   // cuBLASLt's GELU is the tanh form; its aux matrix (the biased sum) is
   // laid out as C.
-  auto Epilogue = plan::GemmEpilogue(I[12]);
+  plan::GemmEpilogue Epilogue = G.Epilogue;
   if (Epilogue != plan::GemmEpilogue::None) {
     cublasLtEpilogue_t E =
         Epilogue == plan::GemmEpilogue::Bias           ? CUBLASLT_EPILOGUE_BIAS
@@ -105,7 +108,7 @@ std::string Matmuls::prepare(const plan::Kernel &K, ElementType T,
         sizeof(BiasType)));
   }
   if (plan::gemmUsesPreActivation(Epilogue)) {
-    int64_t AuxLd = I[8];
+    int64_t AuxLd = G.LdC;
     int32_t AuxType = int32_t(D);
     TRY_LT(cublasLtMatmulDescSetAttribute(
         P.Desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &AuxLd, sizeof(AuxLd)));
@@ -113,15 +116,16 @@ std::string Matmuls::prepare(const plan::Kernel &K, ElementType T,
         P.Desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &AuxType,
         sizeof(AuxType)));
   }
-  if (std::string E = layout(P.A, D, TransB ? Kd : N, TransB ? N : Kd, I[7],
-                             Batch, I[10]);
+  if (std::string E = layout(P.A, D, TransB ? Kd : N, TransB ? N : Kd, G.LdB,
+                             Batch, G.StrideB);
       !E.empty())
     return E;
-  if (std::string E = layout(P.B, D, TransA ? M : Kd, TransA ? Kd : M, I[6],
-                             Batch, I[9]);
+  if (std::string E = layout(P.B, D, TransA ? M : Kd, TransA ? Kd : M, G.LdA,
+                             Batch, G.StrideA);
       !E.empty())
     return E;
-  if (std::string E = layout(P.C, D, N, M, I[8], Batch, I[11]); !E.empty())
+  if (std::string E = layout(P.C, D, N, M, G.LdC, Batch, G.StrideC);
+      !E.empty())
     return E;
   cublasLtMatmulPreference_t Pref;
   TRY_LT(cublasLtMatmulPreferenceCreate(&Pref));
@@ -151,8 +155,8 @@ std::string Matmuls::run(const plan::Kernel &K, const void *A, const void *B,
                          int Candidate) {
   if (!Handle)
     return "cuBLASLt is not initialized";
-  std::vector<int64_t> Key = K.Ints;
-  Key.push_back(int64_t(T));
+  const plan::GemmAttrs &G = K.attrs<plan::KernelKind::Gemm>();
+  std::vector<int64_t> Key = productKey(G, T);
   bool PlanChoice = Candidate < 0;
   std::vector<int64_t> ChoiceKey = Key;
   const void *BiasGiven = Bias; // A retry with the first algorithm takes it.
@@ -184,9 +188,9 @@ std::string Matmuls::run(const plan::Kernel &K, const void *A, const void *B,
         !E.empty()) {
       destroy(P);
       P = Product();
-      bool BiasGrad = plan::gemmBiasGrad(plan::GemmEpilogue(K.Ints[12]));
+      bool BiasGrad = plan::gemmBiasGrad(G.Epilogue);
       plan::Kernel Plain = K;
-      Plain.Ints[12] = int64_t(plan::GemmEpilogue::None);
+      Plain.attrs<plan::KernelKind::Gemm>().Epilogue = plan::GemmEpilogue::None;
       std::string Again =
           BiasGrad && !Candidate ? prepare(Plain, T, WorkspaceBytes, 0, P) : E;
       if (!Again.empty()) {
@@ -209,7 +213,7 @@ std::string Matmuls::run(const plan::Kernel &K, const void *A, const void *B,
   if (Aux)
     TRY_LT(cublasLtMatmulDescSetAttribute(
         P.Desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &Aux, sizeof(Aux)));
-  float Alpha = float(K.Floats[0]), Beta = float(K.Floats[1]);
+  float Alpha = float(G.Alpha), Beta = float(G.Beta);
   // cuBLASLt's A is our B (see prepare).
   cublasStatus_t St =
       cublasLtMatmul(Handle, P.Desc, &Alpha, B, P.A, A, P.B, &Beta, C, P.C, C,

@@ -37,6 +37,10 @@ inline cudaDataType_t cudaType(ElementType T) {
                                  : CUDA_R_16BF;
 }
 
+/// What tells products apart for cuBLASLt (plan::sameProduct), and their
+/// element type: the key of a prepared product and of an algorithm.
+std::vector<int64_t> productKey(const dsc::plan::GemmAttrs &G, ElementType T);
+
 class Matmuls {
 public:
   Matmuls() = default;

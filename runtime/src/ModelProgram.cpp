@@ -141,12 +141,12 @@ std::string ModelProgram::profileReport(double StepMs) {
     CHECK_CUDA(cudaEventElapsedTime(&Ms, T.Begin, T.End));
     const dsc::plan::Kernel &K = P->Kernels[T.Kernel];
     auto Same = [&](const KindTime &X) {
-      return X.Kind == K.Kind && X.Backward == K.Backward;
+      return X.Kind == K.kind() && X.Backward == K.Backward;
     };
     auto It = std::find_if(Profiled.begin(), Profiled.end(), Same);
     if (It == Profiled.end())
-      It = Profiled.insert(Profiled.end(), KindTime{K.Kind, K.Backward});
-    for (Sum *S : {&ByKind[std::string(dsc::plan::enumName(K.Kind)) +
+      It = Profiled.insert(Profiled.end(), KindTime{K.kind(), K.Backward});
+    for (Sum *S : {&ByKind[std::string(dsc::plan::enumName(K.kind())) +
                            (K.Backward ? " (backward)" : "")],
                    &ByKernel[T.Kernel]}) {
       S->Ms += Ms;

@@ -417,16 +417,41 @@ unsigned vectorNormThreads(int64_t Cols) {
   return unsigned((Cols / VecElems + 31) / 32 * 32);
 }
 
+/// A norm kernel's attributes, forward or backward: with Residual the
+/// residual add is folded in (forward: two addends first, the sum a last
+/// output; backward: the stream's gradient a last input).
+struct NormShape {
+  int64_t Rows = 0, Cols = 0;
+  size_t R = 0;
+  bool Rms = false, Forward = false;
+  float Eps = 0;
+};
+
+NormShape normShape(const plan::Kernel &K) {
+  NormShape N;
+  N.Rms = K.kind() == KernelKind::RMSNorm ||
+          K.kind() == KernelKind::RMSNormGrad;
+  if (const plan::LayerNormAttrs *A = K.as<plan::LayerNormAttrs>()) {
+    N.Forward = true;
+    N.Rows = A->Rows, N.Cols = A->Cols, N.R = A->Residual;
+    N.Eps = float(A->Epsilon);
+  } else {
+    const plan::LayerNormGradAttrs &G = *K.as<plan::LayerNormGradAttrs>();
+    N.Rows = G.Rows, N.Cols = G.Cols, N.R = G.Residual;
+  }
+  return N;
+}
+
 /// The vector kernels where they apply; false leaves the launch to the
 /// general ones.
-bool launchVectorNorm(const plan::Kernel &K, const KernelOperands &Ops,
+bool launchVectorNorm(const NormShape &N, const KernelOperands &Ops,
                       cudaStream_t S) {
-  int64_t Rows = K.Ints[0], Cols = K.Ints[1];
-  size_t R = K.Ints.size() > 2 && K.Ints[2] == 1 ? 1 : 0;
-  bool Rms = K.Kind == KernelKind::RMSNorm || K.Kind == KernelKind::RMSNormGrad;
+  int64_t Rows = N.Rows, Cols = N.Cols;
+  size_t R = N.R;
+  bool Rms = N.Rms;
   if (!Rows)
     return false;
-  if (K.Kind == KernelKind::LayerNorm || K.Kind == KernelKind::RMSNorm) {
+  if (N.Forward) {
     // x, [x2,] w, [b] -> y, [mean,] rstd, [sum]
     bool Bias = !Rms && Ops.In.size() > 2 + R;
     OperandList In, Out;
@@ -448,7 +473,7 @@ bool launchVectorNorm(const plan::Kernel &K, const KernelOperands &Ops,
     A.Mean = Rms ? nullptr : static_cast<float *>(Ops.Out[1]);
     A.Rstd = static_cast<float *>(Ops.Out[Rms ? 1 : 2]);
     A.Cols = Cols;
-    A.Eps = float(K.Floats[0]);
+    A.Eps = N.Eps;
     A.Rms = Rms;
     if (T == ElementType::BF16)
       normRowsKernel<ElementType::BF16>
@@ -487,13 +512,12 @@ bool launchVectorNorm(const plan::Kernel &K, const KernelOperands &Ops,
 
 std::string norm(const plan::Kernel &K, const KernelOperands &Ops,
                  const KernelContext &C, cudaStream_t S) {
-  int64_t Rows = K.Ints[0], Cols = K.Ints[1];
-  // ints[2] = 1: the residual add folded in (forward: two addends first,
-  // the sum a last output; backward: the stream's gradient a last input).
-  size_t R = K.Ints.size() > 2 && K.Ints[2] == 1 ? 1 : 0;
-  bool Rms = K.Kind == KernelKind::RMSNorm || K.Kind == KernelKind::RMSNormGrad;
-  bool Vector = launchVectorNorm(K, Ops, S);
-  if (K.Kind == KernelKind::LayerNorm || K.Kind == KernelKind::RMSNorm) {
+  NormShape N = normShape(K);
+  int64_t Rows = N.Rows, Cols = N.Cols;
+  size_t R = N.R;
+  bool Rms = N.Rms;
+  bool Vector = launchVectorNorm(N, Ops, S);
+  if (N.Forward) {
     bool Bias = !Rms && Ops.In.size() > 2 + R;
     if (Rows && !Vector)
       normKernel<<<unsigned(Rows), Threads, 0, S>>>(
@@ -503,8 +527,7 @@ std::string norm(const plan::Kernel &K, const KernelOperands &Ops,
           Ops.InType[1 + R], Bias ? Ops.In[2 + R] : nullptr,
           Bias ? Ops.InType[2 + R] : ElementType::F32, Ops.Out[0],
           Ops.OutType[0], Rms ? nullptr : static_cast<float *>(Ops.Out[1]),
-          static_cast<float *>(Ops.Out[Rms ? 1 : 2]), Cols,
-          float(K.Floats[0]), Rms);
+          static_cast<float *>(Ops.Out[Rms ? 1 : 2]), Cols, N.Eps, Rms);
     return "";
   }
   // dy, x, w, [mean,] rstd, [g] -> dx, dw, [db]

@@ -406,10 +406,10 @@ bool narrowDims(PointwiseArgs &A) {
 std::string pointwise(const plan::Kernel &K, const KernelOperands &Ops,
                       const KernelContext &C, cudaStream_t S) {
   PointwiseArgs A;
-  const std::vector<int64_t> &I = K.Ints;
-  int64_t Regs = I[0], N = I[1];
+  const plan::PointwiseAttrs &P = K.attrs<KernelKind::Pointwise>();
+  int64_t Regs = P.Registers, N = int64_t(P.Program.size());
   if (Regs > MaxRegisters || N > MaxInstructions ||
-      K.Floats.size() > size_t(MaxConstants) || K.Inputs.size() > 8 ||
+      P.Constants.size() > size_t(MaxConstants) || K.Inputs.size() > 8 ||
       K.Outputs.size() > 4 || K.Outputs[0].Shape.size() > size_t(MaxRank))
     return "a pointwise program longer than dsrun runs (" +
            std::to_string(N) + " instructions, " + std::to_string(Regs) +
@@ -421,13 +421,18 @@ std::string pointwise(const plan::Kernel &K, const KernelOperands &Ops,
   for (int J = 0; J < A.NumOut; ++J)
     A.Out[J] = strided(K.Outputs[J], Ops.Out[J], Ops.OutType[J]);
   A.Instructions = int(N);
-  for (int64_t J = 0; J < N; ++J)
-    for (int F = 0; F < 5; ++F)
-      A.Code[J][F] = int16_t(I[size_t(2 + 5 * J + F)]);
+  for (int64_t J = 0; J < N; ++J) {
+    const plan::PointwiseInstr &X = P.Program[size_t(J)];
+    A.Code[J][0] = int16_t(X.Op);
+    A.Code[J][1] = int16_t(X.Dest);
+    A.Code[J][2] = int16_t(X.A);
+    A.Code[J][3] = int16_t(X.B);
+    A.Code[J][4] = int16_t(X.C);
+  }
   for (int J = 0; J < A.NumOut; ++J)
-    A.OutReg[J] = int(I[size_t(3 + 5 * N + J)]);
-  for (size_t J = 0; J < K.Floats.size(); ++J)
-    A.Constants[J] = float(K.Floats[J]);
+    A.OutReg[J] = int(P.Results[size_t(J)]);
+  for (size_t J = 0; J < P.Constants.size(); ++J)
+    A.Constants[J] = float(P.Constants[J]);
   A.Seed = C.Seed;
   A.Inference = C.Inference;
   A.N = numel(K.Outputs[0].Shape);
@@ -587,7 +592,7 @@ bool rotaryBy8(const RotaryArgs &A) {
 }
 
 std::string rotary(const plan::Kernel &K, const KernelOperands &Ops,
-                   cudaStream_t S) {
+                   const KernelContext &, cudaStream_t S) {
   RotaryArgs A;
   A.X = strided(K.Inputs[0], Ops.In[0], Ops.InType[0]);
   A.Cos = strided(K.Inputs[1], Ops.In[1], Ops.InType[1]);
@@ -595,9 +600,10 @@ std::string rotary(const plan::Kernel &K, const KernelOperands &Ops,
   A.Y = strided(K.Outputs[0], Ops.Out[0], Ops.OutType[0]);
   if (A.Y.Rank < 1 || A.Y.Rank > MaxRank)
     return "a rotary embedding of rank " + std::to_string(A.Y.Rank);
-  A.Half = K.Ints[1] / 2;
-  A.Pairs = K.Ints[0] * A.Half;
-  A.Backward = K.Kind == KernelKind::RotaryGrad;
+  const plan::RotaryAttrs &R = *K.as<plan::RotaryAttrs>();
+  A.Half = R.Cols / 2;
+  A.Pairs = R.Rows * A.Half;
+  A.Backward = K.kind() == KernelKind::RotaryGrad;
   if (A.Pairs && rotaryBy8(A))
     rotary8Kernel<<<blocksFor(uint64_t(A.Pairs / VecElems)), Threads, 0, S>>>(
         A);
@@ -689,8 +695,8 @@ __global__ void swigluStridedKernel(const __grid_constant__ SwiGLUArgs A) {
 
 
 std::string swiglu(const plan::Kernel &K, const KernelOperands &Ops,
-                   cudaStream_t S) {
-  bool Grad = K.Kind == KernelKind::SwiGLUGrad;
+                   const KernelContext &, cudaStream_t S) {
+  bool Grad = K.kind() == KernelKind::SwiGLUGrad;
   SwiGLUArgs A;
   A.Ins = Grad ? 3 : 2;
   A.Outs = Grad ? 2 : 1;

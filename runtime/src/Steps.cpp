@@ -38,7 +38,7 @@ void Executor::gemms(const plan::Op &Op, bool Backward) {
   };
   for (uint32_t K = R.Begin; K < R.End; ++K) {
     const plan::Kernel &Kr = P.Kernels[K];
-    if (Kr.Kind == plan::KernelKind::Gemm)
+    if (Kr.kind() == plan::KernelKind::Gemm)
       CHECK_CUBLAS(runGemmKernel(Cublas, Kr, At(Kr.Inputs[0]), At(Kr.Inputs[1]),
                                  At(Kr.Outputs[0]), ParamType));
   }

@@ -124,9 +124,9 @@ uint64_t sortBytes(int64_t Count) {
 
 std::string gather(const plan::Kernel &K, const KernelOperands &Ops,
                    const KernelContext &C, cudaStream_t S) {
-  int64_t Outer = K.Ints[1], Dim = K.Ints[2], Inner = K.Ints[3],
-          Count = K.Ints[4];
-  if (K.Kind == KernelKind::Gather) {
+  const plan::GatherAttrs &A = *K.as<plan::GatherAttrs>();
+  int64_t Outer = A.Outer, Dim = A.Dim, Inner = A.Inner, Count = A.Count;
+  if (K.kind() == KernelKind::Gather) {
     uint64_t N = uint64_t(Outer * Count * Inner);
     if (N)
       gatherKernel<<<blocksFor(N), Threads, 0, S>>>(
@@ -311,11 +311,12 @@ __global__ void crossEntropyGradKernel(const void *X, ElementType XT,
 
 std::string crossEntropy(const plan::Kernel &K, const KernelOperands &Ops,
                          const KernelContext &C, cudaStream_t S) {
-  int64_t Rows = K.Ints[0], V = K.Ints[1], Ignore = K.Ints[2];
+  const plan::CrossEntropyAttrs &A = *K.as<plan::CrossEntropyAttrs>();
+  int64_t Rows = A.Rows, V = A.Classes, Ignore = A.IgnoreIndex;
   int64_t Ld = plan::rowStride(K.Inputs[0].Shape, K.Inputs[0].Strides);
   if (!Rows)
     return "";
-  if (K.Kind == KernelKind::CrossEntropy) {
+  if (K.kind() == KernelKind::CrossEntropy) {
     float *Lse = static_cast<float *>(Ops.Out[1]);
     lseKernel<<<unsigned(Rows), Threads, 0, S>>>(
         Ops.In[0], Ops.InType[0], Lse, V, Ld,

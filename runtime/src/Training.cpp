@@ -73,13 +73,13 @@ bool Executor::openTraining() {
   if (C.Targets.size() != 1)
     return Fail("a causal-lm plan has one target value");
   for (const plan::Kernel &K : P.Kernels) {
-    if (K.Kind == plan::KernelKind::CrossEntropy) {
-      Rows = uint64_t(K.Ints[0]);
-      Vocab = std::min(Vocab, uint64_t(K.Ints[1]));
+    if (const auto *L = std::get_if<plan::CrossEntropyAttrs>(&K.Attrs)) {
+      Rows = uint64_t(L->Rows);
+      Vocab = std::min(Vocab, uint64_t(L->Classes));
     }
-    if (K.Kind == plan::KernelKind::Gather &&
-        P.Values[K.Inputs[1].Value].Kind == plan::ValueKind::Input)
-      Vocab = std::min(Vocab, uint64_t(K.Ints[2]));
+    if (const auto *G = std::get_if<plan::GatherAttrs>(&K.Attrs);
+        G && P.Values[K.Inputs[1].Value].Kind == plan::ValueKind::Input)
+      Vocab = std::min(Vocab, uint64_t(G->Dim));
   }
   uint32_t B = P.Settings.MicroBatch;
   if (!Rows || Rows % B)
@@ -271,7 +271,7 @@ void Executor::runKernels(const Instr &C, bool Backward) {
     fatalError(Problem + whereNow());
   if (!Backward)
     for (uint32_t K = R.Begin; K < R.End; ++K)
-      if (P.Kernels[K].Kind == plan::KernelKind::CrossEntropy)
+      if (P.Kernels[K].kind() == plan::KernelKind::CrossEntropy)
         CHECK_CUDA(cudaMemcpyAsync(DeviceLosses + In.Micro,
                                    A.at(P.Places.Values[LossValue]),
                                    sizeof(float), cudaMemcpyDeviceToDevice,

@@ -978,12 +978,12 @@ static void kernelTimes() {
   H.DenseFlopsPerSec = 1000000000000; // 1 TFLOP/s
   H.MemoryBytesPerSec = 100000000000; // 100 GB/s
   plan::Kernel Gemm;
-  Gemm.Kind = plan::KernelKind::Gemm;
+  Gemm.Attrs = plan::GemmAttrs{};
   Gemm.Flops = 2000000000; // 2 ms at the machine's rate
   Gemm.Bytes = 10000000;   // 0.1 ms
   EXPECT(plan::kernelNanos(Gemm, H) == 2000000);
   plan::Kernel Norm;
-  Norm.Kind = plan::KernelKind::LayerNorm;
+  Norm.Attrs = plan::LayerNormAttrs{};
   Norm.Flops = 1000000;
   Norm.Bytes = 50000000; // 0.5 ms
   EXPECT(plan::kernelNanos(Norm, H) == 500000);
@@ -1031,10 +1031,11 @@ static Calibration sampleCalibration() {
   Reduce.Kind = "reduce-scatter";
   Reduce.BusBytesPerSec = 234000000000;
   C.Rates.CollectiveRates = {Reduce};
-  C.Rates.GemmAlgorithms = {{{4096, 2048, 2048, 1, 0, 1, 2048, 2048, 2048, 0,
-                              0, 8388608, 0},
-                             dsc::plan::DType::BF16,
-                             3}};
+  dsc::plan::GemmAttrs Product;
+  Product.M = 4096, Product.N = 2048, Product.K = 2048, Product.TransB = true;
+  Product.LdA = Product.LdB = Product.LdC = 2048;
+  Product.StrideC = 8388608;
+  C.Rates.GemmAlgorithms = {{Product, dsc::plan::DType::BF16, 3}};
   return C;
 }
 
@@ -1064,9 +1065,12 @@ static void calibrationFile() {
          std::string::npos);
   EXPECT(Text.find("\ncollective_rates:\n  - { kind: reduce-scatter, "
                    "bus_bytes_per_sec: 234000000000 }\n") != std::string::npos);
-  EXPECT(Text.find("\ngemm_algorithms:\n  - { ints: [ 4096, 2048, 2048, 1, "
-                   "0, 1, 2048, 2048, 2048, 0, 0, 8388608, 0 ], type: bf16, "
-                   "candidate: 3 }\n") != std::string::npos);
+  EXPECT(Text.find("\ngemm_algorithms:\n  - { product: { m: 4096, n: 2048, "
+                   "k: 2048, batch: 1, trans_a: false, trans_b: true, "
+                   "ld_a: 2048, ld_b: 2048, ld_c: 2048, stride_a: 0, "
+                   "stride_b: 0, stride_c: 8388608, epilogue: none, "
+                   "alpha: 1, beta: 0 }, type: bf16, candidate: 3 }\n") !=
+         std::string::npos);
   unlink(Path.c_str());
   rmdir(Dir);
   EXPECT(!writeCalibration(std::string(Dir) + "/gone/c.yaml",

@@ -73,10 +73,10 @@ int testPlan(const std::string &Path, uint64_t Seed,
   // Vocabulary and classes: what the gathers and the loss accept.
   std::vector<int64_t> Limit(NV, 0);
   for (const plan::Kernel &K : P.Kernels) {
-    if (K.Kind == plan::KernelKind::Gather)
-      Limit[K.Inputs[1].Value] = K.Ints[2];
-    if (K.Kind == plan::KernelKind::CrossEntropy)
-      Limit[K.Inputs[1].Value] = K.Ints[1];
+    if (const auto *G = std::get_if<plan::GatherAttrs>(&K.Attrs))
+      Limit[K.Inputs[1].Value] = G->Dim;
+    if (const auto *L = std::get_if<plan::CrossEntropyAttrs>(&K.Attrs))
+      Limit[K.Inputs[1].Value] = L->Classes;
   }
   dsc::reference::Executor Host(P.Values, P.Constants);
   std::mt19937_64 Rng(Seed);
@@ -181,7 +181,7 @@ int testPlan(const std::string &Path, uint64_t Seed,
               K.Name.c_str(), Problem.c_str());
       return 1;
     }
-    Stats &St = ByKind[plan::enumName(K.Kind)];
+    Stats &St = ByKind[plan::enumName(K.kind())];
     ++St.Kernels;
     for (const plan::TensorRef &R : K.Outputs) {
       std::vector<float> Want = Host.storage(R.Value).copy();
@@ -201,7 +201,7 @@ int testPlan(const std::string &Path, uint64_t Seed,
         ++St.Failed;
         ++Failures;
         fprintf(stderr, "%s: kernel %zu (%s, %s) output %s: relative error "
-                "%.3g above %.0e\n", Path.c_str(), Ki, plan::enumName(K.Kind),
+                "%.3g above %.0e\n", Path.c_str(), Ki, plan::enumName(K.kind()),
                 K.Name.c_str(), P.Values[R.Value].Name.c_str(), Rel,
                 Tolerance);
       }

@@ -94,6 +94,21 @@ TEST(CopyElision, OverlapOfViews) {
 }
 
 /// A kernel program of pointwise kernels over values of 192 elements.
+/// A pointwise copy, and a sigmoid.
+plan::PointwiseAttrs copy() {
+  plan::PointwiseAttrs P;
+  P.Registers = 1;
+  P.Results = {0};
+  return P;
+}
+plan::PointwiseAttrs sigmoid() {
+  plan::PointwiseAttrs P;
+  P.Registers = 2;
+  P.Program = {{plan::PointwiseOp::Sigmoid, 1, 0, 0, 0}};
+  P.Results = {1};
+  return P;
+}
+
 struct Program {
   KernelProgram P;
   uint32_t value(plan::ValueKind Kind = plan::ValueKind::Activation) {
@@ -105,13 +120,11 @@ struct Program {
     return uint32_t(P.Values.size() - 1);
   }
   void kernel(std::vector<TensorRef> In, std::vector<TensorRef> Out,
-              std::vector<int64_t> Ints = {1, 0, 1, 0},
-              plan::KernelKind Kind = plan::KernelKind::Pointwise) {
+              plan::KernelAttrs Attrs = copy()) {
     plan::Kernel K;
-    K.Kind = Kind;
+    K.Attrs = std::move(Attrs);
     K.Inputs = std::move(In);
     K.Outputs = std::move(Out);
-    K.Ints = std::move(Ints);
     P.Kernels.push_back(K);
     P.Node.push_back(uint32_t(P.Node.size()));
   }
@@ -122,7 +135,7 @@ TEST(CopyElision, TheWriterAddressesTheDestination) {
   uint32_t A = G.value(plan::ValueKind::Input), X = G.value(), Y = G.value();
   TensorRef Dense = view(0, 0, {2, 3, 4, 8}, {96, 32, 8, 1});
   G.kernel({view(A, 0, {2, 3, 4, 8}, {96, 32, 8, 1})},
-           {view(X, 0, {2, 3, 4, 8}, {96, 32, 8, 1})}, {1, 1, 17, 1, 0, 0, 0, 1, 1});
+           {view(X, 0, {2, 3, 4, 8}, {96, 32, 8, 1})}, sigmoid());
   G.kernel({view(X, 0, {2, 4, 3, 8}, {96, 8, 32, 1})},
            {view(Y, 0, {2, 4, 3, 8}, {96, 24, 8, 1})});
   G.kernel({view(Y, 0, {8, 24}, {24, 1})}, {view(A, 0, {8, 24}, {24, 1})});
@@ -143,16 +156,15 @@ TEST(CopyElision, KeepsCopiesOthersWouldClobber) {
   Program G;
   uint32_t A = G.value(plan::ValueKind::Input), X = G.value(), Y = G.value();
   G.kernel({view(A, 0, {96}, {1})}, {view(X, 0, {96}, {1})},
-           {1, 1, 17, 1, 0, 0, 0, 1, 1});
-  G.kernel({}, {view(Y, 0, {192}, {1})}, {}, plan::KernelKind::Fill);
+           sigmoid());
+  G.kernel({}, {view(Y, 0, {192}, {1})}, plan::FillAttrs{});
   G.kernel({view(X, 0, {96}, {1})}, {view(Y, 96, {96}, {1})});
   EXPECT_EQ(elideCopies(G.P), 0u);
   EXPECT_EQ(G.P.Kernels.size(), 3u);
   // A product writing the source cannot take a strided destination.
   Program H;
   uint32_t B = H.value(plan::ValueKind::Input), X2 = H.value(), Y2 = H.value();
-  H.kernel({view(B, 0, {96}, {1})}, {view(X2, 0, {96}, {1})}, {},
-           plan::KernelKind::Gemm);
+  H.kernel({view(B, 0, {96}, {1})}, {view(X2, 0, {96}, {1})}, plan::GemmAttrs{});
   H.kernel({view(X2, 0, {96}, {1})}, {view(Y2, 96, {96}, {1})});
   EXPECT_EQ(elideCopies(H.P), 0u);
 }
@@ -166,9 +178,9 @@ TEST(CopyElision, KeepsAConcatenationWhosePartsWouldBeWrittenApart) {
   uint32_t A = G.value(plan::ValueKind::Input), X1 = G.value(),
            X2 = G.value(), Y = G.value();
   G.kernel({view(A, 0, {96}, {1})}, {view(X1, 0, {96}, {1})},
-           {1, 1, 17, 1, 0, 0, 0, 1, 1});
+           sigmoid());
   G.kernel({view(A, 0, {48}, {1})}, {view(X2, 0, {48}, {1})},
-           {1, 1, 17, 1, 0, 0, 0, 1, 1});
+           sigmoid());
   G.kernel({view(X1, 0, {96}, {1})}, {view(Y, 0, {96}, {1})});
   G.kernel({view(X2, 0, {2, 48}, {0, 1})}, {view(Y, 96, {2, 48}, {48, 1})});
   G.P.Node = {0, 1, 2, 2};

@@ -175,7 +175,7 @@ StepResult runStep(const std::string &Export,
         ADD_FAILURE() << Kr.Name << ": " << Problem;
         return R;
       }
-      if (Kr.Kind == plan::KernelKind::CrossEntropy && !Recompute)
+      if (Kr.kind() == plan::KernelKind::CrossEntropy && !Recompute)
         R.Loss += E.storage(P->Training.LossValue)[0] / S.GradAccum;
       if (Backward)
         for (const plan::TensorRef &Out : Kr.Outputs)

@@ -143,7 +143,6 @@ plan::Plan mlp(const std::vector<uint64_t> &Widths, const MLPConfig &C) {
   auto Kernel = [&](uint32_t O, bool Backward, std::vector<uint32_t> In,
                     std::vector<uint32_t> Out) {
     plan::Kernel K;
-    K.Kind = plan::KernelKind::Pointwise;
     K.Name = P.Ops[O].Name;
     K.Op = O;
     K.Backward = Backward;
@@ -152,9 +151,10 @@ plan::Plan mlp(const std::vector<uint64_t> &Widths, const MLPConfig &C) {
     for (uint32_t V : Out)
       K.Outputs.push_back(whole(P, V));
     // Register 0 copied to every output.
-    K.Ints = {int64_t(In.size()), 0, int64_t(Out.size())};
-    for (size_t I = 0; I < Out.size(); ++I)
-      K.Ints.push_back(0);
+    plan::PointwiseAttrs Copy;
+    Copy.Registers = uint32_t(In.size());
+    Copy.Results.assign(Out.size(), 0);
+    K.Attrs = Copy;
     K.Bytes = 100;
     P.Kernels.push_back(K);
   };

@@ -73,9 +73,9 @@ llvm::Expected<KernelProgram> selectKernels(const Graph &G,
 unsigned elideCopies(KernelProgram &P);
 
 /// Folds each residual add into the norm that reads its sum (Forward; the
-/// norm then stores the sum too, ints[2] = 1) and each add of a norm's
-/// input gradient to the stream's gradient into the norm's gradient (a
-/// last input; ints[2] = 1). Returns how many adds went.
+/// norm then stores the sum too: Residual) and each add of a norm's input
+/// gradient to the stream's gradient into the norm's gradient (a last
+/// input; Residual). Returns how many adds went.
 unsigned fuseResidualNorms(KernelProgram &P, bool Forward);
 
 /// Inlines each pointwise kernel into the one later pointwise kernel that
@@ -107,10 +107,6 @@ std::optional<plan::TensorRef> viewThroughCopy(const plan::TensorRef &V,
 /// with equal strides laid out without interleaving, true (unknown) for
 /// other views of one value.
 bool mayOverlap(const plan::TensorRef &A, const plan::TensorRef &B);
-
-/// FLOPs, bytes moved and the device workspace dsrun needs for a kernel,
-/// from its kind and operands.
-void costKernel(plan::Kernel &K, const std::vector<plan::Value> &Values);
 
 } // namespace dsc::compute
 

@@ -155,6 +155,10 @@ enum OpFlags : unsigned {
   Random = 1u << 3,
 };
 
+class KernelBuilder;
+/// An op's lowering to the plan's kernels (dsc/Compute/Lowering.h).
+using LowerFn = llvm::Error (*)(KernelBuilder &, const Node &);
+
 struct OpDef {
   const char *Name;
   InferFn Infer;
@@ -162,6 +166,7 @@ struct OpDef {
   GradFn Grad;  ///< Null: no gradient rule.
   unsigned Flags;
   const char *Summary;
+  LowerFn Lower = nullptr; ///< Null: dsc has no kernel for it.
 };
 
 /// The definition of an operator, or null when dsc has none.

@@ -10,7 +10,10 @@
 //   collective_rates:
 //     - { kind: reduce-scatter, bus_bytes_per_sec: 234000000000 }
 //   gemm_algorithms:
-//     - { ints: [ 4096, 2048, 2048, 1, 0, 1, 2048, 2048, 2048, 0, 0, 0, 0 ],
+//     - { product: { m: 4096, n: 2048, k: 2048, batch: 1, trans_a: false,
+//                    trans_b: true, ld_a: 2048, ld_b: 2048, ld_c: 2048,
+//                    stride_a: 0, stride_b: 0, stride_c: 0, epilogue: none,
+//                    alpha: 1, beta: 0 },
 //         type: bf16, candidate: 3 }
 //
 //===----------------------------------------------------------------------===//
@@ -33,6 +36,22 @@ template <> struct ScalarEnumerationTraits<dsc::plan::DType> {
     for (unsigned I = 0; I < Info::Count; ++I)
       IO.enumCase(V, Info::Names[I], dsc::plan::DType(I));
   }
+};
+
+template <> struct ScalarEnumerationTraits<dsc::plan::GemmEpilogue> {
+  static void enumeration(IO &IO, dsc::plan::GemmEpilogue &V) {
+    using Info = dsc::plan::EnumInfo<dsc::plan::GemmEpilogue>;
+    for (unsigned I = 0; I < Info::Count; ++I)
+      IO.enumCase(V, Info::Names[I], dsc::plan::GemmEpilogue(I));
+  }
+};
+
+/// A product's attributes, also a gemm kernel's (PlanYAML.cpp).
+template <> struct MappingTraits<dsc::plan::GemmAttrs> {
+  static void mapping(IO &IO, dsc::plan::GemmAttrs &A) {
+    A.visit([&](const char *Name, auto &Field) { IO.mapRequired(Name, Field); });
+  }
+  static const bool flow = true;
 };
 
 template <> struct MappingTraits<dsc::plan::KernelRate> {
