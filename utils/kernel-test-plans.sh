@@ -55,7 +55,12 @@ done
 "$dsc" plan "$out/fp16.json" "$out/mg-gpt.onnx" --seq-len 128 \
   -o "$out/mg-gpt-fp16.bin" > /dev/null
 "$dsc" plan "$out/bf16.json" "$out/mg-gpt.onnx" --seq-len 128 \
-  --math-attention -o "$out/mg-gpt-bf16-math.bin" > /dev/null
+  --attention math -o "$out/mg-gpt-bf16-math.bin" > /dev/null
 "$dsc" plan "$out/bf16.json" "$out/mg-llama.onnx" --seq-len 136 \
   -o "$out/mg-llama-bf16.bin" > /dev/null
+# cuDNN's fused attention: causal with grouped queries, and in fp16.
+"$dsc" plan "$out/bf16.json" "$out/mg-llama.onnx" --seq-len 136 \
+  --attention cudnn -o "$out/mg-llama-bf16-cudnn.bin" > /dev/null
+"$dsc" plan "$out/fp16.json" "$out/mg-gpt.onnx" --seq-len 128 \
+  --attention cudnn -o "$out/mg-gpt-fp16-cudnn.bin" > /dev/null
 rm "$out/mg-gpt.onnx" "$out/mg-llama.onnx" "$out/bf16.json" "$out/fp16.json"

@@ -123,8 +123,9 @@ constexpr uint32_t NoIndex = std::numeric_limits<uint32_t>::max();
   X(None, "none") X(Bias, "bias") X(BiasGeluTanh, "bias-gelu-tanh")            \
   X(DGeluTanh, "dgelu-tanh") X(BiasGradA, "bias-grad-a")                       \
   X(BiasGradB, "bias-grad-b")
-/// How attention is computed (include/dsc/FlashAttention.h).
-#define DSC_PLAN_ATTENTIONALGORITHM(X) X(Math, "math") X(Flash, "flash")
+/// How attention is computed (include/dsc/AttentionAlgorithms.h).
+#define DSC_PLAN_ATTENTIONALGORITHM(X)                                         \
+  X(Math, "math") X(Flash, "flash") X(Cudnn, "cudnn")
 /// Instructions of a pointwise kernel's program (PointwiseAttrs).
 #define DSC_PLAN_POINTWISEOP(X)                                                \
   X(Const, "const") X(Add, "add") X(Sub, "sub") X(Mul, "mul") X(Div, "div")   \

@@ -13,7 +13,7 @@
 
 #include "dsc/Compute/Kernels.h"
 
-#include "dsc/FlashAttention.h"
+#include "dsc/AttentionAlgorithms.h"
 #include "dsc/KernelRegistry.h"
 
 #include <algorithm>
@@ -87,8 +87,8 @@ bool isPlainCopy(const plan::Kernel &K,
 bool takesAnyViews(const plan::Kernel &K,
                    const std::vector<plan::Value> &Values) {
   if (const plan::AttentionAttrs *A = K.as<plan::AttentionAttrs>())
-    return A->Algorithm == plan::AttentionAlgorithm::Flash &&
-           plan::flashAttentionMisfit(K, Values).empty();
+    return A->Algorithm != plan::AttentionAlgorithm::Math &&
+           plan::attentionMisfit(K, A->Algorithm, Values).empty();
   return plan::kernelKindInfo(K.kind()).AnyViews;
 }
 

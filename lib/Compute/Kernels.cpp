@@ -3,7 +3,7 @@
 #include "dsc/Compute/Kernels.h"
 #include "dsc/Compute/Lowering.h"
 
-#include "dsc/FlashAttention.h"
+#include "dsc/AttentionAlgorithms.h"
 #include "dsc/KernelRegistry.h"
 #include "dsc/Compute/Ops.h"
 

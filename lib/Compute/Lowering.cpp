@@ -9,7 +9,7 @@
 
 #include "dsc/Compute/Lowering.h"
 
-#include "dsc/FlashAttention.h"
+#include "dsc/AttentionAlgorithms.h"
 
 #include "llvm/ADT/ArrayRef.h"
 
@@ -202,10 +202,14 @@ Error lowerAttention(KernelBuilder &B, const Node &N) {
   else
     K.Attrs = A;
   outputs(B, N, K);
-  bool Flash = !B.options().MathAttention &&
-               plan::flashAttentionMisfit(K, B.values()).empty();
-  K.as<plan::AttentionAttrs>()->Algorithm =
-      Flash ? plan::AttentionAlgorithm::Flash : plan::AttentionAlgorithm::Math;
+  // The first algorithm of the planner's order that runs this kernel.
+  plan::AttentionAlgorithm &Algo = K.as<plan::AttentionAttrs>()->Algorithm;
+  Algo = plan::AttentionAlgorithm::Math;
+  for (plan::AttentionAlgorithm Try : B.options().AttentionOrder)
+    if (plan::attentionMisfit(K, Try, B.values()).empty()) {
+      Algo = Try;
+      break;
+    }
   B.emit(std::move(K));
   return Error::success();
 }

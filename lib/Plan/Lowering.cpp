@@ -133,7 +133,13 @@ Error Lowering::lowerProgram() {
                        " elements; check --seq-len and --dim");
   compute::KernelOptions KO;
   KO.Activation = P.Settings.ParamDType;
-  KO.MathAttention = Options.MathAttention;
+  // The one asked for first, then the machine's order (math, asked for,
+  // runs every kernel).
+  KO.AttentionOrder.clear();
+  if (Options.Attention)
+    KO.AttentionOrder.push_back(*Options.Attention);
+  for (plan::AttentionAlgorithm A : Options.Machine.AttentionOrder)
+    KO.AttentionOrder.push_back(A);
   KO.ElideCopies = Options.ElideCopies;
   KO.FusePointwise = Options.FusePointwise;
   KO.AccumulateProducts = Options.AccumulateProducts;

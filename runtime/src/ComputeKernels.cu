@@ -13,10 +13,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelSupport.cuh"
+#include "CudnnAttention.h"
 #include "FlashAttention.h"
 
 #include "dsc/ColumnSums.h"
-#include "dsc/FlashAttention.h"
+#include "dsc/AttentionAlgorithms.h"
+
+#include <cstdio>
+#include <set>
 
 namespace dsrun {
 namespace kernels {
@@ -444,10 +448,35 @@ __global__ void operandSumsKernel(const void *X, ElementType T, bool OfA,
 
 std::string attention(const plan::Kernel &K, const KernelOperands &Ops,
                       const KernelContext &C, cudaStream_t S) {
-  if (K.as<plan::AttentionAttrs>()->Algorithm ==
-      plan::AttentionAlgorithm::Flash)
+  const plan::AttentionAttrs &A = *K.as<plan::AttentionAttrs>();
+  switch (A.Algorithm) {
+  case plan::AttentionAlgorithm::Math:
+    return mathAttention(K, Ops, C, S);
+  case plan::AttentionAlgorithm::Flash:
     return flashAttention(K, Ops, C, S);
-  return mathAttention(K, Ops, C, S);
+  case plan::AttentionAlgorithm::Cudnn:
+    break;
+  }
+  bool Grad = K.kind() == plan::KernelKind::AttentionGrad;
+  std::string Why = C.Deterministic && Grad && A.HeadDim <= plan::FlashMaxHeadDim
+                        ? "--deterministic (cuDNN's backward sums dQ with "
+                          "atomics)"
+                        : cudnnAttention(K, Ops, C, S);
+  if (Why.empty())
+    return "";
+  // cuDNN missing, or declining this shape: dsrun's flash kernels, whose
+  // workspace the plan reserved too. Said once per reason.
+  static std::set<std::string> Said;
+  if (Said.insert(Why).second)
+    fprintf(stderr, "dsrun: note: attention runs on dsrun's flash kernels "
+                    "where the plan asks for cuDNN's: %s\n",
+            Why.c_str());
+  if (A.HeadDim > plan::FlashMaxHeadDim)
+    return "cuDNN's attention cannot run '" + K.Name + "' (" + Why +
+           ") and dsrun's flash kernels take head sizes up to " +
+           std::to_string(plan::FlashMaxHeadDim) +
+           "; plan with --attention math";
+  return flashAttention(K, Ops, C, S);
 }
 
 std::string matmul(const plan::Kernel &K, const KernelOperands &Ops,

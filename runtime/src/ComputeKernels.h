@@ -41,6 +41,10 @@ struct KernelContext {
   uint64_t Seed = 0;
   /// Evaluation (the validation loss): dropout is the identity.
   bool Inference = false;
+  /// Every kernel sums in a fixed order, so that a step repeats bit for
+  /// bit (dsrun --deterministic): attention's backward planned for cuDNN
+  /// runs on dsrun's flash kernels.
+  bool Deterministic = false;
   /// fp16 training: the device float holding the step's loss scale, which
   /// the loss gradient is multiplied by (null: 1).
   const float *LossScale = nullptr;

@@ -93,6 +93,10 @@ struct RunOptions {
   /// Off by default: 3-8 % shorter stage-1 steps and none shorter at
   /// stage 3, for 36-76 MiB of device memory the plan does not hold.
   bool Graph = false;
+  /// Every kernel in a fixed order of summation, so that a run repeats
+  /// bit for bit (a resumed run equals the one it resumes): attention's
+  /// backward on dsrun's flash kernels where the plan asks for cuDNN's.
+  bool Deterministic = false;
   /// What forward and backward run. Real: the compute program's kernels
   /// on token data (--data), the model's real gradients. Synthetic: the
   /// ops' GEMMs on their operands (timing) and known gradients that

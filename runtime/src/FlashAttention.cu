@@ -29,7 +29,7 @@
 
 #include "FlashAttention.h"
 
-#include "dsc/FlashAttention.h"
+#include "dsc/AttentionAlgorithms.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -810,7 +810,7 @@ std::string flashAttention(const plan::Kernel &K, const KernelOperands &Ops,
     P.Delta = static_cast<float *>(C.Workspace);
     if (P.Hkv < P.Hq)
       P.Shares = reinterpret_cast<float *>(static_cast<char *>(C.Workspace) +
-                                           plan::flashDeltaBytes(A));
+                                           plan::attentionDeltaBytes(A));
   }
   // The device's compute capability, once per process.
   static int Major = -1;
@@ -822,7 +822,7 @@ std::string flashAttention(const plan::Kernel &K, const KernelOperands &Ops,
   }
   if (Major < 8)
     return "flash attention needs a GPU of compute capability 8.0 (Ampere) "
-           "or newer; plan with dsc plan --math-attention";
+           "or newer; plan with dsc plan --attention math";
   ElementType Act = Ops.InType[Qi];
   if (Act == ElementType::BF16)
     return launchFor<__nv_bfloat16>(P, Grad, S);

@@ -1,7 +1,7 @@
 //===- FlashAttention.h - Attention kernels that never store scores -*- C++ -*-===//
 //
 // The `attention` and `attention-grad` kernels the plan marks as flash
-// (dsc/FlashAttention.h says which fit): bf16/fp16 tiles on tensor cores,
+// (dsc/AttentionAlgorithms.h says which fit): bf16/fp16 tiles on tensor cores,
 // scores and probabilities kept in registers, the backward recomputing
 // them from the saved log-sum-exp. Deterministic: no atomics; a key/value
 // head sums its query heads in one block, in order.

@@ -10,7 +10,7 @@
 #include "KernelSupport.cuh"
 
 #include "dsc/ColumnSums.h"
-#include "dsc/FlashAttention.h"
+#include "dsc/AttentionAlgorithms.h"
 
 #include <array>
 

@@ -31,6 +31,8 @@ public:
   /// not run.
   std::string run(uint32_t Begin, uint32_t End, uint64_t Seed, cudaStream_t S,
                   bool Inference = false);
+  /// Kernels sum in a fixed order (KernelContext::Deterministic).
+  void setDeterministic(bool On) { Context.Deterministic = On; }
 
   /// fp16: the device float the loss gradient is multiplied by.
   void setLossScale(const float *DeviceScale) { Context.LossScale = DeviceScale; }

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CudnnAttention.h"
 #include "Executor.h"
 
 #include "Kernels.h"
@@ -161,6 +162,19 @@ bool Executor::setUpTraining() {
                     A.elems(RV.KernelWorkspace), Cublas, &Products);
   if (!Problem.empty())
     return Fail(Problem);
+  Model.setDeterministic(Options.Deterministic);
+  if (Process.Rank == 0)
+    for (const plan::Kernel &K : P.Kernels)
+      if (const plan::AttentionAttrs *At = K.as<plan::AttentionAttrs>();
+          At && At->Algorithm == plan::AttentionAlgorithm::Cudnn) {
+        // Which attention runs: cuDNN's, where it loads.
+        fprintf(stderr, "dsrun: attention: %s%s\n",
+                cudnnAttentionLibrary().c_str(),
+                Options.Deterministic ? "; the backward on dsrun's flash "
+                                        "kernels (--deterministic)"
+                                      : "");
+        break;
+      }
   if (P.Settings.ParamDType == plan::DType::F16) {
     Scaler = LossScaler(P.Settings);
     Model.setLossScale(&DeviceStep->LossScale);

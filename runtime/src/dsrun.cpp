@@ -45,6 +45,9 @@ static const char *const Usage =
     "                             by instruction (3); the rest run lean\n"
     "  --profile-step N           time each kernel of step N; print where the\n"
     "                             step's time went\n"
+    "  --deterministic            every kernel sums in a fixed order, so that\n"
+    "                             runs repeat bit for bit (attention's\n"
+    "                             backward on dsrun's flash kernels)\n"
     "Without --data (docs/runtime.md):\n"
     "  --compute synthetic|none   GEMMs and known gradients, or gradients only\n"
     "  --verify                   check every update bit for bit on the host\n"
@@ -156,6 +159,8 @@ int main(int argc, char **argv) {
       Options.CommMinCTAs = unsigned(V);
     } else if (A == "--dry-run") {
       Options.DryRun = true;
+    } else if (A == "--deterministic") {
+      Options.Deterministic = true;
     } else if (A == "--compute") {
       if (I + 1 >= ChildArgs.size())
         return usage("--compute needs a mode");

@@ -106,11 +106,14 @@ static cl::opt<bool> CheckpointLayers(
     cl::desc("The model checkpoints activations per layer (HF "
              "gradient_checkpointing)"),
     PLAN_SUBS, cl::cat(PlanOptionsCategory));
-static cl::opt<bool> MathAttention(
-    "math-attention",
-    cl::desc("Run every attention on the math path (scores stored, products "
-             "by cuBLAS) instead of flash attention where it fits"),
-    PLAN_SUBS, cl::cat(PlanOptionsCategory));
+static cl::opt<std::string> Attention(
+    "attention",
+    cl::desc("The attention algorithm to use where it fits: cudnn (cuDNN's "
+             "fused attention), flash (dsrun's kernels), math (scores stored, "
+             "products by cuBLAS; runs any attention), or auto (the "
+             "machine's fastest; the default)"),
+    cl::value_desc("auto|cudnn|flash|math"), cl::init("auto"), PLAN_SUBS,
+    cl::cat(PlanOptionsCategory));
 static cl::opt<bool> KeepCopies(
     "keep-copies",
     cl::desc("Keep every layout copy instead of letting kernels write into "
@@ -248,7 +251,19 @@ static Expected<PlanOptions> planOptions(StringRef Tool) {
     O.SeqLen = SeqLen;
   }
   O.CheckpointLayers = CheckpointLayers;
-  O.MathAttention = MathAttention;
+  if (Attention != "auto") {
+    bool Known = false;
+    for (unsigned I = 0; I < plan::EnumInfo<plan::AttentionAlgorithm>::Count;
+         ++I)
+      if (Attention == plan::EnumInfo<plan::AttentionAlgorithm>::Names[I]) {
+        O.Attention = plan::AttentionAlgorithm(I);
+        Known = true;
+      }
+    if (!Known)
+      return createStringError(inconvertibleErrorCode(),
+                               "--attention=%s: not auto, cudnn, flash or math",
+                               Attention.c_str());
+  }
   O.ElideCopies = !KeepCopies;
   O.FusePointwise = !NoPointwiseFusion;
   O.AccumulateProducts = !NoProductSums;

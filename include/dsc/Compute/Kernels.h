@@ -29,8 +29,10 @@ struct KernelOptions {
   /// The plan tensor of a parameter (by its name); NoIndex if none, and
   /// for every parameter when not given.
   std::function<uint32_t(const ParamInfo &)> TensorOf;
-  /// Attention on the math path even where flash attention fits.
-  bool MathAttention = false;
+  /// The attention algorithms to try for each attention kernel, in order;
+  /// the first that runs it is its algorithm (math runs every one).
+  std::vector<plan::AttentionAlgorithm> AttentionOrder = {
+      plan::AttentionAlgorithm::Flash};
   /// Kernels write straight into the destination of a copy whose source
   /// exists only to be copied (elideCopies).
   bool ElideCopies = true;

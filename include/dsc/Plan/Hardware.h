@@ -36,6 +36,11 @@ struct HardwareProfile {
   /// per rank with 1 and 2 ranks on the node (0: not measured), and where
   /// the context and cuBLAS figures come from.
   uint64_t NcclMeasured[3] = {0, 0, 0};
+  /// The attention algorithms in the order the planner tries them (the
+  /// fastest measured first); math, which runs every kernel, is the last
+  /// resort and needs no entry.
+  std::vector<plan::AttentionAlgorithm> AttentionOrder = {
+      plan::AttentionAlgorithm::Flash};
   std::string MeasuredOn;
   std::string ContextBasis = "assumed", CublasBasis = "assumed";
 };

@@ -51,8 +51,9 @@ struct PlanOptions {
   /// gradient_checkpointing); DeepSpeed's activation_checkpointing section
   /// only configures how.
   bool CheckpointLayers = false;
-  /// Every attention on the math path, none as flash attention.
-  bool MathAttention = false;
+  /// The attention algorithm to prefer where it fits (dsc plan
+  /// --attention); none: the machine's order (HardwareProfile).
+  std::optional<plan::AttentionAlgorithm> Attention;
   /// Kernels write into a copy's destination (compute::elideCopies).
   bool ElideCopies = true;
   /// Chains of pointwise kernels fused (compute::fusePointwiseChains).

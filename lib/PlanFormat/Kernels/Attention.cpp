@@ -7,7 +7,7 @@
 
 #include "KindSupport.h"
 
-#include "dsc/FlashAttention.h"
+#include "dsc/AttentionAlgorithms.h"
 
 namespace dsc::plan::kinds {
 
@@ -46,9 +46,9 @@ std::string checkAttention(const Kernel &K, const AttentionAttrs &A,
                                                 A.KVLen};
   if (!Ok)
     return "has attention operands that are not its [B, H, T, D] tensors";
-  if (A.Algorithm == AttentionAlgorithm::Flash)
-    if (std::string E = flashAttentionMisfit(K, Values); !E.empty())
-      return "asks for flash attention with " + E;
+  if (std::string E = attentionMisfit(K, A.Algorithm, Values); !E.empty())
+    return std::string("asks for ") + enumName(A.Algorithm) +
+           " attention with " + E;
   return "";
 }
 
