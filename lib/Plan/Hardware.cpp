@@ -81,6 +81,11 @@ struct Preset {
   uint64_t DenseFlops; ///< Achievable dense 16-bit matmul rate.
   uint64_t MemoryBandwidth; ///< Achievable HBM/GDDR rate.
   uint64_t BusBandwidth;
+  /// Hopper's attention is cuDNN's: dsrun-attention-bench on an H200
+  /// (cuDNN 9.19) times it 1.3-2.9x dsrun's flash kernels at every shape,
+  /// forward and backward (docs/results/attention.json). Elsewhere
+  /// unmeasured: dsrun's own flash kernels.
+  bool CudnnAttention = false;
 };
 
 // Memory is what cudaMemGetInfo reports as total. Dense rates: the H200's
@@ -105,9 +110,9 @@ const MeasuredFixed Measured[] = {
 
 const Preset Presets[] = {
     {"H100-80GB", 79 * GiB + 647 * MiB, 740 * TF, 2680 * GB,
-     MeasuredNvlinkBusBandwidth},
+     MeasuredNvlinkBusBandwidth, true},
     {"H200", 139 * GiB + 804 * MiB, 790 * TF, 3840 * GB,
-     MeasuredNvlinkBusBandwidth},
+     MeasuredNvlinkBusBandwidth, true},
     {"A100-80GB", 79 * GiB + 254 * MiB, 234 * TF, 1630 * GB, 230 * GB},
     {"A100-40GB", 39 * GiB + 402 * MiB, 234 * TF, 1250 * GB, 230 * GB},
     {"L40S", 44 * GiB + 403 * MiB, 270 * TF, 690 * GB, 20 * GB},
@@ -127,6 +132,9 @@ std::optional<HardwareProfile> hardwarePreset(StringRef Name) {
     if (Want == Have || Want == Short) {
       HardwareProfile H = make(P.Name, P.MemoryBytes, P.DenseFlops,
                                P.MemoryBandwidth, P.BusBandwidth);
+      if (P.CudnnAttention)
+        H.AttentionOrder = {plan::AttentionAlgorithm::Cudnn,
+                            plan::AttentionAlgorithm::Flash};
       for (const MeasuredFixed &M : Measured)
         if (M.Gpu == P.Name) {
           H.CudaContextBytes = M.Context;
