@@ -85,6 +85,22 @@ inline unsigned bucketBuffers(const Info &S) {
   return S.ZeroStage > 0 && S.OverlapComm ? 2 : 1;
 }
 
+/// How many reductions reading gradients where autograd left them (a
+/// gradient larger than the bucket, reduced alone from its own storage;
+/// every bucket without contiguous_gradients) may run beside the backward
+/// before the backward waits for the oldest, whose gradients are then
+/// freed: DeepSpeed's stage 3 records an event per reduction and blocks
+/// once more than max_param_reduce_events (2) are outstanding, so up to 3
+/// run beside the backward (stage3.py, __reduce_and_partition_ipg_grads);
+/// stage 1/2 under overlap_comm waits for every earlier reduction before
+/// issuing the next (stage_1_and_2.py, average_tensor), so 1 does. Without
+/// overlap_comm the reduction runs on the compute stream: none.
+inline size_t inPlaceReductionsInFlight(const Info &S) {
+  if (!S.OverlapComm)
+    return 0;
+  return S.ZeroStage == 3 ? 3 : 1;
+}
+
 /// Stage 3: how a fetch unit is gathered. A unit of several tensors is
 /// all-gathered with one NCCL call into its rank-major "gather.U" buffer
 /// (rank r's chunk holds its shards of every tensor, in unit order) and

@@ -36,6 +36,8 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "dsc/PlanFacts.h"
 
+#include <array>
+
 using namespace llvm;
 
 namespace dsc {
@@ -65,9 +67,11 @@ struct ProgramIndex {
   std::vector<std::vector<uint32_t>> GatherInstr;
   std::vector<uint32_t> StepInstr;                    ///< Per sub-group.
   std::vector<uint32_t> Reduces;
-  /// Per micro step: the last instruction reading a gradient where
-  /// autograd left it (an in-place reduction and its copies).
-  std::vector<uint32_t> LastInPlaceRead;
+  /// Per bucket and micro step: the last instruction reading its
+  /// gradients (the reduction and the copies out of it), and, where it
+  /// reads them where autograd left them, the first compute instruction
+  /// that knows it finished: their memory is free from there.
+  std::vector<std::vector<uint32_t>> LastBucketReadOf, GradientsFreedAt;
   uint32_t FirstReduce = plan::NoIndex, LastReduce = 0;
   /// The last instruction reading a bucket buffer (a reduction or a copy
   /// out of it).
@@ -87,7 +91,8 @@ struct ProgramIndex {
     Gathered.resize(P.FetchUnits.size());
     GatherInstr.resize(P.FetchUnits.size());
     StepInstr.assign(P.Layout.SubGroups.size(), plan::NoIndex);
-    LastInPlaceRead.assign(Micros, 0);
+    LastBucketReadOf.assign(P.Buckets.size(),
+                            std::vector<uint32_t>(Micros, plan::NoIndex));
     std::vector<uint32_t> GatherOpen(P.FetchUnits.size(), plan::NoIndex);
     // A host shard copied in before its gather already writes the buffer.
     std::vector<uint32_t> CopiedIn(P.FetchUnits.size(), plan::NoIndex);
@@ -121,9 +126,7 @@ struct ProgramIndex {
         LastReduce = std::max(LastReduce, I);
         LastBucketRead = std::max(LastBucketRead, I);
         Reduces.push_back(I);
-        const plan::Bucket &B = P.Buckets[In.Arg];
-        if (B.InPlace || !P.Settings.ContiguousGradients)
-          LastInPlaceRead[M] = std::max(LastInPlaceRead[M], I);
+        LastBucketReadOf[In.Arg][M] = I;
         break;
       }
       case plan::InstrKind::OptimizerStep:
@@ -140,9 +143,7 @@ struct ProgramIndex {
         if (T.Point == plan::TransferPoint::AfterReduce &&
             T.Kind != plan::TransferKind::HostConvert) {
           LastBucketRead = std::max(LastBucketRead, I);
-          const plan::Bucket &B = P.Buckets[T.Owner];
-          if (B.InPlace || !P.Settings.ContiguousGradients)
-            LastInPlaceRead[M] = std::max(LastInPlaceRead[M], I);
+          LastBucketReadOf[T.Owner][M] = I;
         }
         break;
       }
@@ -153,6 +154,47 @@ struct ProgramIndex {
     }
     if (FirstStep == plan::NoIndex)
       FirstStep = End ? End - 1 : 0;
+    freedGradients(P);
+  }
+
+private:
+  /// GradientsFreedAt: through vector clocks (PlacementCheck.cpp's
+  /// happens-before), the first compute instruction F after each bucket's
+  /// last read that waits for it, directly or not (the step's end where
+  /// none does). The gradients are free before F where F also waits for
+  /// the instruction just before it (the backward's epilogue, which waits
+  /// for every reduction still running): their lifetime ends there. Else
+  /// they are alive while F runs: one backward longer than DeepSpeed keeps
+  /// them, which frees them in the hook before F's kernels.
+  void freedGradients(const plan::Plan &P) {
+    using Clock = std::array<int64_t, plan::NumStreams>;
+    std::vector<Clock> At(End);
+    Clock Previous[plan::NumStreams];
+    for (Clock &C : Previous)
+      C.fill(-1);
+    for (uint32_t I = 0; I < End; ++I) {
+      unsigned S = unsigned(P.Program[I].On);
+      Clock C = Previous[S];
+      for (uint32_t W : P.Program[I].Waits)
+        for (unsigned K = 0; K < plan::NumStreams; ++K)
+          C[K] = std::max(C[K], At[W][K]);
+      C[S] = int64_t(I);
+      At[I] = Previous[S] = C;
+    }
+    GradientsFreedAt = LastBucketReadOf;
+    for (std::vector<uint32_t> &PerMicro : GradientsFreedAt)
+      for (uint32_t &Read : PerMicro) {
+        if (Read == plan::NoIndex)
+          continue;
+        auto HappensBefore = [&](uint32_t A, uint32_t B) {
+          return At[B][unsigned(P.Program[A].On)] >= int64_t(A);
+        };
+        uint32_t F = Read;
+        while (F + 1 < End && (P.Program[F].On != plan::Stream::Compute ||
+                               !HappensBefore(Read, F)))
+          ++F;
+        Read = F > Read && HappensBefore(F - 1, F) ? F - 1 : F;
+      }
   }
 };
 
@@ -497,8 +539,9 @@ void MemoryPlanner::values() {
           Val.Tensor != plan::NoIndex) {
         uint32_t B = BucketOfTensor[Val.Tensor];
         if (B != plan::NoIndex &&
-            (P.Buckets[B].InPlace || !S.ContiguousGradients))
-          Accesses[V].push_back({X.LastInPlaceRead[M], false});
+            (P.Buckets[B].InPlace || !S.ContiguousGradients) &&
+            X.GradientsFreedAt[B][M] != plan::NoIndex)
+          Accesses[V].push_back({X.GradientsFreedAt[B][M], false});
       }
     }
   }

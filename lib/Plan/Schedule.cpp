@@ -26,6 +26,7 @@
 #include "dsc/PlanFacts.h"
 
 #include <array>
+#include <deque>
 #include <cstdlib>
 
 #include "llvm/ADT/DenseMap.h"
@@ -115,7 +116,20 @@ private:
   std::vector<uint32_t> ReduceInstr;
   uint32_t IpgBuffers = 1;
   std::vector<uint32_t> LastUseOfSlot;
-  uint32_t PendingInPlace = plan::NoIndex;
+  /// Reductions that read gradients where autograd left them (in place,
+  /// or every bucket without contiguous_gradients), oldest first: the
+  /// last instruction reading each. Their memory is in use until compute
+  /// has waited for them.
+  std::deque<uint32_t> PendingInPlace;
+  /// Those still pending when a micro step's backward ends: DeepSpeed's
+  /// epilogue synchronizes its reduction stream there, so the next compute
+  /// instruction waits for all of them.
+  std::vector<uint32_t> EndOfBackward;
+  void endOfBackward() {
+    EndOfBackward.insert(EndOfBackward.end(), PendingInPlace.begin(),
+                         PendingInPlace.end());
+    PendingInPlace.clear();
+  }
   std::vector<uint32_t> AllReduces, AllGradTransfers;
   /// The copy out of each NVMe parameter buffer use, and the host
   /// conversion out of each gradient staging slot use, in program order.
@@ -132,6 +146,10 @@ uint32_t Scheduler::emit(InstrKind Kind, Stream On, uint32_t Micro,
   uint32_t Index = P.Program.size();
   // Same-stream order is implicit; a wait on the same stream is noise.
   std::set<uint32_t> Unique;
+  if (On == Stream::Compute) {
+    Waits.insert(Waits.end(), EndOfBackward.begin(), EndOfBackward.end());
+    EndOfBackward.clear();
+  }
   for (uint32_t W : Waits)
     if (W != plan::NoIndex && P.Program[W].On != On)
       Unique.insert(W);
@@ -336,10 +354,8 @@ void Scheduler::reduce(uint32_t B, uint32_t After, uint32_t Micro) {
       LastReader = I;
   if (P.Buckets[B].BufferIndex != plan::NoIndex)
     LastUseOfSlot[P.Buckets[B].BufferIndex] = LastReader;
-  // An in-place reduction reads the gradient where autograd left it: the
-  // next gradient must not be written there before it is done.
   if (Bucket.InPlace || !S.ContiguousGradients)
-    PendingInPlace = LastReader;
+    PendingInPlace.push_back(LastReader);
 }
 
 void Scheduler::computeTurn(const Turn &T, uint32_t Micro, bool Reduces,
@@ -367,10 +383,16 @@ void Scheduler::computeTurn(const Turn &T, uint32_t Micro, bool Reduces,
         Waits.push_back(LastUseOfSlot[Slot]);
     }
   }
-  if (T.Kind == InstrKind::Backward && PendingInPlace != plan::NoIndex) {
-    Waits.push_back(PendingInPlace);
-    PendingInPlace = plan::NoIndex;
-  }
+  // Reductions of gradients in autograd's storage may run beside the
+  // backward as many at a time as DeepSpeed lets them
+  // (inPlaceReductionsInFlight); a backward beyond that waits for the
+  // oldest, whose gradients' memory is then free.
+  if (T.Kind == InstrKind::Backward)
+    while (PendingInPlace.size() > plan::inPlaceReductionsInFlight(S)) {
+      Waits.push_back(PendingInPlace.front());
+      PendingInPlace.pop_front();
+    }
+
   uint64_t Nanos = computeNanos(Op, T.Kind == InstrKind::Backward);
   uint32_t I = emit(T.Kind, Stream::Compute, Micro, T.Op, Waits, Nanos);
 
@@ -513,6 +535,7 @@ Error Scheduler::run() {
     ReduceInstr.assign(P.Buckets.size(), plan::NoIndex);
     for (size_t I = 0; I < Turns.size(); ++I)
       computeTurn(Turns[I], Micro, Reduces, UnitsAt, I);
+    endOfBackward();
     // DeepSpeed releases every gathered parameter at the end of backward.
     std::vector<uint32_t> Left;
     for (auto &[U, Instr] : Live)
@@ -526,6 +549,7 @@ Error Scheduler::run() {
       for (uint32_t B = 0; B < P.Buckets.size(); ++B)
         if (ReduceInstr[B] == plan::NoIndex)
           reduce(B, lastComputeInstruction(), Micro);
+    endOfBackward();
   }
   optimizerStep();
   return Error::success();
