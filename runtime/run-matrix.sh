@@ -1,6 +1,7 @@
 #!/bin/sh
 # Runs dsrun --verify on every plan in a directory and prints one line per
-# plan: PASS or FAIL, the step time and the memory comparison.
+# plan: PASS or FAIL, the step time and the memory comparison. Exits 1
+# unless every plan passed.
 #
 #   runtime/run-matrix.sh DSRUN PLANDIR PROCESSES LOGDIR [STEPS] [PATTERN]
 #
@@ -29,3 +30,4 @@ for plan in "$dir"/$pattern.bin; do
   [ "$verdict" = FAIL ] && grep -m3 -E 'verify|error|fail|dsrun:' "$log" | sed 's/^/    /'
 done
 echo "$pass passed, $fail failed"
+[ "$fail" = 0 ] && [ "$pass" -gt 0 ]

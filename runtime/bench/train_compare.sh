@@ -1,6 +1,7 @@
 #!/bin/sh
 # Trains with dsrun and with the PyTorch reference from the same weights
-# and batches, and compares per-step losses (1 % tolerance).
+# and batches, and compares per-step losses (1 % tolerance); exits 1 when
+# a plan's losses part further.
 #
 #   runtime/bench/train_compare.sh DSRUN PLANDIR MODELDIR TOKENS OUTDIR \
 #       PROCESSES STEPS SEQ NAME-VARIANT...
@@ -15,6 +16,7 @@ dsrun=$1 plans=$2 models=$3 tokens=$4 out=$5 n=$6 steps=$7 seq=$8
 shift 8
 here=$(dirname "$0")
 mkdir -p "$out"
+failed=0
 for plan in "$@"; do
   name=${plan%-s[0-9]*}
   # One reference per model, world size and precision.
@@ -34,7 +36,9 @@ for plan in "$@"; do
     --save-weights "$out/$plan-w$n.safetensors" ${DSRUN_ARGS:-} > "$log" 2>&1
   echo "== $plan on $n GPU(s): dsrun exit $?"
   grep -m2 -E "error|failed|cannot" "$log"
-  python3 "$here/compare_losses.py" "$out/$plan-w$n.json" "$ref" | tail -2
+  python3 "$here/compare_losses.py" "$out/$plan-w$n.json" "$ref" > "$out/$plan-w$n.compare" ||
+    failed=1
+  tail -2 "$out/$plan-w$n.compare"
   python3 - "$out/$plan-w$n.json" "$ref" <<'PY'
 import json, sys
 def rate(path, key):
@@ -48,3 +52,4 @@ print(f"tokens/s: dsrun {rate(sys.argv[1], 'step_ms'):.0f}, pytorch {rate(sys.ar
 PY
   grep -m1 "device memory: measured" "$log" | sed 's/^dsrun: //'
 done
+exit $failed

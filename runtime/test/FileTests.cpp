@@ -1,0 +1,353 @@
+//===- FileTests.cpp - Files tests ------------------------------------------===//
+//
+// The files dsrun reads and writes: NVMe swap files, token files, initial
+// weights, checkpoint shards.
+//
+//===----------------------------------------------------------------------===//
+
+#include "HostTests.h"
+
+#include "Calibration.h"
+#include "Checkpoint.h"
+#include "Collectives.h"
+#include "Exposed.h"
+#include "FastDivmod.h"
+#include "HostMath.h"
+#include "Launch.h"
+#include "Arena.h"
+#include "LossScaler.h"
+#include "dsc/KernelTime.h"
+#include "dsc/PlanCheck.h"
+#include "dsc/PlanCodec.h"
+#include "Nvme.h"
+#include "TokenData.h"
+#include "Trace.h"
+#include "Weights.h"
+#include "dsc/PlanFacts.h"
+#include "dsc/SafeTensors.h"
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <set>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+using namespace dsrun;
+namespace plan = dsc::plan;
+
+static std::string writeTemp(const std::string &Name, const void *Data,
+                             size_t Bytes) {
+  std::string Path = "/tmp/dsrun-host-test-" + std::to_string(getpid()) + "-" + Name;
+  std::ofstream(Path, std::ios::binary)
+      .write(static_cast<const char *>(Data), std::streamsize(Bytes));
+  return Path;
+}
+
+/// The swap-file engine on plain files: every alignment of memory, offset
+/// and size, several threads, and the errors a user can meet.
+TEST(Files, SwapFiles) {
+  const char *Tmp = getenv("TMPDIR");
+  std::string Template = std::string(Tmp ? Tmp : "/tmp") + "/dsrun-swap-XXXXXX";
+  std::vector<char> Name(Template.begin(), Template.end());
+  Name.push_back(0);
+  if (!mkdtemp(Name.data())) {
+    EXPECT(!"mkdtemp");
+    return;
+  }
+  std::string Path = std::string(Name.data()) + "/rank0.swp";
+  const uint64_t Size = 3 << 20;
+  std::string Error;
+  {
+    SwapFile F;
+    EXPECT(F.create(Path, Size, 4, 64 << 10, Error));
+    fprintf(stderr, "swap file on %s: direct I/O %s\n", Name.data(),
+            F.direct() ? "yes" : "no (buffered)");
+    // Aligned memory (what the pinned arena gives) and unaligned memory.
+    std::vector<char> Storage(Size + 2 * SwapFile::Alignment);
+    char *Aligned = reinterpret_cast<char *>(
+        (uintptr_t(Storage.data()) + SwapFile::Alignment - 1) /
+        SwapFile::Alignment * SwapFile::Alignment);
+    for (uint64_t I = 0; I < Size; ++I)
+      Aligned[I] = char(I * 131 + 7);
+    EXPECT(F.write(Aligned, 0, Size, Error));
+    struct Case {
+      uint64_t Offset, Bytes, Shift;
+    };
+    for (Case C : {Case{0, Size, 0}, Case{4096, 1 << 20, 0},
+                   Case{100, 300000, 100}, Case{8192, 5000, 3},
+                   Case{Size - 1, 1, 0}, Case{12345, 0, 0}}) {
+      std::vector<char> Back(C.Bytes + 2 * SwapFile::Alignment);
+      char *Into = reinterpret_cast<char *>(
+                       (uintptr_t(Back.data()) + SwapFile::Alignment - 1) /
+                       SwapFile::Alignment * SwapFile::Alignment) +
+                   C.Shift;
+      EXPECT(F.read(Into, C.Offset, C.Bytes, Error));
+      EXPECT(memcmp(Into, Aligned + C.Offset, C.Bytes) == 0);
+    }
+    // An unaligned write in the middle lands exactly there.
+    std::vector<char> Patch(7777, 'x');
+    EXPECT(F.write(Patch.data(), 50001, Patch.size(), Error));
+    std::vector<char> Back(Size);
+    EXPECT(F.read(Back.data(), 0, Size, Error));
+    EXPECT(Back[50000] == Aligned[50000] && Back[50001] == 'x' &&
+           Back[50001 + 7776] == 'x' && Back[50001 + 7777] == Aligned[57778]);
+    // Past the end: an error that names the file.
+    EXPECT(!F.read(Back.data(), Size - 10, 20, Error));
+    EXPECT(Error.find(Path) != std::string::npos &&
+           Error.find("past") != std::string::npos);
+  }
+  // The destructor removed the file; a directory that does not exist is a
+  // clear error.
+  EXPECT(access(Path.c_str(), F_OK) != 0);
+  SwapFile Bad;
+  EXPECT(!Bad.create(std::string(Name.data()) + "/missing/rank0.swp", 4096, 1,
+                     4096, Error));
+  EXPECT(Error.find("--nvme-path") != std::string::npos);
+  rmdir(Name.data());
+}
+
+/// nanoGPT's raw uint16 ids and llm.c's headered files read alike; broken
+/// ones are errors that say what is wrong; the sample order is a
+/// permutation per epoch, the same for the same seed.
+TEST(Files, TokenFiles) {
+  std::vector<uint16_t> Raw = {5, 7, 11, 65535, 3};
+  std::string Error;
+  std::string A = writeTemp("raw.bin", Raw.data(), Raw.size() * 2);
+  std::optional<TokenFile> F = TokenFile::open(A, Error);
+  EXPECT(F && F->tokens() == 5 && F->tokenBytes() == 2 && (*F)[3] == 65535);
+  EXPECT(F && F->firstAtLeast(1000) == 3 && F->firstAtLeast(70000) == 5);
+
+  std::vector<int32_t> Header(256, 0);
+  Header[0] = int32_t(LlmcMagic);
+  Header[1] = 2;
+  Header[2] = 3;
+  std::vector<char> Llmc(1024 + 12);
+  memcpy(Llmc.data(), Header.data(), 1024);
+  uint32_t Ids[3] = {100000, 1, 2};
+  memcpy(Llmc.data() + 1024, Ids, 12);
+  std::string B = writeTemp("llmc.bin", Llmc.data(), Llmc.size());
+  F = TokenFile::open(B, Error);
+  EXPECT(F && F->tokens() == 3 && F->tokenBytes() == 4 && (*F)[0] == 100000);
+  EXPECT(F && std::string(F->format()) == "llm.c");
+
+  Header[2] = 4; // Promises more than the file holds.
+  memcpy(Llmc.data(), Header.data(), 1024);
+  std::string C = writeTemp("short.bin", Llmc.data(), Llmc.size());
+  EXPECT(!TokenFile::open(C, Error) && Error.find("truncated") != std::string::npos);
+  Header[1] = 7;
+  memcpy(Llmc.data(), Header.data(), 1024);
+  std::string D = writeTemp("version.bin", Llmc.data(), Llmc.size());
+  EXPECT(!TokenFile::open(D, Error) && Error.find("version 7") != std::string::npos);
+  std::string E = writeTemp("odd.bin", Raw.data(), 9);
+  EXPECT(!TokenFile::open(E, Error) && Error.find("uint16") != std::string::npos);
+  EXPECT(!TokenFile::open("/nonexistent/tokens.bin", Error));
+  for (const std::string &Path : {A, B, C, D, E})
+    unlink(Path.c_str());
+
+  // 1000 tokens of windows of 9 + 1: 111 windows; each epoch visits each
+  // once, epochs differ, and the seed decides.
+  TokenSampler S(1000, 9, 42), Same(1000, 9, 42), Other(1000, 9, 43);
+  EXPECT(S.windows() == 111);
+  std::vector<bool> Seen(111, false);
+  bool Differs = false, EpochDiffers = false;
+  for (uint64_t G = 0; G < 111; ++G) {
+    uint64_t Start = S.start(G);
+    EXPECT(Start % 9 == 0 && Start + 10 <= 1000 && !Seen[Start / 9]);
+    Seen[Start / 9] = true;
+    EXPECT(Same.start(G) == Start);
+    Differs |= Other.start(G) != Start;
+    EpochDiffers |= S.start(G + 111) != Start;
+  }
+  EXPECT(Differs && EpochDiffers);
+  // The order runtime/bench/dsrun_data.py reproduces (its test prints it).
+  EXPECT((shuffledWindows(5, 1, 0) == std::vector<uint32_t>{2, 1, 4, 3, 0}));
+  EXPECT((shuffledWindows(10, 1234, 3) ==
+          std::vector<uint32_t>{6, 3, 5, 8, 1, 7, 2, 4, 0, 9}));
+}
+
+/// Weights match by name and shape; a tied weight the file keeps under
+/// another name is the one unclaimed tensor of its shape; a shape that
+/// differs names both; saving writes a file the reader takes back.
+TEST(Files, WeightFiles) {
+  plan::Plan P;
+  P.Tensors.resize(2);
+  P.Tensors[0].Name = "lm_head.weight";
+  P.Tensors[0].Shape = {3, 2};
+  P.Tensors[0].Elems = 6;
+  P.Tensors[1].Name = "ln.bias";
+  P.Tensors[1].Shape = {2};
+  P.Tensors[1].Elems = 2;
+  float Embedding[6] = {1, 2, 3, 4, 5, 6};
+  uint16_t Bias[2] = {0x3f80, 0xc000}; // bf16 1 and -2
+  dsc::safetensors::Writer W;
+  W.add("wte.weight", "F32", {3, 2}, Embedding, sizeof(Embedding));
+  W.add("ln.bias", "BF16", {2}, Bias, sizeof(Bias));
+  std::vector<char> Bytes = W.bytes();
+  std::string Path = writeTemp("w.safetensors", Bytes.data(), Bytes.size());
+  std::string Error;
+  std::optional<InitialWeights> I = loadWeights(P, Path, Error);
+  EXPECT(I && I->FileName[0] == "wte.weight" && I->Values[0][5] == 6.0f);
+  EXPECT(I && I->Values[1][0] == 1.0f && I->Values[1][1] == -2.0f);
+
+  P.Tensors[1].Shape = {3};
+  P.Tensors[1].Elems = 3;
+  EXPECT(!loadWeights(P, Path, Error) &&
+         Error.find("'ln.bias' has shape [2]") != std::string::npos);
+  P.Tensors[1].Name = "ln.weight";
+  EXPECT(!loadWeights(P, Path, Error) &&
+         Error.find("no tensor named 'ln.weight'") != std::string::npos);
+  P.Tensors[1].Name = "ln.bias";
+  P.Tensors[1].Shape = {2};
+  P.Tensors[1].Elems = 2;
+
+  std::vector<std::vector<char>> Data(2);
+  Data[0].resize(12);
+  Data[1].resize(4);
+  for (int K = 0; K < 6; ++K)
+    storeAs(Data[0].data(), K, ElementType::BF16, float(K) * 0.5f);
+  memcpy(Data[1].data(), Bias, 4);
+  std::string Saved = Path + ".saved";
+  EXPECT(saveWeights(P, I->FileName, Data, ElementType::BF16, Saved, Error));
+  std::optional<InitialWeights> Back = loadWeights(P, Saved, Error);
+  EXPECT(Back && Back->FileName[0] == "wte.weight" &&
+         Back->Values[0][3] == 1.5f && Back->Values[1][1] == -2.0f);
+  EXPECT(!saveWeights(P, I->FileName, Data, ElementType::BF16,
+                      "/nonexistent/dir/w.safetensors", Error));
+  unlink(Path.c_str());
+  unlink(Saved.c_str());
+}
+
+/// A shard written, read back, cut short, and checked against a plan.
+TEST(Files, CheckpointFiles) {
+  char Dir[] = "/tmp/dsrun-ckpt-XXXXXX";
+  EXPECT(mkdtemp(Dir) != nullptr);
+  std::string Root = Dir, Error;
+  std::string Step = Root + "/save/" + checkpointName(7);
+  EXPECT(makeDirectories(Step, Error));
+  CheckpointHeader H;
+  H.ModelHash = 11;
+  H.ConfigHash = 12;
+  H.WorldSize = 2;
+  H.Rank = 1;
+  H.ZeroStage = 3;
+  H.ParamType = uint32_t(plan::DType::BF16);
+  H.Step = 7;
+  H.OptimizerStep = 6;
+  H.Seed = 99;
+  H.Scaler.Scale = 512;
+  H.Scaler.LastOverflow = 3;
+  std::vector<CheckpointPart> Parts = {{"params16", 10}, {"master_params", 0},
+                                       {"optimizer_states", 100}};
+  std::string Path = Step + "/rank0.ckpt";
+  auto Byte = [](size_t Part, uint64_t At) { return char(Part * 31 + At); };
+  EXPECT(writeShard(Path, H, Parts,
+                    [&](size_t I, uint64_t At, uint64_t N, char *Out) {
+                      for (uint64_t K = 0; K < N; ++K)
+                        Out[K] = Byte(I, At + K);
+                      return true;
+                    },
+                    Error));
+  ShardReader R;
+  EXPECT(R.open(Path, Error));
+  EXPECT(R.header().Step == 7 && R.header().OptimizerStep == 6 &&
+         R.header().Seed == 99 && R.header().Scaler.Scale == 512 &&
+         R.header().Scaler.LastOverflow == 3 && R.parts().size() == 3 &&
+         R.parts()[2].Name == "optimizer_states" && R.parts()[2].Bytes == 100);
+  uint64_t Same = 0;
+  EXPECT(R.read(
+      [&](size_t I, uint64_t At, uint64_t N, const char *From) {
+        for (uint64_t K = 0; K < N; ++K)
+          Same += From[K] == Byte(I, At + K);
+        return true;
+      },
+      Error));
+  EXPECT(Same == 110);
+
+  // latest names the step's directory; --resume takes either.
+  EXPECT(checkpointToResume(Root + "/save", Error).empty());
+  EXPECT(writeFileAtomically(Root + "/save/latest", "global_step7\n", Error));
+  EXPECT(checkpointToResume(Root + "/save", Error) == Step);
+  EXPECT(checkpointToResume(Step, Error) == Step);
+  EXPECT(writeFileAtomically(Root + "/save/latest", "global_step8\n", Error));
+  EXPECT(checkpointToResume(Root + "/save", Error).empty() &&
+         Error.find("names 'global_step8'") != std::string::npos);
+
+  // A shard cut short is refused, whole or not.
+  std::string Cut = Root + "/cut.ckpt";
+  {
+    std::ifstream In(Path, std::ios::binary);
+    std::string Bytes((std::istreambuf_iterator<char>(In)), {});
+    EXPECT(writeFileAtomically(Cut, Bytes.substr(0, Bytes.size() - 20), Error));
+  }
+  ShardReader Short;
+  EXPECT(!Short.open(Cut, Error) &&
+         Error.find("cut short") != std::string::npos);
+
+  // Damaged shards, byte by byte and cut at every length: each is refused
+  // or read whole, never a crash or a read past the file.
+  {
+    std::ifstream In(Path, std::ios::binary);
+    std::string Good((std::istreambuf_iterator<char>(In)), {});
+    std::string Bad = Root + "/bad.ckpt";
+    uint64_t Refused = 0, Tries = 0;
+    auto Try = [&](const std::string &Bytes) {
+      std::string E;
+      EXPECT(writeFileAtomically(Bad, Bytes, E));
+      ShardReader B;
+      ++Tries;
+      if (!B.open(Bad, E)) {
+        EXPECT(!E.empty());
+        ++Refused;
+        return;
+      }
+      uint64_t Seen = 0;
+      EXPECT(B.read([&](size_t, uint64_t, uint64_t N, const char *) {
+        Seen += N;
+        return true;
+      }, E));
+      uint64_t Promised = 0;
+      for (const CheckpointPart &X : B.parts())
+        Promised += X.Bytes;
+      EXPECT(Seen == Promised && Promised <= Bytes.size());
+    };
+    for (size_t Length = 0; Length < Good.size(); ++Length)
+      Try(Good.substr(0, Length));
+    for (size_t At = 0; At < Good.size() - 110; ++At)
+      for (unsigned char Flip : {0x01, 0x80, 0xff}) {
+        std::string Bytes = Good;
+        Bytes[At] = char(Bytes[At] ^ Flip);
+        Try(Bytes);
+      }
+    EXPECT(Refused >= Good.size()); // Every cut; most flips of the table.
+    EXPECT(Tries > Refused);        // Flips of header values still read.
+  }
+
+  // Against a plan: what differs is named.
+  plan::Plan P;
+  P.Settings.ModelHash = 11;
+  P.Settings.WorldSize = 2;
+  P.Settings.ZeroStage = 3;
+  P.Settings.ParamDType = plan::DType::BF16;
+  EXPECT(checkShardAgainstPlan(H, Parts, P, 1, Parts).empty());
+  P.Settings.WorldSize = 4;
+  EXPECT(checkShardAgainstPlan(H, Parts, P, 1, Parts)
+             .find("world size 2 and this plan has 4") != std::string::npos);
+  P.Settings.WorldSize = 2;
+  std::vector<CheckpointPart> Bigger = Parts;
+  Bigger[2].Bytes = 200;
+  EXPECT(checkShardAgainstPlan(H, Parts, P, 1, Bigger)
+             .find("optimizer_states of bytes 100") != std::string::npos);
+  P.Settings.ModelHash = 5;
+  EXPECT(checkShardAgainstPlan(H, Parts, P, 1, Parts)
+             .find("another model") != std::string::npos);
+  std::string Clean = "rm -rf " + Root;
+  EXPECT(system(Clean.c_str()) == 0);
+}

@@ -1,0 +1,387 @@
+//===- HostMathTests.cpp - HostMath tests -----------------------------------===//
+//
+// The host-side arithmetic: 16-bit conversions, division by multiply and
+// shift, the host AdamW and its typed loops, the thread pool, fp16 loss
+// scaling.
+//
+//===----------------------------------------------------------------------===//
+
+#include "HostTests.h"
+
+#include "Calibration.h"
+#include "Checkpoint.h"
+#include "Collectives.h"
+#include "Exposed.h"
+#include "FastDivmod.h"
+#include "HostMath.h"
+#include "Launch.h"
+#include "Arena.h"
+#include "LossScaler.h"
+#include "dsc/KernelTime.h"
+#include "dsc/PlanCheck.h"
+#include "dsc/PlanCodec.h"
+#include "Nvme.h"
+#include "TokenData.h"
+#include "Trace.h"
+#include "Weights.h"
+#include "dsc/PlanFacts.h"
+#include "dsc/SafeTensors.h"
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <set>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+using namespace dsrun;
+namespace plan = dsc::plan;
+
+TEST(HostMath, Conversions) {
+  EXPECT(toBF16(1.0f) == 0x3f80);
+  EXPECT(toBF16(1.00390625f) == 0x3f80); // Halfway: to even.
+  EXPECT(toBF16(1.01171875f) == 0x3f82); // Halfway above an odd: up.
+  EXPECT(toBF16(bitsFloat(0x7f800001u)) == 0x7fc0); // A NaN, quieted.
+  EXPECT(toBF16(bitsFloat(0xff812345u)) == 0xffc1);
+  EXPECT(toBF16(bitsFloat(0x7f800000u)) == 0x7f80); // Infinity stays.
+  EXPECT(toBF16(bitsFloat(0x7f7fffffu)) == 0x7f80); // Rounds up to it.
+  EXPECT(toFP16(1.0f) == 0x3c00);
+  EXPECT(toFP16(65504.0f) == 0x7bff);
+  EXPECT(toFP16(65520.0f) == 0x7c00);
+  EXPECT(toFP16(-2.0f) == 0xc000);
+  EXPECT(toFP16(std::ldexp(1.0f, -24)) == 0x0001);
+  EXPECT(toFP16(std::ldexp(1.0f, -25)) == 0x0000); // Halfway: to even 0.
+  EXPECT(toFP16(std::ldexp(3.0f, -25)) == 0x0002); // 1.5 ulp: to even 2.
+  EXPECT(toFP16(std::nanf("")) == 0x7e00);
+  for (uint32_t H = 0; H < 0x10000; ++H) {
+    uint16_t X = uint16_t(H);
+    bool HalfNaN = (X & 0x7c00) == 0x7c00 && (X & 0x3ff);
+    if (!HalfNaN && toFP16(fromFP16(X)) != X) {
+      fprintf(stderr, "fp16 0x%04x does not round-trip\n", H);
+      ADD_FAILURE();
+      break;
+    }
+    bool BrainNaN = (X & 0x7f80) == 0x7f80 && (X & 0x7f);
+    if (!BrainNaN && toBF16(fromBF16(X)) != X) {
+      fprintf(stderr, "bf16 0x%04x does not round-trip\n", H);
+      ADD_FAILURE();
+      break;
+    }
+  }
+  // Synthetic gradients are k/16, |k| <= 4: exact in every dtype.
+  for (uint64_t E = 0; E < 1000; ++E) {
+    float G = syntheticGrad(1, 2, 0, 3, E);
+    EXPECT(G * 16 == std::round(G * 16) && std::fabs(G) <= 0.25f);
+    EXPECT(fromBF16(toBF16(G)) == G && fromFP16(toFP16(G)) == G);
+    EXPECT(G == syntheticGrad(1, 2, 0, 3, E));
+  }
+}
+
+/// Division by multiply and shift: exact for every numerator below 2^31,
+/// checked at the edges of each divisor's range and at random.
+TEST(HostMath, FastDivision) {
+  uint64_t Seed = 1;
+  auto Next = [&] {
+    Seed = Seed * 6364136223846793005ull + 1442695040888963407ull;
+    return uint32_t(Seed >> 33); // below 2^31
+  };
+  std::vector<uint32_t> Divisors = {1, 2, 3, 5, 7, 24, 25, 32, 64, 100, 1000,
+                                    1024, 4095, 4096, 4097, 32000, 50257,
+                                    (1u << 30) - 1, 1u << 30, (1u << 31) - 1};
+  for (int I = 0; I < 200; ++I)
+    Divisors.push_back(Next() % 100000 + 1);
+  int Wrong = 0;
+  for (uint32_t D : Divisors) {
+    FastDivmod F(D);
+    std::vector<uint32_t> Ns = {0, 1, D - 1, D, D + 1, 2 * D - 1,
+                                (1u << 31) - 1, (1u << 31) - D};
+    for (int I = 0; I < 2000; ++I)
+      Ns.push_back(Next());
+    for (uint32_t N : Ns) {
+      if (N >= (1u << 31))
+        continue;
+      uint32_t R;
+      uint32_t Q = F.divmod(N, R);
+      Wrong += Q != N / D || R != N % D;
+    }
+  }
+  EXPECT(Wrong == 0);
+}
+
+/// The host side of offload copies: every element converted once, on any
+/// number of threads, accumulating when asked.
+TEST(HostMath, HostConversions) {
+  const uint64_t N = 300001;
+  std::vector<uint16_t> Half(N);
+  std::vector<float> Sum(N), Want(N);
+  for (uint64_t I = 0; I < N; ++I) {
+    Half[I] = toBF16(float(int64_t(I % 97) - 48) / 16);
+    Sum[I] = float(I % 5);
+    Want[I] = Sum[I] + fromBF16(Half[I]);
+  }
+  for (unsigned Threads : {1u, 3u, 8u}) {
+    std::vector<float> Out = Sum;
+    convertOnHost(Out.data(), ElementType::F32, Half.data(), ElementType::BF16,
+                  N, true, Threads);
+    EXPECT(Out == Want);
+    std::vector<uint16_t> Back(N, 0xffff);
+    convertOnHost(Back.data(), ElementType::BF16, Out.data(), ElementType::F32,
+                  N, false, Threads);
+    bool Same = true;
+    for (uint64_t I = 0; I < N; ++I)
+      Same &= Back[I] == toBF16(Want[I]);
+    EXPECT(Same);
+  }
+}
+
+/// The host's typed (vectorized) loops against the generic element-by-
+/// element ones, bit for bit, on every kind of value: NaNs, infinities,
+/// subnormals and both roundings' halfway cases.
+TEST(HostMath, VectorizedHostLoops) {
+  const uint64_t N = 100003;
+  uint64_t State = 12345;
+  auto Bits = [&] { return uint32_t((State = mix(State)) >> 13); };
+  std::vector<uint16_t> Half(N);
+  std::vector<float> Wide(N), Master(N), M(N), V(N);
+  for (uint64_t I = 0; I < N; ++I) {
+    Half[I] = uint16_t(Bits());
+    uint32_t U = Bits();
+    // Mostly ordinary magnitudes, some of every other kind.
+    if (I % 7)
+      U = (U & 0x807fffffu) | ((100u + U % 60u) << 23);
+    Wide[I] = bitsFloat(U);
+    Master[I] = float(int(Bits() % 2001) - 1000) / 1024;
+    M[I] = float(int(Bits() % 2001) - 1000) / 65536;
+    V[I] = float(Bits() % 1000) / 1048576;
+  }
+  auto SameBits = [](const auto &X, const auto &Y) {
+    return X.size() == Y.size() &&
+           !memcmp(X.data(), Y.data(), X.size() * sizeof(X[0]));
+  };
+  // A sum of two NaNs is a NaN, but which one the compiler's operand order
+  // decides: nothing else may differ.
+  auto SameSums = [](const auto &X, const auto &Y) {
+    for (size_t I = 0; I < X.size(); ++I) {
+      float A, B;
+      if constexpr (sizeof(X[0]) == 2)
+        A = fromBF16(X[I]), B = fromBF16(Y[I]);
+      else
+        A = X[I], B = Y[I];
+      if (floatBits(A) != floatBits(B) && !(std::isnan(A) && std::isnan(B)))
+        return false;
+    }
+    return X.size() == Y.size();
+  };
+  for (bool Accumulate : {false, true}) {
+    std::vector<float> Fast = Wide, Slow = Wide;
+    convertOnHost(Fast.data(), ElementType::F32, Half.data(),
+                  ElementType::BF16, N, Accumulate, 3);
+    for (uint64_t I = 0; I < N; ++I)
+      Slow[I] = Accumulate ? fromBF16(Half[I]) + Slow[I] : fromBF16(Half[I]);
+    EXPECT(Accumulate ? SameSums(Fast, Slow) : SameBits(Fast, Slow));
+  }
+  for (bool Accumulate : {false, true}) {
+    std::vector<uint16_t> Fast(N), Slow(N);
+    for (uint64_t I = 0; I < N; ++I)
+      Fast[I] = Slow[I] = uint16_t(Bits());
+    convertOnHost(Fast.data(), ElementType::BF16, Half.data(),
+                  ElementType::BF16, N, Accumulate, 3);
+    for (uint64_t I = 0; I < N; ++I)
+      Slow[I] = toBF16(Accumulate ? fromBF16(Half[I]) + fromBF16(Slow[I])
+                                  : fromBF16(Half[I]));
+    EXPECT(Accumulate ? SameSums(Fast, Slow) : SameBits(Fast, Slow));
+  }
+  std::vector<uint16_t> Fast16(N), Slow16(N);
+  convertOnHost(Fast16.data(), ElementType::BF16, Wide.data(), ElementType::F32,
+                N, false, 3);
+  for (uint64_t I = 0; I < N; ++I)
+    Slow16[I] = toBF16(Wide[I]);
+  EXPECT(SameBits(Fast16, Slow16));
+
+  plan::Info S;
+  S.WorldSize = 2;
+  S.LearningRate = "0.001";
+  S.WeightDecay = "0.1";
+  std::string Error;
+  AdamW A = adamwFor(S, 3, Error);
+  for (ElementType T : {ElementType::F32, ElementType::BF16, ElementType::F16}) {
+    std::vector<float> Grad32(N);
+    for (uint64_t I = 0; I < N; ++I)
+      Grad32[I] = float(int(Bits() % 4001) - 2000) / 4096;
+    std::vector<uint16_t> Grad16(N);
+    for (uint64_t I = 0; I < N; ++I)
+      Grad16[I] = T == ElementType::F16 ? toFP16(Grad32[I]) : toBF16(Grad32[I]);
+    const void *G = T == ElementType::F32 ? static_cast<const void *>(Grad32.data())
+                                          : Grad16.data();
+    std::vector<float> FM = Master, FMo = M, FV = V, SM = Master, SMo = M,
+                       SV = V;
+    hostAdamW(A, G, T, FM.data(), FMo.data(), FV.data(), N, 5);
+    for (uint64_t I = 0; I < N; ++I)
+      adamwUpdate(A, loadAs(G, I, T), SM[I], SMo[I], SV[I]);
+    EXPECT(SameBits(FM, SM) && SameBits(FMo, SMo) && SameBits(FV, SV));
+    // With the 16-bit copy written in the same pass: the same update, and
+    // each copy what convertOnHost makes of the updated master, bf16 on
+    // the vectorized path, fp16 on the generic one.
+    for (ElementType PT : {ElementType::BF16, ElementType::F16}) {
+      std::vector<float> WM = Master, WMo = M, WV = V;
+      std::vector<uint16_t> Params(N, 0xffff), Expected(N);
+      hostAdamW(A, G, T, WM.data(), WMo.data(), WV.data(), N, 5,
+                Params.data(), PT);
+      convertOnHost(Expected.data(), PT, WM.data(), ElementType::F32, N, false,
+                    3);
+      EXPECT(SameBits(WM, SM) && SameBits(WMo, SMo) && SameBits(WV, SV));
+      EXPECT(Params == Expected);
+    }
+  }
+
+  // The norm's sum: the same double on any number of threads, and the
+  // generic path's for fp32 gradients.
+  double One = sumOfSquares(Master.data(), ElementType::F32, N, 1);
+  EXPECT(sumOfSquares(Master.data(), ElementType::F32, N, 7) == One);
+  double Chunked = 0;
+  for (unsigned K = 0; K < 64; ++K) {
+    double Part = 0;
+    for (uint64_t I = N * K / 64; I < N * (K + 1) / 64; ++I) {
+      double X = loadAs(Master.data(), I, ElementType::F32);
+      Part += X * X;
+    }
+    Chunked += Part;
+  }
+  EXPECT(One == Chunked);
+  // bf16 gradients (stage 3's) sum as their fp32 values do.
+  std::vector<uint16_t> Rounded(N);
+  std::vector<float> Widened(N);
+  for (uint64_t I = 0; I < N; ++I)
+    Widened[I] = fromBF16(Rounded[I] = toBF16(Master[I]));
+  EXPECT(sumOfSquares(Rounded.data(), ElementType::BF16, N, 4) ==
+         sumOfSquares(Widened.data(), ElementType::F32, N, 1));
+}
+
+/// The host's thread pool: each task once, and no more threads than asked
+/// even after an earlier call grew the pool.
+TEST(HostMath, HostPool) {
+  std::vector<int> Runs(1000, 0);
+  parallelTasks(1000, 6, [&](unsigned K) { ++Runs[K]; });
+  EXPECT(std::all_of(Runs.begin(), Runs.end(), [](int R) { return R == 1; }));
+  std::mutex M;
+  std::set<std::thread::id> Ids;
+  parallelTasks(64, 2, [&](unsigned) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::lock_guard<std::mutex> Lock(M);
+    Ids.insert(std::this_thread::get_id());
+  });
+  EXPECT(Ids.size() <= 2);
+  // The triad the host optimizer's rate is held against: a figure only
+  // when the passes computed what they should (any host streams more than
+  // 100 MB/s).
+  double Triad = hostTriadBytesPerSec(2);
+  EXPECT(std::isfinite(Triad) && Triad > 1e8);
+}
+
+TEST(HostMath, Adam) {
+  plan::Info S;
+  S.WorldSize = 2;
+  S.LearningRate = "0.001";
+  S.WeightDecay = "0.01";
+  std::string Error;
+  AdamW A = adamwFor(S, 1, Error);
+  EXPECT(Error.empty());
+  EXPECT(A.GradScale == 0.5f);
+  const uint64_t N = 200000;
+  std::vector<float> G(N), P1(N), M1(N, 0), V1(N, 0);
+  for (uint64_t I = 0; I < N; ++I) {
+    G[I] = syntheticGrad(0, 1, 0, 7, I) + syntheticGrad(1, 1, 0, 7, I);
+    P1[I] = initialWeight(7, I);
+  }
+  std::vector<float> P4 = P1, M4 = M1, V4 = V1;
+  hostAdamW(A, G.data(), ElementType::F32, P1.data(), M1.data(), V1.data(), N,
+            1);
+  hostAdamW(A, G.data(), ElementType::F32, P4.data(), M4.data(), V4.data(), N,
+            4);
+  EXPECT(P1 == P4 && M1 == M4 && V1 == V4);
+  for (uint64_t I = 0; I < N; I += 997) {
+    double Gd = double(G[I]) * 0.5, Md = 0.1 * Gd, Vd = 0.001 * Gd * Gd;
+    double Pd = initialWeight(7, I);
+    double Ref = Pd - 0.001 * ((Md / 0.1) / (std::sqrt(Vd / 0.001) + 1e-8) +
+                               0.01 * Pd);
+    EXPECT(std::fabs(Ref - P1[I]) < 1e-6);
+  }
+  // Gradients read as bf16 give the same update as the same values in fp32.
+  std::vector<uint16_t> G16(N);
+  for (uint64_t I = 0; I < N; ++I)
+    G16[I] = toBF16(G[I]);
+  std::vector<float> P2(N), M2(N, 0), V2(N, 0);
+  for (uint64_t I = 0; I < N; ++I)
+    P2[I] = initialWeight(7, I);
+  hostAdamW(A, G16.data(), ElementType::BF16, P2.data(), M2.data(), V2.data(),
+            N, 2);
+  EXPECT(P2 == P1);
+}
+
+/// fp16 loss scaling, step by step as DeepSpeed's DynamicLossScaler goes.
+TEST(HostMath, LossScaling) {
+  plan::Info S;
+  S.ParamDType = plan::DType::F16;
+  S.InitialScalePower = 4;
+  S.LossScaleWindow = 3;
+  S.Hysteresis = 2;
+  S.MinLossScale = 2;
+  LossScaler A(S);
+  EXPECT(A.dynamic() && A.scale() == 16);
+  EXPECT(A.update(true).empty() && A.scale() == 16); // Hysteresis 2 -> 1.
+  EXPECT(A.update(true).empty() && A.scale() == 8);  // Then it halves.
+  for (int Clean = 0; Clean < 3; ++Clean) {
+    EXPECT(A.scaleIfApplied() == 8);
+    EXPECT(A.update(false).empty() && A.scale() == 8);
+  }
+  // The window's third clean step past the overflow doubles the scale,
+  // and the optimizer already divides that step's gradients by 16.
+  EXPECT(A.scaleIfApplied() == 16);
+  EXPECT(A.update(false).empty() && A.scale() == 16);
+  EXPECT(A.state().Hysteresis == 2 && A.state().Iteration == 6 &&
+         A.state().LastOverflow == 1);
+
+  // Without consecutive hysteresis a clean step in between leaves it used.
+  S.Hysteresis = 2;
+  LossScaler B(S);
+  B.update(true);
+  B.update(false);
+  B.update(true);
+  EXPECT(B.scale() == 8);
+  S.ConsecutiveHysteresis = true;
+  LossScaler C(S);
+  C.update(true);
+  C.update(false);
+  C.update(true);
+  EXPECT(C.scale() == 16);
+
+  // Halving stops at the minimum; an overflow there ends the run.
+  S = plan::Info();
+  S.ParamDType = plan::DType::F16;
+  S.InitialScalePower = 2;
+  S.Hysteresis = 1;
+  S.MinLossScale = 3;
+  LossScaler D(S);
+  EXPECT(D.update(true).empty() && D.scale() == 3);
+  EXPECT(D.update(true).find("minimum loss scale (3") != std::string::npos);
+
+  // A static scale never moves; bf16 has none.
+  S.LossScale = "128";
+  LossScaler E(S);
+  EXPECT(!E.dynamic() && E.scale() == 128 && E.scaleIfApplied() == 128);
+  EXPECT(E.update(true).empty() && E.scale() == 128);
+  S.ParamDType = plan::DType::BF16;
+  EXPECT(LossScaler(S).scale() == 1 && LossScaler(S).update(true).empty());
+
+  // What a checkpoint keeps brings it back exactly.
+  LossScaler F(plan::Info{});
+  F.restore(A.state());
+  EXPECT(F.scale() == 16 && F.state().Iteration == 6);
+}

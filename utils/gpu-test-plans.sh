@@ -1,0 +1,47 @@
+#!/bin/sh
+# Writes what `ctest -L gpu` runs on a GPU machine, where dsc is not built
+# (runtime/CMakeLists.txt, docs/testing.md):
+#   OUT/kernels/  plans of the fixture models and generated ones, every
+#                 kernel of which dsrun-kernel-test checks against the host
+#                 reference (utils/kernel-test-plans.sh);
+#   OUT/w1, OUT/w2  the runtime plans of every ZeRO stage, offload and
+#                 accumulation at world 1 and 2, which dsrun --verify checks
+#                 bit for bit (utils/runtime-plans.sh);
+#   OUT/train/    the PyTorch fixture Llama (test/Compute/Inputs) as a
+#                 Hugging Face folder (its config and its weights, from
+#                 dsc plan --weights-out), random tokens of its vocabulary,
+#                 and plans at ZeRO 1 and 3 that train_compare.sh checks
+#                 against PyTorch.
+#
+#   utils/gpu-test-plans.sh BUILD_DIR OUT
+set -eu
+build=$1 out=$2
+dsc=$build/bin/dsc
+rm -rf "$out" && mkdir -p "$out/train/models/llama-fixture"
+utils/kernel-test-plans.sh "$dsc" "$build/test/ComputeInputs" "$out/kernels"
+"$build/bin/dsc-modelgen" --arch gpt --layers 3 --hidden 64 --heads 4 \
+  --vocab 500 -o "$out/runtime.onnx" > /dev/null
+for w in 1 2; do
+  utils/runtime-plans.sh "$dsc" "$out/runtime.onnx" $w 16 "$out/w$w"
+done
+rm "$out/runtime.onnx"
+model=$build/test/ComputeInputs/llama-train.dynamo.onnx
+ACCUMULATION=1 utils/training-plans.sh "$dsc" "$model" llama-fixture \
+  "$out/train" 1 32 30 1e-3 > /dev/null
+for v in "$out"/train/llama-fixture-*.bin; do
+  case $v in *-s1.bin|*-s3.bin) ;; *) rm "$v" "${v%.bin}.json" ;; esac
+done
+rm "$out"/train/*.txt
+"$dsc" plan "$out/train/llama-fixture-s1.json" "$model" --seq-len 32 \
+  --weights-out "$out/train/models/llama-fixture/model.safetensors" > /dev/null
+python3 - "$dsc" "$out/train" <<'PY'
+import json, random, struct, sys
+out = sys.argv[2]
+fixtures = json.load(open("test/Compute/Inputs/pytorch-fixtures.json"))
+config = dict(fixtures["models"]["llama-train"]["config"])
+config["architectures"] = ["LlamaForCausalLM"]
+json.dump(config, open(f"{out}/models/llama-fixture/config.json", "w"), indent=1)
+random.seed(0)
+ids = [random.randrange(config["vocab_size"]) for _ in range(40 * 33 * 4)]
+open(f"{out}/tokens.bin", "wb").write(struct.pack(f"<{len(ids)}H", *ids))
+PY
