@@ -15,6 +15,8 @@
 #include "Kernels.h"
 #include "NcclGroup.h"
 
+#include "dsc/GpuPeaks.h"
+
 #include <cstring>
 
 namespace plan = dsc::plan;
@@ -53,9 +55,10 @@ bool Executor::openTraining() {
   auto Fail = [&](const std::string &Why) { return failOnRankZero(Why); };
   if (!C.Missing.empty())
     return Fail("the plan cannot train: " + C.Missing.front());
-  if (C.Loss != "causal-lm")
-    return Fail("dsrun --data trains causal-lm plans (the next token of a "
-                "token file); this plan's loss is " + C.Loss +
+  if (C.Loss != plan::LossKind::CausalLM)
+    return Fail(std::string("dsrun --data trains causal-lm plans (the next "
+                            "token of a token file); this plan's loss is ") +
+                plan::enumName(C.Loss) +
                 ", whose labels a token file does not carry");
   if (LossValue = C.LossValue; LossValue >= P.Values.size())
     return Fail("the plan names no loss value");
@@ -124,15 +127,7 @@ static double densePeakFlops() {
   if (cudaGetDevice(&Device) != cudaSuccess ||
       cudaGetDeviceProperties(&Prop, Device) != cudaSuccess)
     return 0;
-  std::string Name = Prop.name;
-  bool Pcie = Name.find("PCIe") != std::string::npos;
-  if (Name.find("H100") != std::string::npos)
-    return Pcie ? 756e12 : 989e12;
-  if (Name.find("H200") != std::string::npos)
-    return 989e12;
-  if (Name.find("A100") != std::string::npos)
-    return 312e12;
-  return 0;
+  return dsc::denseBf16PeakFlops(Prop.name);
 }
 
 bool Executor::setUpTraining() {
