@@ -118,6 +118,11 @@ constexpr uint32_t NoIndex = std::numeric_limits<uint32_t>::max();
   X(CrossEntropy, "cross-entropy") X(CrossEntropyGrad, "cross-entropy-grad")   \
   X(Fill, "fill") X(Rotary, "rotary") X(RotaryGrad, "rotary-grad")          \
   X(SwiGLU, "swiglu") X(SwiGLUGrad, "swiglu-grad")
+/// What the training step minimizes: the next token's cross entropy, the
+/// masked tokens', or the sequence's class's.
+#define DSC_PLAN_LOSSKIND(X)                                                   \
+  X(CausalLM, "causal-lm") X(MaskedLM, "masked-lm")                            \
+  X(SequenceClassification, "sequence-classification")
 /// What a product's epilogue does beside it (GemmAttrs).
 #define DSC_PLAN_GEMMEPILOGUE(X)                                               \
   X(None, "none") X(Bias, "bias") X(BiasGeluTanh, "bias-gelu-tanh")            \
@@ -160,6 +165,7 @@ DSC_PLAN_ENUM(TransferPoint, DSC_PLAN_TRANSFERPOINT)
 DSC_PLAN_ENUM(ValueKind, DSC_PLAN_VALUEKIND)
 DSC_PLAN_ENUM(KernelKind, DSC_PLAN_KERNELKIND)
 DSC_PLAN_ENUM(PointwiseOp, DSC_PLAN_POINTWISEOP)
+DSC_PLAN_ENUM(LossKind, DSC_PLAN_LOSSKIND)
 DSC_PLAN_ENUM(GemmEpilogue, DSC_PLAN_GEMMEPILOGUE)
 DSC_PLAN_ENUM(AttentionAlgorithm, DSC_PLAN_ATTENTIONALGORITHM)
 #undef DSC_PLAN_ENUM
@@ -187,6 +193,7 @@ DSC_PLAN_ENUM_INFO(TransferPoint)
 DSC_PLAN_ENUM_INFO(ValueKind)
 DSC_PLAN_ENUM_INFO(KernelKind)
 DSC_PLAN_ENUM_INFO(PointwiseOp)
+DSC_PLAN_ENUM_INFO(LossKind)
 DSC_PLAN_ENUM_INFO(GemmEpilogue)
 DSC_PLAN_ENUM_INFO(AttentionAlgorithm)
 #undef DSC_PLAN_ENUM_INFO

@@ -921,7 +921,7 @@ struct Constant {
 /// The training program as a whole: what the loss is, which values the
 /// runtime fills, and what keeps the plan from training, if anything.
 struct Compute {
-  std::string Loss;            ///< causal-lm, masked-lm, ...
+  LossKind Loss = LossKind::CausalLM;
   int64_t IgnoreIndex = -100;
   std::vector<uint32_t> Inputs, Targets;
   uint32_t LossValue = NoIndex;

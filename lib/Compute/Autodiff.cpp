@@ -23,23 +23,12 @@ using namespace llvm;
 
 namespace dsc::compute {
 
-StringRef lossName(LossKind K) {
-  switch (K) {
-  case LossKind::CausalLM:
-    return "causal-lm";
-  case LossKind::MaskedLM:
-    return "masked-lm";
-  case LossKind::SequenceClassification:
-    return "sequence-classification";
-  }
-  return "?";
-}
+StringRef lossName(LossKind K) { return plan::enumName(K); }
 
 std::optional<LossKind> lossNamed(StringRef Name) {
-  for (LossKind K : {LossKind::CausalLM, LossKind::MaskedLM,
-                     LossKind::SequenceClassification})
-    if (lossName(K) == Name)
-      return K;
+  for (unsigned K = 0; K < plan::EnumInfo<LossKind>::Count; ++K)
+    if (Name == plan::EnumInfo<LossKind>::Names[K])
+      return LossKind(K);
   return std::nullopt;
 }
 

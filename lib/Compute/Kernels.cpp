@@ -163,7 +163,7 @@ public:
     P.Kernels.push_back(std::move(K));
     P.Node.push_back(CurrentNode);
   }
-  void setLoss(std::string Loss) override { P.Training.Loss = std::move(Loss); }
+  void setLoss(plan::LossKind Loss) override { P.Training.Loss = Loss; }
   Error view(const Node &N) override;
   Error pointwise(const Node &N) override;
   Error product(const Node &N) override;

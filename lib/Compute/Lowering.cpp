@@ -10,6 +10,7 @@
 #include "dsc/Compute/Lowering.h"
 
 #include "dsc/AttentionAlgorithms.h"
+#include "dsc/Compute/Passes.h"
 
 #include "llvm/ADT/ArrayRef.h"
 
@@ -251,8 +252,12 @@ Error lowerCrossEntropy(KernelBuilder &B, const Node &N) {
   // The logits' gradient takes the logits' padded rows.
   for (ValueId V : N.Outputs)
     K.Outputs.push_back(B.output(V, /*PadRows=*/Grad));
-  if (!Grad)
-    B.setLoss(N.A.s("loss", "causal-lm"));
+  if (!Grad) {
+    std::optional<LossKind> Loss = lossNamed(N.A.s("loss", "causal-lm"));
+    if (!Loss)
+      return B.graph().nodeError(N, "names a loss dsc does not know");
+    B.setLoss(*Loss);
+  }
   B.emit(std::move(K));
   return Error::success();
 }

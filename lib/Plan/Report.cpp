@@ -142,7 +142,7 @@ void printEstimateText(raw_ostream &OS, const plan::Plan &P) {
   OS << formatv("training: {0} kernels ({1} forward, {2} backward) in {3} "
                 "ops, {4} loss\n",
                 P.Kernels.size(), P.Kernels.size() - Backward, Backward,
-                P.Ops.size(), P.Training.Loss);
+                P.Ops.size(), plan::enumName(P.Training.Loss));
   if (P.Settings.CheckpointLayers) {
     // Each micro step's forward instructions beyond one per op are the
     // checkpointed layers' recomputations.

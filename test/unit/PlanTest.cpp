@@ -139,7 +139,7 @@ plan::Plan mlp(const std::vector<uint64_t> &Widths, const MLPConfig &C) {
   P.Values[Act[N - 1]].Type = plan::DType::F32;
   P.Training.Inputs = {Input};
   P.Training.LossValue = Act[N - 1];
-  P.Training.Loss = "causal-lm";
+  P.Training.Loss = plan::LossKind::CausalLM;
   auto Kernel = [&](uint32_t O, bool Backward, std::vector<uint32_t> In,
                     std::vector<uint32_t> Out) {
     plan::Kernel K;

@@ -47,8 +47,8 @@ public:
   virtual plan::TensorRef output(ValueId V, bool PadRows = false) = 0;
   /// Adds a kernel of the node being lowered.
   virtual void emit(plan::Kernel K) = 0;
-  /// The loss the program computes (causal-lm, masked-lm, ...).
-  virtual void setLoss(std::string Loss) = 0;
+  /// The loss the program computes.
+  virtual void setLoss(plan::LossKind Loss) = 0;
 
   /// The lowerings that share selection's own state: views (strides, no
   /// kernel), elementwise nodes (one pointwise kernel), products (with

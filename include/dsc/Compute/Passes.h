@@ -26,7 +26,7 @@
 
 namespace dsc::compute {
 
-enum class LossKind : uint8_t { CausalLM, MaskedLM, SequenceClassification };
+using LossKind = plan::LossKind;
 llvm::StringRef lossName(LossKind K);
 std::optional<LossKind> lossNamed(llvm::StringRef Name);
 
