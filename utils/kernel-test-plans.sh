@@ -1,7 +1,8 @@
 #!/bin/sh
 # Writes plans of the PyTorch fixture models (test/Compute/Inputs), in fp32
-# and bf16, and of two generated models, for dsrun-kernel-test to run every
-# kernel of on a GPU.
+# and bf16 (attention as the default figures choose it: cuDNN's), and of two
+# generated models (dsrun's flash attention, the math path, and cuDNN's
+# again), for dsrun-kernel-test to run every kernel of on a GPU.
 #
 #   utils/kernel-test-plans.sh DSC INPUTS_DIR OUTDIR
 #
@@ -51,13 +52,13 @@ done
 "$modelgen" --arch llama --layers 2 --hidden 256 --heads 4 --kv-heads 2 \
   --vocab 1000 -o "$out/mg-llama.onnx" > /dev/null
 "$dsc" plan "$out/bf16.json" "$out/mg-gpt.onnx" --seq-len 128 \
-  -o "$out/mg-gpt-bf16.bin" > /dev/null
+  --attention flash -o "$out/mg-gpt-bf16.bin" > /dev/null
 "$dsc" plan "$out/fp16.json" "$out/mg-gpt.onnx" --seq-len 128 \
-  -o "$out/mg-gpt-fp16.bin" > /dev/null
+  --attention flash -o "$out/mg-gpt-fp16.bin" > /dev/null
 "$dsc" plan "$out/bf16.json" "$out/mg-gpt.onnx" --seq-len 128 \
   --attention math -o "$out/mg-gpt-bf16-math.bin" > /dev/null
 "$dsc" plan "$out/bf16.json" "$out/mg-llama.onnx" --seq-len 136 \
-  -o "$out/mg-llama-bf16.bin" > /dev/null
+  --attention flash -o "$out/mg-llama-bf16.bin" > /dev/null
 # cuDNN's fused attention: causal with grouped queries, and in fp16.
 "$dsc" plan "$out/bf16.json" "$out/mg-llama.onnx" --seq-len 136 \
   --attention cudnn -o "$out/mg-llama-bf16-cudnn.bin" > /dev/null

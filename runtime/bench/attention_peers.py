@@ -9,7 +9,7 @@ accepts it (flash, cuDNN, memory-efficient), the forward and the backward
 in bf16, each the median of 20 timed runs after 5 warm-ups, as TFLOP/s
 counted the way dsrun counts them (4 B H T S D, halved when causal; the
 backward 2.5 times the forward). dsrun's own kernels are timed on the same
-shapes by dsrun-attention-bench; runtime/bench/attention_table.py puts the
+shapes by dsrun-attention-bench; runtime/bench/attention_compare.sh puts the
 two side by side.
 """
 import argparse
@@ -20,13 +20,18 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 SHAPES = [
-    # name, B, Hq, Hkv, T, D, causal
+    # name, B, Hq, Hkv, T, D, causal: runtime/bench/attention_bench.cu's.
     ("llama3-8b 2x2048", 2, 32, 8, 2048, 128, True),
     ("gpt2-small 16x1024", 16, 12, 12, 1024, 64, True),
     ("gpt2-xl 4x1024", 4, 25, 25, 1024, 64, True),
     ("llama-1b 4x1024", 4, 32, 4, 1024, 64, True),
     ("hd128 full 4x1024", 4, 16, 16, 1024, 128, False),
-    ("hd64 4x4096", 1, 16, 16, 4096, 64, True),
+    ("hd64 1x4096", 1, 16, 16, 4096, 64, True),
+    ("hd128 1x8192", 1, 32, 8, 8192, 128, True),
+    ("hd64 64x128", 64, 12, 12, 128, 64, True),
+    ("hd80 4x1024", 4, 32, 32, 1024, 80, True),
+    ("hd96 4x1024", 4, 32, 32, 1024, 96, True),
+    ("hd256 2x2048", 2, 16, 8, 2048, 256, True),
 ]
 BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION,
             "cudnn": SDPBackend.CUDNN_ATTENTION,
