@@ -271,6 +271,15 @@ namespace {
 unsigned elideCopiesOnce(KernelProgram &P, const std::vector<bool> &Forbidden,
                          std::vector<bool> &Gone, std::vector<bool> &Dropped,
                          std::vector<uint32_t> &Destinations) {
+  // The kernels with an operand on each value, ascending: a copy looks
+  // only at its source's and destination's kernels, so a 405B program of
+  // tens of thousands of kernels is not scanned once per copy.
+  std::vector<std::vector<uint32_t>> UsersOf(P.Values.size());
+  for (uint32_t K = 0; K < P.Kernels.size(); ++K)
+    for (TensorRef *R : operands(P.Kernels[K]))
+      if (UsersOf[R->Value].empty() || UsersOf[R->Value].back() != K)
+        UsersOf[R->Value].push_back(K);
+
   unsigned Elided = 0;
   for (size_t C = 0; C < P.Kernels.size(); ++C) {
     const plan::Kernel &Copy = P.Kernels[C];
@@ -290,17 +299,20 @@ unsigned elideCopiesOnce(KernelProgram &P, const std::vector<bool> &Forbidden,
       continue;
     // Every other operand on X, rewritten onto the destination.
     std::vector<std::pair<TensorRef *, TensorRef>> Rewrites;
+    std::vector<uint32_t> Touched;
     size_t First = C, Last = C;
     bool Fits = true;
-    for (size_t K = 0; K < P.Kernels.size() && Fits; ++K) {
+    for (uint32_t K : UsersOf[X]) {
+      if (!Fits)
+        break;
       if (K == C || Gone[K])
         continue;
-      bool Uses = false;
       // X rewritten after the copy read it would now change the copy's
       // destination.
       if (K > C)
         for (const TensorRef &R : P.Kernels[K].Outputs)
           Fits = Fits && R.Value != X;
+      bool Uses = false;
       for (TensorRef *R : operands(P.Kernels[K]))
         if (R->Value == X) {
           std::optional<TensorRef> New = viewThroughCopy(*R, In, Out, XV.Elems);
@@ -312,8 +324,9 @@ unsigned elideCopiesOnce(KernelProgram &P, const std::vector<bool> &Forbidden,
           Uses = true;
         }
       if (Uses) {
-        First = std::min(First, K);
-        Last = std::max(Last, K);
+        Touched.push_back(K);
+        First = std::min<size_t>(First, K);
+        Last = std::max<size_t>(Last, K);
       }
     }
     if (!Fits || Rewrites.empty())
@@ -321,8 +334,8 @@ unsigned elideCopiesOnce(KernelProgram &P, const std::vector<bool> &Forbidden,
     // The destination's elements hold X from X's first write to its last
     // use: no other kernel may write them in between (it would clobber
     // X), nor read them before the copy did (it would see X too soon).
-    for (size_t K = First; K <= Last && Fits; ++K) {
-      if (K == C || Gone[K])
+    for (uint32_t K : UsersOf[Out.Value]) {
+      if (K < First || K > Last || K == C || Gone[K])
         continue;
       auto Meets = [&](const TensorRef &R) {
         return R.Value == Out.Value && mayOverlap(R, Out);
@@ -336,14 +349,6 @@ unsigned elideCopiesOnce(KernelProgram &P, const std::vector<bool> &Forbidden,
     if (!Fits)
       continue;
     // Each rewritten kernel must still run on its new views.
-    std::vector<size_t> Touched;
-    for (size_t K = First; K <= Last; ++K)
-      if (K != C && !Gone[K])
-        for (TensorRef *R : operands(P.Kernels[K]))
-          if (R->Value == X) {
-            Touched.push_back(K);
-            break;
-          }
     std::vector<plan::Kernel> Saved;
     for (size_t K : Touched)
       Saved.push_back(P.Kernels[K]);
@@ -353,7 +358,9 @@ unsigned elideCopiesOnce(KernelProgram &P, const std::vector<bool> &Forbidden,
     // A dim of extent 1 moves nothing, so its stride may differ: it keeps
     // the kernel's own (a product's batch of one writing a weight's
     // gradient, which the copy addressed without that dim).
-    std::vector<bool> Moved(P.Kernels.size(), true);
+    std::map<size_t, bool> Moved;
+    for (size_t K : Touched)
+      Moved[K] = true;
     for (auto &[R, New] : Rewrites) {
       if (New.Shape == R->Shape)
         for (size_t D = 0; D < New.Shape.size(); ++D)
@@ -376,20 +383,25 @@ unsigned elideCopiesOnce(KernelProgram &P, const std::vector<bool> &Forbidden,
     Gone[C] = true;
     Dropped[X] = true;
     Destinations.push_back(Out.Value);
+    // X's kernels now address the destination.
+    std::vector<uint32_t> &Users = UsersOf[Out.Value];
+    std::vector<uint32_t> Merged;
+    std::set_union(Users.begin(), Users.end(), Touched.begin(), Touched.end(),
+                   std::back_inserter(Merged));
+    Users = std::move(Merged);
     ++Elided;
   }
   return Elided;
 }
 
-/// The nodes of the kernels that write V.
-std::set<uint32_t> writerNodes(const KernelProgram &P,
-                               const std::vector<bool> &Gone, uint32_t V) {
-  std::set<uint32_t> Nodes;
+/// The nodes of the kernels that write each value.
+std::vector<std::set<uint32_t>> writerNodes(const KernelProgram &P,
+                                            const std::vector<bool> &Gone) {
+  std::vector<std::set<uint32_t>> Nodes(P.Values.size());
   for (size_t K = 0; K < P.Kernels.size(); ++K)
     if (!Gone[K])
       for (const TensorRef &R : P.Kernels[K].Outputs)
-        if (R.Value == V)
-          Nodes.insert(P.Node[K]);
+        Nodes[R.Value].insert(P.Node[K]);
   return Nodes;
 }
 
@@ -411,12 +423,12 @@ unsigned elideCopies(KernelProgram &P) {
     std::vector<uint32_t> Destinations;
     unsigned Elided = elideCopiesOnce(P, Forbidden, Gone, Dropped,
                                       Destinations);
-    std::vector<bool> NoneGone(Original.Kernels.size(), false);
+    std::vector<std::set<uint32_t>> Before = writerNodes(
+        Original, std::vector<bool>(Original.Kernels.size(), false));
+    std::vector<std::set<uint32_t>> Now = writerNodes(P, Gone);
     bool Again = false;
     for (uint32_t Y : Destinations) {
-      std::set<uint32_t> Now = writerNodes(P, Gone, Y);
-      if (Now.size() > 1 && Now != writerNodes(Original, NoneGone, Y) &&
-          !Forbidden[Y]) {
+      if (Now[Y].size() > 1 && Now[Y] != Before[Y] && !Forbidden[Y]) {
         Forbidden[Y] = true;
         Again = true;
       }
