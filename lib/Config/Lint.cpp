@@ -137,6 +137,8 @@ LintResult lintConfig(DiagnosticEngine &Engine, unsigned BufferID,
   checkOptimizer(C);
   checkElasticity(C);
   checkFeatures(C);
+  if (Options.ForPlan)
+    checkPlannable(C);
   Result.Root = std::move(Parsed.Root);
   return Result;
 }

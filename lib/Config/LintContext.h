@@ -61,6 +61,8 @@ void checkCommunication(LintContext &C);
 void checkOptimizer(LintContext &C);
 void checkElasticity(LintContext &C);
 void checkFeatures(LintContext &C);
+/// Only for dsc plan and dsc estimate (LintOptions::ForPlan).
+void checkPlannable(LintContext &C);
 
 } // namespace dsc
 

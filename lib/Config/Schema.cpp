@@ -58,6 +58,49 @@ SmallVector<StringRef, 8> KeySpec::choices() const {
   return Out;
 }
 
+KeyTreatment treatmentOf(const KeySpec &K) {
+  if (K.Treat != Treatment::Inherit)
+    return {K.Treat, K.Effect ? K.Effect : "", &K};
+  if (K.Type == ValueType::Misnomer)
+    return {Treatment::NoEffect, "DeepSpeed never reads this spelling", &K};
+  if (K.Unused)
+    return {Treatment::NoEffect, K.Unused, &K};
+  if (K.ReplacedBy)
+    if (const KeySpec *New = findKey(K.ReplacedBy); New && New != &K)
+      return treatmentOf(*New);
+  for (StringRef P = K.parent(); !P.empty();) {
+    if (const KeySpec *Section = findKey(P)) {
+      // "Planned" names what reads the key, so each key inside says its
+      // own: a key added to a planned section is unclassified, not
+      // planned by accident.
+      if (Section->Treat == Treatment::Planned)
+        return {};
+      if (Section->Treat != Treatment::Inherit)
+        return {Section->Treat, Section->Effect ? Section->Effect : "",
+                Section};
+    }
+    size_t Dot = P.rfind('.');
+    P = Dot == StringRef::npos ? StringRef() : P.take_front(Dot);
+  }
+  return {};
+}
+
+StringRef treatmentName(Treatment T) {
+  switch (T) {
+  case Treatment::Inherit:
+    return "unclassified";
+  case Treatment::Planned:
+    return "planned";
+  case Treatment::Refused:
+    return "refused";
+  case Treatment::NoEffect:
+    return "no effect";
+  case Treatment::ModelCode:
+    return "model code";
+  }
+  return "?";
+}
+
 StringRef typeName(ValueType T) {
   switch (T) {
   case ValueType::Bool:

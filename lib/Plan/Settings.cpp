@@ -38,21 +38,16 @@ std::optional<plan::DType> dtypeNamed(StringRef Name) {
   return std::nullopt;
 }
 
-/// Optimizer state tensors per parameter, by the class DeepSpeed builds.
-std::optional<uint32_t> optimizerStates(StringRef Class) {
+/// Whether DeepSpeed builds an Adam with decoupled weight decay for the
+/// class (FusedAdam and DeepSpeedCPUAdam default to adam_w_mode; a
+/// torch.optim.Adam is checked for its decay below): what dsrun runs.
+bool runsAdamW(StringRef Class) {
   std::string C = Class.lower();
-  for (StringRef TwoMoments :
-       {"adam", "adamw", "fusedadam", "deepspeedcpuadam", "onebitadam",
-        "zerooneadam", "onebitlamb", "lamb", "fusedlamb", "lion",
-        "deepspeedcpulion", "fusedlion", "torch.optim.adam",
-        "torch.optim.adamw"})
-    if (C == TwoMoments)
-      return C.find("lion") != std::string::npos ? 1u : 2u;
-  if (C == "adagrad" || C == "deepspeedcpuadagrad")
-    return 1u;
-  if (C == "sgd" || C == "torch.optim.sgd")
-    return 1u; // Momentum buffer (DeepSpeed's SGD examples all use it).
-  return std::nullopt;
+  for (StringRef Name : {"adam", "adamw", "fusedadam", "deepspeedcpuadam",
+                         "torch.optim.adam", "torch.optim.adamw"})
+    if (C == Name)
+      return true;
+  return false;
 }
 
 } // namespace
@@ -132,14 +127,28 @@ Error readPlanSettings(plan::Info &I, const ConfigView &C,
   } else if (Class.empty()) {
     Class = C.getString("optimizer.type").value_or("");
   }
-  std::optional<uint32_t> States = optimizerStates(Class);
-  if (!States)
-    return settingError("optimizer '" + Class +
-                        "': dsc does not know how many state tensors it "
-                        "keeps per parameter; plan with Adam, AdamW, Lamb, "
-                        "Lion, Adagrad or SGD");
+  // dsrun runs Adam with decoupled decay (AdamW): the classes that do
+  // that are planned, the others refused by name rather than run as it.
+  std::string Written = C.getString("optimizer.type").value_or(Class);
+  std::string Named = Written == Class
+                          ? "'" + Class + "'"
+                          : "'" + Written + "' (DeepSpeed builds " + Class + ")";
+  if (!runsAdamW(Class))
+    return settingError(
+        "optimizer " + Named + ": dsc plans Adam and AdamW (Adam, AdamW, "
+        "FusedAdam, DeepSpeedCPUAdam, torch.optim.Adam and AdamW), which "
+        "dsrun runs; '" + Class + "' updates by another rule, which it does "
+        "not");
+  bool TorchAdam = StringRef(Class).equals_insensitive("torch.optim.adam");
+  if (TorchAdam && !C.getBool("optimizer.params.decoupled_weight_decay")
+                        .value_or(false) &&
+      C.getNumber("optimizer.params.weight_decay").value_or(0) != 0)
+    return settingError(
+        "optimizer 'torch.optim.Adam' with weight_decay adds the decay to "
+        "the gradient (L2); dsrun decouples it (AdamW): use "
+        "torch.optim.AdamW, or set decoupled_weight_decay: true");
   I.Optimizer = Class;
-  I.OptimizerStates = *States;
+  I.OptimizerStates = 2;
   // Nine significant digits reproduce any float exactly.
   auto Decimal = [](double V) {
     char Text[32];
@@ -221,6 +230,10 @@ Error readPlanSettings(plan::Info &I, const ConfigView &C,
   I.ReduceBucketElems = Elems("zero_optimization.reduce_bucket_size");
   I.AllgatherBucketElems = Elems("zero_optimization.allgather_bucket_size");
   I.PrefetchBucketElems = Elems("zero_optimization.prefetch_bucket_size");
+  // stage3_allgather_sequential gathers one module at a time: DeepSpeed
+  // sets the prefetch bucket to 1 element.
+  if (Flag("zero_optimization.allgather_sequential"))
+    I.PrefetchBucketElems = 1;
   I.MaxLiveParams = Elems("zero_optimization.max_live_parameters");
   I.MaxReuseDistance = Elems("zero_optimization.max_reuse_distance");
   I.ParamPersistenceThreshold =

@@ -1,7 +1,8 @@
 //===- LintFuzzer.cpp - libFuzzer target: the whole of dsc lint -----------===//
 //
-// Reader, schema walk, cross-field rules, fix-its and all three emitters on
-// arbitrary input, as a ds_config and as an accelerate YAML.
+// Reader, schema walk, cross-field rules, dsc plan's treatments, fix-its and
+// all three emitters on arbitrary input, as a ds_config and as an
+// accelerate YAML.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
         Engine.addFile(llvm::MemoryBuffer::getMemBufferCopy(Text, Name));
     LintOptions Options;
     Options.WorldSize = 1 + Size % 16;
+    // Half the inputs also take dsc plan's checks (PlanRules.cpp).
+    Options.ForPlan = Size % 2 == 0;
     if (llvm::StringRef(Name).endswith(".yaml"))
       lintAccelerateConfig(Engine, ID, Options);
     else

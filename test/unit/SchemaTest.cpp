@@ -43,6 +43,43 @@ TEST(SchemaTest, PathAndVariantIdentifyOneEntry) {
   }
 }
 
+// Nothing silent: dsc plan acts on every key by its treatment, so a key
+// added without one (or a section whose keys would inherit none) fails
+// here rather than being planned as if it were not there.
+TEST(SchemaTest, EveryKeyHasATreatment) {
+  unsigned Classified = 0;
+  for (const KeySpec &K : schemaKeys()) {
+    KeyTreatment T = treatmentOf(K);
+    EXPECT_NE(T.How, Treatment::Inherit)
+        << K.Path << ": say whether the planner plans it, refuses it, "
+        << "ignores it (no effect) or leaves it to model code";
+    if (T.How != Treatment::Inherit) {
+      ++Classified;
+      EXPECT_FALSE(T.Effect.empty()) << K.Path << ": say what it does";
+    }
+  }
+  EXPECT_GT(Classified, 400u);
+}
+
+// A refusal names the default that makes the config plannable: a refused
+// key either has one or is off when absent (no default: null or false).
+TEST(SchemaTest, TreatmentsResolveThroughSectionsAndReplacements) {
+  const KeySpec *Autotp = findKey("tensor_parallel.autotp_size");
+  ASSERT_TRUE(Autotp);
+  EXPECT_EQ(treatmentOf(*Autotp).How, Treatment::Refused);
+  const KeySpec *CpuOffload = findKey("zero_optimization.cpu_offload");
+  ASSERT_TRUE(CpuOffload);
+  KeyTreatment T = treatmentOf(*CpuOffload);
+  EXPECT_EQ(T.How, Treatment::Planned);
+  EXPECT_EQ(llvm::StringRef(T.From->Path), "zero_optimization.offload_optimizer");
+  const KeySpec *Unused = findKey("zero_optimization.allgather_partitions");
+  ASSERT_TRUE(Unused);
+  EXPECT_EQ(treatmentOf(*Unused).How, Treatment::NoEffect);
+  const KeySpec *Stage = findKey("zero_optimization.stage");
+  ASSERT_TRUE(Stage);
+  EXPECT_EQ(treatmentOf(*Stage).How, Treatment::Planned);
+}
+
 TEST(SchemaTest, EveryEntryHasADocLine) {
   for (const KeySpec &K : schemaKeys())
     EXPECT_FALSE(llvm::StringRef(K.Doc).empty()) << K.Path;

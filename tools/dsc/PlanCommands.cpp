@@ -74,6 +74,12 @@ static cl::OptionCategory PlanOptionsCategory("Planning options");
 
 static cl::opt<std::string> ConfigPath(cl::Positional, cl::desc("<ds_config>"),
                                        cl::Required, PLAN_SUBS);
+static cl::list<std::string>
+    PlanWarnings("W", cl::Prefix,
+                 cl::desc("-Werror: the config's warnings stop the plan; "
+                          "-Wno-CODE: drop the warnings of rule CODE"),
+                 cl::value_desc("error|no-CODE"), PLAN_SUBS,
+                 cl::cat(PlanOptionsCategory));
 static cl::opt<std::string> ModelPath(cl::Positional, cl::desc("<model.onnx>"),
                                       cl::Required, PLAN_SUBS);
 static cl::opt<uint32_t> WorldSize("world-size",
@@ -345,28 +351,31 @@ static int runPlanOrEstimate(StringRef Tool, bool WritePlan) {
   LintOptions L;
   L.Target = LintTarget::DeepSpeed;
   L.WorldSize = Options->WorldSize;
+  L.ForPlan = true;
   lintConfig(Engine, ID, L);
+  // What lint says, the plan's user sees: warnings too, as dsc lint
+  // prints them; -Werror makes them stop the plan.
+  Engine.discard("json-extension");
+  bool WarningsAreErrors = false;
+  for (const std::string &W : PlanWarnings) {
+    StringRef Flag(W);
+    if (Flag == "error")
+      WarningsAreErrors = true;
+    else if (Flag.consume_front("no-") && !Flag.empty())
+      Engine.discard(Flag);
+    else
+      return usage(Tool, "-W" + W + ": use -Werror or -Wno-CODE");
+  }
+  if (WarningsAreErrors)
+    Engine.promoteWarningsToErrors();
+  emitText(Engine, errs(), sys::Process::StandardErrHasColors());
   if (Engine.count(Severity::Error)) {
-    Engine.discard("json-extension");
-    emitText(Engine, errs(), sys::Process::StandardErrHasColors());
     errs() << Tool << ": the config has errors; nothing planned\n";
     return ExitFindings;
   }
   if (!Parsed.Root)
     return usage(Tool, ConfigPath + ": not a JSON object");
   ConfigView View(*Parsed.Root);
-  // DeepSpeed's activation_checkpointing section configures
-  // deepspeed.checkpointing, which HF models never call: they checkpoint
-  // through torch.utils.checkpoint, which keeps the layers' inputs on the
-  // GPU. The plan does what such a model does; say so.
-  if (View.getBool("activation_checkpointing.cpu_checkpointing")
-          .value_or(false))
-    WithColor::warning(errs(), Tool)
-        << "activation_checkpointing.cpu_checkpointing is not planned: it "
-           "applies only to code that calls deepspeed.checkpointing; a "
-           "Hugging Face model checkpoints with torch.utils.checkpoint "
-           "(--checkpoint-layers), which keeps each layer's inputs on the "
-           "GPU\n";
 
   // The model.
   if (!sys::fs::exists(ModelPath))

@@ -49,6 +49,10 @@ struct LintOptions {
   /// deepspeed.initialize when the config has none ("torch.optim.SGD",
   /// "DeepSpeedCPUAdam", ...), when known.
   std::optional<std::string> ClientOptimizer;
+  /// For dsc plan and dsc estimate: also report each key whose value the
+  /// plan cannot contain (not-planned) or that acts only through training
+  /// code (outside-plan), as the schema's treatments say.
+  bool ForPlan = false;
 };
 
 struct LintResult {

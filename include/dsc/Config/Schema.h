@@ -58,6 +58,25 @@ enum AutoFill : uint8_t {
   AutoBoth = AutoTrainer | AutoAccelerate,
 };
 
+/// What dsc's planner does with a key: the "plan" column of
+/// docs/config-keys.md and what `dsc plan` says about a config.
+enum class Treatment : uint8_t {
+  /// The treatment of the key's section (the table's default).
+  Inherit,
+  /// A planner pass reads it; Effect names the pass and what it decides.
+  Planned,
+  /// dsc plan refuses a value other than the default, naming the key;
+  /// Effect says what DeepSpeed would do that the plan cannot.
+  Refused,
+  /// Changes nothing DeepSpeed executes on the GPUs (logging, file names,
+  /// checks at start-up); Effect says what it does instead.
+  NoEffect,
+  /// Takes effect only in training code that uses the feature (DeepSpeed's
+  /// own checkpointing API, pipeline modules, data sampling): dsc plan
+  /// warns that the plan does not contain it; Effect says what.
+  ModelCode,
+};
+
 constexpr double NoBound = std::numeric_limits<double>::infinity();
 
 /// A path segment that stands for any name: the children of a section whose
@@ -112,6 +131,8 @@ struct KeySpec {
   /// specific than the section's rule (dropped in models, raw in dicts).
   const char *OnAuto = nullptr;
   const char *Doc = "";
+  Treatment Treat = Treatment::Inherit;
+  const char *Effect = nullptr;
 
   llvm::StringRef path() const { return Path; }
   /// The last path segment.
@@ -168,6 +189,19 @@ llvm::SmallVector<llvm::StringRef, 4> suggestionsIn(llvm::StringRef Parent,
                                                     llvm::StringRef Variant);
 
 llvm::StringRef typeName(ValueType T);
+
+/// A key's treatment, resolved: its own, else its replacement's for a
+/// deprecated spelling, NoEffect for a misnomer or a key DeepSpeed never
+/// uses, else its nearest section's unless that is Planned (each planned
+/// key names its own reader). Inherit when nothing above says.
+struct KeyTreatment {
+  Treatment How = Treatment::Inherit;
+  llvm::StringRef Effect;
+  /// The entry the treatment was written on.
+  const KeySpec *From = nullptr;
+};
+KeyTreatment treatmentOf(const KeySpec &K);
+llvm::StringRef treatmentName(Treatment T);
 
 } // namespace dsc
 

@@ -55,8 +55,25 @@ struct Entry : KeySpec {
   }
   constexpr Entry onAuto(const char *V) const { return with(&KeySpec::OnAuto, V); }
   constexpr Entry doc(const char *V) const { return with(&KeySpec::Doc, V); }
+  /// docs: Treatment. What the planner does with the key (a section's
+  /// treatment holds for the keys inside that do not say their own).
+  constexpr Entry planned(const char *How) const {
+    return treat(Treatment::Planned, How);
+  }
+  constexpr Entry refused(const char *Why) const {
+    return treat(Treatment::Refused, Why);
+  }
+  constexpr Entry noEffect(const char *What) const {
+    return treat(Treatment::NoEffect, What);
+  }
+  constexpr Entry modelCode(const char *What) const {
+    return treat(Treatment::ModelCode, What);
+  }
 
 private:
+  constexpr Entry treat(Treatment T, const char *Effect) const {
+    return with(&KeySpec::Treat, T).with(&KeySpec::Effect, Effect);
+  }
   template <typename F, typename V>
   constexpr Entry with(F KeySpec::*Field, V Value) const {
     Entry E = *this;

@@ -47,17 +47,24 @@ namespace dsc::schema {
 static const KeySpec Keys[] = {
     section("compression_training", DictSection)
         .doc("Compression library (init_compression): each technique has "
-             "shared_parameters and named module groups"),
+             "shared_parameters and named module groups")
+        .modelCode("DeepSpeed compresses only the modules that the training "
+                   "code's init_compression call (deepspeed.compression) "
+                   "replaces in the model"),
 
     section("compression_training.layer_reduction", DictSection)
         .doc("Layer reduction: a shallower student initialized from chosen "
-             "teacher layers"),
+             "teacher layers")
+        .modelCode("init_compression copies the chosen teacher layers into "
+                   "the student model that the training code builds"),
     key("compression_training.layer_reduction.enabled", Bool).def("false")
         .doc("Initialize the student from the teacher in init_compression "
              "(needs a teacher model)"),
     key("compression_training.layer_reduction.keep_number_layer", Int).min(1)
         .doc("Layers the student keeps; for your script to size the model, "
-             "DeepSpeed itself never reads it"),
+             "DeepSpeed itself never reads it")
+        .noEffect("DeepSpeed never reads it; training scripts read it to "
+                  "size the student model"),
     key("compression_training.layer_reduction.module_name_prefix", String)
         .doc("Module path before the layer index, e.g. bert.encoder.layer "
              "(read with [] when enabled)"),
@@ -93,7 +100,8 @@ static const KeySpec Keys[] = {
     key("compression_training.weight_quantization.shared_parameters."
         "quantize_verbose",
         Bool)
-        .def("false").doc("Log each change of bits"),
+        .def("false").doc("Log each change of bits")
+        .noEffect("DeepSpeed logs each change of bits"),
     key("compression_training.weight_quantization.shared_parameters."
         "quantization_type",
         String)
@@ -282,7 +290,10 @@ static const KeySpec Keys[] = {
 
     section("quantize_training", DictSection)
         .doc("Legacy MoQ settings: only eigenvalue is read, and only while "
-             "compression weight quantization is enabled"),
+             "compression weight quantization is enabled")
+        .noEffect("DeepSpeed reads it only while compression weight "
+                  "quantization is enabled, and then asserts that "
+                  "eigenvalue MoQ is off: no eigenvalue is computed"),
     section("quantize_training.eigenvalue", DictSection)
         .doc("Eigenvalue-based MoQ"),
     key("quantize_training.eigenvalue.enabled", Bool).def("false")

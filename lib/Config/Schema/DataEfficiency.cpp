@@ -42,7 +42,11 @@ namespace dsc::schema {
 
 static const KeySpec Keys[] = {
     section("curriculum_learning", DictSection)
-        .doc("Legacy curriculum learning (sequence length in the engine)"),
+        .doc("Legacy curriculum learning (sequence length in the engine)")
+        .refused("DeepSpeed passes a growing curriculum_seqlen to the "
+                 "model's forward at each training step and the model "
+                 "truncates its batch to it; the plan is for one fixed "
+                 "sequence length"),
     key("curriculum_learning.enabled", Bool).required()
         .doc("Enable it (required: DeepSpeed pops it without a default)"),
     key("curriculum_learning.curriculum_type", String)
@@ -56,26 +60,38 @@ static const KeySpec Keys[] = {
 
     section("data_efficiency", DictSection)
         .doc("Data efficiency library: curriculum data sampling and random "
-             "layerwise token dropping"),
+             "layerwise token dropping")
+        .modelCode("DeepSpeed acts on it only through the data sampler, "
+                   "data loaders or random-LTD layers that the training "
+                   "code sets up"),
     key("data_efficiency.enabled", Bool).def("false")
         .doc("Library switch, exposed on the engine; the features follow "
-             "their own enabled keys"),
+             "their own enabled keys")
+        .noEffect("DeepSpeed exposes it on the engine; the features follow "
+                  "their own enabled keys"),
     key("data_efficiency.seed", Int).def("1234")
         .doc("Seed of the data sampler"),
 
     section("data_efficiency.data_sampling", DictSection)
         .doc("Curriculum data sampling"),
     key("data_efficiency.data_sampling.enabled", Bool).def("false")
-        .doc("Data sampling switch, exposed on the engine"),
+        .doc("Data sampling switch, exposed on the engine")
+        .noEffect("DeepSpeed exposes it on the engine; curriculum sampling "
+                  "follows curriculum_learning.enabled"),
     key("data_efficiency.data_sampling.num_epochs", Int).def("1000").above(0)
         .doc("Epochs the sampler draws from"),
     key("data_efficiency.data_sampling.num_workers", Int).def("0").min(0)
         .doc("Data loader workers"),
     key("data_efficiency.data_sampling.pin_memory", Bool).def("false")
-        .doc("Pinned data loader memory"),
+        .doc("Pinned data loader memory")
+        .noEffect("DeepSpeed parses it; its data loader takes pin_memory "
+                  "from the deepspeed_io argument instead"),
 
     section("data_efficiency.data_sampling.curriculum_learning", DictSection)
-        .doc("Curriculum learning by per-sample difficulty metrics"),
+        .doc("Curriculum learning by per-sample difficulty metrics")
+        .modelCode("DeepSpeed orders samples by difficulty only in its own "
+                   "data loader (training_data given to "
+                   "deepspeed.initialize, or deepspeed_io)"),
     key("data_efficiency.data_sampling.curriculum_learning.enabled", Bool)
         .def("false")
         .doc("Sample by curriculum (DeepSpeed asserts curriculum_metrics "
@@ -131,7 +147,11 @@ static const KeySpec Keys[] = {
 
     section("data_efficiency.data_sampling.dynamic_batching", DictSection)
         .doc("Batches of varying size under a token budget, with the "
-             "learning rate scaled to match"),
+             "learning rate scaled to match")
+        .modelCode("DeepSpeed varies the batch size and learning rate only "
+                   "through the data loader and scheduler that its "
+                   "variable-batch-size helper returns to the training "
+                   "code"),
     key("data_efficiency.data_sampling.dynamic_batching.enabled", Bool)
         .def("false")
         .doc("Enable it (DeepSpeed asserts max_tokens then)"),
@@ -155,15 +175,20 @@ static const KeySpec Keys[] = {
         .doc("Order in which samples fill batches (DeepSpeed asserts one of "
              "the three)"),
     key("data_efficiency.data_sampling.dynamic_batching.verbose", Bool)
-        .def("false").doc("Log the batches"),
+        .def("false").doc("Log the batches")
+        .noEffect("DeepSpeed logs the batches it builds"),
 
     section("data_efficiency.data_routing", DictSection)
         .doc("Data routing"),
     key("data_efficiency.data_routing.enabled", Bool).def("false")
         .doc("Data routing switch (random_ltd.enabled is what DeepSpeed "
-             "consults)"),
+             "consults)")
+        .noEffect("DeepSpeed parses it; random-LTD follows "
+                  "random_ltd.enabled"),
     section("data_efficiency.data_routing.random_ltd", DictSection)
-        .doc("Random layerwise token dropping (random-LTD)"),
+        .doc("Random layerwise token dropping (random-LTD)")
+        .modelCode("DeepSpeed drops tokens only in the layers that the "
+                   "training code wraps with convert_to_random_ltd"),
     key("data_efficiency.data_routing.random_ltd.enabled", Bool).def("false")
         .doc("Drop tokens in the chosen layers"),
     key("data_efficiency.data_routing.random_ltd.total_layer_num", Int).min(1)

@@ -13,9 +13,16 @@
 
 namespace dsc::schema {
 
+static constexpr const char *WeightQuantUnread =
+    "DeepSpeed parses it but reads only quantized_initialization and "
+    "post_init_quant";
+
 static const KeySpec Keys[] = {
     section("activation_checkpointing", DictSection)
-        .doc("deepspeed.checkpointing settings for activation checkpointing"),
+        .doc("deepspeed.checkpointing settings for activation checkpointing")
+        .modelCode("configures deepspeed.checkpointing, which only code that "
+                   "calls it uses; Hugging Face models checkpoint with "
+                   "torch.utils.checkpoint (dsc plan --checkpoint-layers)"),
     key("activation_checkpointing.partition_activations", Bool).def("false")
         .doc("Partition checkpointed activations across model-parallel ranks"),
     key("activation_checkpointing.contiguous_memory_optimization", Bool)
@@ -38,7 +45,10 @@ static const KeySpec Keys[] = {
 
     section("aio", DictSection).nullable()
         .doc("Asynchronous NVMe I/O (libaio) used by NVMe offload; a top-level "
-             "section"),
+             "section")
+        .refused("sets the request size, queue depth and threads of NVMe "
+                 "offload's reads and writes; dsc's NVMe time model uses the "
+                 "hardware profile's NVMe rates and does not read aio"),
     key("aio.block_size", Int).def("1048576").above(0)
         .doc("Bytes per I/O request"),
     key("aio.queue_depth", Int).def("8").above(0)
@@ -50,14 +60,23 @@ static const KeySpec Keys[] = {
     key("aio.overlap_events", Bool).def("true")
         .doc("Overlap submission with completion"),
     key("aio.use_gds", Bool).def("false")
-        .doc("GPUDirect Storage (CUDA only)"),
+        .doc("GPUDirect Storage (CUDA only)")
+        .refused("GPUDirect Storage puts the parameter swap buffers in GPU "
+                 "memory and reads NVMe into them directly; dsc plans them in "
+                 "pinned host memory"),
     misnomer("aio.thread_count", "aio.intra_op_parallelism")
         .doc("Named in DeepSpeed's docs, never read; the code reads "
              "intra_op_parallelism"),
 
-    section("flops_profiler", DictSection).doc("The FLOPS profiler"),
+    section("flops_profiler", DictSection).doc("The FLOPS profiler")
+        .noEffect("prints a FLOPS, parameter and latency report of one "
+                  "training step; the step's work and memory are unchanged"),
     key("flops_profiler.enabled", Bool).def("false")
-        .doc("Profile one step (also turns on wall_clock_breakdown)"),
+        .doc("Profile one step (also turns on wall_clock_breakdown)")
+        .noEffect("profiles one step on rank 0, synchronizing the device "
+                  "around each module's forward there, and turns on "
+                  "wall_clock_breakdown's timers, which wait for the GPU once "
+                  "per step"),
     key("flops_profiler.recompute_fwd_factor", Float).def("0.0").min(0)
         .doc("Share of the forward recomputed by activation checkpointing"),
     key("flops_profiler.profile_step", Int).def("1").min(1)
@@ -71,7 +90,9 @@ static const KeySpec Keys[] = {
     key("flops_profiler.output_file", String).def("null").nullable()
         .doc("Report file; stdout when null"),
 
-    section("checkpoint", DictSection).doc("Checkpoint saving and loading"),
+    section("checkpoint", DictSection).doc("Checkpoint saving and loading")
+        .noEffect("changes how checkpoints are saved, named and loaded; the "
+                  "training step is unchanged"),
     key("checkpoint.tag_validation", String).def("\"Warn\"")
         .oneOf("Warn|Ignore|Fail").anyCase()
         .onAuto("DeepSpeedConfigError: invalid tag_validation, while "
@@ -108,7 +129,10 @@ static const KeySpec Keys[] = {
 
     section("elasticity", DictSection)
         .doc("Elastic training: DeepSpeed picks the batch size for a range of "
-             "GPU counts"),
+             "GPU counts")
+        .refused("DeepSpeed replaces the batch keys with the elastic batch it "
+                 "computes from this block and the world size; dsc plans the "
+                 "batch keys as written"),
     key("elasticity.enabled", Bool).def("false").doc("Use elastic training"),
     key("elasticity.max_train_batch_size", Int).def("2000").above(0)
         .doc("Largest acceptable global batch (required when enabled)"),
@@ -120,13 +144,18 @@ static const KeySpec Keys[] = {
     key("elasticity.max_gpus", Int).def("10000").min(1)
         .doc("Most GPUs to plan for"),
     key("elasticity.min_time", Int).def("0").min(0)
-        .doc("Minimum running time in minutes before scaling"),
+        .doc("Minimum running time in minutes before scaling")
+        .noEffect("DeepSpeed checks that it is not negative and uses it "
+                  "nowhere else"),
     key("elasticity.version", Any).def("0.2")
         .doc("Algorithm version: 0.1, or 0.2 (model-parallel aware)"),
     key("elasticity.prefer_larger_batch", Bool).def("true")
         .doc("Between equally flexible batch sizes, take the larger"),
     key("elasticity.ignore_non_elastic_batch_info", Bool).def("false")
-        .doc("Ignore the batch keys instead of refusing them"),
+        .doc("Ignore the batch keys instead of refusing them")
+        .noEffect("decides whether DeepSpeed rejects batch keys written beside "
+                  "enabled elasticity; the elastic batch replaces them either "
+                  "way"),
     key("elasticity.num_gpus_per_node", Int).def("1").min(1)
         .doc("GPUs per node (version 0.2)"),
     key("elasticity.model_parallel_size", Int).def("1").min(1)
@@ -135,8 +164,14 @@ static const KeySpec Keys[] = {
         .doc("Spelling in DeepSpeed's docs; the code reads "
              "prefer_larger_batch"),
 
-    section("autotuning", DictSection).doc("The DeepSpeed autotuner"),
-    key("autotuning.enabled", Bool).def("false").doc("Run the autotuner"),
+    section("autotuning", DictSection).doc("The DeepSpeed autotuner")
+        .noEffect("configures the autotuner, which launches separate "
+                  "experiment runs with configs of its own; the steps of this "
+                  "run are unchanged"),
+    key("autotuning.enabled", Bool).def("false").doc("Run the autotuner")
+        .noEffect("makes the run an autotuning experiment: it turns on the "
+                  "FLOPS profiler, times steps start_profile_step to "
+                  "end_profile_step, writes the metric file and exits"),
     key("autotuning.fast", Bool).def("true")
         .doc("Tune only the micro batch size and ZeRO stage"),
     key("autotuning.results_dir", String).def("\"autotuning_results\"")
@@ -164,7 +199,9 @@ static const KeySpec Keys[] = {
     section("autotuning.model_info", DictSection).nullable()
         .doc("Model facts given to the autotuner"),
     key("autotuning.model_info.profile", Bool).def("false")
-        .doc("Profile the model instead"),
+        .doc("Profile the model instead")
+        .noEffect("with autotuning enabled, the run writes the parameter count "
+                  "and the first forward's activation memory, then exits"),
     key("autotuning.model_info.num_params", Int).def("null").nullable()
         .doc("Parameter count"),
     key("autotuning.model_info.hidden_size", Int).def("null").nullable()
@@ -185,7 +222,11 @@ static const KeySpec Keys[] = {
     key("autotuning.num_tuning_micro_batch_sizes", Int).def("3").min(1)
         .doc("Micro batch sizes tried"),
 
-    section("compile", Model).doc("DeepCompile"),
+    section("compile", Model).doc("DeepCompile")
+        .refused("Once engine.compile() runs (accelerate calls it under "
+                 "torch.compile), DeepCompile schedules ZeRO's gathers, frees, "
+                 "offloads and reductions in the compiled graph; dsc plans "
+                 "DeepSpeed's eager ZeRO hooks"),
     key("compile.deepcompile", Bool).def("false").doc("Enable DeepCompile"),
     key("compile.free_activation", Bool).def("false")
         .doc("Free activations early"),
@@ -202,7 +243,8 @@ static const KeySpec Keys[] = {
         .doc("Double-buffer parameter gathers"),
     key("compile.symmetric_memory", Bool).def("false")
         .doc("Use symmetric memory for collectives"),
-    key("compile.debug_log", Bool).def("false").doc("Debug logging"),
+    key("compile.debug_log", Bool).def("false").doc("Debug logging")
+        .noEffect("Logs what DeepCompile's passes do"),
     key("compile.offload_parameters", Bool).def("false")
         .doc("Offload parameters"),
     key("compile.sync_before_reduce", Bool).def("false")
@@ -232,7 +274,9 @@ static const KeySpec Keys[] = {
              "config in DeepSpeed 0.16.6; DeepSpeed now rejects them: call "
              "engine.compile(backend=...) instead"),
 
-    section("tensor_parallel", Model).doc("AutoTP tensor-parallel training"),
+    section("tensor_parallel", Model).doc("AutoTP tensor-parallel training")
+        .refused("AutoTP splits every Linear across tensor-parallel ranks and "
+                 "all-reduces their outputs; dsc plans data parallelism only"),
     key("tensor_parallel.autotp_size", Int).def("0").min(0)
         .doc("Tensor-parallel degree (0 = off)"),
     key("tensor_parallel.tp_overlap_comm", Bool).def("false")
@@ -260,7 +304,10 @@ static const KeySpec Keys[] = {
         .alias("kernel_inject").doc("Inject DeepSpeed kernels"),
 
     section("expert_parallel", DictSection)
-        .doc("AutoEP expert parallelism (here \"auto\" is a real value)"),
+        .doc("AutoEP expert parallelism (here \"auto\" is a real value)")
+        .refused("AutoEP replaces the model's MoE layers with expert-parallel "
+                 "ones that exchange tokens between ranks by all-to-all; dsc "
+                 "plans data parallelism only"),
     key("expert_parallel.enabled", Bool).def("false").doc("Enable AutoEP"),
     key("expert_parallel.autoep_size", Int).def("1").min(1)
         .doc("Expert-parallel degree"),
@@ -319,7 +366,10 @@ static const KeySpec Keys[] = {
         .nullable().doc("Attribute of the shared-expert gate"),
 
     section("hybrid_engine", Model)
-        .doc("RLHF hybrid engine (training and generation in one engine)"),
+        .doc("RLHF hybrid engine (training and generation in one engine)")
+        .refused("The hybrid engine runs generate() between training steps "
+                 "with DeepSpeed's inference kernels, a KV cache and gathered "
+                 "weights; dsc plans the training step only"),
     key("hybrid_engine.enabled", Bool).def("false").doc("Enable it"),
     key("hybrid_engine.max_out_tokens", Int).def("512").min(1)
         .doc("Longest generation"),
@@ -335,7 +385,9 @@ static const KeySpec Keys[] = {
         .doc("CUDA graphs for generation"),
 
     section("pipeline", DictSection)
-        .doc("PipelineModule settings (merged over DeepSpeed's defaults)"),
+        .doc("PipelineModule settings (merged over DeepSpeed's defaults)")
+        .modelCode("Read by the pipeline engine, which runs only a model built "
+                   "as a PipelineModule; other models train without it"),
     key("pipeline.stages", Any).def("\"auto\"")
         .doc("Pipeline stages, or \"auto\" (a real value here)"),
     key("pipeline.partition", String).def("\"best\"")
@@ -351,7 +403,9 @@ static const KeySpec Keys[] = {
     key("pipeline.use_reentrant", Bool).def("null").nullable()
         .doc("Reentrant activation checkpointing (null = true)"),
 
-    section("sparse_attention", DictSection).doc("Sparse attention kernels"),
+    section("sparse_attention", DictSection).doc("Sparse attention kernels")
+        .modelCode("configures DeepSpeed's sparse attention modules, which "
+                   "only a model built with them (SparseSelfAttention) runs"),
     key("sparse_attention.mode", String).def("\"fixed\"")
         .oneOf("dense|fixed|variable|bigbird|bslongformer")
         .doc("Sparsity layout"),
@@ -380,7 +434,10 @@ static const KeySpec Keys[] = {
         .doc("Sliding window blocks (bigbird, bslongformer)"),
 
     section("progressive_layer_drop", DictSection)
-        .doc("Progressive layer dropping"),
+        .doc("Progressive layer dropping")
+        .modelCode("DeepSpeed passes progressive_layer_drop and pld_theta to "
+                   "the model's forward; only a model written to skip layers "
+                   "with them drops any"),
     key("progressive_layer_drop.enabled", Bool).required()
         .doc("Enable it (required: DeepSpeed pops it without a default)"),
     key("progressive_layer_drop.theta", Float).def("1.0")
@@ -389,20 +446,29 @@ static const KeySpec Keys[] = {
         .doc("Decay rate (read with [] when enabled)"),
 
     section("weight_quantization", Model)
-        .doc("Weight quantization at ZeRO-3 initialization"),
-    key("weight_quantization.enabled", Bool).def("true").doc("Enable it"),
+        .doc("Weight quantization at ZeRO-3 initialization")
+        .refused("zero.Init stores each Linear weight quantized and "
+                 "dequantizes it at every gather; dsc plans unquantized "
+                 "weights"),
+    key("weight_quantization.enabled", Bool).def("true").doc("Enable it")
+        .noEffect(WeightQuantUnread),
     key("weight_quantization.num_bits", Int).def("8").oneOf("4|8")
-        .doc("Bits per weight"),
+        .doc("Bits per weight").noEffect(WeightQuantUnread),
     key("weight_quantization.q_type", String).def("\"symmetric\"")
-        .oneOf("symmetric|asymmetric").doc("Quantization type"),
+        .oneOf("symmetric|asymmetric").doc("Quantization type")
+        .noEffect(WeightQuantUnread),
     key("weight_quantization.q_groups", Int).def("1").min(1)
-        .doc("Quantization groups"),
+        .doc("Quantization groups").noEffect(WeightQuantUnread),
     key("weight_quantization.quantized_initialization", Dict).def("{}")
         .doc("Quantizer settings for zero.Init"),
     key("weight_quantization.post_init_quant", Dict).def("{}")
-        .doc("Per-module quantizer settings after init"),
+        .doc("Per-module quantizer settings after init")
+        .modelCode("Read only by code that calls DeepSpeed's post-init "
+                   "quantization (deepspeed.inference.quantization)"),
 
-    section("nebula", DictSection).doc("Azure Nebula checkpointing"),
+    section("nebula", DictSection).doc("Azure Nebula checkpointing")
+        .noEffect("Nebula saves and loads checkpoints through Azure's "
+                  "service; the training step is unchanged"),
     key("nebula.enabled", Bool).def("false").doc("Enable Nebula"),
     key("nebula.persistent_storage_path", String).def("null").nullable()
         .doc("Where checkpoints persist"),
