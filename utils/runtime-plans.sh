@@ -11,7 +11,10 @@
 # (default bf16).
 #
 # Plans are named s<stage>-ov<overlap>-ga<accumulation>-<optimizer
-# offload>-<param offload>[-ckpt].bin.
+# offload>-<param offload>[-ckpt].bin; those ending -l2 run Adam with the
+# decay added to the gradient (adam_w_mode false) and no bias correction,
+# and -l2sum also sums the gradients across ranks (gradient_allreduce_op),
+# on the device and on the host.
 set -eu
 dsc=$1 model=$2 world=$3 seq=$4 out=$5 bucket=${6:-30000}
 aio=${AIO_BUFFER_SIZE:-100000000}
@@ -52,5 +55,24 @@ JSON
       done
     done
   done
+done
+# Adam's other settings, on the device and the host optimizer paths.
+for variant in s2-ovtrue-ga2-none-none-l2sum s1-ovfalse-ga1-cpu-none-l2sum \
+    s3-ovtrue-ga1-cpu-none-l2; do
+  stage=${variant%%-*}; stage=${stage#s}
+  opt=none; case $variant in *-cpu-*) opt=cpu ;; esac
+  overlap=false; case $variant in *-ovtrue-*) overlap=true ;; esac
+  op=mean; case $variant in *-l2sum) op=sum ;; esac
+  cat > "$out/config.json" <<JSON
+{"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 2,
+ $precision "gradient_allreduce_op": "$op",
+ "zero_optimization": {"stage": $stage, "overlap_comm": $overlap,
+   "reduce_bucket_size": $bucket, "stage3_prefetch_bucket_size": $bucket,
+   "offload_optimizer": {"device": "$opt"}},
+ "optimizer": {"type": "Adam", "params": {"lr": 0.001, "weight_decay": 0.01,
+   "adam_w_mode": false, "bias_correction": false}}}
+JSON
+  "$dsc" plan "$out/config.json" "$model" --world-size "$world" \
+    --seq-len "$seq" "$@" -o "$out/$variant.bin" > /dev/null
 done
 rm "$out/config.json"

@@ -9,7 +9,11 @@
 # stage 1 and 3 with every layer checkpointed (s1-ckpt, s3-ckpt: HF
 # gradient_checkpointing, dsc plan --checkpoint-layers); stage 3 with the
 # optimizer state on NVMe (s3-nvme) and with the parameters there too
-# (s3-nvmeparam): dsrun needs --nvme-path for those.
+# (s3-nvmeparam): dsrun needs --nvme-path for those; and stage 2 with
+# Adam adding the decay to the gradient (adam_w_mode false), without bias
+# correction, gradients summed across ranks (s2-l2sum).
+#
+# VARIANTS names the variants to write (default: all).
 #
 #   utils/training-plans.sh DSC MODEL.onnx NAME OUTDIR [WORLD [SEQ [STEPS [LR]]]]
 #
@@ -27,10 +31,15 @@ set -eu
 dsc=$1 model=$2 name=$3 out=$4 world=${5:-1} seq=${6:-256} steps=${7:-200}
 lr=${8:-3e-4}
 mkdir -p "$out"
-for variant in s0 s1 s2 s3 s2-cpu s3-cpuparam s1-fp16 s1-fp32 s1-ckpt \
-    s3-ckpt s3-nvme s3-nvmeparam; do
+for variant in ${VARIANTS:-s0 s1 s2 s3 s2-cpu s3-cpuparam s1-fp16 s1-fp32 \
+    s1-ckpt s3-ckpt s3-nvme s3-nvmeparam s2-l2sum}; do
   stage=${variant%%-*}; stage=${stage#s}
   opt=none par=none precision='"bf16": {"enabled": true}' ckpt=
+  adam='"type": "AdamW", "params": {'
+  case $variant in
+    *-l2sum) precision="$precision, \"gradient_allreduce_op\": \"sum\""
+      adam='"type": "Adam", "params": {"adam_w_mode": false, "bias_correction": false,' ;;
+  esac
   case $variant in
     *-cpu) opt=cpu ;;
     *-cpuparam) opt=cpu par=cpu ;;
@@ -49,8 +58,8 @@ for variant in s0 s1 s2 s3 s2-cpu s3-cpuparam s1-fp16 s1-fp32 s1-ckpt \
    "stage3_prefetch_bucket_size": 5e6, "stage3_param_persistence_threshold": 1e4,
    "offload_optimizer": {"device": "$opt", "nvme_path": "/local_nvme"},
    "offload_param": {"device": "$par", "nvme_path": "/local_nvme"}},
- "optimizer": {"type": "AdamW",
-   "params": {"lr": $lr, "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.1}},
+ "optimizer": {$adam
+   "lr": $lr, "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.1}},
  "scheduler": {"type": "WarmupCosineLR",
    "params": {"total_num_steps": $steps, "warmup_num_steps": $((steps / 10)),
               "warmup_type": "linear", "cos_min_ratio": 0.1}}}

@@ -32,7 +32,7 @@ namespace dsc::plan {
 constexpr char FileMagic[8] = {'D', 'S', 'C', 'P', 'L', 'A', 'N', '\0'};
 /// Bumped whenever an existing section's encoding or meaning changes; new
 /// sections do not need a bump (old readers skip them).
-constexpr uint32_t FormatVersion = 12;
+constexpr uint32_t FormatVersion = 13;
 /// Ranks of different layouts beyond this many are merged (see RankClass).
 constexpr uint32_t MaxRankClasses = 8;
 
@@ -210,6 +210,14 @@ struct Info {
   /// and the YAML form; the runtime parses them).
   std::string LearningRate = "0.001", Beta1 = "0.9", Beta2 = "0.999",
               Epsilon = "1e-08", WeightDecay = "0";
+  /// Adam's weight decay decoupled from the gradient (AdamW, DeepSpeed's
+  /// adam_w_mode), or added to it (L2 regularisation).
+  bool DecoupledWeightDecay = true;
+  /// Adam divides its moments by 1 - beta^step (bias_correction).
+  bool BiasCorrection = true;
+  /// Gradients are averaged across ranks (gradient_allreduce_op "mean"),
+  /// or summed ("sum").
+  bool AverageGradients = true;
   /// The learning-rate scheduler DeepSpeed builds ("" for none) and its
   /// parameters as "name=value" (dsc/LrSchedule.h).
   std::string Scheduler;
@@ -270,6 +278,9 @@ struct Info {
     F("beta2", Beta2);
     F("eps", Epsilon);
     F("weight_decay", WeightDecay);
+    F("decoupled_weight_decay", DecoupledWeightDecay);
+    F("bias_correction", BiasCorrection);
+    F("average_gradients", AverageGradients);
     F("scheduler", Scheduler);
     F("scheduler_params", SchedulerParams);
     F("gradient_clipping", GradientClipping);

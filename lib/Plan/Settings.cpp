@@ -139,14 +139,24 @@ Error readPlanSettings(plan::Info &I, const ConfigView &C,
         "FusedAdam, DeepSpeedCPUAdam, torch.optim.Adam and AdamW), which "
         "dsrun runs; '" + Class + "' updates by another rule, which it does "
         "not");
-  bool TorchAdam = StringRef(Class).equals_insensitive("torch.optim.adam");
-  if (TorchAdam && !C.getBool("optimizer.params.decoupled_weight_decay")
-                        .value_or(false) &&
-      C.getNumber("optimizer.params.weight_decay").value_or(0) != 0)
-    return settingError(
-        "optimizer 'torch.optim.Adam' with weight_decay adds the decay to "
-        "the gradient (L2); dsrun decouples it (AdamW): use "
-        "torch.optim.AdamW, or set decoupled_weight_decay: true");
+  // Decoupled decay: DeepSpeed's Adam classes take adam_w_mode (true by
+  // default); torch.optim.Adam decouples only with decoupled_weight_decay.
+  std::string Lower = StringRef(Class).lower();
+  if (Lower == "torch.optim.adam")
+    I.DecoupledWeightDecay =
+        C.getBool("optimizer.params.decoupled_weight_decay").value_or(false);
+  else if (Lower != "torch.optim.adamw" &&
+           !StringRef(Written).equals_insensitive("adamw"))
+    // The type "AdamW" decouples whatever adam_w_mode says (engine.py,
+    // effective_adam_w_mode).
+    I.DecoupledWeightDecay =
+        C.getBool("optimizer.params.adam_w_mode").value_or(true);
+  if (Lower.rfind("torch.", 0) != 0)
+    I.BiasCorrection =
+        C.getBool("optimizer.params.bias_correction").value_or(true);
+  I.AverageGradients =
+      !StringRef(C.getString("gradient_allreduce_op").value_or("mean"))
+           .equals_insensitive("sum");
   I.Optimizer = Class;
   I.OptimizerStates = 2;
   // Nine significant digits reproduce any float exactly.

@@ -17,10 +17,14 @@ The same training DeepSpeed (and dsrun) does, in one process:
     backward, so the gradient is the mean that ZeRO's reduction gives;
   - torch.optim.AdamW (decoupled weight decay, bias correction), which
     updates as DeepSpeed's FusedAdam in adam_w_mode does, with the config's
-    lr, betas, eps and weight decay;
+    lr, betas, eps and weight decay; for type "Adam" with adam_w_mode
+    false (the decay added to the gradient) or bias_correction false,
+    FusedAdam's step written out (Adam below);
+  - gradient_allreduce_op "sum": each micro loss divided by grad_accum
+    only, so the gradient is the sum over ranks that the reduction gives;
   - the config's scheduler (ds_schedules.py) and gradient_clipping
-    (DeepSpeed's default 1.0 when absent; 0 turns it off), clipping the
-    global norm of the averaged fp32 gradients as DeepSpeed does;
+    (DeepSpeed's default 0, no clipping, when absent), clipping the global
+    norm of the reduced fp32 gradients as DeepSpeed does;
   - bf16 when the config enables it; fp16 likewise (fp32 masters), with
     DeepSpeed's loss scaler (DynamicLossScaler below): the loss scaled
     before backward, a step whose gradients hold an inf or NaN skipped
@@ -96,6 +100,40 @@ class DynamicLossScaler:
         self.iteration += 1
 
 
+class Adam:
+    """DeepSpeed's FusedAdam step (multi_tensor_adam): in adam_w_mode the
+    decay is decoupled, else added to the gradient (L2); bias correction
+    optional. The step and scheduler protocol of torch.optim."""
+
+    def __init__(self, params, lr, betas, eps, weight_decay, adam_w_mode,
+                 bias_correction):
+        self.params = params
+        self.param_groups = [{"lr": lr, "betas": tuple(betas)}]
+        self.eps, self.decay = eps, weight_decay
+        self.adam_w_mode, self.bias_correction = adam_w_mode, bias_correction
+        self.m = [torch.zeros_like(p) for p in params]
+        self.v = [torch.zeros_like(p) for p in params]
+        self.t = 0
+
+    @torch.no_grad()
+    def step(self):
+        self.t += 1
+        lr = self.param_groups[0]["lr"]
+        b1, b2 = self.param_groups[0]["betas"]
+        c1 = 1 - b1 ** self.t if self.bias_correction else 1.0
+        c2 = 1 - b2 ** self.t if self.bias_correction else 1.0
+        for p, m, v in zip(self.params, self.m, self.v):
+            if p.grad is None:
+                continue
+            g = p.grad if self.adam_w_mode else p.grad + self.decay * p
+            m.mul_(b1).add_(g, alpha=1 - b1)
+            v.mul_(b2).addcmul_(g, g, value=1 - b2)
+            update = (m / c1) / ((v / c2).sqrt() + self.eps)
+            if self.adam_w_mode:
+                update = update + self.decay * p
+            p.sub_(lr * update)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True)
@@ -118,7 +156,12 @@ def main():
     lr0 = opt_params.get("lr", 1e-3)
     betas0 = opt_params.get("betas", [0.9, 0.999])
     sched = cfg.get("scheduler", {})
-    clip = cfg.get("gradient_clipping", 1.0)
+    clip = cfg.get("gradient_clipping", 0.0)
+    # engine.py: type "AdamW" decouples whatever adam_w_mode says.
+    kind = cfg.get("optimizer", {}).get("type", "AdamW").lower()
+    adam_w_mode = kind == "adamw" or opt_params.get("adam_w_mode", True)
+    bias_correction = opt_params.get("bias_correction", True)
+    average = cfg.get("gradient_allreduce_op", "mean").lower() != "sum"
     micro = cfg["train_micro_batch_size_per_gpu"]
     accum = cfg.get("gradient_accumulation_steps", 1)
     bf16 = cfg.get("bf16", {}).get("enabled", False)
@@ -134,15 +177,21 @@ def main():
     model.to(dev, dtype).train()
     params = [p for p in model.parameters() if p.requires_grad]
     master = [p.detach().float().clone().requires_grad_(True) for p in params]
-    opt = torch.optim.AdamW(master, lr=lr0, betas=tuple(betas0),
-                            eps=opt_params.get("eps", 1e-8),
-                            weight_decay=opt_params.get("weight_decay", 0.0),
-                            foreach=False)
+    if adam_w_mode and bias_correction:
+        opt = torch.optim.AdamW(master, lr=lr0, betas=tuple(betas0),
+                                eps=opt_params.get("eps", 1e-8),
+                                weight_decay=opt_params.get("weight_decay",
+                                                            0.0),
+                                foreach=False)
+    else:
+        opt = Adam(master, lr0, betas0, opt_params.get("eps", 1e-8),
+                   opt_params.get("weight_decay", 0.0), adam_w_mode,
+                   bias_correction)
 
     tokens = dsrun_data.read_tokens(a.data)
     sampler = dsrun_data.Sampler(len(tokens), a.seq, a.seed)
     vocab = model.get_output_embeddings().weight.shape[0]
-    scale = 1.0 / (accum * a.world)
+    scale = 1.0 / (accum * a.world) if average else 1.0 / accum
     out = open(a.json, "w") if a.json else None
     val = dsrun_data.read_tokens(a.val_data) if a.val_data else None
 

@@ -19,9 +19,12 @@ mkdir -p "$out"
 failed=0
 for plan in "$@"; do
   name=${plan%-s[0-9]*}
-  # One reference per model, world size and precision.
+  # One reference per model, world size, precision and update rule.
   precision=bf16
-  case $plan in *-fp16) precision=fp16 ;; *-fp32) precision=fp32 ;; esac
+  case $plan in
+    *-fp16) precision=fp16 ;; *-fp32) precision=fp32 ;;
+    *-l2sum) precision=bf16-l2sum ;;
+  esac
   ref=$out/$name-w$n-$precision-ref.jsonl
   if [ ! -f "$ref" ]; then
     python3 "$here/torch_reference.py" --model "$models/$name" \

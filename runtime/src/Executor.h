@@ -312,10 +312,14 @@ private:
   bool real() const { return Options.Compute == RunOptions::ComputeMode::Real; }
   /// What the reduced gradients are multiplied by before the optimizer:
   /// the compute program's loss gradient already divides by the world
-  /// size (each rank's share, as DeepSpeed pre-divides); synthetic
-  /// gradients are averaged here.
+  /// size (each rank's share, as DeepSpeed pre-divides), which a sum
+  /// (gradient_allreduce_op "sum") multiplies back; synthetic gradients
+  /// are averaged here, or summed.
   float rankGradScale() const {
-    return real() ? 1.0f : 1.0f / float(P.Settings.WorldSize);
+    float World = float(P.Settings.WorldSize);
+    if (P.Settings.AverageGradients)
+      return real() ? 1.0f : 1.0f / World;
+    return real() ? World : 1.0f;
   }
   /// The op's kernels; the first op's forward copies the micro step's
   /// tokens in, the loss kernel's copies the loss out.

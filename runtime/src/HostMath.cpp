@@ -47,9 +47,14 @@ AdamW adamwFor(const plan::Info &S, uint32_t Step, std::string &Error) {
     A.Beta1 = float(H.Beta1);
     A.Beta2 = float(H.Beta2);
   }
-  A.BiasCorrection1 = float(1.0 - std::pow(double(A.Beta1), double(Step)));
-  A.BiasCorrection2 = float(1.0 - std::pow(double(A.Beta2), double(Step)));
-  A.GradScale = 1.0f / float(S.WorldSize);
+  A.BiasCorrection1 =
+      S.BiasCorrection ? float(1.0 - std::pow(double(A.Beta1), double(Step)))
+                       : 1.0f;
+  A.BiasCorrection2 =
+      S.BiasCorrection ? float(1.0 - std::pow(double(A.Beta2), double(Step)))
+                       : 1.0f;
+  A.GradScale = S.AverageGradients ? 1.0f / float(S.WorldSize) : 1.0f;
+  A.DecoupledDecay = S.DecoupledWeightDecay;
   return A;
 }
 

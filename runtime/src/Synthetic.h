@@ -48,12 +48,15 @@ DSRUN_HD float initialWeight(uint32_t Tensor, uint64_t Elem) {
   return float(int(H % 1001) - 500) / 512.0f;
 }
 
-/// One AdamW step (DeepSpeed's FusedAdam in adam_w_mode): decoupled weight
-/// decay, bias correction as factors computed once per step.
+/// One Adam step as DeepSpeed's FusedAdam and DeepSpeedCPUAdam take it:
+/// weight decay decoupled (adam_w_mode, AdamW) or added to the gradient
+/// (L2), bias correction as factors computed once per step (1 without
+/// bias_correction).
 struct AdamW {
   float Lr, Beta1, Beta2, Eps, WeightDecay;
-  float BiasCorrection1, BiasCorrection2; ///< 1 - beta^step.
-  float GradScale;                        ///< 1 / world size.
+  float BiasCorrection1, BiasCorrection2; ///< 1 - beta^step, or 1.
+  float GradScale; ///< 1 / world size averaging synthetic gradients.
+  bool DecoupledDecay;
 };
 
 /// What changes from step to step on the device, read there from device
@@ -79,6 +82,9 @@ struct StepValues {
 DSRUN_HD void adamwUpdate(const AdamW &A, float Grad, float &Param, float &M,
                           float &V) {
   float G = Grad * A.GradScale;
+  // L2: the decay joins the gradient before the moments see it.
+  if (!A.DecoupledDecay)
+    G = G + A.WeightDecay * Param;
   float OneMinusB1 = 1.0f - A.Beta1, OneMinusB2 = 1.0f - A.Beta2;
   float GG = G * G;
   float M1 = A.Beta1 * M;
@@ -91,7 +97,7 @@ DSRUN_HD void adamwUpdate(const AdamW &A, float Grad, float &Param, float &M,
   float VHat = V / A.BiasCorrection2;
   float Denominator = sqrtf(VHat) + A.Eps;
   float Step = MHat / Denominator;
-  float Decay = A.WeightDecay * Param;
+  float Decay = A.DecoupledDecay ? A.WeightDecay * Param : 0.0f;
   float Update = Step + Decay;
   float Delta = A.Lr * Update;
   Param = Param - Delta;

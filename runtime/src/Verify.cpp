@@ -94,7 +94,7 @@ bool Executor::checkFirstClip() {
       Sum += G * G;
     }
   }
-  double Norm = std::sqrt(Sum) / S.WorldSize;
+  double Norm = std::sqrt(Sum) / (S.AverageGradients ? S.WorldSize : 1);
   double Want = std::min(1.0, MaxNorm / (Norm + 1e-6));
   if (std::fabs(Clips[0] - Want) > 1e-4 * Want) {
     fprintf(stderr, "dsrun --verify: rank %d: step 1 clipped the gradient by "

@@ -325,6 +325,38 @@ TEST(HostMath, Adam) {
   EXPECT(P2 == P1);
 }
 
+// adam_w_mode false, bias_correction false, gradient_allreduce_op sum: the
+// decay joins the gradient before the moments, no 1 - beta^t divides them,
+// and the summed gradient is not averaged (FusedAdam's ADAM_MODE_0).
+TEST(HostMath, AdamL2WithoutBiasCorrectionSummed) {
+  plan::Info S;
+  S.WorldSize = 2;
+  S.LearningRate = "0.001";
+  S.WeightDecay = "0.01";
+  S.DecoupledWeightDecay = false;
+  S.BiasCorrection = false;
+  S.AverageGradients = false;
+  std::string Error;
+  AdamW A = adamwFor(S, 3, Error);
+  EXPECT(Error.empty());
+  EXPECT(A.GradScale == 1.0f && A.BiasCorrection1 == 1.0f &&
+         A.BiasCorrection2 == 1.0f && !A.DecoupledDecay);
+  const uint64_t N = 4096;
+  std::vector<float> G(N), P(N), M(N, 0), V(N, 0);
+  for (uint64_t I = 0; I < N; ++I) {
+    G[I] = syntheticGrad(0, 1, 0, 5, I) + syntheticGrad(1, 1, 0, 5, I);
+    P[I] = initialWeight(5, I);
+  }
+  hostAdamW(A, G.data(), ElementType::F32, P.data(), M.data(), V.data(), N, 2);
+  for (uint64_t I = 0; I < N; I += 97) {
+    double Pd = initialWeight(5, I);
+    double Gd = double(G[I]) + 0.01 * Pd;
+    double Md = 0.1 * Gd, Vd = 0.001 * Gd * Gd;
+    double Ref = Pd - 0.001 * (Md / (std::sqrt(Vd) + 1e-8));
+    EXPECT(std::fabs(Ref - P[I]) < 1e-6);
+  }
+}
+
 /// fp16 loss scaling, step by step as DeepSpeed's DynamicLossScaler goes.
 TEST(HostMath, LossScaling) {
   plan::Info S;

@@ -77,7 +77,8 @@ static const KeySpec Keys[] = {
     key("optimizer.params.bias_correction", Bool).def("true")
         .variants("FusedAdam|DeepSpeedCPUAdam|FusedLamb|" ONEBIT_CLASSES)
         .doc("Apply Adam's bias correction")
-        .refused("false: Adam without bias correction; dsrun corrects"),
+        .planned("false: Adam without bias correction, as dsrun then runs "
+                 "it"),
     key("optimizer.params.amsgrad", Bool).def("false")
         .variants(ADAM_CLASSES "|DeepSpeedCPUAdagrad|FusedLamb|" ONEBIT_CLASSES
                   "|mup")
@@ -96,8 +97,8 @@ static const KeySpec Keys[] = {
         .variants(ADAM_CLASSES)
         .doc("Decoupled weight decay; true by default, so type \"adam\" "
              "behaves as AdamW unless this is false")
-        .refused("false: Adam with L2 regularisation (decay added to the "
-                 "gradient); dsrun decouples the decay (AdamW)"),
+        .planned("false: Adam adds the decay to the gradient (L2), as dsrun "
+                 "then does; the type AdamW decouples it whatever this says"),
     misnomer("optimizer.params.adamw_mode", "optimizer.params.adam_w_mode")
         .variants(ADAM_CLASSES)
         .doc("DeepSpeed passes adamw_mode itself; the config key is "
@@ -135,8 +136,8 @@ static const KeySpec Keys[] = {
                  "runs its own fused kernel"),
     key("optimizer.params.decoupled_weight_decay", Bool).def("false")
         .variants("torch.Adam").doc("torch.optim.Adam: AdamW-style decay")
-        .planned("torch.optim.Adam decays like AdamW when true; with weight decay "
-                 "and false (L2) dsc refuses it"),
+        .planned("torch.optim.Adam decays like AdamW when true and adds "
+                 "the decay to the gradient (L2) when false, as dsrun does"),
     key("optimizer.params.lr_decay", Float).def("0").min(0)
         .variants("torch.Adagrad").doc("Adagrad learning-rate decay")
         .refused("Adagrad's decay, and dsc refuses Adagrad"),

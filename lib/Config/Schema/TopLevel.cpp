@@ -87,8 +87,8 @@ static const KeySpec Keys[] = {
         .onAuto("ValueError: Invalid gradient_allreduce_op, while DeepSpeed "
                 "parses the config")
         .doc("Average or sum gradients across data-parallel ranks")
-        .refused("sum: gradients are summed across ranks, not averaged; dsrun "
-                 "averages"),
+        .planned("sum: gradients are summed across ranks, not averaged, "
+                 "as dsrun then does"),
     key("communication_data_type", String).def("null").nullable()
         .oneOf("fp16|bf16|fp32").anyCase()
         .onAuto("ValueError: Invalid communication_data_type, while DeepSpeed "
