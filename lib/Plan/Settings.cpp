@@ -44,7 +44,8 @@ std::optional<plan::DType> dtypeNamed(StringRef Name) {
 bool runsAdamW(StringRef Class) {
   std::string C = Class.lower();
   for (StringRef Name : {"adam", "adamw", "fusedadam", "deepspeedcpuadam",
-                         "torch.optim.adam", "torch.optim.adamw"})
+                         "torch.adam", "torch.adamw", "torch.optim.adam",
+                         "torch.optim.adamw"})
     if (C == Name)
       return true;
   return false;
@@ -142,10 +143,10 @@ Error readPlanSettings(plan::Info &I, const ConfigView &C,
   // Decoupled decay: DeepSpeed's Adam classes take adam_w_mode (true by
   // default); torch.optim.Adam decouples only with decoupled_weight_decay.
   std::string Lower = StringRef(Class).lower();
-  if (Lower == "torch.optim.adam")
+  if (Lower == "torch.adam" || Lower == "torch.optim.adam")
     I.DecoupledWeightDecay =
         C.getBool("optimizer.params.decoupled_weight_decay").value_or(false);
-  else if (Lower != "torch.optim.adamw" &&
+  else if (Lower != "torch.adamw" && Lower != "torch.optim.adamw" &&
            !StringRef(Written).equals_insensitive("adamw"))
     // The type "AdamW" decouples whatever adam_w_mode says (engine.py,
     // effective_adam_w_mode).

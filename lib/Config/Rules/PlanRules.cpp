@@ -151,13 +151,22 @@ private:
         std::string Inner = C.View.variantFor(K->Path);
         if (K->VariantKey && Inner.empty())
           continue; // A class dsc does not know: readPlanSettings says so.
-        if (T.From == K && T.How == Treatment::ModelCode) {
-          // One warning for the section, naming the first key it sets.
+        if (T.From == K && (T.How == Treatment::ModelCode ||
+                            T.How == Treatment::Refused)) {
+          // One finding for the section, naming the first key it sets.
           std::string First = firstSet(M.Value, K->Path, K->Section, Inner);
-          if (!First.empty())
+          if (First.empty())
+            continue;
+          if (T.How == Treatment::ModelCode)
             C.report(Rule::OutsidePlan, C.keyRange(M),
                      "'" + Shown + "' sets " + First + ": " + T.Effect +
                          "; the plan does not contain it");
+          else
+            C.report(Rule::NotPlanned, C.keyRange(M),
+                     "'" + Shown + "' sets " + First +
+                         ", which dsc does not plan (" + T.Effect +
+                         "); remove the section or leave its keys at "
+                         "DeepSpeed's defaults");
           continue;
         }
         walk(M.Value, K->Path, K->Section, Inner);

@@ -140,94 +140,94 @@ static const KeySpec Keys[] = {
                  "the decay to the gradient (L2) when false, as dsrun does"),
     key("optimizer.params.lr_decay", Float).def("0").min(0)
         .variants("torch.Adagrad").doc("Adagrad learning-rate decay")
-        .refused("Adagrad's decay, and dsc refuses Adagrad"),
+        .noEffect("used only by Adagrad, which dsc refuses by name"),
     key("optimizer.params.initial_accumulator_value", Float).def("0").min(0)
         .variants("torch.Adagrad").doc("Adagrad's initial accumulator")
-        .refused("Adagrad's accumulator, and dsc refuses Adagrad"),
+        .noEffect("used only by Adagrad, which dsc refuses by name"),
 
     // Lamb and the 1-bit family.
     key("optimizer.params.eps_inside_sqrt", Bool).def("false")
         .variants("FusedLamb|" ONEBIT_CLASSES)
         .doc("Add eps inside the square root")
-        .refused("used only by Lamb, the 1-bit optimizers and Muon, which dsc "
-                 "refuses"),
+        .noEffect("used only by Lamb, the 1-bit optimizers and Muon, "
+                  "which dsc refuses by name"),
     key("optimizer.params.max_coeff", Float).def("10.0")
         .variants(LAMB_CLASSES).doc("Upper bound of Lamb's trust ratio")
-        .refused("used only by Lamb, the 1-bit optimizers and Muon, which dsc "
-                 "refuses"),
+        .noEffect("used only by Lamb, the 1-bit optimizers and Muon, "
+                  "which dsc refuses by name"),
     key("optimizer.params.min_coeff", Float).def("0.01")
         .variants(LAMB_CLASSES).doc("Lower bound of Lamb's trust ratio")
-        .refused("used only by Lamb, the 1-bit optimizers and Muon, which dsc "
-                 "refuses"),
+        .noEffect("used only by Lamb, the 1-bit optimizers and Muon, "
+                  "which dsc refuses by name"),
     key("optimizer.params.freeze_step", Int).def("100000").min(0)
         .variants("OnebitAdam|OnebitLamb")
         .doc("Warm-up steps before 1-bit compression starts")
-        .refused("used only by Lamb, the 1-bit optimizers and Muon, which dsc "
-                 "refuses"),
+        .noEffect("used only by Lamb, the 1-bit optimizers and Muon, "
+                  "which dsc refuses by name"),
     key("optimizer.params.cuda_aware", Bool).def("false")
         .variants(ONEBIT_CLASSES).doc("CUDA-aware MPI for compressed "
                                       "communication")
-        .refused("used only by Lamb, the 1-bit optimizers and Muon, which dsc "
-                 "refuses"),
+        .noEffect("used only by Lamb, the 1-bit optimizers and Muon, "
+                  "which dsc refuses by name"),
     key("optimizer.params.comm_backend_name", String).def("\"nccl\"")
         .oneOf("nccl|mpi|hccl|compressed").variants(ONEBIT_CLASSES)
         .doc("Backend of the compressed all-reduce")
-        .refused("used only by Lamb, the 1-bit optimizers and Muon, which dsc "
-                 "refuses"),
+        .noEffect("used only by Lamb, the 1-bit optimizers and Muon, "
+                  "which dsc refuses by name"),
     key("optimizer.params.var_freeze_step", Int).def("100000").min(0)
         .variants("ZeroOneAdam").doc("0/1 Adam: steps before the variance "
                                      "freezes")
-        .refused("used only by Lamb, the 1-bit optimizers and Muon, which dsc "
-                 "refuses"),
+        .noEffect("used only by Lamb, the 1-bit optimizers and Muon, "
+                  "which dsc refuses by name"),
     key("optimizer.params.var_update_scaler", Int).def("16")
         .variants("ZeroOneAdam").doc("0/1 Adam: variance update interval "
                                      "scaler")
-        .refused("used only by Lamb, the 1-bit optimizers and Muon, which dsc "
-                 "refuses"),
+        .noEffect("used only by Lamb, the 1-bit optimizers and Muon, "
+                  "which dsc refuses by name"),
     key("optimizer.params.local_step_scaler", Int).def("32678")
         .variants("ZeroOneAdam").doc("0/1 Adam: local step interval scaler")
-        .refused("used only by Lamb, the 1-bit optimizers and Muon, which dsc "
-                 "refuses"),
+        .noEffect("used only by Lamb, the 1-bit optimizers and Muon, "
+                  "which dsc refuses by name"),
     key("optimizer.params.local_step_clipper", Int).def("16")
         .variants("ZeroOneAdam").doc("0/1 Adam: cap of the local step "
                                      "interval")
-        .refused("used only by Lamb, the 1-bit optimizers and Muon, which dsc "
-                 "refuses"),
+        .noEffect("used only by Lamb, the 1-bit optimizers and Muon, "
+                  "which dsc refuses by name"),
     key("optimizer.params.coeff_beta", Float).def("0.9")
         .variants("OnebitLamb").doc("1-bit Lamb: coefficient momentum")
-        .refused("used only by Lamb, the 1-bit optimizers and Muon, which dsc "
-                 "refuses"),
+        .noEffect("used only by Lamb, the 1-bit optimizers and Muon, "
+                  "which dsc refuses by name"),
     key("optimizer.params.factor_max", Float).def("4.0")
         .variants("OnebitLamb").doc("1-bit Lamb: upper scaling factor")
-        .refused("used only by Lamb, the 1-bit optimizers and Muon, which dsc "
-                 "refuses"),
+        .noEffect("used only by Lamb, the 1-bit optimizers and Muon, "
+                  "which dsc refuses by name"),
     key("optimizer.params.factor_min", Float).def("0.5")
         .variants("OnebitLamb").doc("1-bit Lamb: lower scaling factor")
-        .refused("used only by Lamb, the 1-bit optimizers and Muon, which dsc "
-                 "refuses"),
+        .noEffect("used only by Lamb, the 1-bit optimizers and Muon, "
+                  "which dsc refuses by name"),
     key("optimizer.params.factor_threshold", Float).def("0.1")
         .variants("OnebitLamb").doc("1-bit Lamb: scaling threshold")
-        .refused("used only by Lamb, the 1-bit optimizers and Muon, which dsc "
-                 "refuses"),
+        .noEffect("used only by Lamb, the 1-bit optimizers and Muon, "
+                  "which dsc refuses by name"),
 
     // Muon (MuonWithAuxAdam reads a fixed list; other keys are ignored).
     key("optimizer.params.momentum", Float).def("0.95").variants("Muon")
         .doc("Muon momentum")
-        .refused("used only by Lamb, the 1-bit optimizers and Muon, which dsc "
-                 "refuses"),
+        .noEffect("used only by Lamb, the 1-bit optimizers and Muon, "
+                  "which dsc refuses by name"),
     key("optimizer.params.ns_method", String).def("\"gram\"")
         .oneOf("standard|gram").variants("Muon")
         .doc("Newton-Schulz iteration of Muon")
-        .refused("used only by Lamb, the 1-bit optimizers and Muon, which dsc "
-                 "refuses"),
+        .noEffect("used only by Lamb, the 1-bit optimizers and Muon, "
+                  "which dsc refuses by name"),
     key("optimizer.params.muon_lr", Float).variants("Muon")
         .doc("Learning rate of the Muon group (overrides lr there)")
-        .refused("used only by Lamb, the 1-bit optimizers and Muon, which dsc "
-                 "refuses"),
+        .noEffect("used only by Lamb, the 1-bit optimizers and Muon, "
+                  "which dsc refuses by name"),
     key("optimizer.params.adam_lr", Float).variants("Muon")
         .doc("Learning rate of the auxiliary Adam group")
-        .refused("used only by Lamb, the 1-bit optimizers and Muon, which dsc "
-                 "refuses"),
+        .noEffect("used only by Lamb, the 1-bit optimizers and Muon, "
+                  "which dsc refuses by name"),
 
     misnomer("optimizer.params.max_grad_norm", "gradient_clipping")
         .doc("DeepSpeed raises ValueError when this is in optimizer.params; "

@@ -75,13 +75,16 @@ static const KeySpec Keys[] = {
     key("prescale_gradients", Bool).def("false")
         .doc("Divide gradients by the world size before the all-reduce "
              "instead of after it")
-        .refused("true: gradients are divided by the world size before the "
-                 "reduction; dsrun divides after it"),
+        .planned("dsrun divides each rank's gradient by the world size "
+                 "before the reduction, as prescaling does; DeepSpeed's "
+                 "stages 0 and 3 otherwise divide after it: the same values "
+                 "where the world size is a power of two"),
     key("gradient_predivide_factor", Float).def("1.0").above(0)
         .doc("Divide gradients by this factor before the all-reduce and by "
              "world_size/factor after it")
-        .refused("gradients are divided by the factor before the reduction and by "
-                 "world/factor after; dsrun divides once after"),
+        .planned("DeepSpeed divides by the factor before the reduction "
+                 "and by world/factor after it, dsrun by the world before "
+                 "it: the same values where both are powers of two"),
     key("gradient_allreduce_op", String).def("\"mean\"").oneOf("mean|sum")
         .anyCase()
         .onAuto("ValueError: Invalid gradient_allreduce_op, while DeepSpeed "
