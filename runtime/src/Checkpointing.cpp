@@ -27,7 +27,7 @@ std::vector<StatePart> Executor::stateParts() const {
   for (const StatePartPlace &S : dsrun::stateParts(P, Process.Rank))
     Parts.push_back(
         {S.Name, S.Bytes,
-         S.Where == StatePartPlace::Arena ? A.bufferBase(S.Buffer) : nullptr,
+         S.Where == StatePartPlace::Arena ? Buffers.bufferBase(S.Buffer) : nullptr,
          S.Where == StatePartPlace::OptimizerSwap ? OptimizerSwap.get()
          : S.Where == StatePartPlace::ParamSwap   ? ParamSwap.get()
                                                   : nullptr});
@@ -135,7 +135,7 @@ bool Executor::allRanksAgree(bool Ok, uint32_t Value) {
   // The first loss slot is free between steps (read by now), and its host
   // side is pinned, so the copies keep stream order. Later slots are not
   // free: the norm's partial sums after them must stay zero.
-  cudaStream_t S = T.stream(plan::Stream::Compute);
+  cudaStream_t S = Timing.stream(plan::Stream::Compute);
   auto Reduce = [&](uint32_t Mine, ncclRedOp_t Op) {
     memcpy(HostLosses, &Mine, sizeof(Mine));
     CHECK_CUDA(cudaMemcpyAsync(DeviceLosses, HostLosses, sizeof(Mine),

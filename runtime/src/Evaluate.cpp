@@ -51,7 +51,7 @@ bool Executor::openValidation(uint64_t Vocab) {
 }
 
 void Executor::evaluate(uint32_t Step) {
-  cudaStream_t Compute = T.stream(plan::Stream::Compute);
+  cudaStream_t Compute = Timing.stream(plan::Stream::Compute);
   uint32_t B = P.Settings.MicroBatch;
   // The first micro step's forward: what runs before its first backward.
   uint32_t End = 0;
@@ -61,7 +61,7 @@ void Executor::evaluate(uint32_t Step) {
   Model.setProfiling(false);
   Evaluating = true;
   double Sum = 0;
-  char *Half = A.at(P.Places.Runtime.Inputs,
+  char *Half = Buffers.at(P.Places.Runtime.Inputs,
                     uint64_t(Step % 2) * P.Settings.GradAccum *
                         MicroInputBytes);
   for (uint64_t K = 0; K < EvalBatches; ++K) {
@@ -70,7 +70,7 @@ void Executor::evaluate(uint32_t Step) {
     for (uint32_t Row = 0; Row < B; ++Row)
       Starts[Row] = ((K * Process.WorldSize + Process.Rank) * B + Row) * Seq;
     writeMicroInputs(Half, *ValTokens, Starts);
-    T.fork();
+    Timing.fork();
     for (uint32_t I = 0; I < End; ++I) {
       const plan::Instruction &In = P.Program[I];
       bool Fetch = In.Kind == plan::InstrKind::Transfer &&
@@ -80,12 +80,12 @@ void Executor::evaluate(uint32_t Step) {
           (In.Kind == plan::InstrKind::Forward ||
            In.Kind == plan::InstrKind::Gather ||
            In.Kind == plan::InstrKind::Release || Fetch))
-        issue(T.instr(I, Step));
+        issue(Timing.instr(I, Step));
     }
-    T.join();
+    Timing.join();
     CHECK_CUDA(cudaMemcpyAsync(HostLosses, DeviceLosses, sizeof(float),
                                cudaMemcpyDeviceToHost, Compute));
-    T.markStepEnd(Compute);
+    Timing.markStepEnd(Compute);
     waitForStep();
     Sum += HostLosses[0];
   }
@@ -99,7 +99,7 @@ void Executor::evaluate(uint32_t Step) {
                              ncclSum, Comm, Compute));
     CHECK_CUDA(cudaMemcpyAsync(HostLosses, DeviceLosses, sizeof(float),
                                cudaMemcpyDeviceToHost, Compute));
-    T.markStepEnd(Compute);
+    Timing.markStepEnd(Compute);
     waitForStep();
     Sum = HostLosses[0];
   }

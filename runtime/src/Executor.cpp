@@ -50,7 +50,7 @@ std::string whereNow() {
 
 Executor::Executor(const plan::Plan &P, const ProcessInfo &Process,
                    const RunOptions &Options)
-    : P(P), Process(Process), Options(Options), A(P, Process.Rank),
+    : P(P), Process(Process), Options(Options), Buffers(P, Process.Rank),
       ParamType(ElementType(P.Settings.ParamDType)),
       CommType(ElementType(P.Settings.CommDType)),
       GradAccumType(ElementType(P.Settings.GradAccumDType)),
@@ -175,7 +175,7 @@ bool Executor::setUp() {
   CHECK_CUDA(cudaFree(nullptr));
   Memory.Context = usedDeviceMemory(&Memory.Total);
 
-  const plan::RankEstimate &R = P.Estimates.Ranks[A.Class];
+  const plan::RankEstimate &R = P.Estimates.Ranks[Buffers.Class];
   size_t Free = 0, All = 0;
   CHECK_CUDA(cudaMemGetInfo(&Free, &All));
   uint64_t Needed = R.DeviceArenaBytes + R.DeviceFixedBytes;
@@ -193,8 +193,8 @@ bool Executor::setUp() {
     return false;
   }
 
-  T.create(P, Options.CommPriority);
-  cudaStream_t Compute = T.stream(plan::Stream::Compute);
+  Timing.create(P, Options.CommPriority);
+  cudaStream_t Compute = Timing.stream(plan::Stream::Compute);
   CHECK_CUBLAS(cublasCreate(&Cublas));
   CHECK_CUBLAS(cublasSetStream(Cublas, Compute));
   if (Options.CommSMs) {
@@ -260,7 +260,7 @@ bool Executor::setUp() {
     // they are counted with NCCL's fixed cost.
     void *One = nullptr;
     CHECK_CUDA(cudaMalloc(&One, 4096));
-    cudaStream_t S = T.stream(plan::Stream::Comm);
+    cudaStream_t S = Timing.stream(plan::Stream::Comm);
     CHECK_NCCL(ncclAllReduce(One, One, 1024, ncclFloat32, ncclSum, Comm, S));
     CHECK_CUDA(cudaStreamSynchronize(S));
     CHECK_CUDA(cudaFree(One));
@@ -273,14 +273,14 @@ bool Executor::setUp() {
 
   // The arenas: everything the plan places, allocated once.
   char *Device = nullptr, *Host = nullptr;
-  CHECK_CUDA(cudaMalloc(reinterpret_cast<void **>(&Device), A.deviceBytes()));
-  CHECK_CUDA(cudaMemset(Device, 0, A.deviceBytes()));
-  if (A.hostBytes()) {
-    CHECK_CUDA(cudaHostAlloc(reinterpret_cast<void **>(&Host), A.hostBytes(),
+  CHECK_CUDA(cudaMalloc(reinterpret_cast<void **>(&Device), Buffers.deviceBytes()));
+  CHECK_CUDA(cudaMemset(Device, 0, Buffers.deviceBytes()));
+  if (Buffers.hostBytes()) {
+    CHECK_CUDA(cudaHostAlloc(reinterpret_cast<void **>(&Host), Buffers.hostBytes(),
                              cudaHostAllocDefault));
-    memset(Host, 0, A.hostBytes());
+    memset(Host, 0, Buffers.hostBytes());
   }
-  A.bind(Device, Host);
+  Buffers.bind(Device, Host);
   Memory.Arena = usedDeviceMemory();
   static_assert(sizeof(StepValues) <=
                     sizeof(float) * plan::ScratchLayout::StepValueFloats,
@@ -288,10 +288,10 @@ bool Executor::setUp() {
   plan::ScratchLayout SL =
       plan::scratchLayout(P.Program.size(), P.Settings.GradAccum);
   const plan::RuntimeViews &RV = P.Places.Runtime;
-  HostStep = reinterpret_cast<StepValues *>(A.at(RV.HostScratch, 0));
-  DeviceStep = reinterpret_cast<StepValues *>(A.at(RV.Scratch, SL.StepValues));
-  HostLosses = reinterpret_cast<float *>(A.at(RV.HostScratch, SL.HostLosses));
-  DeviceLosses = reinterpret_cast<float *>(A.at(RV.Scratch, SL.Losses));
+  HostStep = reinterpret_cast<StepValues *>(Buffers.at(RV.HostScratch, 0));
+  DeviceStep = reinterpret_cast<StepValues *>(Buffers.at(RV.Scratch, SL.StepValues));
+  HostLosses = reinterpret_cast<float *>(Buffers.at(RV.HostScratch, SL.HostLosses));
+  DeviceLosses = reinterpret_cast<float *>(Buffers.at(RV.Scratch, SL.Losses));
   if (!setUpSwap())
     return false;
 
@@ -299,9 +299,9 @@ bool Executor::setUp() {
   // Ranks agree on the collectives' timings through the scratch buffer.
   TimesTravel = P.Settings.WorldSize > 1;
   for (uint32_t I = 0; I < P.Program.size(); ++I) {
-    Calls[I] = collectiveCalls(A, I);
+    Calls[I] = collectiveCalls(Buffers, I);
     if (!Calls[I].empty())
-      T.measure(I);
+      Timing.measure(I);
   }
   Counts.reset(P.Program.size());
   for (const plan::Instruction &In : P.Program)
@@ -312,25 +312,25 @@ bool Executor::setUp() {
 }
 
 void Executor::initializeWeights() {
-  cudaStream_t S = T.stream(plan::Stream::Compute);
+  cudaStream_t S = Timing.stream(plan::Stream::Compute);
   const plan::Info &Set = P.Settings;
   for (uint32_t Ti = 0; Ti < P.Tensors.size(); ++Ti) {
     const plan::Tensor &X = P.Tensors[Ti];
     const plan::TensorViews &V = P.Places.Tensors[Ti];
     if (Stage < 3) {
-      initWeights(A.at(V.Param), ParamType, nullptr, Ti, 0, X.Elems, X.Elems,
+      initWeights(Buffers.at(V.Param), ParamType, nullptr, Ti, 0, X.Elems, X.Elems,
                   S);
       continue;
     }
     uint64_t Base = uint64_t(Process.Rank) * X.ShardElems;
     if (X.Persistent) {
-      initWeights(A.at(V.Param), ParamType, nullptr, Ti, 0,
+      initWeights(Buffers.at(V.Param), ParamType, nullptr, Ti, 0,
                   X.ShardElems * World, X.Elems, S);
     } else if (Set.ParamOffload == plan::OffloadDevice::None) {
-      initWeights(A.at(V.Shard), ParamType, nullptr, Ti, Base, X.ShardElems,
+      initWeights(Buffers.at(V.Shard), ParamType, nullptr, Ti, Base, X.ShardElems,
                   X.Elems, S);
     } else if (!ParamSwap) { // On NVMe: initializeSwap writes them.
-      char *Dst = A.at(V.Shard);
+      char *Dst = Buffers.at(V.Shard);
       for (uint64_t I = 0; I < X.ShardElems; ++I)
         storeAs(Dst, I, ParamType,
                 Base + I < X.Elems ? startWeight(Ti, Base + I) : 0.0f);
@@ -343,14 +343,14 @@ void Executor::initializeWeights() {
   // is the parameters themselves.
   uint32_t Master = P.Places.Owned.Master;
   if (OptimizerSwap || Master == plan::NoIndex ||
-      P.Buffers[A.view(Master).Buffer].Role == plan::BufferRole::Params16) {
+      P.Buffers[Buffers.view(Master).Buffer].Role == plan::BufferRole::Params16) {
     CHECK_CUDA(cudaStreamSynchronize(S));
     return;
   }
   for (const plan::OwnedPiece &O : plan::ownedPieces(P, Process.Rank)) {
     uint64_t N = O.End - O.Begin;
-    float *To = reinterpret_cast<float *>(A.at(Master, O.PartitionOffset));
-    if (!A.onDevice(Master)) {
+    float *To = reinterpret_cast<float *>(Buffers.at(Master, O.PartitionOffset));
+    if (!Buffers.onDevice(Master)) {
       for (uint64_t I = 0; I < N; ++I)
         To[I] = storedValue(startWeight(O.Tensor, O.Begin + I), ParamType);
     } else {
@@ -368,7 +368,7 @@ void Executor::initializeWeights() {
 
 void Executor::issue(const Instr &C) {
   Issuing = &C;
-  T.begin(C);
+  Timing.begin(C);
   switch (C.In.Kind) {
   case plan::InstrKind::Forward:
     compute(C, false);
@@ -398,7 +398,7 @@ void Executor::issue(const Instr &C) {
     clipGradients(C);
     break;
   }
-  T.end(C);
+  Timing.end(C);
   Issuing = nullptr;
 }
 
@@ -443,13 +443,13 @@ void Executor::finishStep(uint32_t Step) {
 }
 
 void Executor::launchLeanStep(uint32_t Step) {
-  cudaStream_t Compute = T.stream(plan::Stream::Compute);
+  cudaStream_t Compute = Timing.stream(plan::Stream::Compute);
   if (!StepGraph && Options.Graph && NoGraphReason.empty()) {
     CHECK_CUDA(
         cudaStreamBeginCapture(Compute, cudaStreamCaptureModeThreadLocal));
-    T.Capturing = true;
+    Timing.Capturing = true;
     step(Step);
-    T.Capturing = false;
+    Timing.Capturing = false;
     cudaGraph_t Graph = nullptr;
     CHECK_CUDA(cudaStreamEndCapture(Compute, &Graph));
     // Node priorities as captured: the communication stream's kernels
@@ -472,39 +472,39 @@ void Executor::launchLeanStep(uint32_t Step) {
 void Executor::runLeanSteps() {
   if (!Options.LeanSteps)
     return;
-  T.Lean = true;
+  Timing.Lean = true;
   uint64_t Before = usedDeviceMemory();
   std::vector<float> Ms;
   for (uint32_t K = 1; K <= Options.LeanSteps; ++K) {
     launchLeanStep(Options.Steps + K);
     waitForStep();
     finishStep(Options.Steps + K);
-    Ms.push_back(T.stepMs());
+    Ms.push_back(Timing.stepMs());
   }
   // What the graph took (its launch resources), apart from the plan.
   uint64_t After = usedDeviceMemory();
-  T.Lean = false;
+  Timing.Lean = false;
   reportLean(Ms, StepGraph && After > Before ? After - Before : 0);
 }
 
 void Executor::step(uint32_t Step) {
-  cudaStream_t Compute = T.stream(plan::Stream::Compute);
+  cudaStream_t Compute = Timing.stream(plan::Stream::Compute);
   Counts.reset(P.Program.size());
   setStepValues(Step);
   CHECK_CUDA(cudaMemcpyAsync(DeviceStep, HostStep, sizeof(StepValues),
                              cudaMemcpyHostToDevice, Compute));
-  T.markStepBegin();
-  T.fork();
+  Timing.markStepBegin();
+  Timing.fork();
   for (uint32_t I = 0; I < P.Program.size(); ++I)
-    issue(T.instr(I, Step));
-  T.join();
+    issue(Timing.instr(I, Step));
+  Timing.join();
   if (real())
     readLosses(Compute);
-  T.markStepEnd(Compute);
+  Timing.markStepEnd(Compute);
 }
 
 bool Executor::waitForStep() {
-  return waitUntil([this] { return T.stepStatus(); });
+  return waitUntil([this] { return Timing.stepStatus(); });
 }
 
 bool Executor::waitUntil(const std::function<cudaError_t()> &Status) {
@@ -555,8 +555,8 @@ int Executor::run() {
     // the node's memory: so does the triad it is compared with (an
     // all-reduce of one float lines the ranks up first).
     if (Comm && Process.WorldSize > 1) {
-      cudaStream_t S = T.stream(plan::Stream::Comm);
-      float *One = reinterpret_cast<float *>(A.at(P.Places.Runtime.Scratch));
+      cudaStream_t S = Timing.stream(plan::Stream::Comm);
+      float *One = reinterpret_cast<float *>(Buffers.at(P.Places.Runtime.Scratch));
       CHECK_NCCL(ncclAllReduce(One, One, 1, ncclFloat32, ncclSum, Comm, S));
       waitUntil([S] { return cudaStreamQuery(S); });
     }
@@ -569,7 +569,7 @@ int Executor::run() {
   uint32_t First = ResumeShard ? ResumeShard->header().Step : 0;
   std::vector<float> LeanMs;
   for (uint32_t Step = First + 1; Step <= Last; ++Step) {
-    T.Lean = Step - First > Options.Steps;
+    Timing.Lean = Step - First > Options.Steps;
     if (real())
       fillInputs(Step);
     Model.setProfiling(Step == Options.ProfileStep);
@@ -582,8 +582,8 @@ int Executor::run() {
     finishStep(Step);
     Memory.Peak = std::max(Memory.Peak, usedDeviceMemory());
     StepTiming Took;
-    if (T.Lean) {
-      Took.StepMs = T.stepMs();
+    if (Timing.Lean) {
+      Took.StepMs = Timing.stepMs();
       Took.Timed = false;
       LeanMs.push_back(float(Took.StepMs));
     } else {
@@ -606,7 +606,7 @@ int Executor::run() {
         (Step == Last || (Options.EvalEvery && Step % Options.EvalEvery == 0)))
       evaluate(Step);
   }
-  T.Lean = false;
+  Timing.Lean = false;
   for (float Ms : LeanMs)
     LeanMeanMs += Ms / double(LeanMs.size());
   // Every rank runs the lean steps and the verification (collectives

@@ -372,9 +372,9 @@ private:
   ProcessInfo Process;
   RunOptions Options;
   /// The planned memory, view by view.
-  Arena A;
+  Arena Buffers;
   /// Streams, events and host work.
-  Timeline T;
+  Timeline Timing;
   StepCounters Counts;
   /// The instruction being issued, for error messages only.
   const Instr *Issuing = nullptr;

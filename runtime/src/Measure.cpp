@@ -20,17 +20,17 @@ std::vector<float> Executor::collectiveTimes() {
   std::vector<float> Ms(N, 0);
   for (uint32_t I = 0; I < N; ++I)
     if (!Calls[I].empty())
-      Ms[I] = T.measuredMs(I);
+      Ms[I] = Timing.measuredMs(I);
   RankAgreement Agreement(Ms);
   if (TimesTravel) {
     // Through the scratch buffer the plan keeps for the runtime.
-    void *Scratch = A.at(P.Places.Runtime.Scratch);
-    cudaStream_t S = T.stream(plan::Stream::Comm);
+    void *Scratch = Buffers.at(P.Places.Runtime.Scratch);
+    cudaStream_t S = Timing.stream(plan::Stream::Comm);
     const char *Failed = Agreement.issue(Scratch, Comm, S);
     if (Failed)
       fatalError(std::string(Failed) + " failed while agreeing on the "
                  "collectives' times");
-    T.markStepEnd(S);
+    Timing.markStepEnd(S);
     waitForStep(); // Polls, so that a dead peer cannot hang us here.
     if ((Failed = Agreement.collect(Scratch)))
       fatalError(std::string(Failed) + " failed while agreeing on the "
@@ -45,17 +45,17 @@ std::vector<float> Executor::collectiveTimes() {
 
 StepTiming Executor::measureStep() {
   StepTiming Took;
-  Took.StepMs = T.stepMs();
+  Took.StepMs = Timing.stepMs();
   std::vector<float> Collective = collectiveTimes();
   std::vector<Span> Spans(P.Program.size());
   for (uint32_t I = 0; I < P.Program.size(); ++I)
-    Spans[I] = {T.startMs(I), T.endMs(I)};
+    Spans[I] = {Timing.startMs(I), Timing.endMs(I)};
   Took.Split = exposedTime(P, Spans, Took.StepMs);
   LastSpans = Spans;
   for (uint32_t I = 0; I < P.Program.size(); ++I) {
     const plan::Instruction &In = P.Program[I];
     if (In.On == plan::Stream::Host)
-      Took.HostMs += T.instructionMs(I);
+      Took.HostMs += Timing.instructionMs(I);
     Took.ConvertElems += double(Counts.ConvertElems[I]);
     Took.ConvertMs += double(Counts.ConvertNanos[I]) / 1e6;
     if (In.On == plan::Stream::Host &&
@@ -78,7 +78,7 @@ StepTiming Executor::measureStep() {
       bool ToDevice = X.Kind == plan::TransferKind::HostToDevice;
       (ToDevice ? Took.CopyInBytes : Took.CopyOutBytes) +=
           double(Counts.CopiedBytes[I]);
-      (ToDevice ? Took.CopyInMs : Took.CopyOutMs) += T.measuredMs(I);
+      (ToDevice ? Took.CopyInMs : Took.CopyOutMs) += Timing.measuredMs(I);
     }
   }
   return Took;

@@ -393,7 +393,7 @@ void Executor::reportHostOptimizer() {
 }
 
 bool Executor::reportSummary() {
-  const plan::RankEstimate &R = P.Estimates.Ranks[A.Class];
+  const plan::RankEstimate &R = P.Estimates.Ranks[Buffers.Class];
   uint64_t Context = Memory.Context;
   uint64_t Cublas = Memory.Cublas - Memory.Context;
   uint64_t Nccl = Memory.Nccl - Memory.Cublas;
@@ -481,7 +481,7 @@ bool Executor::reportSummary() {
     std::vector<ProductTiming> Timed;
     std::string Why = timeProducts(P, Products, CalibrationCandidates,
                                    CalibrationReps,
-                                   T.stream(plan::Stream::Compute), Timed);
+                                   Timing.stream(plan::Stream::Compute), Timed);
     if (!Why.empty())
       fprintf(stderr, "dsrun: --calibration-out: the products' algorithms "
                       "were not timed: %s\n", Why.c_str());

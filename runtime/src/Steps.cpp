@@ -34,7 +34,7 @@ void Executor::gemms(const plan::Op &Op, bool Backward) {
     return;
   const plan::Interval &R = Backward ? Op.Backward : Op.Forward;
   auto At = [&](const plan::TensorRef &Ref) {
-    return A.at(P.Places.Values[Ref.Value], Ref.Offset);
+    return Buffers.at(P.Places.Values[Ref.Value], Ref.Offset);
   };
   for (uint32_t K = R.Begin; K < R.End; ++K) {
     const plan::Kernel &Kr = P.Kernels[K];
@@ -67,21 +67,21 @@ void Executor::gradientOf(uint32_t T, uint32_t Micro, cudaStream_t S) {
   const plan::Bucket &Bucket = P.Buckets[BucketOfTensor[T]];
   uint32_t Rank = Process.Rank;
   // Where the backward left it (real), and where the reduction wants it.
-  char *Computed = real() ? A.at(P.Places.Values[GradValue[T]]) : nullptr;
+  char *Computed = real() ? Buffers.at(P.Places.Values[GradValue[T]]) : nullptr;
   uint32_t Slot = P.Places.Tensors[T].Grad;
   if (Stage < 2) {
     // Accumulated into the flat gradient buffer (the hook of stage 0/1).
     if (Computed)
-      launchCopyConvert(A.at(Slot), ParamType, Computed, ParamType, X.Elems,
+      launchCopyConvert(Buffers.at(Slot), ParamType, Computed, ParamType, X.Elems,
                         Micro > 0, S);
     else
-      launchFillGrad(A.at(Slot), ParamType, X.Elems, X.Elems, Rank, DeviceStep,
+      launchFillGrad(Buffers.at(Slot), ParamType, X.Elems, X.Elems, Rank, DeviceStep,
                      Micro, T, 0, Micro > 0, S);
     return;
   }
   // Stage 2/3: the backward's gradient, then the hook copies it to the
   // bucket.
-  char *Transient = A.at(P.Places.Values[GradValue[T]]);
+  char *Transient = Buffers.at(P.Places.Values[GradValue[T]]);
   unsigned PB = elementBytes(ParamType);
   uint64_t Padded = Stage == 3 ? X.ShardElems * World : X.Elems;
   if (!Computed)
@@ -93,14 +93,14 @@ void Executor::gradientOf(uint32_t T, uint32_t Micro, cudaStream_t S) {
   if (Bucket.InPlace)
     return; // Reduced from where the backward left it.
   if (Stage == 2) {
-    launchCopyConvert(A.at(Slot), ParamType, Transient, ParamType, X.Elems,
+    launchCopyConvert(Buffers.at(Slot), ParamType, Transient, ParamType, X.Elems,
                       false, S);
     return;
   }
   // Each rank's shard into its chunk: the slot's rank stride is a chunk.
-  const plan::View &V = A.view(Slot);
+  const plan::View &V = Buffers.view(Slot);
   uint64_t SlotBytes = plan::dtypeBytes(V.Type);
-  launchScatterToChunks(A.whole(Slot) - V.Offset, ElementType(V.Type),
+  launchScatterToChunks(Buffers.whole(Slot) - V.Offset, ElementType(V.Type),
                         Transient, ParamType, X.Elems, X.ShardElems, World,
                         V.RankStride / SlotBytes, V.Offset / SlotBytes, S);
 }
@@ -123,16 +123,16 @@ void Executor::reduce(const Instr &C) {
     // This rank's piece, reduced to it, into its gradient partition.
     for (const plan::BucketPiece &Piece : BV.Pieces)
       if (Piece.Root == uint32_t(Process.Rank))
-        launchCopyConvert(A.at(Owned, Piece.PartitionOffset), ParamType,
-                          A.at(Piece.View), ParamType, A.elems(Piece.View),
+        launchCopyConvert(Buffers.at(Owned, Piece.PartitionOffset), ParamType,
+                          Buffers.at(Piece.View), ParamType, Buffers.elems(Piece.View),
                           Micro > 0, C.S);
     return;
   }
   // Stage 3: this rank's chunk, accumulated into its gradient partition.
   for (const plan::Segment &Seg : Bucket.Segments) {
     const plan::TensorViews &V = P.Places.Tensors[Seg.Tensor];
-    launchCopyConvert(A.at(Owned, V.PartitionOffset), GradAccumType,
-                      A.at(V.Grad), ElementType(A.view(V.Grad).Type),
+    launchCopyConvert(Buffers.at(Owned, V.PartitionOffset), GradAccumType,
+                      Buffers.at(V.Grad), ElementType(Buffers.view(V.Grad).Type),
                       P.Tensors[Seg.Tensor].ShardElems, Micro > 0, C.S);
   }
 }
@@ -145,12 +145,12 @@ void Executor::collectives(const Instr &C) {
   const std::vector<CollectiveCall> &Group = Calls[C.Index];
   if (Group.empty())
     return; // A stage-3 step with no persistent parameters gathers none.
-  T.measureBegin(C);
+  Timing.measureBegin(C);
   const char *Failed = nullptr;
-  if (ncclResult_t R = issueGroup(Group, A.deviceBase(), Comm, C.S, Failed))
+  if (ncclResult_t R = issueGroup(Group, Buffers.deviceBase(), Comm, C.S, Failed))
     fatalError(std::string(Failed) + " failed: " + ncclGetErrorString(R) +
                whereNow());
-  T.measureEnd(C);
+  Timing.measureEnd(C);
 }
 
 void Executor::gatherUnit(const Instr &C) {
@@ -164,19 +164,19 @@ void Executor::gatherUnit(const Instr &C) {
   // strided cudaMemcpy2DAsync, or copy-engine copies, were slower).
   const plan::UnitViews &UV = P.Places.Units[U];
   unsigned PB = elementBytes(ParamType);
-  uint64_t Chunk = A.elems(UV.Send);
+  uint64_t Chunk = Buffers.elems(UV.Send);
   UnpackTable Table;
   auto Flush = [&] {
-    launchUnpackUnit(A.at(UV.Whole), A.at(UV.Target), PB, Table, World, Chunk,
+    launchUnpackUnit(Buffers.at(UV.Whole), Buffers.at(UV.Target), PB, Table, World, Chunk,
                      C.S);
     Table.Count = 0;
   };
   for (uint32_t Tn : P.FetchUnits[U].Tensors) {
     const plan::TensorViews &V = P.Places.Tensors[Tn];
     Table.UnitOffset[Table.Count] =
-        (A.offset(V.Param) - A.offset(UV.Whole)) / PB;
+        (Buffers.offset(V.Param) - Buffers.offset(UV.Whole)) / PB;
     Table.ChunkOffset[Table.Count] =
-        (A.wholeOffset(V.Chunk) - A.offset(UV.Target)) / PB;
+        (Buffers.wholeOffset(V.Chunk) - Buffers.offset(UV.Target)) / PB;
     Table.Shard[Table.Count] = P.Tensors[Tn].ShardElems;
     if (++Table.Count == UnpackTable::Capacity)
       Flush();
@@ -187,7 +187,7 @@ void Executor::gatherUnit(const Instr &C) {
 void Executor::clipGradients(const Instr &C) {
   plan::ScratchLayout SL =
       plan::scratchLayout(P.Program.size(), P.Settings.GradAccum);
-  float *Scratch = reinterpret_cast<float *>(A.at(P.Places.Runtime.Scratch));
+  float *Scratch = reinterpret_cast<float *>(Buffers.at(P.Places.Runtime.Scratch));
   float *Sum = Scratch + SL.Norm, *Partials = Scratch + SL.Partials;
   unsigned Blocks = unsigned(plan::ScratchLayout::NormBlocks);
   float MaxNorm =
@@ -197,22 +197,22 @@ void Executor::clipGradients(const Instr &C) {
   const plan::PartitionViews &O = P.Places.Owned;
   bool OnHost = C.In.On == plan::Stream::Host;
   uint32_t Owned = OnHost && Stage < 3 ? O.GradsFP32 : O.Grads;
-  ElementType Type = ElementType(A.view(Owned).Type);
+  ElementType Type = ElementType(Buffers.view(Owned).Type);
   uint64_t N = plan::ownedRealElems(P, Process.Rank);
   if (OnHost) {
     // Summed by the host stream, in fixed chunks added in order (the same
     // gradients, the same norm); only the sum travels. The host's Clip
     // holds it until the factor replaces it.
     float *HostSum = &HostStep->Clip;
-    const char *Grads = A.at(Owned);
+    const char *Grads = Buffers.at(Owned);
     unsigned Threads = Options.HostThreads;
-    T.onHost(C,
+    Timing.onHost(C,
              [=] { *HostSum = float(sumOfSquares(Grads, Type, N, Threads)); });
     CHECK_CUDA(cudaMemcpyAsync(Sum, HostSum, sizeof(float),
                                cudaMemcpyHostToDevice, C.S));
   } else {
     if (N)
-      launchSumSquares(A.at(Owned), Type, N, Partials, Blocks, C.S);
+      launchSumSquares(Buffers.at(Owned), Type, N, Partials, Blocks, C.S);
     launchSumPartials(Partials, Blocks, Sum, C.S);
   }
   // Stage 0 ranks hold every gradient; the others sum their partitions.
@@ -247,15 +247,15 @@ void Executor::optimizerStep(const Instr &C) {
   if (C.In.On == plan::Stream::Host) {
     uint32_t I = C.Index;
     bool Fp32Grads = Stage < 3;
-    const char *Grads = A.at(Fp32Grads ? O.GradsFP32 : O.Grads, Lo);
+    const char *Grads = Buffers.at(Fp32Grads ? O.GradsFP32 : O.Grads, Lo);
     ElementType GradType = Fp32Grads ? ElementType::F32 : GradAccumType;
     bool HostParams = P.Settings.ParamOffload == plan::OffloadDevice::CPU;
     // Parameters on the device get their 16-bit copy in the same pass,
     // into the staging the transfer after the step copies from.
     void *Staged = P.Settings.ParamOffload == plan::OffloadDevice::None
-                       ? A.at(P.Places.Runtime.ParamStaging)
+                       ? Buffers.at(P.Places.Runtime.ParamStaging)
                        : nullptr;
-    T.onHost(C, [=] {
+    Timing.onHost(C, [=] {
       HostState H = hostState(G);
       if (HostStep->Overflow) {
         // Skipped (fp16); this step's flag, read back by now. The copy to
@@ -280,7 +280,7 @@ void Executor::optimizerStep(const Instr &C) {
       for (const plan::OwnedPiece &Piece : Pieces) {
         if (P.Tensors[Piece.Tensor].Persistent)
           continue;
-        timedConvert(I, A.at(P.Places.Tensors[Piece.Tensor].Shard), ParamType,
+        timedConvert(I, Buffers.at(P.Places.Tensors[Piece.Tensor].Shard), ParamType,
                      H.Master + (Piece.PartitionOffset - Lo), ElementType::F32,
                      Piece.End - Piece.Begin, false);
       }
@@ -292,28 +292,28 @@ void Executor::optimizerStep(const Instr &C) {
   // at stages 0-2 writes the 16-bit parameters (the plan's fp32 gradient
   // buffer of the partition stays unused: DeepSpeed fills it, the fused
   // update needs no copy).
-  float *Master = reinterpret_cast<float *>(A.at(O.Master, Lo));
-  float *M = reinterpret_cast<float *>(A.at(O.Moment1, Lo)),
-        *V = reinterpret_cast<float *>(A.at(O.Moment2, Lo));
+  float *Master = reinterpret_cast<float *>(Buffers.at(O.Master, Lo));
+  float *M = reinterpret_cast<float *>(Buffers.at(O.Moment1, Lo)),
+        *V = reinterpret_cast<float *>(Buffers.at(O.Moment2, Lo));
   if (Stage < 3) {
     // fp32 training at stage 0 steps from the gradients themselves; the
     // padding of the last partition holds no gradient.
-    bool Fp32 = !A.at(O.GradsFP32);
+    bool Fp32 = !Buffers.at(O.GradsFP32);
     uint64_t Real = plan::ownedRealElems(P, Process.Rank);
     Real = Real > Lo ? std::min(Real - Lo, N) : 0;
     // The updated partition back into the 16-bit parameters, unless they
     // are the master weights themselves (fp32 at stage 0).
-    bool Params16 = A.at(O.Params16) != A.at(O.Master);
-    launchAdamW(Master, M, V, A.at(O.Grads, Lo),
+    bool Params16 = Buffers.at(O.Params16) != Buffers.at(O.Master);
+    launchAdamW(Master, M, V, Buffers.at(O.Grads, Lo),
                 Fp32 ? ElementType::F32 : ParamType, Fp32 ? N : Real, N,
-                Params16 ? A.at(O.Params16, Lo) : nullptr, ParamType, W,
+                Params16 ? Buffers.at(O.Params16, Lo) : nullptr, ParamType, W,
                 DeviceStep, C.S);
     return;
   }
-  launchAdamW(Master, M, V, A.at(O.Grads, Lo), GradAccumType, N, N, nullptr,
+  launchAdamW(Master, M, V, Buffers.at(O.Grads, Lo), GradAccumType, N, N, nullptr,
               ParamType, W, DeviceStep, C.S);
   for (const plan::OwnedPiece &Piece : Pieces)
-    launchCopyConvert(A.at(P.Places.Tensors[Piece.Tensor].Shard), ParamType,
+    launchCopyConvert(Buffers.at(P.Places.Tensors[Piece.Tensor].Shard), ParamType,
                       Master + (Piece.PartitionOffset - Lo), ElementType::F32,
                       Piece.End - Piece.Begin, false, C.S);
 }

@@ -37,13 +37,13 @@ HostState Executor::hostState(uint32_t G) const {
   // else in the host's partition arrays, from the sub-group's start.
   const plan::Placement &X = P.Places;
   if (OptimizerSwap)
-    return {reinterpret_cast<float *>(A.at(X.Runtime.NVMeState[0])),
-            reinterpret_cast<float *>(A.at(X.Runtime.NVMeState[1])),
-            reinterpret_cast<float *>(A.at(X.Runtime.NVMeState[2]))};
+    return {reinterpret_cast<float *>(Buffers.at(X.Runtime.NVMeState[0])),
+            reinterpret_cast<float *>(Buffers.at(X.Runtime.NVMeState[1])),
+            reinterpret_cast<float *>(Buffers.at(X.Runtime.NVMeState[2]))};
   uint64_t Lo = X.SubGroups[G].Begin;
-  return {reinterpret_cast<float *>(A.at(X.Owned.Master, Lo)),
-          reinterpret_cast<float *>(A.at(X.Owned.Moment1, Lo)),
-          reinterpret_cast<float *>(A.at(X.Owned.Moment2, Lo))};
+  return {reinterpret_cast<float *>(Buffers.at(X.Owned.Master, Lo)),
+          reinterpret_cast<float *>(Buffers.at(X.Owned.Moment1, Lo)),
+          reinterpret_cast<float *>(Buffers.at(X.Owned.Moment2, Lo))};
 }
 
 void Executor::timedIo(uint32_t Instruction, uint64_t Bytes,
@@ -146,7 +146,7 @@ void Executor::swapIn(const Instr &C, const plan::Transfer &X) {
   if (X.Point == plan::TransferPoint::BeforeStep) {
     uint32_t G = X.Owner;
     uint64_t Bytes = 3 * P.Layout.SubGroups[G].Elems * 4;
-    T.onHost(
+    Timing.onHost(
         C,
         [=] {
           timedIo(I, Bytes, [&] {
@@ -160,8 +160,8 @@ void Executor::swapIn(const Instr &C, const plan::Transfer &X) {
   // A stage-3 unit's shards, into the parameter buffer the plan gives this
   // read.
   uint32_t U = X.Owner;
-  char *Buffer = A.at(P.Places.InstructionSlots[I]);
-  T.onHost(
+  char *Buffer = Buffers.at(P.Places.InstructionSlots[I]);
+  Timing.onHost(
       C,
       [=] {
         timedIo(I, Swap->unitBytes(U), [&] {
@@ -178,7 +178,7 @@ void Executor::swapOut(const Instr &C, const plan::Transfer &X) {
   uint32_t G = X.Owner, I = C.Index;
   uint64_t Lo = P.Places.SubGroups[G].Begin, N = P.Layout.SubGroups[G].Elems;
   if (X.What != plan::Category::Params16) {
-    T.onHost(
+    Timing.onHost(
         C,
         [=] {
           timedIo(I, 3 * N * 4, [&] {
@@ -191,14 +191,14 @@ void Executor::swapOut(const Instr &C, const plan::Transfer &X) {
   }
   // The updated 16-bit shards of the sub-group's tensors (the persistent
   // ones stay on the device), through the parameter staging buffer.
-  char *Staging = A.at(P.Places.Runtime.ParamStaging);
+  char *Staging = Buffers.at(P.Places.Runtime.ParamStaging);
   unsigned PB = elementBytes(ParamType);
   std::vector<plan::OwnedPiece> Pieces;
   for (const plan::OwnedPiece &O : plan::ownedPieces(P, Process.Rank))
     if (O.PartitionOffset >= Lo && O.PartitionOffset < Lo + N &&
         !P.Tensors[O.Tensor].Persistent)
       Pieces.push_back(O);
-  T.onHost(
+  Timing.onHost(
       C,
       [=] {
         HostState H = hostState(G);

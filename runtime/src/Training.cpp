@@ -138,14 +138,14 @@ bool Executor::setUpTraining() {
     for (uint32_t V : *Vs)
       MicroInputBytes += P.Values[V].Elems * plan::dtypeBytes(P.Values[V].Type);
   const plan::RuntimeViews &RV = P.Places.Runtime;
-  if (A.elems(RV.Inputs) < 2 * uint64_t(P.Settings.GradAccum) * MicroInputBytes)
+  if (Buffers.elems(RV.Inputs) < 2 * uint64_t(P.Settings.GradAccum) * MicroInputBytes)
     return Fail("the plan places no room for the step's token ids and "
                 "targets (input_staging)");
 
   // Every value's address, resolved once.
   std::vector<char *> Values(P.Values.size(), nullptr);
   for (uint32_t V = 0; V < P.Values.size(); ++V)
-    Values[V] = A.at(P.Places.Values[V]);
+    Values[V] = Buffers.at(P.Places.Values[V]);
   // Constants (position ids, masks, the loss gradient's seed) hold their
   // bytes the whole run: their buffers live across every step.
   for (const plan::Constant &K : P.Constants)
@@ -153,8 +153,8 @@ bool Executor::setUpTraining() {
                           cudaMemcpyHostToDevice));
 
   std::string Problem =
-      Model.resolve(P, Values, A.at(RV.KernelWorkspace),
-                    A.elems(RV.KernelWorkspace), Cublas, &Products);
+      Model.resolve(P, Values, Buffers.at(RV.KernelWorkspace),
+                    Buffers.elems(RV.KernelWorkspace), Cublas, &Products);
   if (!Problem.empty())
     return Fail(Problem);
   Model.setDeterministic(Options.Deterministic);
@@ -216,7 +216,7 @@ void Executor::initWeights(void *Params, ElementType T, float *Master,
 
 void Executor::fillInputs(uint32_t Step) {
   uint32_t B = P.Settings.MicroBatch, GAS = P.Settings.GradAccum;
-  char *Half = A.at(P.Places.Runtime.Inputs,
+  char *Half = Buffers.at(P.Places.Runtime.Inputs,
                     uint64_t(Step % 2) * GAS * MicroInputBytes);
   for (uint32_t M = 0; M < GAS; ++M) {
     uint64_t First = ((uint64_t(Step - 1) * GAS + M) * Process.WorldSize +
@@ -258,13 +258,13 @@ void Executor::runKernels(const Instr &C, bool Backward) {
   if (!Backward && In.Arg == 0) {
     // The micro step's tokens, from this step's half of the staging.
     const char *From =
-        A.at(P.Places.Runtime.Inputs, uint64_t(C.Step % 2) * GAS *
+        Buffers.at(P.Places.Runtime.Inputs, uint64_t(C.Step % 2) * GAS *
                                               MicroInputBytes +
                                           uint64_t(In.Micro) * MicroInputBytes);
     for (int Target = 0; Target < 2; ++Target)
       for (uint32_t V : Target ? Training.Targets : Training.Inputs) {
         uint64_t Bytes = P.Values[V].Elems * plan::dtypeBytes(P.Values[V].Type);
-        CHECK_CUDA(cudaMemcpyAsync(A.at(P.Places.Values[V]), From, Bytes,
+        CHECK_CUDA(cudaMemcpyAsync(Buffers.at(P.Places.Values[V]), From, Bytes,
                                    cudaMemcpyHostToDevice, C.S));
         From += Bytes;
       }
@@ -282,7 +282,7 @@ void Executor::runKernels(const Instr &C, bool Backward) {
     for (uint32_t K = R.Begin; K < R.End; ++K)
       if (P.Kernels[K].kind() == plan::KernelKind::CrossEntropy)
         CHECK_CUDA(cudaMemcpyAsync(DeviceLosses + In.Micro,
-                                   A.at(P.Places.Values[LossValue]),
+                                   Buffers.at(P.Places.Values[LossValue]),
                                    sizeof(float), cudaMemcpyDeviceToDevice,
                                    C.S));
 }
@@ -316,7 +316,7 @@ bool Executor::writeWeights(const std::string &Path) {
   size_t NT = P.Tensors.size();
   std::vector<std::vector<char>> Data(NT);
   bool Zero = Process.Rank == 0;
-  cudaStream_t S = T.stream(plan::Stream::Compute);
+  cudaStream_t S = Timing.stream(plan::Stream::Compute);
   auto Download = [&](uint32_t Ti, const char *From) {
     Data[Ti].resize(P.Tensors[Ti].Elems * PB);
     CHECK_CUDA(cudaMemcpyAsync(Data[Ti].data(), From, Data[Ti].size(),
@@ -326,7 +326,7 @@ bool Executor::writeWeights(const std::string &Path) {
   if (Stage < 3) {
     if (Zero)
       for (uint32_t Ti = 0; Ti < NT; ++Ti)
-        Download(Ti, A.at(P.Places.Tensors[Ti].Param));
+        Download(Ti, Buffers.at(P.Places.Tensors[Ti].Param));
   } else {
     // Each tensor's shards, gathered between steps into the plan's save
     // staging, which holds the largest tensor. Shards offloaded to NVMe
@@ -338,12 +338,12 @@ bool Executor::writeWeights(const std::string &Path) {
       const plan::TensorViews &V = P.Places.Tensors[Ti];
       if (X.Persistent) {
         if (Zero)
-          Download(Ti, A.at(V.Param));
+          Download(Ti, Buffers.at(V.Param));
         continue;
       }
       uint64_t ShardBytes = X.ShardElems * PB;
-      char *Whole = A.at(Staging), *Mine = Whole + Process.Rank * ShardBytes;
-      const char *Shard = ParamSwap ? nullptr : A.at(V.Shard);
+      char *Whole = Buffers.at(Staging), *Mine = Whole + Process.Rank * ShardBytes;
+      const char *Shard = ParamSwap ? nullptr : Buffers.at(V.Shard);
       if (ParamSwap) {
         std::string Error;
         FromSwap.resize(ShardBytes);

@@ -98,22 +98,22 @@ void Executor::gradientsOut(const Instr &C, const plan::Transfer &X) {
   if (Stage < 3) {
     for (const plan::BucketPiece &BP : BV.Pieces)
       if (BP.Root == uint32_t(Process.Rank))
-        Pieces.push_back({A.at(BP.View), A.at(O.GradsFP32, BP.PartitionOffset),
-                          A.elems(BP.View)});
+        Pieces.push_back({Buffers.at(BP.View), Buffers.at(O.GradsFP32, BP.PartitionOffset),
+                          Buffers.elems(BP.View)});
   } else {
     // Each shard of this rank's chunk into its place in the partition.
-    From = ElementType(A.view(BV.Chunk).Type);
+    From = ElementType(Buffers.view(BV.Chunk).Type);
     Into = GradAccumType;
     for (const plan::Segment &Seg : Bucket.Segments) {
       const plan::TensorViews &V = P.Places.Tensors[Seg.Tensor];
-      uint64_t At = A.offset(V.Grad) - A.offset(BV.Chunk);
-      Pieces.push_back({A.at(BV.Chunk) + At, A.at(O.Grads, V.PartitionOffset),
+      uint64_t At = Buffers.offset(V.Grad) - Buffers.offset(BV.Chunk);
+      Pieces.push_back({Buffers.at(BV.Chunk) + At, Buffers.at(O.Grads, V.PartitionOffset),
                         P.Tensors[Seg.Tensor].ShardElems});
     }
   }
   unsigned FB = elementBytes(From);
   // The staging slot holds the pieces side by side.
-  char *Slot = X.Staged ? A.at(P.Places.InstructionSlots[I]) : nullptr;
+  char *Slot = X.Staged ? Buffers.at(P.Places.InstructionSlots[I]) : nullptr;
   if (X.Kind == plan::TransferKind::DeviceToHost) {
     std::vector<CopyPiece> Copies;
     uint64_t At = 0;
@@ -121,13 +121,13 @@ void Executor::gradientsOut(const Instr &C, const plan::Transfer &X) {
       Copies.push_back({X.Staged ? Slot + At : Q.Host, Q.Device, Q.Elems * FB});
       At += Q.Elems * FB;
     }
-    T.measureBegin(C);
+    Timing.measureBegin(C);
     copyBatch(C, Copies);
-    T.measureEnd(C);
+    Timing.measureEnd(C);
     return;
   }
   bool Add = plan::gradientsAdd(P.Settings, C.In.Micro);
-  T.onHost(C, [=] {
+  Timing.onHost(C, [=] {
     uint64_t At = 0;
     for (const Piece &Q : Pieces) {
       timedConvert(I, Q.Host, Into, Slot + At, From, Q.Elems, Add);
@@ -142,7 +142,7 @@ void Executor::transfer(const Instr &C) {
   const plan::PartitionViews &O = Places.Owned;
   unsigned PB = elementBytes(ParamType);
   uint32_t Rank = Process.Rank, I = C.Index;
-  char *ParamStaging = A.at(Places.Runtime.ParamStaging);
+  char *ParamStaging = Buffers.at(Places.Runtime.ParamStaging);
   switch (X.Point) {
   case plan::TransferPoint::AfterReduce:
     return gradientsOut(C, X);
@@ -162,7 +162,7 @@ void Executor::transfer(const Instr &C) {
           (!HostParams || P.Tensors[Piece.Tensor].Persistent))
         Pieces.push_back(Piece);
     if (HostParams)
-      T.onHost(
+      Timing.onHost(
           C,
           [=] {
             float *Master = hostState(G).Master;
@@ -171,20 +171,20 @@ void Executor::transfer(const Instr &C) {
                            ParamType, Master + (Piece.PartitionOffset - Lo),
                            ElementType::F32, Piece.End - Piece.Begin, false);
           });
-    T.measureBegin(C);
+    Timing.measureBegin(C);
     if (Stage < 3) {
-      copy(C, A.at(O.Params16, Lo), ParamStaging, N * PB,
+      copy(C, Buffers.at(O.Params16, Lo), ParamStaging, N * PB,
            cudaMemcpyHostToDevice);
-      T.measureEnd(C);
+      Timing.measureEnd(C);
       return;
     }
     std::vector<CopyPiece> Copies;
     for (const plan::OwnedPiece &Piece : Pieces)
-      Copies.push_back({A.at(Places.Tensors[Piece.Tensor].Shard),
+      Copies.push_back({Buffers.at(Places.Tensors[Piece.Tensor].Shard),
                         ParamStaging + (Piece.PartitionOffset - Lo) * PB,
                         (Piece.End - Piece.Begin) * PB});
     copyBatch(C, Copies);
-    T.measureEnd(C);
+    Timing.measureEnd(C);
     return;
   }
   case plan::TransferPoint::BeforeGather: {
@@ -196,15 +196,15 @@ void Executor::transfer(const Instr &C) {
     std::vector<CopyPiece> Copies;
     for (uint32_t Tn : P.FetchUnits[X.Owner].Tensors) {
       const plan::TensorViews &V = Places.Tensors[Tn];
-      const char *From = ParamSwap ? A.at(Places.InstructionSlots[I]) +
+      const char *From = ParamSwap ? Buffers.at(Places.InstructionSlots[I]) +
                                          Swap->shardInUnit(Tn)
-                                   : A.at(V.Shard);
+                                   : Buffers.at(V.Shard);
       Copies.push_back(
-          {A.at(V.Chunk), From, P.Tensors[Tn].ShardElems * PB});
+          {Buffers.at(V.Chunk), From, P.Tensors[Tn].ShardElems * PB});
     }
-    T.measureBegin(C);
+    Timing.measureBegin(C);
     copyBatch(C, Copies);
-    T.measureEnd(C);
+    Timing.measureEnd(C);
     return;
   }
   case plan::TransferPoint::BeforeStep:

@@ -153,8 +153,8 @@ bool Executor::verify(uint32_t Steps) {
       }
     }
   } else {
-    MasterBytes = download(A.at(X.Owned.Master), Owned * 4);
-    StateBytes = download(A.at(X.Owned.Moment1), 2 * Owned * 4);
+    MasterBytes = download(Buffers.at(X.Owned.Master), Owned * 4);
+    StateBytes = download(Buffers.at(X.Owned.Moment1), 2 * Owned * 4);
   }
   const float *MasterValues = reinterpret_cast<const float *>(MasterBytes.data());
   const float *M = reinterpret_cast<const float *>(StateBytes.data());
@@ -203,7 +203,7 @@ bool Executor::verify(uint32_t Steps) {
   if (Stage < 3) {
     for (uint32_t T = 0; T < P.Tensors.size(); ++T) {
       std::vector<char> Param =
-          download(A.at(X.Tensors[T].Param), P.Tensors[T].Elems * PB);
+          download(Buffers.at(X.Tensors[T].Param), P.Tensors[T].Elems * PB);
       Mismatch Bad = CheckStored(Param.data(), T, 0, P.Tensors[T].Elems,
                                  "16-bit parameter");
       if (Bad.Found)
@@ -215,7 +215,7 @@ bool Executor::verify(uint32_t Steps) {
       const plan::Tensor &Tn = P.Tensors[T];
       std::vector<char> Stored;
       if (Tn.Persistent) {
-        Stored = download(A.at(X.Tensors[T].Param), Tn.Elems * PB);
+        Stored = download(Buffers.at(X.Tensors[T].Param), Tn.Elems * PB);
       } else if (ParamSwap) {
         // From the swap file, where its unit's shards lie.
         uint32_t U = Swap->unitOf(T);
@@ -229,7 +229,7 @@ bool Executor::verify(uint32_t Steps) {
         const char *Shard = Block.data() + Swap->shardInUnit(T);
         Stored.assign(Shard, Shard + Tn.ShardElems * PB);
       } else {
-        Stored = download(A.at(X.Tensors[T].Shard), Tn.ShardElems * PB);
+        Stored = download(Buffers.at(X.Tensors[T].Shard), Tn.ShardElems * PB);
       }
       Mismatch Bad =
           Tn.Persistent
@@ -244,7 +244,7 @@ bool Executor::verify(uint32_t Steps) {
     // Gather every unit once more, the way the program does (with the
     // copy in from the host, or the read from NVMe and the copy, before
     // its gather), and check the whole tensors.
-    cudaStream_t Comm = T.stream(plan::Stream::Comm);
+    cudaStream_t Comm = Timing.stream(plan::Stream::Comm);
     auto Run = [&](uint32_t I) {
       Instr C{I, P.Program[I], Comm, 0};
       issue(C);
@@ -267,8 +267,8 @@ bool Executor::verify(uint32_t Steps) {
       if (First[Tr.Owner] == plan::NoIndex)
         First[Tr.Owner] = I;
     }
-    bool Lean = T.Lean;
-    T.Lean = true; // Nothing to time: no events but the instructions' own.
+    bool Lean = Timing.Lean;
+    Timing.Lean = true; // Nothing to time: no events but the instructions' own.
     for (uint32_t U = 0; U < P.FetchUnits.size(); ++U) {
       if (GatherOf[U] == plan::NoIndex)
         continue;
@@ -282,14 +282,14 @@ bool Executor::verify(uint32_t Steps) {
       CHECK_CUDA(cudaStreamSynchronize(Comm));
       for (uint32_t Tn : P.FetchUnits[U].Tensors) {
         std::vector<char> Whole =
-            download(A.at(X.Tensors[Tn].Param), P.Tensors[Tn].Elems * PB);
+            download(Buffers.at(X.Tensors[Tn].Param), P.Tensors[Tn].Elems * PB);
         Mismatch Bad = CheckStored(Whole.data(), Tn, 0, P.Tensors[Tn].Elems,
                                    "gathered parameter");
         if (Bad.Found)
           return Fail(Bad);
       }
     }
-    T.Lean = Lean;
+    Timing.Lean = Lean;
   }
   fprintf(stderr,
           "dsrun --verify: rank %d: %llu owned elements and every parameter "
