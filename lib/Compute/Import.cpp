@@ -324,6 +324,17 @@ Error Importer::importInitializers() {
         return H.takeError();
       V.Data = std::make_shared<const HostTensor>(std::move(*H));
     } else if (O.ReadConstants && (Init.External || Init.PayloadOffset >= 0)) {
+      // Constants are masks, tables and shapes: a large one is a weight
+      // the export did not mark, or a hostile file; dsc does not read it.
+      constexpr uint64_t MaxConstantBytes = 256ull << 20;
+      if (Init.bytes() > MaxConstantBytes)
+        return createStringError(
+            inconvertibleErrorCode(),
+            "constant '%s' holds %llu MiB; dsc reads constants (masks, "
+            "tables) up to %llu MiB: a larger one is a weight the export did "
+            "not mark as a parameter",
+            Init.Name.c_str(), (unsigned long long)(Init.bytes() >> 20),
+            (unsigned long long)(MaxConstantBytes >> 20));
       Expected<std::vector<char>> Bytes = readInitializer(M, Init);
       std::optional<StorageType> Stored = storageOf(int(Init.Type));
       if (Bytes && Stored)

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dsc/Config/AccelerateConfig.h"
+#include "dsc/Support/YAMLInput.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
@@ -166,6 +167,14 @@ bool isYamlBoolWord(StringRef S) {
 bool AccelerateLinter::read(std::vector<Entry> &Top, SMRange &RootRange) {
   SourceMgr &SM = Engine.sourceMgr();
   MemoryBufferRef Ref = SM.getMemoryBuffer(BufferID)->getMemBufferRef();
+  // LLVM's YAML scanner recurses per nesting level: refuse what would
+  // overflow the stack before it reads anything.
+  if (unsigned Line = tooDeeplyNested(Ref.getBuffer())) {
+    SMLoc At = SM.FindLocForLineAndColumn(BufferID, Line, 1);
+    report(Rule::YamlSyntax, SMRange(At, At),
+           "nested too deeply to be an accelerate config");
+    return false;
+  }
   // Route YAML parse errors into our diagnostics instead of stderr.
   struct Captured {
     SMLoc Loc;

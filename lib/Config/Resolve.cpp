@@ -94,6 +94,7 @@ private:
   std::optional<int64_t> worldSize(const std::string &Path, SMRange Where);
   void walk(const JsonValue &Object, const std::string &Prefix);
   void addPrecisionSection();
+  void addAccumulation();
   void checkTrainerMatches();
 
   Diagnostic &error(SMRange R, const Twine &Message, Rule Code = Rule::AutoValue) {
@@ -442,6 +443,30 @@ void Resolver::addPrecisionSection() {
                     "added by accelerate's set_mixed_precision for " + MP});
 }
 
+/// accelerate's DeepSpeedPlugin (run under the Trainer too) writes
+/// gradient_accumulation_steps 1 into a config without the key, and the
+/// run then takes DeepSpeed's value over --gradient_accumulation_steps:
+/// write what it writes, and say so where the run asks for more.
+void Resolver::addAccumulation() {
+  if (View->has("gradient_accumulation_steps"))
+    return;
+  Edits.push_back(appendMember(Text, *Root, "gradient_accumulation_steps", "1"));
+  Filled.push_back({"gradient_accumulation_steps", "1",
+                    "added by accelerate's DeepSpeedPlugin to a config "
+                    "without the key"});
+  if (A.GradAccum.value_or(1) > 1)
+    Engine.report(Severity::Warning, ruleCode(Rule::Accelerate), BufferID,
+                  range(Root->Begin, Root->Begin + 1),
+                  formatv("the config has no gradient_accumulation_steps: "
+                          "accelerate writes 1 and the run takes it over "
+                          "gradient_accumulation_steps {0}, so each step "
+                          "accumulates 1 micro batch (or DeepSpeed's batch "
+                          "check fails); write \"gradient_accumulation_steps"
+                          "\": \"auto\" to take {0}",
+                          *A.GradAccum)
+                      .str());
+}
+
 /// The Trainer compares what the config says instead of "auto" with its
 /// arguments and refuses the config when they differ (fill_match).
 void Resolver::checkTrainerMatches() {
@@ -526,6 +551,7 @@ ResolveResult Resolver::run() {
   if (Target == LintTarget::HfTrainer)
     checkTrainerMatches();
   addPrecisionSection();
+  addAccumulation();
   if (Target == LintTarget::HfTrainer && A.SaveOnEachNode.value_or(false)) {
     // The Trainer sets this (creating the section) with save_on_each_node.
     const JsonValue *Checkpoint = View->find("checkpoint");

@@ -14,6 +14,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -582,8 +583,46 @@ Expected<std::vector<char>> readInitializer(const Model &M,
     return fail(M.Path, formatv("initializer '{0}' has {1} bytes of data "
                                 "where its shape and type need {2}",
                                 I.Name, Length, Want));
+  if (I.External) {
+    // checkLocation saw the name; the file it resolves to (through any
+    // symlink) must be a regular file inside the model's folder too.
+    SmallString<256> Real, Folder(M.Path);
+    sys::path::remove_filename(Folder);
+    if (Folder.empty())
+      Folder = ".";
+    SmallString<256> RealFolder;
+    if (std::error_code EC = sys::fs::real_path(File, Real))
+      return fail(File, "cannot read the data of initializer '" + I.Name +
+                            "': " + EC.message());
+    if (std::error_code EC = sys::fs::real_path(Folder, RealFolder))
+      return fail(Folder, EC.message());
+    if (!RealFolder.endswith("/"))
+      RealFolder += "/";
+    if (!StringRef(Real).startswith(RealFolder))
+      return fail(M.Path, "initializer '" + I.Name + "' names '" +
+                              I.Location + "', which resolves to '" + Real +
+                              "' outside the model's folder; dsc opens "
+                              "nothing outside it");
+    if (!sys::fs::is_regular_file(Real))
+      return fail(File, "the data of initializer '" + I.Name +
+                            "' is not a regular file");
+  }
+  // The slice must lie inside the file: a mapping past its end faults on
+  // first touch (SIGBUS), and a short read would be zero-filled.
+  uint64_t FileBytes = 0;
+  if (std::error_code EC = sys::fs::file_size(File, FileBytes))
+    return fail(File, "cannot read the data of initializer '" + I.Name +
+                          "': " + EC.message());
+  if (uint64_t(Offset) > FileBytes || FileBytes - uint64_t(Offset) < Want)
+    return fail(File, formatv("the data of initializer '{0}' is truncated: "
+                              "it needs bytes {1} to {2}, and the file holds "
+                              "{3}",
+                              I.Name, Offset, uint64_t(Offset) + Want,
+                              FileBytes));
+  // Read, not mapped: a file truncated while dsc reads it then fails the
+  // read instead of faulting.
   ErrorOr<std::unique_ptr<MemoryBuffer>> Buffer = MemoryBuffer::getFileSlice(
-      File, uint64_t(Length), uint64_t(Offset), /*IsVolatile=*/false);
+      File, uint64_t(Length), uint64_t(Offset), /*IsVolatile=*/true);
   if (!Buffer)
     return fail(File, "cannot read the data of initializer '" + I.Name +
                           "': " + Buffer.getError().message());

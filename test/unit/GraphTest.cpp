@@ -301,6 +301,32 @@ TEST(ShapesTest, ImportFoldsShapeArithmeticIntoReshape) {
     EXPECT_TRUE(N.Op == "Relu" || N.Op == "Reshape") << N.Op;
 }
 
+// A constant initializer is read to fold what it feeds; one of gigabytes is
+// refused by name before a byte is read (a hostile file once made dsc read
+// a sparse 1 GiB constant whole).
+TEST(ShapesTest, HugeConstantsAreRefusedUnread) {
+  ModelBuilder B;
+  B.input("x", {"8", "40000000"}, onnx::TensorProto_DataType_INT64);
+  onnx::TensorProto &C =
+      B.init("huge", {8, 40000000}, onnx::TensorProto_DataType_INT64);
+  C.set_data_location(onnx::TensorProto_DataLocation_EXTERNAL);
+  auto *Loc = C.add_external_data();
+  Loc->set_key("location");
+  Loc->set_value("huge.bin");
+  B.node("Add", {"x", "huge"}, {"y"});
+  B.output("y");
+  llvm::Expected<Model> M = B.import();
+  ASSERT_TRUE(bool(M)) << llvm::toString(M.takeError());
+  llvm::Expected<ModelFacts> F = analyzeModel(*M, {});
+  ASSERT_TRUE(bool(F)) << llvm::toString(F.takeError());
+  llvm::Expected<compute::Graph> G = compute::importGraph(*M, *F, {});
+  ASSERT_FALSE(bool(G));
+  EXPECT_EQ(llvm::toString(G.takeError()),
+            "constant 'huge' holds 2441 MiB; dsc reads constants (masks, "
+            "tables) up to 256 MiB: a larger one is a weight the export did "
+            "not mark as a parameter");
+}
+
 TEST(ModelGenTest, GeneratedGraphsCountLikePyTorch) {
   for (const char *Preset : {"gpt2-small", "llama-1b"}) {
     llvm::Expected<TransformerSpec> S = transformerPreset(Preset);

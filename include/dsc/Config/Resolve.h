@@ -100,9 +100,11 @@ void visitTrainingArgs(Args &A, Visitor &&V) {
                                    "Warmup as a share of the training steps "
                                    "(used when no warmup steps are given)"});
   V(A.FP16, TrainingArgSpec{"fp16", "fp16",
-                            "Trainer --fp16: fp16 mixed precision"});
+                            "Trainer --fp16: fp16 mixed precision "
+                            "(--fp16=false: off)"});
   V(A.BF16, TrainingArgSpec{"bf16", "bf16",
-                            "Trainer --bf16: bf16 mixed precision"});
+                            "Trainer --bf16: bf16 mixed precision "
+                            "(--bf16=false: off)"});
   V(A.SaveOnEachNode, TrainingArgSpec{"save_on_each_node", "save-on-each-node",
                                       "Trainer --save_on_each_node: each "
                                       "node saves to its local storage"});

@@ -23,11 +23,17 @@ inline unsigned tooDeeplyNested(llvm::StringRef Text, unsigned MaxDepth = 64) {
   unsigned Lead = 0; // Indentation and "- " entries opening this line.
   char Quote = 0, Previous = ' ';
   bool Escaped = false;
+  bool Comment = false;
   for (char C : Text) {
     if (C == '\n') {
+      // A quoted scalar may go on over lines, but counting the next line's
+      // brackets as if it did not only errs towards refusing.
       ++Line, LineStart = true, Lead = 0, Previous = ' ';
+      Quote = 0, Escaped = false, Comment = false;
       continue;
     }
+    if (Comment)
+      continue;
     if (Quote) {
       // Inside "...", a backslash escapes the next character.
       if (Escaped)
@@ -41,6 +47,12 @@ inline unsigned tooDeeplyNested(llvm::StringRef Text, unsigned MaxDepth = 64) {
     if (LineStart && (C == ' ' || C == '-')) {
       if (++Lead > 4 * MaxDepth)
         return Line;
+      continue;
+    }
+    // A comment runs to the end of the line: its quotes and brackets are
+    // text.
+    if (C == '#' && (LineStart || Previous == ' ' || Previous == '\t')) {
+      Comment = true;
       continue;
     }
     LineStart = false;
