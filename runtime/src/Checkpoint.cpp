@@ -4,11 +4,14 @@
 //   "DSRUNCK1", u32 version, the header's fields, u32 part count,
 //   per part: u32 name length, name, u64 bytes;
 //   the parts' bytes, one after another;
+//   the CRC-32C of every 1 MiB block of every part (the last block of a
+//   part may be shorter), u32 each, part after part;
 //   "DSRUNEND" (a shard cut short has no trailer).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Checkpoint.h"
+#include "Crc32c.h"
 
 #include "dsc/PlanCodec.h"
 
@@ -18,6 +21,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 namespace plan = dsc::plan;
@@ -28,9 +32,59 @@ namespace {
 
 constexpr char Magic[8] = {'D', 'S', 'R', 'U', 'N', 'C', 'K', '1'};
 constexpr char Trailer[8] = {'D', 'S', 'R', 'U', 'N', 'E', 'N', 'D'};
-constexpr uint32_t Version = 1;
+constexpr uint32_t Version = 2;
 /// Parts move through a bounded buffer, never whole.
 uint64_t Chunk = 64ull << 20;
+/// Each part's bytes are checksummed in blocks of this size, so that a
+/// damaged byte is placed within a MiB.
+constexpr uint64_t BlockBytes = 1ull << 20;
+
+uint64_t blocksOf(uint64_t Bytes) { return (Bytes + BlockBytes - 1) / BlockBytes; }
+
+/// The block checksums of one part, made as its bytes stream past in
+/// order, chunk by chunk: whole blocks of a chunk on several threads (a
+/// save is no slower than its writes), a block split between chunks
+/// carried over.
+class BlockSums {
+public:
+  explicit BlockSums(uint64_t PartBytes) : Sums(blocksOf(PartBytes), 0) {}
+
+  void add(uint64_t At, const char *Data, uint64_t N) {
+    uint64_t End = At + N;
+    // The rest of a block the previous chunk began.
+    if (At % BlockBytes) {
+      uint64_t Take = std::min(End, (At / BlockBytes + 1) * BlockBytes) - At;
+      Sums[At / BlockBytes] = crc32c(Sums[At / BlockBytes], Data, Take);
+      At += Take, Data += Take;
+    }
+    uint64_t Whole = (End - At) / BlockBytes, First = At / BlockBytes;
+    unsigned Threads = unsigned(std::min<uint64_t>(
+        Whole / 4,
+        std::min(8u, std::max(1u, std::thread::hardware_concurrency()))));
+    auto Range = [&](uint64_t Begin, uint64_t Stop) {
+      for (uint64_t B = Begin; B < Stop; ++B)
+        Sums[First + B] = crc32c(0, Data + B * BlockBytes, BlockBytes);
+    };
+    if (Threads > 1) {
+      std::vector<std::thread> Pool;
+      for (unsigned T = 0; T < Threads; ++T)
+        Pool.emplace_back(Range, Whole * T / Threads, Whole * (T + 1) / Threads);
+      for (std::thread &T : Pool)
+        T.join();
+    } else {
+      Range(0, Whole);
+    }
+    At += Whole * BlockBytes, Data += Whole * BlockBytes;
+    // The start of a block the next chunk ends.
+    if (At < End)
+      Sums[At / BlockBytes] = crc32c(0, Data, End - At);
+  }
+
+  const std::vector<uint32_t> &sums() const { return Sums; }
+
+private:
+  std::vector<uint32_t> Sums;
+};
 
 /// The header and part table as bytes (and back).
 struct Encoder {
@@ -201,6 +255,9 @@ bool writeShard(
   AtomicFile F;
   if (!F.open(Path, Error) || !F.write(E.Out.data(), E.Out.size(), Error))
     return false;
+  std::vector<BlockSums> Sums;
+  for (const CheckpointPart &Part : Parts)
+    Sums.emplace_back(Part.Bytes);
   bool Written = eachChunk(Parts, [&](size_t I, uint64_t At, uint64_t N,
                                       char *Buffer) {
     if (!Fill(I, At, N, Buffer)) {
@@ -208,8 +265,15 @@ bool writeShard(
               (Error.empty() ? "" : " (" + Error + ")");
       return false;
     }
-    return F.write(Buffer, N, Error);
+    // The checksums read the chunk while the write copies it out.
+    std::thread Summing([&] { Sums[I].add(At, Buffer, N); });
+    bool Ok = F.write(Buffer, N, Error);
+    Summing.join();
+    return Ok;
   });
+  for (const BlockSums &S : Sums)
+    Written = Written && F.write(S.sums().data(),
+                                 S.sums().size() * sizeof(uint32_t), Error);
   return Written && F.write(Trailer, sizeof(Trailer), Error) &&
          F.commit(Error);
 }
@@ -231,6 +295,12 @@ bool ShardReader::open(const std::string &From, std::string &Error) {
   uint32_t V = 0, Count = 0;
   D.Ok = fread(M, sizeof(M), 1, File) == 1 && !memcmp(M, Magic, sizeof(M));
   D.get(V);
+  if (D.Ok && V == 1) {
+    Error = Path + ": a shard of an older dsrun, written without checksums "
+                   "(version 1); this dsrun reads version " +
+            std::to_string(Version) + " only";
+    return false;
+  }
   if (!D.Ok || V != Version) {
     Error = Path + ": not a dsrun checkpoint shard of version " +
             std::to_string(Version);
@@ -268,13 +338,18 @@ bool ShardReader::open(const std::string &From, std::string &Error) {
     return false;
   }
   DataBegin = uint64_t(Here);
+  uint64_t Blocks = 0;
+  for (const CheckpointPart &Part : Parts)
+    Blocks += blocksOf(Part.Bytes);
+  uint64_t Promised = DataBegin + Total + Blocks * 4 + sizeof(Trailer);
   char T[8] = {};
-  if (uint64_t(S.st_size) != DataBegin + Total + sizeof(Trailer) ||
-      fseek(File, long(DataBegin + Total), SEEK_SET) != 0 ||
+  Sums.assign(Blocks, 0);
+  if (uint64_t(S.st_size) != Promised ||
+      fseeko(File, off_t(DataBegin + Total), SEEK_SET) != 0 ||
+      (Blocks && fread(Sums.data(), Blocks * 4, 1, File) != 1) ||
       fread(T, sizeof(T), 1, File) != 1 || memcmp(T, Trailer, sizeof(T))) {
     Error = Path + ": the shard is " + std::to_string(S.st_size) +
-            " bytes where its header promises " +
-            std::to_string(DataBegin + Total + sizeof(Trailer)) +
+            " bytes where its header promises " + std::to_string(Promised) +
             " (cut short, or not written by dsrun)";
     return false;
   }
@@ -306,12 +381,24 @@ bool ShardReader::read(
     Error = Path + ": cannot seek";
     return false;
   }
+  std::vector<BlockSums> Got;
+  for (const CheckpointPart &Part : Parts)
+    Got.emplace_back(Part.Bytes);
   return eachChunk(Parts, [&](size_t I, uint64_t At, uint64_t N,
                               char *Buffer) {
     if (fread(Buffer, N, 1, File) != 1) {
       Error = Path + ": read failed in " + Parts[I].Name;
       return false;
     }
+    // The blocks this chunk completes are checked before it is handed on.
+    Got[I].add(At, Buffer, N);
+    uint64_t Done = At + N == Parts[I].Bytes ? blocksOf(At + N)
+                                             : (At + N) / BlockBytes;
+    for (uint64_t B = At / BlockBytes; B < Done; ++B)
+      if (Got[I].sums()[B] != Sums[firstBlock(I) + B]) {
+        Error = damaged(I, B);
+        return false;
+      }
     if (!Take(I, At, N, Buffer)) {
       Error = Path + ": could not restore " + Parts[I].Name +
               (Error.empty() ? "" : " (" + Error + ")");
@@ -319,6 +406,30 @@ bool ShardReader::read(
     }
     return true;
   });
+}
+
+uint64_t ShardReader::firstBlock(size_t Part) const {
+  uint64_t First = 0;
+  for (size_t I = 0; I < Part; ++I)
+    First += blocksOf(Parts[I].Bytes);
+  return First;
+}
+
+std::string ShardReader::damaged(size_t Part, uint64_t Block) const {
+  uint64_t Begin = Block * BlockBytes,
+           End = std::min(Parts[Part].Bytes, Begin + BlockBytes);
+  uint64_t At = DataBegin;
+  for (size_t I = 0; I < Part; ++I)
+    At += Parts[I].Bytes;
+  return Path + ": rank " + std::to_string(H.Rank) + "'s " + Parts[Part].Name +
+         ", bytes " + std::to_string(Begin) + " to " + std::to_string(End) +
+         " (file offset " + std::to_string(At + Begin) +
+         "), do not match their checksum: the shard is damaged";
+}
+
+bool ShardReader::verify(std::string &Error) {
+  return read([](size_t, uint64_t, uint64_t, const char *) { return true; },
+              Error);
 }
 
 bool makeDirectories(const std::string &Path, std::string &Error) {

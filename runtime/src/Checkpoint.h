@@ -94,7 +94,9 @@ bool writeShard(const std::string &Path, const CheckpointHeader &H,
                 std::string &Error);
 
 /// A shard opened for reading: its header and parts; read() hands each
-/// part's bytes to Take chunk by chunk, in order.
+/// part's bytes to Take chunk by chunk, in order, and checks each block
+/// against its checksum, the blocks a chunk completes before it is handed
+/// on (with 64 MiB chunks, every block of it).
 class ShardReader {
 public:
   ~ShardReader();
@@ -105,9 +107,13 @@ public:
   bool read(const std::function<bool(size_t, uint64_t, uint64_t, const char *)>
                 &Take,
             std::string &Error);
-  /// Bytes of part Part from byte Offset on, into Out.
+  /// Bytes of part Part from byte Offset on, into Out, unchecked: call
+  /// verify() first.
   bool readAt(size_t Part, uint64_t Offset, uint64_t Bytes, char *Out,
               std::string &Error);
+  /// Reads every part and checks it against its block checksums (read()
+  /// checks as it goes); the first damaged block is named in Error.
+  bool verify(std::string &Error);
 
 private:
   FILE *File = nullptr;
@@ -115,6 +121,10 @@ private:
   CheckpointHeader H;
   std::vector<CheckpointPart> Parts;
   uint64_t DataBegin = 0;
+  /// The CRC-32C of every block, part after part, as the shard holds them.
+  std::vector<uint32_t> Sums;
+  uint64_t firstBlock(size_t Part) const;
+  std::string damaged(size_t Part, uint64_t Block) const;
 };
 
 /// The checkpoint directory --resume DIR means: DIR/<what DIR/latest

@@ -136,7 +136,9 @@ static bool openOld(const std::string &FromDir, const plan::Plan &From,
                     std::string &Error) {
   for (uint32_t R = 0; R < From.Settings.WorldSize; ++R) {
     auto Shard = std::make_unique<ShardReader>();
-    if (!Shard->open(FromDir + "/rank" + std::to_string(R) + ".ckpt", Error))
+    // Every byte is checked before any is moved: readAt does not check.
+    if (!Shard->open(FromDir + "/rank" + std::to_string(R) + ".ckpt", Error) ||
+        !Shard->verify(Error))
       return false;
     const CheckpointHeader &H = Shard->header();
     StateLayout L;
@@ -296,6 +298,26 @@ bool writeFp32Weights(const std::string &Dir, const plan::Plan &From,
   for (const std::vector<char> &D : Data)
     Report.BytesWritten += D.size();
   return true;
+}
+
+bool checkCheckpoint(const std::string &Dir, const plan::Plan &From,
+                     ReshardReport &Report, std::string &Error) {
+  OldState Old;
+  CheckpointHeader First;
+  if (!openOld(Dir, From, Old, First, Error))
+    return false;
+  Report.Step = First.Step;
+  for (const auto &Shard : Old.Shards)
+    for (const CheckpointPart &Part : Shard->parts())
+      Report.BytesRead += Part.Bytes;
+  // The consolidated weights are the run's output: checked as closely.
+  std::string Model = Dir + "/model.safetensors";
+  struct stat S;
+  if (stat(Model.c_str(), &S) != 0) {
+    Error = Model + ": missing (dsrun writes it with every checkpoint)";
+    return false;
+  }
+  return checkWeightsFile(Model, Error);
 }
 
 } // namespace dsrun

@@ -47,6 +47,13 @@ bool writeFp32Weights(const std::string &Dir, const dsc::plan::Plan &From,
                       const std::string &Path, ReshardReport &Report,
                       std::string &Error);
 
+/// Checks a checkpoint without a GPU: every rank's shard of From is there,
+/// written by From at one step, and every byte of the shards and of
+/// model.safetensors matches its checksum.
+/// Report counts the bytes read.
+bool checkCheckpoint(const std::string &Dir, const dsc::plan::Plan &From,
+                     ReshardReport &Report, std::string &Error);
+
 } // namespace dsrun
 
 #endif

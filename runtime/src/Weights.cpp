@@ -2,6 +2,7 @@
 
 #include "Weights.h"
 #include "Checkpoint.h"
+#include "Crc32c.h"
 
 #include "dsc/SafeTensors.h"
 
@@ -64,42 +65,102 @@ bool decode(const char *Data, const dsc::safetensors::TensorInfo &T,
   return true;
 }
 
+/// The metadata key of a tensor's checksum in the files dsrun writes.
+std::string checksumKey(const std::string &Tensor) {
+  return "dsrun.crc32c." + Tensor;
+}
+
+/// A tensor whose file carries its checksum (dsrun wrote it) must match
+/// it; other files (Hugging Face's) have none to check.
+bool matchesChecksum(const dsc::safetensors::Header &H,
+                     const dsc::safetensors::TensorInfo &T,
+                     const char *Payload, std::string &Error) {
+  auto Sum = H.Metadata.find(checksumKey(T.Name));
+  if (Sum == H.Metadata.end())
+    return true;
+  if (crc32cText(crc32c(0, Payload + T.Begin, T.End - T.Begin)) == Sum->second)
+    return true;
+  Error = "tensor '" + T.Name + "', bytes " + std::to_string(T.Begin) +
+          " to " + std::to_string(T.End) + " of the data (file offset " +
+          std::to_string(H.DataStart + T.Begin) +
+          "), does not match its checksum: the file is damaged";
+  return false;
+}
+
+/// A file mapped whole, read-only, for as long as this lives.
+struct MappedFile {
+  const char *Data = nullptr;
+  uint64_t Size = 0;
+
+  bool open(const std::string &Path, std::string &Error) {
+    int Fd = ::open(Path.c_str(), O_RDONLY);
+    if (Fd < 0) {
+      Error = Path + ": cannot open: " + strerror(errno);
+      return false;
+    }
+    struct stat St;
+    if (fstat(Fd, &St) != 0 || St.st_size < 8) {
+      Error = Path + ": not a safetensors file (too short)";
+      close(Fd);
+      return false;
+    }
+    Size = uint64_t(St.st_size);
+    void *Map = mmap(nullptr, Size, PROT_READ, MAP_PRIVATE, Fd, 0);
+    close(Fd);
+    if (Map == MAP_FAILED) {
+      Error = Path + ": cannot map: " + strerror(errno);
+      return false;
+    }
+    Data = static_cast<const char *>(Map);
+    return true;
+  }
+  ~MappedFile() {
+    if (Data)
+      munmap(const_cast<char *>(Data), Size);
+  }
+};
+
+bool readHeader(const std::string &Path, const MappedFile &File,
+                dsc::safetensors::Header &H, std::string &Error) {
+  std::string E;
+  if (dsc::safetensors::readHeader(File.Data, File.Size, File.Size, H, E))
+    return true;
+  Error = Path + ": " + E;
+  return false;
+}
+
 } // namespace
+
+bool checkWeightsFile(const std::string &Path, std::string &Error) {
+  MappedFile File;
+  dsc::safetensors::Header H;
+  if (!File.open(Path, Error) || !readHeader(Path, File, H, Error))
+    return false;
+  for (const dsc::safetensors::TensorInfo &T : H.Tensors) {
+    std::string E;
+    if (!H.Metadata.count(checksumKey(T.Name))) {
+      Error = Path + ": tensor '" + T.Name +
+              "' has no checksum (a file dsrun did not write, or an older "
+              "dsrun's)";
+      return false;
+    }
+    if (!matchesChecksum(H, T, File.Data + H.DataStart, E)) {
+      Error = Path + ": " + E;
+      return false;
+    }
+  }
+  return true;
+}
 
 std::optional<InitialWeights> loadWeights(const plan::Plan &P,
                                           const std::string &Path,
                                           std::string &Error) {
-  int Fd = open(Path.c_str(), O_RDONLY);
-  if (Fd < 0) {
-    Error = Path + ": cannot open: " + strerror(errno);
-    return std::nullopt;
-  }
-  struct stat St;
-  if (fstat(Fd, &St) != 0 || St.st_size < 8) {
-    Error = Path + ": not a safetensors file (too short)";
-    close(Fd);
-    return std::nullopt;
-  }
-  uint64_t Size = uint64_t(St.st_size);
-  void *Map = mmap(nullptr, Size, PROT_READ, MAP_PRIVATE, Fd, 0);
-  close(Fd);
-  if (Map == MAP_FAILED) {
-    Error = Path + ": cannot map: " + strerror(errno);
-    return std::nullopt;
-  }
-  struct Unmap {
-    void *M;
-    uint64_t S;
-    ~Unmap() { munmap(M, S); }
-  } Guard{Map, Size};
-  const char *Data = static_cast<const char *>(Map);
+  MappedFile File;
   dsc::safetensors::Header H;
-  std::string E;
-  if (!dsc::safetensors::readHeader(Data, Size, Size, H, E)) {
-    Error = Path + ": " + E;
+  if (!File.open(Path, Error) || !readHeader(Path, File, H, Error))
     return std::nullopt;
-  }
-  const char *Payload = Data + H.DataStart;
+  std::string E;
+  const char *Payload = File.Data + H.DataStart;
   size_t NT = P.Tensors.size();
   InitialWeights W;
   W.Values.resize(NT);
@@ -112,6 +173,10 @@ std::optional<InitialWeights> loadWeights(const plan::Plan &P,
       Error = Path + ": tensor '" + Info.Name + "' has shape " +
               shapeText(Info.Shape) + " but the plan's '" +
               P.Tensors[T].Name + "' is " + shapeText(P.Tensors[T].Shape);
+      return false;
+    }
+    if (!matchesChecksum(H, Info, Payload, E)) {
+      Error = Path + ": " + E;
       return false;
     }
     if (!decode(Payload, Info, W.Values[T], E)) {
@@ -166,9 +231,12 @@ bool saveWeights(const plan::Plan &P, const std::vector<std::string> &Names,
   dsc::safetensors::Writer Out;
   Out.metadata("format", "pt");
   Out.metadata("producer", "dsrun");
-  for (uint32_t T = 0; T < P.Tensors.size(); ++T)
-    Out.add(Names[T].empty() ? P.Tensors[T].Name : Names[T], DType,
-            P.Tensors[T].Shape, Data[T].data(), Data[T].size());
+  for (uint32_t T = 0; T < P.Tensors.size(); ++T) {
+    const std::string &Name = Names[T].empty() ? P.Tensors[T].Name : Names[T];
+    Out.metadata(checksumKey(Name),
+                 crc32cText(crc32c(0, Data[T].data(), Data[T].size())));
+    Out.add(Name, DType, P.Tensors[T].Shape, Data[T].data(), Data[T].size());
+  }
   const std::vector<char> &Bytes = Out.bytes();
   AtomicFile File;
   return File.open(Path, Error) && File.write(Bytes.data(), Bytes.size(), Error) &&

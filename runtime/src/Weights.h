@@ -36,8 +36,13 @@ std::optional<InitialWeights> loadWeights(const dsc::plan::Plan &P,
                                           const std::string &Path,
                                           std::string &Error);
 
+/// Checks every tensor of a safetensors file dsrun wrote against the
+/// checksum the file carries for it (loadWeights checks those it reads).
+bool checkWeightsFile(const std::string &Path, std::string &Error);
+
 /// Writes a safetensors file of the plan's tensors, each Data[T] holding
-/// Elems elements of type T (its Names: the file's, or the plan's). Written
+/// Elems elements of type T (its Names: the file's, or the plan's), and
+/// in its metadata each tensor's CRC-32C (`dsrun.crc32c.NAME`). Written
 /// to a temporary file, synced and renamed, so a crash never leaves half a
 /// file under Path.
 bool saveWeights(const dsc::plan::Plan &P, const std::vector<std::string> &Names,

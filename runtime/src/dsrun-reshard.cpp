@@ -2,6 +2,7 @@
 //
 //   dsrun-reshard CHECKPOINT NEW_PLAN.bin OUT_DIR [--from-plan PLAN.bin]
 //   dsrun-reshard CHECKPOINT --fp32-weights OUT.safetensors [--from-plan PLAN.bin]
+//   dsrun-reshard --check CHECKPOINT [--from-plan PLAN.bin]
 //
 // Host-only: no GPU needed (Reshard.h says what it moves).
 //
@@ -34,6 +35,10 @@ static const char *const Usage =
     "DeepSpeed's zero_to_fp32.py gives), under the checkpoint's\n"
     "model.safetensors names.\n"
     "\n"
+    "   or: dsrun-reshard --check CHECKPOINT\n"
+    "Checks a checkpoint: every rank's shard there, of one step, written by\n"
+    "its plan, every byte matching its checksum. Exit 0 when it is whole.\n"
+    "\n"
     "  CHECKPOINT          a --save directory (its latest) or a global_stepN\n"
     "  --from-plan PLAN    the plan that wrote the checkpoint (default: the\n"
     "                      plan.bin dsrun saves beside the shards)\n"
@@ -49,12 +54,15 @@ int main(int argc, char **argv) {
     return 0;
   std::vector<std::string> Positional;
   std::string FromPlanPath, Fp32Path;
+  bool Check = false;
   for (int I = 1; I < argc; ++I) {
     std::string A = argv[I];
     if (A == "--from-plan") {
       if (I + 1 >= argc)
         return fail("--from-plan needs the plan that wrote the checkpoint");
       FromPlanPath = argv[++I];
+    } else if (A == "--check") {
+      Check = true;
     } else if (A == "--fp32-weights") {
       if (I + 1 >= argc)
         return fail("--fp32-weights needs the safetensors file to write");
@@ -67,7 +75,9 @@ int main(int argc, char **argv) {
       Positional.push_back(A);
     }
   }
-  if (Positional.size() != (Fp32Path.empty() ? 3u : 1u)) {
+  if (Check && !Fp32Path.empty())
+    return fail("--check and --fp32-weights: one at a time");
+  if (Positional.size() != (Fp32Path.empty() && !Check ? 3u : 1u)) {
     fputs(Usage, stderr);
     return 1;
   }
@@ -85,6 +95,15 @@ int main(int argc, char **argv) {
                               "plan beside it: give --from-plan)"
                     : Error);
   ReshardReport Report;
+  if (Check) {
+    if (!checkCheckpoint(FromDir, *From, Report, Error))
+      return fail(Error);
+    printf("dsrun-reshard: %s: step %u, %u shard(s), %.1f MiB, every "
+           "checksum matches\n",
+           FromDir.c_str(), Report.Step, From->Settings.WorldSize,
+           Report.BytesRead / 1048576.0);
+    return 0;
+  }
   if (!Fp32Path.empty()) {
     if (!writeFp32Weights(FromDir, *From, Fp32Path, Report, Error))
       return fail(Error);

@@ -10,6 +10,7 @@
 #include "Calibration.h"
 #include "Checkpoint.h"
 #include "Collectives.h"
+#include "Crc32c.h"
 #include "Exposed.h"
 #include "FastDivmod.h"
 #include "HostMath.h"
@@ -176,6 +177,18 @@ TEST(Files, TokenFiles) {
 /// Weights match by name and shape; a tied weight the file keeps under
 /// another name is the one unclaimed tensor of its shape; a shape that
 /// differs names both; saving writes a file the reader takes back.
+TEST(Files, Crc32c) {
+  // The check value of CRC-32C (RFC 3720's), then a running sum taken in
+  // two pieces equal to one taken whole.
+  const char *Digits = "123456789";
+  EXPECT(crc32c(0, Digits, 9) == 0xE3069283u);
+  EXPECT(crc32c(crc32c(0, Digits, 4), Digits + 4, 5) == 0xE3069283u);
+  EXPECT(crc32cText(0xE3069283u) == "e3069283");
+  std::vector<char> Long(1000, 'x');
+  EXPECT(crc32c(crc32c(0, Long.data(), 333), Long.data() + 333, 667) ==
+         crc32c(0, Long.data(), 1000));
+}
+
 TEST(Files, WeightFiles) {
   plan::Plan P;
   P.Tensors.resize(2);
@@ -219,6 +232,27 @@ TEST(Files, WeightFiles) {
   std::optional<InitialWeights> Back = loadWeights(P, Saved, Error);
   EXPECT(Back && Back->FileName[0] == "wte.weight" &&
          Back->Values[0][3] == 1.5f && Back->Values[1][1] == -2.0f);
+  EXPECT(checkWeightsFile(Saved, Error));
+  // A file dsrun did not write has no checksums: loaded, but not "whole".
+  EXPECT(!checkWeightsFile(Path, Error) &&
+         Error.find("'wte.weight' has no checksum") != std::string::npos);
+  {
+    // One flipped bit in ln.bias, the last tensor: the last bytes.
+    std::ifstream In(Saved, std::ios::binary);
+    std::string File((std::istreambuf_iterator<char>(In)), {});
+    File.back() ^= 1;
+    std::string Damaged =
+        writeTemp("damaged.safetensors", File.data(), File.size());
+    const char *Says = "tensor 'ln.bias', bytes 12 to 16 of the data (file "
+                       "offset ";
+    EXPECT(!loadWeights(P, Damaged, Error) &&
+           Error.find(Says) != std::string::npos &&
+           Error.find("does not match its checksum: the file is damaged") !=
+               std::string::npos);
+    EXPECT(!checkWeightsFile(Damaged, Error) &&
+           Error.find(Says) != std::string::npos);
+    unlink(Damaged.c_str());
+  }
   EXPECT(!saveWeights(P, I->FileName, Data, ElementType::BF16,
                       "/nonexistent/dir/w.safetensors", Error));
   unlink(Path.c_str());
@@ -297,7 +331,7 @@ TEST(Files, CheckpointFiles) {
     std::ifstream In(Path, std::ios::binary);
     std::string Good((std::istreambuf_iterator<char>(In)), {});
     std::string Bad = Root + "/bad.ckpt";
-    uint64_t Refused = 0, Tries = 0;
+    uint64_t Refused = 0, Tries = 0, Damaged = 0;
     auto Try = [&](const std::string &Bytes) {
       std::string E;
       EXPECT(writeFileAtomically(Bad, Bytes, E));
@@ -309,10 +343,17 @@ TEST(Files, CheckpointFiles) {
         return;
       }
       uint64_t Seen = 0;
-      EXPECT(B.read([&](size_t, uint64_t, uint64_t N, const char *) {
+      // Bytes of the parts (or their checksums) flipped: the read names
+      // the damaged block.
+      bool Read = B.read([&](size_t, uint64_t, uint64_t N, const char *) {
         Seen += N;
         return true;
-      }, E));
+      }, E);
+      EXPECT(Read || E.find("do not match their checksum") != std::string::npos);
+      if (!Read) {
+        ++Damaged;
+        return;
+      }
       uint64_t Promised = 0;
       for (const CheckpointPart &X : B.parts())
         Promised += X.Bytes;
@@ -320,7 +361,7 @@ TEST(Files, CheckpointFiles) {
     };
     for (size_t Length = 0; Length < Good.size(); ++Length)
       Try(Good.substr(0, Length));
-    for (size_t At = 0; At < Good.size() - 110; ++At)
+    for (size_t At = 0; At < Good.size(); ++At)
       for (unsigned char Flip : {0x01, 0x80, 0xff}) {
         std::string Bytes = Good;
         Bytes[At] = char(Bytes[At] ^ Flip);
@@ -328,6 +369,13 @@ TEST(Files, CheckpointFiles) {
       }
     EXPECT(Refused >= Good.size()); // Every cut; most flips of the table.
     EXPECT(Tries > Refused);        // Flips of header values still read.
+    // Every flip of the parts' 110 bytes and of their blocks' checksums
+    // (one block for each part that has bytes) is caught when the shard is
+    // read.
+    uint64_t Blocks = 0;
+    for (const CheckpointPart &X : R.parts())
+      Blocks += X.Bytes > 0;
+    EXPECT(Damaged == 3 * (110 + 4 * Blocks));
   }
 
   // Against a plan: what differs is named.

@@ -20,6 +20,7 @@
 //                               utils/runtime-plans.sh; "--" starts another
 //                               cycle, e.g. of another precision)
 //   dsrunReshardTests --write-checkpoint DIR PLAN.bin
+//   dsrunReshardTests --damage-each-part DIR PLAN.bin
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +29,7 @@
 #include "Expect.h"
 #include "Reshard.h"
 #include "StateLayout.h"
+#include "Weights.h"
 #include "dsc/PlanFacts.h"
 #include "dsc/SafeTensors.h"
 
@@ -163,6 +165,16 @@ static void writeSynthetic(const plan::Plan &P, const std::string &Dir) {
         Error);
     EXPECT(Ok);
   }
+  // The consolidated 16-bit weights every save writes beside the shards.
+  unsigned PB = plan::dtypeBytes(P.Settings.ParamDType);
+  std::vector<std::vector<char>> Weights(P.Tensors.size());
+  for (uint32_t T = 0; T < P.Tensors.size(); ++T) {
+    Weights[T].resize(P.Tensors[T].Elems * PB);
+    for (uint64_t B = 0; B < Weights[T].size(); ++B)
+      Weights[T][B] = stateByte(StateKind::Param, T, B / PB, unsigned(B % PB));
+  }
+  EXPECT(saveWeights(P, std::vector<std::string>(P.Tensors.size()), Weights, ElementType(P.Settings.ParamDType),
+                     Dir + "/model.safetensors", Error));
 }
 
 /// Every stretch of P's layout in Dir holds stateByte, every other byte 0.
@@ -343,7 +355,110 @@ static std::vector<std::string> plansIn(const std::string &Dir) {
   return Plans;
 }
 
+/// Block checksums: a shard of a 3.5 MiB part and a small one, moved in
+/// chunks that split blocks, reads back whole; one flipped byte is named by
+/// rank, part and block; a version-1 shard (no checksums) is refused.
+static void checksums(const std::string &Root) {
+  fs::create_directories(Root);
+  std::string Path = Root + "/rank0.ckpt", Error;
+  CheckpointHeader H;
+  H.WorldSize = 1, H.Step = 3, H.OptimizerStep = 3, H.Scaler.Scale = 1;
+  std::vector<CheckpointPart> Parts = {{"master_params", 3670016 + 5},
+                                       {"optimizer_states", 100}};
+  auto Byte = [](size_t Part, uint64_t I) { return char(I * 131 + Part * 7); };
+  setCheckpointChunkBytes(777777);
+  EXPECT(writeShard(Path, H, Parts,
+                    [&](size_t Part, uint64_t At, uint64_t N, char *Out) {
+                      for (uint64_t I = 0; I < N; ++I)
+                        Out[I] = Byte(Part, At + I);
+                      return true;
+                    },
+                    Error));
+  ShardReader Whole;
+  bool Same = Whole.open(Path, Error);
+  EXPECT(Same);
+  Same = Same && Whole.read(
+                     [&](size_t Part, uint64_t At, uint64_t N, const char *In) {
+                       for (uint64_t I = 0; I < N; ++I)
+                         if (In[I] != Byte(Part, At + I))
+                           return false;
+                       return true;
+                     },
+                     Error);
+  EXPECT(Same);
+  setCheckpointChunkBytes(64ull << 20);
+  {
+    ShardReader Again;
+    EXPECT(Again.open(Path, Error) && Again.verify(Error));
+  }
+  // One byte of the first part's third block, flipped where it lies.
+  uint64_t DataBegin = fs::file_size(Path) - 8 - 4 * (4 + 1) - Parts[0].Bytes -
+                       Parts[1].Bytes;
+  {
+    std::fstream F(Path, std::ios::in | std::ios::out | std::ios::binary);
+    F.seekg(std::streamoff(DataBegin + 2200000));
+    char C = 0;
+    F.read(&C, 1);
+    C ^= 0x10;
+    F.seekp(std::streamoff(DataBegin + 2200000));
+    F.write(&C, 1);
+  }
+  ShardReader Damaged;
+  EXPECT(Damaged.open(Path, Error));
+  EXPECT(!Damaged.verify(Error));
+  EXPECT(Error == Path + ": rank 0's master_params, bytes 2097152 to 3145728 "
+                         "(file offset " + std::to_string(DataBegin + 2097152) +
+                         "), do not match their checksum: the shard is damaged");
+  // An older shard's version: refused by name.
+  {
+    std::fstream F(Path, std::ios::in | std::ios::out | std::ios::binary);
+    F.seekp(8);
+    uint32_t One = 1;
+    F.write(reinterpret_cast<const char *>(&One), 4);
+  }
+  ShardReader Old;
+  EXPECT(!Old.open(Path, Error));
+  EXPECT(Error.find("written without checksums (version 1)") !=
+         std::string::npos);
+  fs::remove_all(Root);
+}
+
+/// Every part of rank 0's shard in Dir, one at a time, with the byte at its
+/// middle flipped: checkCheckpoint must name that part, or fail the test.
+/// Prints one line a part, for the tool's lit test.
+static void damageEachPart(const plan::Plan &P, const std::string &Dir) {
+  std::string Shard = Dir + "/rank0.ckpt", Error;
+  ShardReader Reader;
+  EXPECT(Reader.open(Shard, Error));
+  std::vector<CheckpointPart> Parts = Reader.parts();
+  uint64_t Data = 0, Blocks = 0;
+  for (const CheckpointPart &Part : Parts)
+    Data += Part.Bytes, Blocks += (Part.Bytes + (1 << 20) - 1) >> 20;
+  uint64_t At = fs::file_size(Shard) - 8 - 4 * Blocks - Data;
+  std::vector<char> Whole = readFile(Shard);
+  for (const CheckpointPart &Part : Parts) {
+    std::vector<char> Bytes = Whole;
+    Bytes[At + Part.Bytes / 2] ^= 0x01;
+    std::ofstream(Shard, std::ios::binary | std::ios::trunc)
+        .write(Bytes.data(), std::streamsize(Bytes.size()));
+    ReshardReport Report;
+    bool Refused = !checkCheckpoint(Dir, P, Report, Error) &&
+                   Error.find("rank 0's " + Part.Name + ", bytes ") !=
+                       std::string::npos;
+    EXPECT(Refused);
+    printf("%s: %s\n", Part.Name.c_str(), Refused ? "refused" : "ACCEPTED");
+    At += Part.Bytes;
+  }
+  std::ofstream(Shard, std::ios::binary | std::ios::trunc)
+      .write(Whole.data(), std::streamsize(Whole.size()));
+}
+
 int main(int argc, char **argv) {
+  if (argc == 4 && std::string(argv[1]) == "--damage-each-part") {
+    if (std::optional<plan::Plan> P = load(argv[3]))
+      damageEachPart(*P, argv[2]);
+    return Failures ? 1 : 0;
+  }
   // For the tool's own test: a checkpoint of PLAN in DIR, and no more.
   if (argc == 4 && std::string(argv[1]) == "--write-checkpoint") {
     if (std::optional<plan::Plan> P = load(argv[3]))
@@ -359,6 +474,7 @@ int main(int argc, char **argv) {
       Cycles.back().push_back(plansIn(argv[I]));
   }
   std::string Root = (fs::temp_directory_path() / "dsrun-reshard-test").string();
+  checksums(Root + "-checksums");
   // In each cycle, every third plan of a directory converted into one of
   // the next directory's (the last's into the first's), every sixth also
   // into one of its own, with another stage and offload each time.

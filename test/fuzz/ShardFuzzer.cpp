@@ -1,7 +1,8 @@
 //===- ShardFuzzer.cpp - libFuzzer target: dsrun's checkpoint shards ------===//
 //
 // Arbitrary bytes as a checkpoint shard (rank<R>.ckpt): --resume and
-// dsrun-reshard open one and read its parts, whole and piece by piece. A
+// dsrun-reshard open one and read its parts, whole, piece by piece and
+// against their checksums. A
 // damaged or forged shard must be an error, never a crash or a read past
 // what the header promised.
 //
@@ -43,6 +44,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
       if (Total != Promised)
         __builtin_trap();
     }
+    // Every block against its checksum (dsrun-reshard --check).
+    (void)Shard.verify(Error);
     std::vector<char> Piece(64);
     for (size_t I = 0; I < Shard.parts().size(); ++I) {
       uint64_t Bytes = Shard.parts()[I].Bytes;
