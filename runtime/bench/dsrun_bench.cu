@@ -541,7 +541,7 @@ static int bench(int argc, char **argv) {
       Args.insert(Args.end(), {"--plan", PlanPath});
     if (MinCTAs)
       Args.insert(Args.end(), {"--comm-min-ctas", std::to_string(MinCTAs)});
-    return launchLocal(Processes, Args, 29600, 10);
+    return launchLocal(Processes, Args, 29600);
   }
   std::optional<dsc::plan::Plan> Plan;
   if (!PlanPath.empty()) {

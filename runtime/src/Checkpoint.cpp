@@ -20,7 +20,10 @@
 #include <cmath>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
+#include <fstream>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <thread>
 #include <unistd.h>
 
@@ -165,13 +168,49 @@ AtomicFile::~AtomicFile() {
   }
 }
 
-bool AtomicFile::open(const std::string &To, std::string &Error) {
+static std::string bytesText(uint64_t Bytes) {
+  char Text[64];
+  bool Large = Bytes >= (1ull << 30);
+  snprintf(Text, sizeof(Text), "%llu bytes (%.2f %s)",
+           (unsigned long long)Bytes,
+           Bytes / double(Large ? 1ull << 30 : 1ull << 20),
+           Large ? "GiB" : "MiB");
+  return Text;
+}
+
+/// What a full file system says: how much the file needed, how much was
+/// free.
+static std::string noSpace(const std::string &Path, uint64_t Needed,
+                           int Errno) {
+  std::string Text = Path + ": needs " + bytesText(Needed);
+  struct statvfs Fs;
+  if (statvfs(directoryOf(Path).c_str(), &Fs) == 0)
+    Text += " and the file system has " +
+            bytesText(uint64_t(Fs.f_bavail) * Fs.f_frsize) + " free";
+  return Text + " (" + strerror(Errno) + ")";
+}
+
+bool AtomicFile::open(const std::string &To, std::string &Error,
+                      uint64_t Bytes) {
   Path = To;
+  Expected = Bytes;
   Temporary = Path + ".tmp." + std::to_string(getpid());
   Fd = ::open(Temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (Fd < 0)
+  if (Fd < 0) {
     Error = Temporary + ": cannot create: " + strerror(errno);
-  return Fd >= 0;
+    return false;
+  }
+  // The whole file's blocks first, so that a full disk says so before a
+  // byte is written (file systems without fallocate find out as they go).
+  if (Bytes && fallocate(Fd, 0, 0, off_t(Bytes)) != 0 &&
+      (errno == ENOSPC || errno == EDQUOT || errno == EFBIG)) {
+    Error = noSpace(Path, Bytes, errno);
+    close(Fd);
+    Fd = -1;
+    unlink(Temporary.c_str());
+    return false;
+  }
+  return true;
 }
 
 bool AtomicFile::write(const void *Data, uint64_t Bytes, std::string &Error) {
@@ -181,11 +220,16 @@ bool AtomicFile::write(const void *Data, uint64_t Bytes, std::string &Error) {
     if (N < 0 && errno == EINTR)
       continue;
     if (N <= 0) {
-      Error = Temporary + ": write failed: " + strerror(errno);
+      int E = N < 0 ? errno : ENOSPC;
+      Error = E == ENOSPC || E == EDQUOT
+                  ? noSpace(Path, std::max(Expected, Written + Bytes), E)
+                  : Temporary + ": write failed after " +
+                        bytesText(Written) + ": " + strerror(E);
       return false;
     }
     From += N;
     Bytes -= uint64_t(N);
+    Written += uint64_t(N);
   }
   return true;
 }
@@ -216,7 +260,8 @@ bool AtomicFile::commit(std::string &Error) {
 bool writeFileAtomically(const std::string &Path, const std::string &Bytes,
                          std::string &Error) {
   AtomicFile F;
-  return F.open(Path, Error) && F.write(Bytes.data(), Bytes.size(), Error) &&
+  return F.open(Path, Error, Bytes.size()) &&
+         F.write(Bytes.data(), Bytes.size(), Error) &&
          F.commit(Error);
 }
 
@@ -252,8 +297,12 @@ bool writeShard(
     E.put(Part.Name);
     E.put(Part.Bytes);
   }
+  uint64_t FileBytes = E.Out.size() + sizeof(Trailer);
+  for (const CheckpointPart &Part : Parts)
+    FileBytes += Part.Bytes + 4 * blocksOf(Part.Bytes);
   AtomicFile F;
-  if (!F.open(Path, Error) || !F.write(E.Out.data(), E.Out.size(), Error))
+  if (!F.open(Path, Error, FileBytes) ||
+      !F.write(E.Out.data(), E.Out.size(), Error))
     return false;
   std::vector<BlockSums> Sums;
   for (const CheckpointPart &Part : Parts)
@@ -448,6 +497,18 @@ bool makeDirectories(const std::string &Path, std::string &Error) {
     return false;
   }
   return true;
+}
+
+std::string discardCheckpoint(const std::string &SaveDir, uint32_t Step) {
+  std::string Name = checkpointName(Step), Dir = SaveDir + "/" + Name;
+  std::ifstream Latest(SaveDir + "/latest");
+  std::string Named;
+  std::getline(Latest, Named);
+  if (Named == Name)
+    return "";
+  std::error_code Ignored;
+  uint64_t Removed = std::filesystem::remove_all(Dir, Ignored);
+  return Removed ? Dir + " (partly written) is removed" : "";
 }
 
 std::string checkpointName(uint32_t Step) {

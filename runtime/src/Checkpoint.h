@@ -45,7 +45,10 @@ public:
   AtomicFile(const AtomicFile &) = delete;
   AtomicFile &operator=(const AtomicFile &) = delete;
   ~AtomicFile();
-  bool open(const std::string &Path, std::string &Error);
+  /// Bytes, when known, is the file's size: its blocks are reserved at
+  /// once, so a full file system is an error before anything is written,
+  /// naming the bytes needed and free.
+  bool open(const std::string &Path, std::string &Error, uint64_t Bytes = 0);
   bool write(const void *Data, uint64_t Bytes, std::string &Error);
   /// Syncs, closes and renames; then syncs the directory, so the rename
   /// itself survives a crash.
@@ -54,6 +57,7 @@ public:
 private:
   int Fd = -1;
   std::string Path, Temporary;
+  uint64_t Expected = 0, Written = 0;
 };
 
 /// Writes Bytes to Path through a synced temporary file and a rename.
@@ -133,6 +137,11 @@ std::string checkpointToResume(const std::string &Dir, std::string &Error);
 
 /// mkdir -p.
 bool makeDirectories(const std::string &Path, std::string &Error);
+
+/// After a save that failed: removes SaveDir/global_stepN and whatever of
+/// it was written, unless latest names it. Says what it removed ("" for
+/// nothing).
+std::string discardCheckpoint(const std::string &SaveDir, uint32_t Step);
 
 /// The plan that wrote a checkpoint, saved beside its shards (what
 /// dsrun-reshard reads their layout from).

@@ -10,6 +10,7 @@
 #include "Executor.h"
 
 #include "Checkpoint.h"
+#include "Preemption.h"
 #include "StateLayout.h"
 
 #include <cstring>
@@ -129,27 +130,37 @@ void Executor::restoreCheckpoint() {
             ResumeShard->path().c_str(), H.Step);
 }
 
-bool Executor::allRanksAgree(bool Ok, uint32_t Value) {
+uint32_t Executor::reduceOverRanks(uint32_t Mine, ncclRedOp_t Op) {
   if (P.Settings.WorldSize == 1)
-    return Ok;
+    return Mine;
   // The first loss slot is free between steps (read by now), and its host
   // side is pinned, so the copies keep stream order. Later slots are not
   // free: the norm's partial sums after them must stay zero.
   cudaStream_t S = Timing.stream(plan::Stream::Compute);
-  auto Reduce = [&](uint32_t Mine, ncclRedOp_t Op) {
-    memcpy(HostLosses, &Mine, sizeof(Mine));
-    CHECK_CUDA(cudaMemcpyAsync(DeviceLosses, HostLosses, sizeof(Mine),
-                               cudaMemcpyHostToDevice, S));
-    CHECK_NCCL(
-        ncclAllReduce(DeviceLosses, DeviceLosses, 1, ncclUint32, Op, Comm, S));
-    CHECK_CUDA(cudaMemcpyAsync(HostLosses, DeviceLosses, sizeof(Mine),
-                               cudaMemcpyDeviceToHost, S));
-    CHECK_CUDA(cudaStreamSynchronize(S));
-    memcpy(&Mine, HostLosses, sizeof(Mine));
-    return Mine;
-  };
-  bool All = Reduce(Ok ? 1 : 0, ncclMin) == 1;
-  return Reduce(Value, ncclMin) == Reduce(Value, ncclMax) && All;
+  memcpy(HostLosses, &Mine, sizeof(Mine));
+  CHECK_CUDA(cudaMemcpyAsync(DeviceLosses, HostLosses, sizeof(Mine),
+                             cudaMemcpyHostToDevice, S));
+  CHECK_NCCL(
+      ncclAllReduce(DeviceLosses, DeviceLosses, 1, ncclUint32, Op, Comm, S));
+  CHECK_CUDA(cudaMemcpyAsync(HostLosses, DeviceLosses, sizeof(Mine),
+                             cudaMemcpyDeviceToHost, S));
+  // Within --timeout, as a step: a rank that is gone must not hang this.
+  waitUntil([S] { return cudaStreamQuery(S); });
+  memcpy(&Mine, HostLosses, sizeof(Mine));
+  return Mine;
+}
+
+bool Executor::allRanksAgree(bool Ok, uint32_t Value) {
+  bool All = reduceOverRanks(Ok ? 1 : 0, ncclMin) == 1;
+  return reduceOverRanks(Value, ncclMin) == reduceOverRanks(Value, ncclMax) &&
+         All;
+}
+
+int Executor::stopAgreed() {
+  // Ranks may be signalled a step apart (another node's scheduler, or
+  // the signal landing between two ranks' checks): the largest signal
+  // number any rank has seen stops them all after the same step.
+  return int(reduceOverRanks(uint32_t(stopSignal()), ncclMax));
 }
 
 void Executor::saveCheckpoint(uint32_t Step) {
@@ -197,11 +208,19 @@ void Executor::saveCheckpoint(uint32_t Step) {
       Ok = writeFileAtomically(Dir + "/config.json", Text.str(), Error);
     }
   }
-  if (!allRanksAgree(Ok))
+  if (!allRanksAgree(Ok)) {
+    // Every rank has finished writing (or failing) by now: rank 0 removes
+    // what was written, and the others wait for it before they exit.
+    std::string Removed;
+    if (Process.Rank == 0)
+      Removed = discardCheckpoint(Options.SaveDir, Step);
+    allRanksAgree(true);
     fatalError("rank " + std::to_string(Process.Rank) + ": --save: step " +
                std::to_string(Step) + "'s checkpoint could not be written" +
                (Error.empty() ? " on another rank" : ": " + Error) +
-               "; the previous checkpoint is untouched");
+               (Removed.empty() ? "" : "; " + Removed) +
+               "; latest still names the previous checkpoint");
+  }
   if (Process.Rank == 0) {
     if (!writeFileAtomically(Options.SaveDir + "/latest",
                              checkpointName(Step) + "\n", Error))

@@ -1,12 +1,14 @@
 //===- Executor.cpp - Set up, then run the program step by step -----------===//
 
 #include "Executor.h"
+#include "Preemption.h"
 
 #include "Cli.h"
 
 #include "HostMath.h"
 #include "Kernels.h"
 #include "NcclGroup.h"
+#include "Trace.h"
 #include "dsc/PlanFacts.h"
 
 #include <algorithm>
@@ -233,20 +235,42 @@ bool Executor::setUp() {
 
   int Version = 0;
   CHECK_NCCL(ncclGetVersion(&Version));
+  // Rank 0 hands on the NCCL id and where its watch listens (port and
+  // host name; 0: no watch).
   ncclUniqueId Id;
-  std::string Blob;
+  std::string Blob, Error;
   if (Process.Rank == 0) {
     CHECK_NCCL(ncclGetUniqueId(&Id));
     Blob.assign(reinterpret_cast<const char *>(&Id), sizeof(Id));
+    int WatchPort = 0;
+    if (Process.WorldSize > 1 && Watcher.listen(Process.WorldSize, Error))
+      WatchPort = Watcher.port();
+    else if (Process.WorldSize > 1)
+      fprintf(stderr, "dsrun: note: no watch of the ranks (%s): a rank that "
+                      "stops will not be named\n",
+              Error.c_str());
+    char Host[256] = {};
+    gethostname(Host, sizeof(Host) - 1);
+    Blob += std::to_string(WatchPort) + " " + Host;
   }
-  std::string Error;
   if (!exchangeBlob(Process, Blob, Options.TimeoutSeconds, Error) ||
-      Blob.size() != sizeof(Id)) {
+      Blob.size() <= sizeof(Id)) {
     fprintf(stderr, "dsrun: %s\n",
             Error.empty() ? "bad NCCL id from rank 0" : Error.c_str());
     return false;
   }
   memcpy(&Id, Blob.data(), sizeof(Id));
+  if (Process.Rank != 0) {
+    std::string Where = Blob.substr(sizeof(Id));
+    int WatchPort = atoi(Where.c_str());
+    // torchrun's and Slurm's MASTER_ADDR reaches rank 0; an MPI job may
+    // have none, and then rank 0's host name does.
+    std::string Host = Process.Mpi ? Where.substr(Where.find(' ') + 1)
+                                   : Process.MasterAddr;
+    if (WatchPort && !Watcher.connect(Process.Rank, Host, WatchPort, Error))
+      fprintf(stderr, "dsrun: rank %d: note: not watched (%s)\n",
+              Process.Rank, Error.c_str());
+  }
   ncclConfig_t Config = commConfig(Options.CommMinCTAs);
   if (ncclResult_t E = ncclCommInitRankConfig(&Comm, Process.WorldSize, Id,
                                               Process.Rank, &Config);
@@ -495,8 +519,12 @@ void Executor::step(uint32_t Step) {
                              cudaMemcpyHostToDevice, Compute));
   Timing.markStepBegin();
   Timing.fork();
-  for (uint32_t I = 0; I < P.Program.size(); ++I)
+  CurrentStep = Step;
+  for (uint32_t I = 0; I < P.Program.size(); ++I) {
+    Watcher.progress(Step, I);
     issue(Timing.instr(I, Step));
+  }
+  Watcher.progress(Step, uint32_t(P.Program.size()));
   Timing.join();
   if (real())
     readLosses(Compute);
@@ -528,15 +556,31 @@ bool Executor::waitUntil(const std::function<cudaError_t()> &Status) {
             ": NCCL reports an error (a peer may have died): " +
             ncclGetErrorString(Async));
     }
-    if (std::chrono::steady_clock::now() > Deadline) {
-      ncclCommAbort(Comm);
-      Comm = nullptr;
-      fatalError("rank " + std::to_string(Process.Rank) + ": a step took more "
-            "than " + std::to_string(Options.TimeoutSeconds) +
-            " s; aborting (a peer is stuck or gone)");
-    }
+    if (std::chrono::steady_clock::now() > Deadline)
+      abortStuck();
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
+}
+
+void Executor::abortStuck() {
+  // Where this rank's GPU waits, and whom the watch has not heard from,
+  // before the communicator goes.
+  std::string Where;
+  uint32_t I = Timing.firstUnfinished();
+  if (I < P.Program.size())
+    Where = "; its GPU waits at instruction " + std::to_string(I) + " (" +
+            instructionName(P, P.Program[I]) + " on the " +
+            plan::enumName(P.Program[I].On) + " stream)";
+  std::string Who = Watcher.suspects();
+  ncclCommAbort(Comm);
+  Comm = nullptr;
+  fatalError("rank " + std::to_string(Process.Rank) + ": step " +
+             std::to_string(CurrentStep) + " did not finish within --timeout " +
+             std::to_string(Options.TimeoutSeconds) + " s" + Where + "; " +
+             (Who.empty() ? "every rank still answers the watch, so one is "
+                            "stuck inside the GPU or NCCL"
+                          : Who) +
+             "; the communicator is aborted");
 }
 
 int Executor::run() {
@@ -599,9 +643,20 @@ int Executor::run() {
       if (Process.Rank == 0)
         fputs(Table.c_str(), stderr);
     }
+    int Stop = stopAgreed();
     if (!Options.SaveDir.empty() &&
-        (Step == Last || (Options.SaveEvery && Step % Options.SaveEvery == 0)))
+        (Stop || Step == Last ||
+         (Options.SaveEvery && Step % Options.SaveEvery == 0)))
       saveCheckpoint(Step);
+    if (Stop && Step < Last) {
+      if (Process.Rank == 0)
+        fprintf(stderr, "dsrun: stopped after step %u on %s%s%s\n", Step,
+                signalName(Stop),
+                Options.SaveDir.empty() ? " (no --save: nothing saved)"
+                                        : "; resume with --resume ",
+                Options.SaveDir.c_str());
+      return ExitStopped;
+    }
     if (!Options.ValDataPath.empty() &&
         (Step == Last || (Options.EvalEvery && Step % Options.EvalEvery == 0)))
       evaluate(Step);

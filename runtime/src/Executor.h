@@ -36,6 +36,7 @@
 #include "ModelProgram.h"
 #include "Nvme.h"
 #include "Timeline.h"
+#include "Watch.h"
 #include "TokenData.h"
 #include "Weights.h"
 
@@ -63,6 +64,8 @@ struct RunOptions {
   /// among its processes.
   unsigned HostThreads = 0;
   int TimeoutSeconds = 300;
+  /// From a SIGTERM to the exit, at most (Preemption.h).
+  unsigned TermTimeoutSeconds = 25;
   /// Stop after setting up (checks, arenas, NCCL), before any step.
   bool DryRun = false;
   /// Where NVMe offload keeps its swap files (the config's nvme_path, as
@@ -216,6 +219,9 @@ private:
   /// Polls Status (cudaSuccess: done) until it is done, an error, an NCCL
   /// error or the timeout; the last three end the process.
   bool waitUntil(const std::function<cudaError_t()> &Status);
+  /// After --timeout: says where the GPU waits and whom the watch misses,
+  /// aborts the communicator and ends the process.
+  [[noreturn]] void abortStuck();
 
   // What each instruction does (Steps.cpp).
   void compute(const Instr &C, bool Backward);
@@ -367,6 +373,11 @@ private:
   void saveCheckpoint(uint32_t Step);
   /// Whether Ok holds on every rank and every rank gives the same Value.
   bool allRanksAgree(bool Ok, uint32_t Value = 0);
+  /// Mine reduced over the ranks by Op (an all-reduce of one word).
+  uint32_t reduceOverRanks(uint32_t Mine, ncclRedOp_t Op);
+  /// The stop signal any rank has caught, 0 for none (Preemption.h): the
+  /// ranks' agreement to stop after the step just finished.
+  int stopAgreed();
 
   const dsc::plan::Plan &P;
   ProcessInfo Process;
@@ -391,6 +402,10 @@ private:
 
   // Communication.
   ncclComm_t Comm = nullptr;
+  /// Beats to rank 0 beside NCCL, to name a rank that stops (Watch.h).
+  Watch Watcher;
+  /// The step being issued or waited for, for messages.
+  uint32_t CurrentStep = 0;
   /// Each instruction's NCCL calls (Collectives.h).
   std::vector<std::vector<CollectiveCall>> Calls;
   /// Whether collective timings are agreed among ranks (collectiveTimes).

@@ -1,6 +1,7 @@
 //===- Launch.cpp ---------------------------------------------------------===//
 
 #include "Launch.h"
+#include "Preemption.h"
 
 #include <arpa/inet.h>
 #include <cerrno>
@@ -12,6 +13,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -211,9 +213,11 @@ std::optional<ProcessInfo> processFromEnvironment(std::string &Error) {
   return I;
 }
 
-int launchLocal(int N, const std::vector<std::string> &Argv, int Port,
-                int GraceSeconds) {
-  std::vector<pid_t> Children;
+int launchLocal(int N, const std::vector<std::string> &Argv, int Port) {
+  // Read by the signal handler that passes a stop on (Preemption.h).
+  static std::vector<int> Children;
+  Children.assign(size_t(N), 0);
+  pid_t Launcher = getpid();
   for (int R = 0; R < N; ++R) {
     pid_t Pid = fork();
     if (Pid < 0) {
@@ -221,6 +225,13 @@ int launchLocal(int N, const std::vector<std::string> &Argv, int Port,
       return 1;
     }
     if (Pid == 0) {
+      // A group of its own, so that a terminal's Ctrl-C or a kill of the
+      // launcher's group reaches the ranks once, through the launcher;
+      // and gone with the launcher, should it be killed outright.
+      setpgid(0, 0);
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != Launcher)
+        _exit(1);
       setenv("RANK", std::to_string(R).c_str(), 1);
       setenv("LOCAL_RANK", std::to_string(R).c_str(), 1);
       setenv("WORLD_SIZE", std::to_string(N).c_str(), 1);
@@ -236,45 +247,41 @@ int launchLocal(int N, const std::vector<std::string> &Argv, int Port,
       perror("dsrun: exec");
       _exit(127);
     }
-    Children.push_back(Pid);
+    Children[size_t(R)] = Pid;
   }
+  forwardStopSignals(Children.data(), N);
   int Status = 0;
   size_t Running = Children.size();
-  auto Deadline = std::chrono::steady_clock::time_point::max();
   while (Running) {
     int S = 0;
-    pid_t Pid = waitpid(-1, &S, Deadline ==
-                                        std::chrono::steady_clock::time_point::max()
-                                    ? 0
-                                    : WNOHANG);
-    if (Pid > 0) {
-      --Running;
-      int Code = WIFEXITED(S) ? WEXITSTATUS(S) : 128 + WTERMSIG(S);
-      for (size_t R = 0; R < Children.size(); ++R)
-        if (Children[R] == Pid) {
-          Children[R] = 0;
-          if (Code && !Status) {
-            Status = Code;
-            fprintf(stderr,
-                    "dsrun: rank %zu exited with status %d; stopping the "
-                    "other ranks\n",
-                    R, Code);
-            for (pid_t Other : Children)
-              if (Other > 0)
-                kill(Other, SIGTERM);
-            Deadline = std::chrono::steady_clock::now() +
-                       std::chrono::seconds(GraceSeconds);
-          }
-        }
-      continue;
+    pid_t Pid = waitpid(-1, &S, 0);
+    if (Pid < 0) {
+      if (errno == EINTR)
+        continue;
+      break;
     }
-    if (std::chrono::steady_clock::now() > Deadline) {
-      for (pid_t Other : Children)
+    --Running;
+    int Code = WIFEXITED(S) ? WEXITSTATUS(S) : 128 + WTERMSIG(S);
+    for (size_t R = 0; R < Children.size(); ++R) {
+      if (Children[R] != Pid)
+        continue;
+      Children[R] = 0;
+      if (!Code || Status)
+        continue;
+      Status = Code;
+      // After a stop every rank ends on its own, each saving first.
+      if (stopSignal())
+        continue;
+      // A rank that failed ends the job: the others cannot go on without
+      // it, and a rank waiting in a collective would wait for --timeout.
+      fprintf(stderr,
+              "dsrun: rank %zu exited with status %d; stopping the other "
+              "ranks\n",
+              R, Code);
+      for (int Other : Children)
         if (Other > 0)
           kill(Other, SIGKILL);
-      Deadline = std::chrono::steady_clock::time_point::max();
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return Status;
 }

@@ -52,9 +52,9 @@ std::optional<ProcessInfo> processFromEnvironment(std::string &Error);
 
 /// Starts N copies of this program (argv, without -n) on this node with
 /// the environment of a torchrun-style job, waits for them, and when one
-/// fails stops the others within GraceSeconds. Returns the exit status.
-int launchLocal(int N, const std::vector<std::string> &Argv, int Port,
-                int GraceSeconds);
+/// fails kills the others; passes SIGTERM and SIGINT on to them
+/// (Preemption.h). Returns the first status other than 0.
+int launchLocal(int N, const std::vector<std::string> &Argv, int Port);
 
 /// Rank 0 sends Blob to every other rank; the others receive it.
 /// Gives up after TimeoutSeconds with Error set.

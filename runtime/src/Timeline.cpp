@@ -4,6 +4,8 @@
 
 #include "Checks.h"
 
+#include "dsc/PlanFacts.h"
+
 namespace plan = dsc::plan;
 
 namespace dsrun {
@@ -40,7 +42,9 @@ void Timeline::create(const plan::Plan &Plan, bool CommFirst) {
   MeasuredStart.assign(N, nullptr);
   MeasuredFinish.assign(N, nullptr);
   for (uint32_t I = 0; I < N; ++I) {
-    if (WaitedOn[I])
+    // Collectives are marked in lean steps too, so that a step that does
+    // not finish can say which one it waits in (firstUnfinished).
+    if (WaitedOn[I] || plan::isCommunication(P->Program[I]))
       CHECK_CUDA(cudaEventCreateWithFlags(&Done[I], cudaEventDisableTiming));
     CHECK_CUDA(cudaEventCreate(&Start[I]));
     CHECK_CUDA(cudaEventCreate(&Finish[I]));
@@ -82,6 +86,15 @@ void Timeline::end(const Instr &C) {
   mark(Finish[C.Index], C.S);
   if (Lean && Done[C.Index])
     CHECK_CUDA(cudaEventRecord(Done[C.Index], C.S));
+}
+
+uint32_t Timeline::firstUnfinished() const {
+  for (uint32_t I = 0; I < P->Program.size(); ++I) {
+    cudaEvent_t E = Lean ? Done[I] : Finish[I];
+    if (E && cudaEventQuery(E) == cudaErrorNotReady)
+      return I;
+  }
+  return uint32_t(P->Program.size());
 }
 
 void Timeline::fork() {

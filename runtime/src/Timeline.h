@@ -72,6 +72,13 @@ public:
   /// cudaErrorNotReady, or the error that stopped it.
   cudaError_t stepStatus() const { return cudaEventQuery(StepEnd); }
 
+  /// The first instruction of the program, in program order, whose
+  /// recorded end the GPU has not reached (in a lean step only those
+  /// others wait on and the collectives are recorded); the program's
+  /// size when none. Where a
+  /// step that does not finish is waiting.
+  uint32_t firstUnfinished() const;
+
   /// Runs Work on the instruction's stream as a host callback, after what
   /// the stream has queued: an instruction's one piece of host work.
   void onHost(const Instr &C, std::function<void()> Work);
@@ -95,7 +102,8 @@ private:
 
   const dsc::plan::Plan *P = nullptr;
   cudaStream_t Streams[dsc::plan::NumStreams] = {};
-  /// Per instruction: waited on in lean steps (only where someone waits);
+  /// Per instruction: waited on in lean steps (only where someone waits,
+  /// and every collective);
   /// timing; the measured part.
   std::vector<cudaEvent_t> Done, Start, Finish, MeasuredStart, MeasuredFinish;
   cudaEvent_t StepBegin = nullptr, StepEnd = nullptr, StepFork = nullptr;

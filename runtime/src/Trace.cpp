@@ -11,11 +11,7 @@ namespace plan = dsc::plan;
 
 namespace dsrun {
 
-namespace {
-
-/// What a slice is called: the op's name for forward and backward work,
-/// else the kind and the index of what it acts on.
-std::string sliceName(const plan::Plan &P, const plan::Instruction &In) {
+std::string instructionName(const plan::Plan &P, const plan::Instruction &In) {
   std::string Name = plan::enumName(In.Kind);
   if ((In.Kind == plan::InstrKind::Forward ||
        In.Kind == plan::InstrKind::Backward) &&
@@ -25,9 +21,6 @@ std::string sliceName(const plan::Plan &P, const plan::Instruction &In) {
     Name += " " + std::to_string(In.Arg);
   return Name;
 }
-
-
-} // namespace
 
 std::string chromeTrace(const plan::Plan &P, const std::vector<Span> &Measured,
                         uint32_t Step, int Rank) {
@@ -52,7 +45,7 @@ std::string chromeTrace(const plan::Plan &P, const std::vector<Span> &Measured,
   }
   for (size_t I = 0; I < P.Program.size() && I < Measured.size(); ++I) {
     const plan::Instruction &In = P.Program[I];
-    std::string Name = dsc::safetensors::quote(sliceName(P, In));
+    std::string Name = dsc::safetensors::quote(instructionName(P, In));
     double Us[2][2] = {{Measured[I].Start * 1e3,
                         (Measured[I].Finish - Measured[I].Start) * 1e3},
                        {double(Planned[I].Start) / 1e3,

@@ -21,6 +21,12 @@
 
 namespace dsrun {
 
+/// What an instruction is called, in traces and messages: the op's name
+/// for forward and backward work, else the kind and the index of what it
+/// acts on ("reduce_scatter 3").
+std::string instructionName(const dsc::plan::Plan &P,
+                            const dsc::plan::Instruction &In);
+
 /// The trace's JSON: Measured has one span per instruction of P.Program,
 /// in ms from the step's start (measured spans, as the step split uses).
 std::string chromeTrace(const dsc::plan::Plan &P,

@@ -239,7 +239,8 @@ bool saveWeights(const plan::Plan &P, const std::vector<std::string> &Names,
   }
   const std::vector<char> &Bytes = Out.bytes();
   AtomicFile File;
-  return File.open(Path, Error) && File.write(Bytes.data(), Bytes.size(), Error) &&
+  return File.open(Path, Error, Bytes.size()) &&
+         File.write(Bytes.data(), Bytes.size(), Error) &&
          File.commit(Error);
 }
 

@@ -8,6 +8,7 @@
 #include "Cli.h"
 #include "Executor.h"
 #include "Launch.h"
+#include "Preemption.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -63,6 +64,9 @@ static const char *const Usage =
     "                             the --profile-step, the last by default)\n"
     "  --nvme-path DIR            where NVMe offload keeps its swap files\n"
     "  --timeout SECONDS          give up on a stuck step (300)\n"
+    "  --term-timeout SECONDS     on SIGTERM or SIGINT: finish the step, save\n"
+    "                             (--save), exit 75; exit 124 if that takes\n"
+    "                             longer (25)\n"
     "  --host-threads N           threads of the host optimizer (default:\n"
     "                             the cores the process is bound to, or\n"
     "                             the node's over its processes)\n"
@@ -133,6 +137,10 @@ int main(int argc, char **argv) {
       if (!Value(1, 86400))
         return usage("--timeout needs seconds");
       Options.TimeoutSeconds = int(V);
+    } else if (A == "--term-timeout") {
+      if (!Value(1, 86400))
+        return usage("--term-timeout needs seconds");
+      Options.TermTimeoutSeconds = unsigned(V);
     } else if (A == "--host-threads") {
       if (!Value(1, 1024))
         return usage("--host-threads needs a count");
@@ -263,9 +271,11 @@ int main(int argc, char **argv) {
     int Port = 29500 + int(std::random_device()() % 2000);
     if (const char *P = getenv("MASTER_PORT"))
       Port = atoi(P);
-    return launchLocal(int(Processes), ChildArgs, Port, 10);
+    return launchLocal(int(Processes), ChildArgs, Port);
   }
 
+  // A rank: SIGTERM stops it after the step in flight (Preemption.h).
+  catchStopSignals(Options.TermTimeoutSeconds);
   std::string Error;
   bool Unreadable = false;
   std::optional<plan::Plan> P = loadPlanFile(PlanPath, Error, Unreadable);

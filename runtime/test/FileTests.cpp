@@ -32,10 +32,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <mutex>
 #include <set>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -257,6 +260,75 @@ TEST(Files, WeightFiles) {
                       "/nonexistent/dir/w.safetensors", Error));
   unlink(Path.c_str());
   unlink(Saved.c_str());
+}
+
+/// A full file system while saving, on a 1 MiB tmpfs of a mount namespace
+/// of its own: the shard that does not fit is refused before a byte is
+/// written, naming the bytes needed and free, and leaves no file behind;
+/// a failed save's directory is removed unless latest names it.
+TEST(Files, FullDisk) {
+  char Dir[] = "/tmp/dsrun-full-XXXXXX";
+  ASSERT_TRUE(mkdtemp(Dir));
+  std::string Root = Dir;
+  int Pipe[2];
+  ASSERT_EQ(pipe(Pipe), 0);
+  fflush(nullptr);
+  pid_t Pid = fork();
+  if (Pid == 0) {
+    std::string Said;
+    if (unshare(CLONE_NEWNS) != 0 ||
+        mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        mount("dsrun-test", Dir, "tmpfs", 0, "size=1m") != 0) {
+      Said = "skip: cannot mount a tmpfs here";
+    } else {
+      CheckpointHeader H;
+      H.WorldSize = 1;
+      std::vector<CheckpointPart> Parts = {{"master_params", 3u << 20}};
+      std::string Error;
+      bool Wrote = writeShard(Root + "/rank0.ckpt", H, Parts,
+                              [](size_t, uint64_t, uint64_t N, char *Out) {
+                                memset(Out, 1, N);
+                                return true;
+                              },
+                              Error);
+      Said = (Wrote ? "written" : Error) + "|";
+      for (const auto &E : std::filesystem::directory_iterator(Root))
+        Said += E.path().filename().string() + ",";
+    }
+    (void)!write(Pipe[1], Said.data(), Said.size());
+    _exit(0);
+  }
+  close(Pipe[1]);
+  std::string Said;
+  char Buffer[1024];
+  for (ssize_t N; (N = read(Pipe[0], Buffer, sizeof(Buffer))) > 0;)
+    Said.append(Buffer, size_t(N));
+  close(Pipe[0]);
+  waitpid(Pid, nullptr, 0);
+  if (Said.rfind("skip", 0) == 0) {
+    std::filesystem::remove_all(Root);
+    GTEST_SKIP() << Said;
+  }
+  // Nothing left in the directory: the text after '|' is empty.
+  EXPECT(Said.find(Root + "/rank0.ckpt: needs 3145865 bytes (3.00 MiB) ") ==
+         0)
+      << Said;
+  EXPECT(Said.find("and the file system has 1048576 bytes (1.00 MiB) free "
+                   "(No space left on device)|") != std::string::npos)
+      << Said;
+  EXPECT(Said.back() == '|') << Said;
+
+  // latest names step 5; step 10's save failed part way.
+  std::filesystem::create_directories(Root + "/global_step5");
+  std::filesystem::create_directories(Root + "/global_step10");
+  std::ofstream(Root + "/global_step10/rank1.ckpt") << "half";
+  std::ofstream(Root + "/latest") << "global_step5\n";
+  EXPECT(discardCheckpoint(Root, 10) ==
+         Root + "/global_step10 (partly written) is removed");
+  EXPECT(!std::filesystem::exists(Root + "/global_step10"));
+  EXPECT(discardCheckpoint(Root, 5).empty());
+  EXPECT(std::filesystem::exists(Root + "/global_step5"));
+  std::filesystem::remove_all(Root);
 }
 
 /// A shard written, read back, cut short, and checked against a plan.

@@ -19,20 +19,24 @@
 #include "dsc/PlanCheck.h"
 #include "dsc/PlanCodec.h"
 #include "Nvme.h"
+#include "Preemption.h"
 #include "TokenData.h"
 #include "Trace.h"
+#include "Watch.h"
 #include "Weights.h"
 #include "dsc/PlanFacts.h"
 #include "dsc/SafeTensors.h"
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <mutex>
+#include <poll.h>
 #include <set>
 #include <sys/wait.h>
 #include <thread>
@@ -133,6 +137,146 @@ TEST(Launch, Launchers) {
   std::string Nothing;
   EXPECT(!exchangeBlob(Lonely, Nothing, 1, Error));
   EXPECT(Error.find("could not reach rank 0") != std::string::npos);
+}
+
+/// Runs Body in a child process and returns its wait status: signal
+/// handlers installed there leave the test's own alone.
+template <typename F> static int inChild(F Body) {
+  fflush(nullptr);
+  pid_t Pid = fork();
+  if (Pid == 0) {
+    Body();
+    _exit(0);
+  }
+  int Status = 0;
+  waitpid(Pid, &Status, 0);
+  return Status;
+}
+
+/// SIGTERM as a scheduler sends it: the run is asked to stop, not killed;
+/// the deadline ends it with its own status; a second signal two seconds
+/// later kills at once, one sooner is the same request; the launcher
+/// passes the signal on to its ranks.
+TEST(Launch, StopSignals) {
+  int Asked = inChild([] {
+    catchStopSignals(30);
+    raise(SIGTERM);
+    raise(SIGTERM); // the same request, arriving twice
+    _exit(stopSignal() == SIGTERM ? 3 : 4);
+  });
+  EXPECT(WIFEXITED(Asked) && WEXITSTATUS(Asked) == 3);
+  int Late = inChild([] {
+    catchStopSignals(1);
+    raise(SIGINT);
+    sleep(3); // the alarm ends the process first
+    _exit(5);
+  });
+  EXPECT(WIFEXITED(Late) && WEXITSTATUS(Late) == ExitTermTimeout);
+  int Twice = inChild([] {
+    catchStopSignals(30);
+    raise(SIGTERM);
+    sleep(2);
+    raise(SIGTERM);
+    _exit(6);
+  });
+  EXPECT(WIFSIGNALED(Twice) && WTERMSIG(Twice) == SIGTERM);
+  int Forwarded = inChild([] {
+    static int Rank[1];
+    Rank[0] = fork();
+    if (Rank[0] == 0) {
+      catchStopSignals(30);
+      while (!stopSignal())
+        usleep(1000);
+      _exit(ExitStopped);
+    }
+    forwardStopSignals(Rank, 1);
+    usleep(100000);
+    raise(SIGINT);
+    int S = 0;
+    waitpid(Rank[0], &S, 0);
+    _exit(WIFEXITED(S) ? WEXITSTATUS(S) : 99);
+  });
+  EXPECT(WIFEXITED(Forwarded) && WEXITSTATUS(Forwarded) == ExitStopped);
+}
+
+/// A job of three ranks whose watch runs ReportAfterMs, one rank of which
+/// (Stopped) is stopped by SIGSTOP a second in; what ranks 0 and 1 then
+/// say of the others.
+static std::vector<std::string> watchWithOneStopped(int Stopped,
+                                                    int ReportAfterMs) {
+  int PortPipe[2], Said[2];
+  EXPECT(pipe(PortPipe) == 0 && pipe(Said) == 0);
+  std::vector<pid_t> Ranks;
+  for (int R = 0; R < 3; ++R) {
+    fflush(nullptr);
+    pid_t Pid = fork();
+    if (Pid == 0) {
+      Watch W;
+      W.progress(7, uint32_t(R));
+      std::string Error;
+      int Port = 0;
+      if (R == 0) {
+        if (!W.listen(3, Error))
+          _exit(1);
+        Port = W.port();
+        for (int K = 0; K < 2; ++K)
+          (void)!write(PortPipe[1], &Port, sizeof(Port));
+      } else if (read(PortPipe[0], &Port, sizeof(Port)) != sizeof(Port) ||
+                 !W.connect(R, "127.0.0.1", Port, Error)) {
+        _exit(1);
+      }
+      usleep(useconds_t(ReportAfterMs) * 1000);
+      std::string Text = std::to_string(R) + ": " + W.suspects() + "\n";
+      (void)!write(Said[1], Text.data(), Text.size());
+      _exit(0);
+    }
+    Ranks.push_back(Pid);
+  }
+  close(Said[1]);
+  usleep(1000000);
+  kill(Ranks[size_t(Stopped)], SIGSTOP);
+  // The two ranks not stopped each say one line (no end of file to wait
+  // for: a stopped process of the other job may hold this pipe too).
+  std::string All;
+  char Buffer[512];
+  pollfd Poll{Said[0], POLLIN, 0};
+  while (std::count(All.begin(), All.end(), '\n') < 2 &&
+         poll(&Poll, 1, ReportAfterMs + 5000) > 0) {
+    ssize_t N = read(Said[0], Buffer, sizeof(Buffer));
+    if (N <= 0)
+      break;
+    All.append(Buffer, size_t(N));
+  }
+  kill(Ranks[size_t(Stopped)], SIGKILL);
+  for (pid_t Pid : Ranks)
+    waitpid(Pid, nullptr, 0);
+  close(Said[0]);
+  close(PortPipe[0]);
+  close(PortPipe[1]);
+  std::vector<std::string> Lines(3);
+  size_t At = 0;
+  for (size_t End; (End = All.find('\n', At)) != std::string::npos; At = End + 1)
+    Lines[size_t(All[At] - '0')] = All.substr(At + 3, End - At - 3);
+  return Lines;
+}
+
+/// The watch names a stopped rank on every other rank, and rank 0 when
+/// rank 0 is the one stopped; nobody is named while every rank beats.
+TEST(Launch, WatchNamesTheStoppedRank) {
+  std::vector<std::string> Quiet, RankZero;
+  std::thread Other([&] { RankZero = watchWithOneStopped(0, 6500); });
+  Quiet = watchWithOneStopped(2, 6500);
+  Other.join();
+  const char *Two = "rank 2 has not been heard from for ";
+  EXPECT(Quiet[0].find(Two) == 0) << Quiet[0];
+  EXPECT(Quiet[0].find("(last at step 7, instruction 2): stopped, stuck "
+                       "outside the GPU or gone") != std::string::npos)
+      << Quiet[0];
+  EXPECT(Quiet[1] == Quiet[0] || Quiet[1].find(Two) == 0);
+  EXPECT(RankZero[1].find("rank 0 has not answered for ") == 0);
+  EXPECT(RankZero[2].find("rank 0 has not answered for ") == 0);
+  Watch Alone;
+  EXPECT(Alone.suspects().empty());
 }
 
 /// Run by mpiexec: each rank learns who it is from MPI's environment alone

@@ -1,0 +1,111 @@
+//===- Preemption.cpp - Stopping a run when the job is told to stop -------===//
+//
+// Everything a handler does is async-signal-safe: it stores a flag, arms
+// alarm(2), writes a fixed message with write(2), kills or exits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Preemption.h"
+
+#include <csignal>
+#include <cstring>
+#include <ctime>
+#include <unistd.h>
+
+namespace dsrun {
+
+namespace {
+
+volatile sig_atomic_t Received = 0;
+unsigned Timeout = 0;
+/// When the first signal came, in seconds of CLOCK_MONOTONIC.
+volatile time_t ReceivedAt = 0;
+
+time_t now() {
+  timespec T;
+  clock_gettime(CLOCK_MONOTONIC, &T);
+  return T.tv_sec;
+}
+
+void say(const char *Message) {
+  ssize_t Ignored = write(STDERR_FILENO, Message, strlen(Message));
+  (void)Ignored;
+}
+
+void onStop(int Signal) {
+  // A scheduler that signals every process of the job and a launcher that
+  // passes the signal on reach a rank twice at once: that is one request.
+  if (Received && now() - ReceivedAt < 2)
+    return;
+  if (Received) {
+    // The second: at once, as the signal's default would have.
+    say("dsrun: a second signal: stopping now\n");
+    ::signal(Signal, SIG_DFL);
+    raise(Signal);
+    return;
+  }
+  Received = Signal;
+  ReceivedAt = now();
+  say(Signal == SIGINT ? "dsrun: SIGINT: stopping after the step in flight "
+                         "(a second signal stops at once)\n"
+                       : "dsrun: SIGTERM: stopping after the step in flight "
+                         "(a second signal stops at once)\n");
+  alarm(Timeout);
+}
+
+void onAlarm(int) {
+  say("dsrun: --term-timeout passed before the run could stop; exiting "
+      "(the last complete checkpoint stays as it was)\n");
+  _exit(ExitTermTimeout);
+}
+
+const volatile int *Forwarded = nullptr;
+int ForwardedCount = 0;
+
+void onLauncherStop(int Signal) {
+  if (Received && now() - ReceivedAt < 2)
+    return;
+  int Send = Received ? SIGKILL : SIGTERM;
+  if (!Received) {
+    Received = Signal;
+    ReceivedAt = now();
+  }
+  for (int I = 0; I < ForwardedCount; ++I)
+    if (Forwarded[I] > 0)
+      kill(Forwarded[I], Send);
+}
+
+void install(int Signal, void (*Handler)(int)) {
+  struct sigaction A;
+  memset(&A, 0, sizeof(A));
+  A.sa_handler = Handler;
+  sigemptyset(&A.sa_mask);
+  // A signal that interrupts a system call restarts it: the run goes on
+  // to the step's end as if nothing happened.
+  A.sa_flags = SA_RESTART;
+  sigaction(Signal, &A, nullptr);
+}
+
+} // namespace
+
+void catchStopSignals(unsigned TermTimeoutSeconds) {
+  Timeout = TermTimeoutSeconds;
+  install(SIGTERM, onStop);
+  install(SIGINT, onStop);
+  install(SIGALRM, onAlarm);
+}
+
+int stopSignal() { return Received; }
+
+const char *signalName(int Signal) {
+  return Signal == SIGTERM ? "SIGTERM" : Signal == SIGINT ? "SIGINT" : "a signal";
+}
+
+void forwardStopSignals(const volatile int *Children, int Count) {
+  Forwarded = Children;
+  ForwardedCount = Count;
+  install(SIGTERM, onLauncherStop);
+  install(SIGINT, onLauncherStop);
+}
+
+} // namespace dsrun

@@ -1,0 +1,250 @@
+//===- Watch.cpp - Which rank stopped answering ---------------------------===//
+//
+// A beat is 16 bytes: u32 rank, u32 step, u32 instruction, u32 zero. Rank
+// 0 answers each with u32 length and that many bytes of its suspects
+// sentence (empty when every rank beats). Host byte order: the ranks of
+// one job run one build.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Watch.h"
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+namespace dsrun {
+
+namespace {
+
+constexpr int SuspectAfterMs = 3 * Watch::BeatMs;
+
+bool sendAll(int Fd, const void *Data, size_t Size) {
+  const char *P = static_cast<const char *>(Data);
+  while (Size) {
+    ssize_t N = send(Fd, P, Size, MSG_NOSIGNAL);
+    if (N <= 0)
+      return false;
+    P += N;
+    Size -= size_t(N);
+  }
+  return true;
+}
+
+/// Size bytes within TimeoutMs, or false.
+bool receiveAll(int Fd, void *Data, size_t Size, int TimeoutMs) {
+  char *P = static_cast<char *>(Data);
+  while (Size) {
+    pollfd Poll{Fd, POLLIN, 0};
+    if (poll(&Poll, 1, TimeoutMs) <= 0)
+      return false;
+    ssize_t N = recv(Fd, P, Size, 0);
+    if (N <= 0)
+      return false;
+    P += N;
+    Size -= size_t(N);
+  }
+  return true;
+}
+
+std::string where(uint64_t Position) {
+  if (Position == 0)
+    return "before the first step";
+  return "at step " + std::to_string(Position >> 32) + ", instruction " +
+         std::to_string(Position & 0xffffffffu);
+}
+
+} // namespace
+
+int64_t Watch::nowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+Watch::~Watch() {
+  Stop = true;
+  if (Thread.joinable())
+    Thread.join();
+  for (int Fd : {Listen, Socket})
+    if (Fd >= 0)
+      close(Fd);
+}
+
+bool Watch::listen(int World, std::string &Error) {
+  WorldSize = World;
+  Listen = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in Any{};
+  Any.sin_family = AF_INET;
+  Any.sin_addr.s_addr = htonl(INADDR_ANY);
+  socklen_t Length = sizeof(Any);
+  if (Listen < 0 ||
+      bind(Listen, reinterpret_cast<sockaddr *>(&Any), sizeof(Any)) != 0 ||
+      ::listen(Listen, 128) != 0 ||
+      getsockname(Listen, reinterpret_cast<sockaddr *>(&Any), &Length) != 0) {
+    Error = std::string("cannot listen: ") + strerror(errno);
+    return false;
+  }
+  Port = ntohs(Any.sin_port);
+  Ranks.assign(size_t(World), Heard{});
+  StartedMs = nowMs();
+  Thread = std::thread([this] { serve(); });
+  return true;
+}
+
+bool Watch::connect(int MyRank, const std::string &Host, int At,
+                    std::string &Error) {
+  Rank = MyRank;
+  addrinfo Hints{}, *Address = nullptr;
+  Hints.ai_family = AF_INET;
+  Hints.ai_socktype = SOCK_STREAM;
+  if (getaddrinfo(Host.c_str(), std::to_string(At).c_str(), &Hints,
+                  &Address) != 0) {
+    Error = "cannot resolve " + Host;
+    return false;
+  }
+  Socket = socket(AF_INET, SOCK_STREAM, 0);
+  // A firewall that drops the packets must not hold the setup for the
+  // minutes a connect waits by default (Linux bounds it by the send
+  // timeout).
+  timeval Limit{10, 0};
+  if (Socket >= 0)
+    setsockopt(Socket, SOL_SOCKET, SO_SNDTIMEO, &Limit, sizeof(Limit));
+  bool Ok = Socket >= 0 &&
+            ::connect(Socket, Address->ai_addr, Address->ai_addrlen) == 0;
+  freeaddrinfo(Address);
+  if (!Ok) {
+    Error = "cannot reach rank 0 at " + Host + ":" + std::to_string(At) +
+            ": " + strerror(errno);
+    return false;
+  }
+  int One = 1;
+  setsockopt(Socket, IPPROTO_TCP, TCP_NODELAY, &One, sizeof(One));
+  AnsweredMs = StartedMs = nowMs();
+  Thread = std::thread([this] { beat(); });
+  return true;
+}
+
+void Watch::beat() {
+  while (!Stop) {
+    uint64_t Now = Position.load(std::memory_order_relaxed);
+    uint32_t Beat[4] = {uint32_t(Rank), uint32_t(Now >> 32),
+                        uint32_t(Now & 0xffffffffu), 0};
+    uint32_t Length = 0;
+    std::string Text;
+    // Rank 0 stopped or gone: its answer stays old, which suspects() says.
+    if (sendAll(Socket, Beat, sizeof(Beat)) &&
+        receiveAll(Socket, &Length, 4, BeatMs) && Length < (1u << 16)) {
+      Text.resize(Length);
+      if (receiveAll(Socket, Text.data(), Length, BeatMs)) {
+        std::lock_guard<std::mutex> Hold(Lock);
+        RemoteSuspects = Text;
+        AnsweredMs = nowMs();
+      }
+    }
+    for (int Ms = 0; Ms < BeatMs && !Stop; Ms += 50)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+void Watch::serve() {
+  struct Peer {
+    int Fd;
+    uint32_t Got = 0;
+    uint32_t Beat[4] = {};
+  };
+  std::vector<Peer> Peers;
+  while (!Stop) {
+    std::vector<pollfd> Polls = {{Listen, POLLIN, 0}};
+    for (const Peer &P : Peers)
+      Polls.push_back({P.Fd, POLLIN, 0});
+    if (poll(Polls.data(), Polls.size(), 100) <= 0)
+      continue;
+    if (Polls[0].revents & POLLIN) {
+      int Fd = accept(Listen, nullptr, nullptr);
+      if (Fd >= 0)
+        Peers.push_back({Fd});
+    }
+    for (size_t K = 1; K < Polls.size(); ++K) {
+      Peer &P = Peers[K - 1];
+      if (!(Polls[K].revents & (POLLIN | POLLHUP | POLLERR)))
+        continue;
+      ssize_t N = recv(P.Fd, reinterpret_cast<char *>(P.Beat) + P.Got,
+                       sizeof(P.Beat) - P.Got, 0);
+      if (N <= 0) {
+        close(P.Fd);
+        P.Fd = -1;
+        continue;
+      }
+      P.Got += uint32_t(N);
+      if (P.Got < sizeof(P.Beat))
+        continue;
+      P.Got = 0;
+      if (P.Beat[0] == 0 || P.Beat[0] >= uint32_t(WorldSize))
+        continue;
+      {
+        std::lock_guard<std::mutex> Hold(Lock);
+        Ranks[P.Beat[0]] = {nowMs(), uint64_t(P.Beat[1]) << 32 | P.Beat[2]};
+      }
+      std::string Text = suspects();
+      uint32_t Length = uint32_t(Text.size());
+      if (!sendAll(P.Fd, &Length, 4) || !sendAll(P.Fd, Text.data(), Length)) {
+        close(P.Fd);
+        P.Fd = -1;
+      }
+    }
+    std::vector<Peer> Open;
+    for (const Peer &P : Peers)
+      if (P.Fd >= 0)
+        Open.push_back(P);
+    Peers.swap(Open);
+  }
+  for (const Peer &P : Peers)
+    close(P.Fd);
+}
+
+std::string Watch::suspects() const {
+  std::lock_guard<std::mutex> Hold(Lock);
+  int64_t Now = nowMs();
+  if (Listen < 0) {
+    if (Socket < 0)
+      return "";
+    if (Now - AnsweredMs <= SuspectAfterMs)
+      return RemoteSuspects;
+    return "rank 0 has not answered for " +
+           std::to_string((Now - AnsweredMs) / 1000) + " s: it is stopped, "
+           "stuck outside the GPU or gone";
+  }
+  std::string Text;
+  int Named = 0, More = 0;
+  for (int R = 1; R < WorldSize; ++R) {
+    const Heard &H = Ranks[size_t(R)];
+    int64_t Since = H.AtMs ? H.AtMs : StartedMs;
+    if (Now - Since <= SuspectAfterMs)
+      continue;
+    if (Named == 4) {
+      ++More;
+      continue;
+    }
+    Text += std::string(Named++ ? "; " : "") + "rank " + std::to_string(R) +
+            " has not been heard from " +
+            (H.AtMs ? "for " + std::to_string((Now - Since) / 1000) +
+                          " s (last " + where(H.Position) + ")"
+                    : std::string("since the start"));
+  }
+  if (More)
+    Text += "; and " + std::to_string(More) + " more";
+  if (Named)
+    Text += ": stopped, stuck outside the GPU or gone";
+  return Text;
+}
+
+} // namespace dsrun
