@@ -1,0 +1,54 @@
+//===- SafetensorsFuzzer.cpp - libFuzzer target: safetensors files -------===//
+//
+// Arbitrary bytes as the weights dsrun --init reads and dsrun-reshard
+// --check verifies: a header whose offsets run past the end, overlap,
+// claim 2^63 bytes, disagree with the dtype and shape, or repeat a name
+// must be an error naming the tensor, never a crash or a read outside
+// the file. The plan asks for two tensors, so that matching by name, the
+// tied-weight fallback and the checksums are all reached.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Weights.h"
+
+#include "dsc/SafeTensors.h"
+
+#include <cstdint>
+#include <string>
+#include <sys/mman.h>
+#include <unistd.h>
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
+  dsc::safetensors::Header H;
+  std::string Error;
+  (void)dsc::safetensors::readHeader(reinterpret_cast<const char *>(Data),
+                                     Size, Size, H, Error);
+  // One in-memory file for every input, rewritten: a file's creation
+  // would cost more than the reading under test.
+  static const int Fd = memfd_create("weights", 0);
+  if (Fd < 0 || ftruncate(Fd, 0) != 0)
+    return 0;
+  for (size_t Done = 0; Done < Size;) {
+    ssize_t N = pwrite(Fd, Data + Done, Size - Done, off_t(Done));
+    if (N <= 0)
+      break;
+    Done += size_t(N);
+  }
+  std::string Path = "/proc/self/fd/" + std::to_string(Fd);
+  static const dsc::plan::Plan P = [] {
+    dsc::plan::Plan P;
+    P.Tensors.resize(2);
+    P.Tensors[0].Name = "w";
+    P.Tensors[0].Shape = {2, 3};
+    P.Tensors[0].Elems = 6;
+    P.Tensors[1].Name = "b";
+    P.Tensors[1].Shape = {3};
+    P.Tensors[1].Elems = 3;
+    return P;
+  }();
+  if (auto W = dsrun::loadWeights(P, Path, Error))
+    if (W->Values[0].size() != 6 || W->Values[1].size() != 3)
+      __builtin_trap();
+  (void)dsrun::checkWeightsFile(Path, Error);
+  return 0;
+}
