@@ -150,9 +150,13 @@ static bool openOld(const std::string &FromDir, const plan::Plan &From,
                                             checkpointParts(L.Parts));
     if (Why.empty() && R &&
         (H.Step != First.Step || H.OptimizerStep != First.OptimizerStep ||
-         H.Seed != First.Seed))
-      Why = "its step or seed differs from rank 0's (a checkpoint written "
-            "over)";
+         H.Seed != First.Seed)) {
+      Error = Shard->path() + ": a shard of step " + std::to_string(H.Step) +
+              " where rank 0's is of step " + std::to_string(First.Step) +
+              " (or of another seed): a checkpoint written over, or shards "
+              "of two checkpoints side by side";
+      return false;
+    }
     if (!Why.empty()) {
       // dsrun's advice on resuming does not apply here.
       Error = Shard->path() + ": " + Why.substr(0, Why.find("; resume with")) +

@@ -19,7 +19,7 @@
 //                               one world size each from
 //                               utils/runtime-plans.sh; "--" starts another
 //                               cycle, e.g. of another precision)
-//   dsrunReshardTests --write-checkpoint DIR PLAN.bin
+//   dsrunReshardTests --write-checkpoint DIR PLAN.bin [STEP]
 //   dsrunReshardTests --damage-each-part DIR PLAN.bin
 //
 //===----------------------------------------------------------------------===//
@@ -127,7 +127,8 @@ static void checkCoverage(const plan::Plan &P) {
 }
 
 /// A checkpoint of P in Dir, every stretch of state filled by stateByte.
-static void writeSynthetic(const plan::Plan &P, const std::string &Dir) {
+static void writeSynthetic(const plan::Plan &P, const std::string &Dir,
+                           uint32_t Step = 10) {
   std::string Error;
   EXPECT(makeDirectories(Dir, Error));
   for (uint32_t R = 0; R < P.Settings.WorldSize; ++R) {
@@ -139,8 +140,8 @@ static void writeSynthetic(const plan::Plan &P, const std::string &Dir) {
     H.Rank = R;
     H.ZeroStage = P.Settings.ZeroStage;
     H.ParamType = uint32_t(P.Settings.ParamDType);
-    H.Step = 10;
-    H.OptimizerStep = 9;
+    H.Step = Step;
+    H.OptimizerStep = Step - 1;
     H.Seed = 77;
     H.Scaler.Scale = 1024;
     H.Scaler.Iteration = 33;
@@ -460,9 +461,10 @@ int main(int argc, char **argv) {
     return Failures ? 1 : 0;
   }
   // For the tool's own test: a checkpoint of PLAN in DIR, and no more.
-  if (argc == 4 && std::string(argv[1]) == "--write-checkpoint") {
+  if ((argc == 4 || argc == 5) &&
+      std::string(argv[1]) == "--write-checkpoint") {
     if (std::optional<plan::Plan> P = load(argv[3]))
-      writeSynthetic(*P, argv[2]);
+      writeSynthetic(*P, argv[2], argc == 5 ? uint32_t(atoi(argv[4])) : 10);
     return Failures ? 1 : 0;
   }
   // Cycles of directories, "--" between cycles (one precision each).
