@@ -506,8 +506,11 @@ std::string discardCheckpoint(const std::string &SaveDir, uint32_t Step) {
   std::getline(Latest, Named);
   if (Named == Name)
     return "";
-  std::error_code Ignored;
-  uint64_t Removed = std::filesystem::remove_all(Dir, Ignored);
+  std::error_code Failed;
+  uintmax_t Removed = std::filesystem::remove_all(Dir, Failed);
+  if (Failed)
+    return Dir + " (partly written) could not be removed: " +
+           Failed.message();
   return Removed ? Dir + " (partly written) is removed" : "";
 }
 

@@ -130,7 +130,8 @@ void Executor::restoreCheckpoint() {
             ResumeShard->path().c_str(), H.Step);
 }
 
-uint32_t Executor::reduceOverRanks(uint32_t Mine, ncclRedOp_t Op) {
+uint32_t Executor::reduceOverRanks(uint32_t Mine, ncclRedOp_t Op,
+                                   const char *What) {
   if (P.Settings.WorldSize == 1)
     return Mine;
   // The first loss slot is free between steps (read by now), and its host
@@ -144,8 +145,8 @@ uint32_t Executor::reduceOverRanks(uint32_t Mine, ncclRedOp_t Op) {
       ncclAllReduce(DeviceLosses, DeviceLosses, 1, ncclUint32, Op, Comm, S));
   CHECK_CUDA(cudaMemcpyAsync(HostLosses, DeviceLosses, sizeof(Mine),
                              cudaMemcpyDeviceToHost, S));
-  // Within --timeout, as a step: a rank that is gone must not hang this.
-  waitUntil([S] { return cudaStreamQuery(S); });
+  // Bounded, as a step is: a rank that is gone must not hang this.
+  waitUntil([S] { return cudaStreamQuery(S); }, What);
   memcpy(&Mine, HostLosses, sizeof(Mine));
   return Mine;
 }
@@ -159,8 +160,13 @@ bool Executor::allRanksAgree(bool Ok, uint32_t Value) {
 int Executor::stopAgreed() {
   // Ranks may be signalled a step apart (another node's scheduler, or
   // the signal landing between two ranks' checks): the largest signal
-  // number any rank has seen stops them all after the same step.
-  return int(reduceOverRanks(uint32_t(stopSignal()), ncclMax));
+  // number any rank has seen stops them all after the same step, and
+  // starts --term-timeout on those that saw none.
+  int Stop = int(reduceOverRanks(uint32_t(stopSignal()), ncclMax,
+                                 "whether to stop"));
+  if (Stop)
+    stopRequestedElsewhere(Stop);
+  return Stop;
 }
 
 void Executor::saveCheckpoint(uint32_t Step) {

@@ -468,6 +468,10 @@ void Executor::finishStep(uint32_t Step) {
 
 void Executor::launchLeanStep(uint32_t Step) {
   cudaStream_t Compute = Timing.stream(plan::Stream::Compute);
+  // A graph's replay issues no instruction from the host: the step is
+  // all a message can say.
+  CurrentStep = Step;
+  Watcher.progress(Step, uint32_t(P.Program.size()));
   if (!StepGraph && Options.Graph && NoGraphReason.empty()) {
     CHECK_CUDA(
         cudaStreamBeginCapture(Compute, cudaStreamCaptureModeThreadLocal));
@@ -535,11 +539,15 @@ bool Executor::waitForStep() {
   return waitUntil([this] { return Timing.stepStatus(); });
 }
 
-bool Executor::waitUntil(const std::function<cudaError_t()> &Status) {
+bool Executor::waitUntil(const std::function<cudaError_t()> &Status,
+                         const char *Agreeing) {
   // Poll, so that a peer that died (an NCCL error) or a hang ends the
-  // process within the timeout instead of blocking forever.
-  auto Deadline = std::chrono::steady_clock::now() +
-                  std::chrono::seconds(Options.TimeoutSeconds);
+  // process within the timeout instead of blocking forever. Agreements
+  // between steps wait for the slowest rank's save or restore (rank 0
+  // writes the consolidated weights alone): ten timeouts.
+  int Seconds = Options.TimeoutSeconds * (Agreeing ? 10 : 1);
+  auto Deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(Seconds);
   while (true) {
     cudaError_t E = Status();
     if (E == cudaSuccess)
@@ -557,29 +565,34 @@ bool Executor::waitUntil(const std::function<cudaError_t()> &Status) {
             ncclGetErrorString(Async));
     }
     if (std::chrono::steady_clock::now() > Deadline)
-      abortStuck();
+      abortStuck(Agreeing, Seconds);
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
 }
 
-void Executor::abortStuck() {
+void Executor::abortStuck(const char *Agreeing, int Seconds) {
   // Where this rank's GPU waits, and whom the watch has not heard from,
   // before the communicator goes.
-  std::string Where;
-  uint32_t I = Timing.firstUnfinished();
+  std::string What =
+      Agreeing ? std::string("the ranks did not agree on ") + Agreeing +
+                     " after step " + std::to_string(CurrentStep)
+               : "step " + std::to_string(CurrentStep) + " did not finish";
+  uint32_t I = Agreeing ? uint32_t(P.Program.size()) : Timing.firstUnfinished();
   if (I < P.Program.size())
-    Where = "; its GPU waits at instruction " + std::to_string(I) + " (" +
+    What += "; its GPU waits at instruction " + std::to_string(I) + " (" +
             instructionName(P, P.Program[I]) + " on the " +
             plan::enumName(P.Program[I].On) + " stream)";
   std::string Who = Watcher.suspects();
+  if (Who.empty())
+    Who = Watcher.watching()
+              ? "every rank still answers the watch, so one is stuck inside "
+                "the GPU or NCCL"
+              : "no watch of the ranks names one";
   ncclCommAbort(Comm);
   Comm = nullptr;
-  fatalError("rank " + std::to_string(Process.Rank) + ": step " +
-             std::to_string(CurrentStep) + " did not finish within --timeout " +
-             std::to_string(Options.TimeoutSeconds) + " s" + Where + "; " +
-             (Who.empty() ? "every rank still answers the watch, so one is "
-                            "stuck inside the GPU or NCCL"
-                          : Who) +
+  fatalError("rank " + std::to_string(Process.Rank) + ": " + What +
+             " within " + std::to_string(Seconds) + " s (--timeout " +
+             std::to_string(Options.TimeoutSeconds) + ")" + "; " + Who +
              "; the communicator is aborted");
 }
 

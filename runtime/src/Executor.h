@@ -218,10 +218,13 @@ private:
   bool waitForStep();
   /// Polls Status (cudaSuccess: done) until it is done, an error, an NCCL
   /// error or the timeout; the last three end the process.
-  bool waitUntil(const std::function<cudaError_t()> &Status);
-  /// After --timeout: says where the GPU waits and whom the watch misses,
-  /// aborts the communicator and ends the process.
-  [[noreturn]] void abortStuck();
+  /// Agreeing names what the ranks agree on between steps (a save, a
+  /// stop), which may wait ten timeouts for the slowest rank's files.
+  bool waitUntil(const std::function<cudaError_t()> &Status,
+                 const char *Agreeing = nullptr);
+  /// After the timeout: says where the GPU waits and whom the watch
+  /// misses, aborts the communicator and ends the process.
+  [[noreturn]] void abortStuck(const char *Agreeing, int Seconds);
 
   // What each instruction does (Steps.cpp).
   void compute(const Instr &C, bool Backward);
@@ -373,8 +376,10 @@ private:
   void saveCheckpoint(uint32_t Step);
   /// Whether Ok holds on every rank and every rank gives the same Value.
   bool allRanksAgree(bool Ok, uint32_t Value = 0);
-  /// Mine reduced over the ranks by Op (an all-reduce of one word).
-  uint32_t reduceOverRanks(uint32_t Mine, ncclRedOp_t Op);
+  /// Mine reduced over the ranks by Op (an all-reduce of one word);
+  /// What names the agreement for a message should it time out.
+  uint32_t reduceOverRanks(uint32_t Mine, ncclRedOp_t Op,
+                           const char *What = "a checkpoint");
   /// The stop signal any rank has caught, 0 for none (Preemption.h): the
   /// ranks' agreement to stop after the step just finished.
   int stopAgreed();

@@ -217,6 +217,7 @@ int launchLocal(int N, const std::vector<std::string> &Argv, int Port) {
   // Read by the signal handler that passes a stop on (Preemption.h).
   static std::vector<int> Children;
   Children.assign(size_t(N), 0);
+  forwardStopSignals(Children.data(), N);
   pid_t Launcher = getpid();
   for (int R = 0; R < N; ++R) {
     pid_t Pid = fork();
@@ -228,6 +229,8 @@ int launchLocal(int N, const std::vector<std::string> &Argv, int Port) {
       // A group of its own, so that a terminal's Ctrl-C or a kill of the
       // launcher's group reaches the ranks once, through the launcher;
       // and gone with the launcher, should it be killed outright.
+      signal(SIGTERM, SIG_DFL); // the launcher's forwarding is not ours
+      signal(SIGINT, SIG_DFL);
       setpgid(0, 0);
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() != Launcher)
@@ -249,39 +252,50 @@ int launchLocal(int N, const std::vector<std::string> &Argv, int Port) {
     }
     Children[size_t(R)] = Pid;
   }
-  forwardStopSignals(Children.data(), N);
+  // A signal that came while the ranks were being started reaches them
+  // now.
+  if (stopSignal())
+    for (int Child : Children)
+      kill(Child, SIGTERM);
   int Status = 0;
   size_t Running = Children.size();
   while (Running) {
-    int S = 0;
-    pid_t Pid = waitpid(-1, &S, 0);
-    if (Pid < 0) {
+    // Which child ended, left unreaped until its slot is cleared, so that
+    // the signal handler never signals a pid the system may reuse.
+    siginfo_t Info{};
+    if (waitid(P_ALL, 0, &Info, WEXITED | WNOWAIT) != 0) {
       if (errno == EINTR)
         continue;
       break;
     }
+    pid_t Pid = Info.si_pid;
+    size_t R = 0;
+    while (R < Children.size() && Children[R] != Pid)
+      ++R;
+    if (R < Children.size())
+      Children[R] = 0;
+    int S = 0;
+    waitpid(Pid, &S, 0);
+    if (R == Children.size())
+      continue;
     --Running;
     int Code = WIFEXITED(S) ? WEXITSTATUS(S) : 128 + WTERMSIG(S);
-    for (size_t R = 0; R < Children.size(); ++R) {
-      if (Children[R] != Pid)
-        continue;
-      Children[R] = 0;
-      if (!Code || Status)
-        continue;
-      Status = Code;
-      // After a stop every rank ends on its own, each saving first.
-      if (stopSignal())
-        continue;
-      // A rank that failed ends the job: the others cannot go on without
-      // it, and a rank waiting in a collective would wait for --timeout.
-      fprintf(stderr,
-              "dsrun: rank %zu exited with status %d; stopping the other "
-              "ranks\n",
-              R, Code);
-      for (int Other : Children)
-        if (Other > 0)
-          kill(Other, SIGKILL);
-    }
+    if (!Code || Status)
+      continue;
+    Status = Code;
+    // A rank that stopped on a signal (another process signalled it, or
+    // the launcher did): the others stop on their own, each saving first.
+    if (stopSignal() || Code == ExitStopped || Code == ExitTermTimeout)
+      continue;
+    // A rank that failed ends the job: the others cannot go on without
+    // it, and a rank waiting in a collective would wait for --timeout.
+    fprintf(stderr,
+            "dsrun: rank %zu exited with status %d; stopping the other "
+            "ranks\n",
+            R, Code);
+    for (int Other : Children)
+      if (Other > 0)
+        kill(Other, SIGKILL);
   }
   return Status;
 }

@@ -8,6 +8,7 @@
 #include "Preemption.h"
 
 #include <csignal>
+#include <cstdint>
 #include <cstring>
 #include <ctime>
 #include <unistd.h>
@@ -18,13 +19,25 @@ namespace {
 
 volatile sig_atomic_t Received = 0;
 unsigned Timeout = 0;
-/// When the first signal came, in seconds of CLOCK_MONOTONIC.
-volatile time_t ReceivedAt = 0;
+/// When the first signal came, in ms of CLOCK_MONOTONIC (set before
+/// Received, so that whoever sees Received sees the time).
+volatile int64_t ReceivedAtMs = 0;
+constexpr int64_t SameRequestMs = 2000;
 
-time_t now() {
+int64_t nowMs() {
   timespec T;
   clock_gettime(CLOCK_MONOTONIC, &T);
-  return T.tv_sec;
+  return int64_t(T.tv_sec) * 1000 + T.tv_nsec / 1000000;
+}
+
+/// Whether a signal now is the first one arriving again.
+bool sameRequest() {
+  return Received && nowMs() - ReceivedAtMs < SameRequestMs;
+}
+
+void receive(int Signal) {
+  ReceivedAtMs = nowMs();
+  Received = Signal;
 }
 
 void say(const char *Message) {
@@ -35,7 +48,7 @@ void say(const char *Message) {
 void onStop(int Signal) {
   // A scheduler that signals every process of the job and a launcher that
   // passes the signal on reach a rank twice at once: that is one request.
-  if (Received && now() - ReceivedAt < 2)
+  if (sameRequest())
     return;
   if (Received) {
     // The second: at once, as the signal's default would have.
@@ -44,8 +57,7 @@ void onStop(int Signal) {
     raise(Signal);
     return;
   }
-  Received = Signal;
-  ReceivedAt = now();
+  receive(Signal);
   say(Signal == SIGINT ? "dsrun: SIGINT: stopping after the step in flight "
                          "(a second signal stops at once)\n"
                        : "dsrun: SIGTERM: stopping after the step in flight "
@@ -63,13 +75,11 @@ const volatile int *Forwarded = nullptr;
 int ForwardedCount = 0;
 
 void onLauncherStop(int Signal) {
-  if (Received && now() - ReceivedAt < 2)
+  if (sameRequest())
     return;
   int Send = Received ? SIGKILL : SIGTERM;
-  if (!Received) {
-    Received = Signal;
-    ReceivedAt = now();
-  }
+  if (!Received)
+    receive(Signal);
   for (int I = 0; I < ForwardedCount; ++I)
     if (Forwarded[I] > 0)
       kill(Forwarded[I], Send);
@@ -79,7 +89,11 @@ void install(int Signal, void (*Handler)(int)) {
   struct sigaction A;
   memset(&A, 0, sizeof(A));
   A.sa_handler = Handler;
+  // One handler at a time: a SIGINT landing inside the SIGTERM handler
+  // waits for it.
   sigemptyset(&A.sa_mask);
+  sigaddset(&A.sa_mask, SIGTERM);
+  sigaddset(&A.sa_mask, SIGINT);
   // A signal that interrupts a system call restarts it: the run goes on
   // to the step's end as if nothing happened.
   A.sa_flags = SA_RESTART;
@@ -96,6 +110,13 @@ void catchStopSignals(unsigned TermTimeoutSeconds) {
 }
 
 int stopSignal() { return Received; }
+
+void stopRequestedElsewhere(int Signal) {
+  if (Received)
+    return;
+  receive(Signal);
+  alarm(Timeout);
+}
 
 const char *signalName(int Signal) {
   return Signal == SIGTERM ? "SIGTERM" : Signal == SIGINT ? "SIGINT" : "a signal";

@@ -34,13 +34,17 @@ void catchStopSignals(unsigned TermTimeoutSeconds);
 /// none has.
 int stopSignal();
 
+/// Another rank caught Signal and every rank stops: this one too, within
+/// the same --term-timeout (a later signal here is a second one).
+void stopRequestedElsewhere(int Signal);
+
 /// The signal's name for messages: "SIGTERM".
 const char *signalName(int Signal);
 
 /// For dsrun -n: the launcher passes the first SIGTERM or SIGINT on to
 /// its children as SIGTERM, and a second (two seconds or more later) as
-/// SIGKILL. Children is read
-/// from the handler: pids, 0 for a child that has exited, Count of them.
+/// SIGKILL. Children is read from the handler: pids, 0 for a child not
+/// started or reaped, Count of them.
 void forwardStopSignals(const volatile int *Children, int Count);
 
 } // namespace dsrun

@@ -91,6 +91,9 @@ bool Watch::listen(int World, std::string &Error) {
       ::listen(Listen, 128) != 0 ||
       getsockname(Listen, reinterpret_cast<sockaddr *>(&Any), &Length) != 0) {
     Error = std::string("cannot listen: ") + strerror(errno);
+    if (Listen >= 0)
+      close(Listen);
+    Listen = -1;
     return false;
   }
   Port = ntohs(Any.sin_port);
@@ -124,6 +127,9 @@ bool Watch::connect(int MyRank, const std::string &Host, int At,
   if (!Ok) {
     Error = "cannot reach rank 0 at " + Host + ":" + std::to_string(At) +
             ": " + strerror(errno);
+    if (Socket >= 0)
+      close(Socket);
+    Socket = -1;
     return false;
   }
   int One = 1;
@@ -134,23 +140,43 @@ bool Watch::connect(int MyRank, const std::string &Host, int At,
 }
 
 void Watch::beat() {
+  // Answers are read as they come and parsed whole, so that one late or
+  // cut by a signal never puts the frames out of step.
+  std::string Pending;
   while (!Stop) {
     uint64_t Now = Position.load(std::memory_order_relaxed);
     uint32_t Beat[4] = {uint32_t(Rank), uint32_t(Now >> 32),
                         uint32_t(Now & 0xffffffffu), 0};
-    uint32_t Length = 0;
-    std::string Text;
     // Rank 0 stopped or gone: its answer stays old, which suspects() says.
-    if (sendAll(Socket, Beat, sizeof(Beat)) &&
-        receiveAll(Socket, &Length, 4, BeatMs) && Length < (1u << 16)) {
-      Text.resize(Length);
-      if (receiveAll(Socket, Text.data(), Length, BeatMs)) {
+    bool Sent = sendAll(Socket, Beat, sizeof(Beat));
+    auto Until = nowMs() + BeatMs;
+    for (int64_t Left; Sent && !Stop && (Left = Until - nowMs()) > 0;) {
+      pollfd Poll{Socket, POLLIN, 0};
+      if (poll(&Poll, 1, int(Left)) <= 0)
+        continue;
+      char Buffer[4096];
+      ssize_t N = recv(Socket, Buffer, sizeof(Buffer), 0);
+      if (N <= 0)
+        break;
+      Pending.append(Buffer, size_t(N));
+      std::string Latest;
+      bool Any = false;
+      while (Pending.size() >= 4) {
+        uint32_t Length;
+        memcpy(&Length, Pending.data(), 4);
+        if (Pending.size() < 4 + size_t(Length))
+          break;
+        Latest = Pending.substr(4, Length);
+        Pending.erase(0, 4 + size_t(Length));
+        Any = true;
+      }
+      if (Any) {
         std::lock_guard<std::mutex> Hold(Lock);
-        RemoteSuspects = Text;
+        RemoteSuspects = Latest;
         AnsweredMs = nowMs();
       }
     }
-    for (int Ms = 0; Ms < BeatMs && !Stop; Ms += 50)
+    while (!Stop && nowMs() < Until)
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }
@@ -170,8 +196,12 @@ void Watch::serve() {
       continue;
     if (Polls[0].revents & POLLIN) {
       int Fd = accept(Listen, nullptr, nullptr);
-      if (Fd >= 0)
+      if (Fd >= 0) {
+        // A rank that stops reading must not stall the others' answers.
+        timeval Limit{1, 0};
+        setsockopt(Fd, SOL_SOCKET, SO_SNDTIMEO, &Limit, sizeof(Limit));
         Peers.push_back({Fd});
+      }
     }
     for (size_t K = 1; K < Polls.size(); ++K) {
       Peer &P = Peers[K - 1];
@@ -224,7 +254,7 @@ std::string Watch::suspects() const {
            "stuck outside the GPU or gone";
   }
   std::string Text;
-  int Named = 0, More = 0;
+  int Named = 0, More = 0, Silent = 0;
   for (int R = 1; R < WorldSize; ++R) {
     const Heard &H = Ranks[size_t(R)];
     int64_t Since = H.AtMs ? H.AtMs : StartedMs;
@@ -234,15 +264,18 @@ std::string Watch::suspects() const {
       ++More;
       continue;
     }
+    Silent += H.AtMs != 0;
     Text += std::string(Named++ ? "; " : "") + "rank " + std::to_string(R) +
-            " has not been heard from " +
-            (H.AtMs ? "for " + std::to_string((Now - Since) / 1000) +
-                          " s (last " + where(H.Position) + ")"
-                    : std::string("since the start"));
+            (H.AtMs ? " has not been heard from for " +
+                          std::to_string((Now - Since) / 1000) + " s (last " +
+                          where(H.Position) + ")"
+                    : std::string(" has never reached the watch (a port "
+                                  "closed to it, or stopped before its first "
+                                  "beat)"));
   }
   if (More)
     Text += "; and " + std::to_string(More) + " more";
-  if (Named)
+  if (Silent)
     Text += ": stopped, stuck outside the GPU or gone";
   return Text;
 }

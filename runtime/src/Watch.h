@@ -50,7 +50,10 @@ public:
   /// 345)"), or "" when every rank beats.
   std::string suspects() const;
 
-  /// Seconds between beats; a rank is suspect after three missed.
+  /// Whether this rank takes part in a watch (listens, or beats).
+  bool watching() const { return Listen >= 0 || Socket >= 0; }
+
+  /// Milliseconds between beats; a rank is suspect after three missed.
   static constexpr int BeatMs = 1000;
 
 private:

@@ -180,6 +180,16 @@ TEST(Launch, StopSignals) {
     _exit(6);
   });
   EXPECT(WIFSIGNALED(Twice) && WTERMSIG(Twice) == SIGTERM);
+  // Another rank's signal, learnt from the agreement: the same deadline.
+  int Relayed = inChild([] {
+    catchStopSignals(1);
+    stopRequestedElsewhere(SIGTERM);
+    if (stopSignal() != SIGTERM)
+      _exit(7);
+    sleep(3);
+    _exit(8);
+  });
+  EXPECT(WIFEXITED(Relayed) && WEXITSTATUS(Relayed) == ExitTermTimeout);
   int Forwarded = inChild([] {
     static int Rank[1];
     Rank[0] = fork();
@@ -265,8 +275,22 @@ static std::vector<std::string> watchWithOneStopped(int Stopped,
 TEST(Launch, WatchNamesTheStoppedRank) {
   std::vector<std::string> Quiet, RankZero;
   std::thread Other([&] { RankZero = watchWithOneStopped(0, 6500); });
+  // A rank that never connects (a port closed to it) is not called
+  // stopped.
+  std::string Unreached;
+  std::thread Lonely([&] {
+    Watch W;
+    std::string Error;
+    EXPECT(W.listen(2, Error) && W.watching());
+    usleep(3500000);
+    Unreached = W.suspects();
+  });
   Quiet = watchWithOneStopped(2, 6500);
   Other.join();
+  Lonely.join();
+  EXPECT(Unreached == "rank 1 has never reached the watch (a port closed "
+                      "to it, or stopped before its first beat)")
+      << Unreached;
   const char *Two = "rank 2 has not been heard from for ";
   EXPECT(Quiet[0].find(Two) == 0) << Quiet[0];
   EXPECT(Quiet[0].find("(last at step 7, instruction 2): stopped, stuck "
@@ -276,7 +300,7 @@ TEST(Launch, WatchNamesTheStoppedRank) {
   EXPECT(RankZero[1].find("rank 0 has not answered for ") == 0);
   EXPECT(RankZero[2].find("rank 0 has not answered for ") == 0);
   Watch Alone;
-  EXPECT(Alone.suspects().empty());
+  EXPECT(Alone.suspects().empty() && !Alone.watching());
 }
 
 /// Run by mpiexec: each rank learns who it is from MPI's environment alone
