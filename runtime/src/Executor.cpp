@@ -574,9 +574,11 @@ void Executor::abortStuck(const char *Agreeing, int Seconds) {
   // Where this rank's GPU waits, and whom the watch has not heard from,
   // before the communicator goes.
   std::string What =
-      Agreeing ? std::string("the ranks did not agree on ") + Agreeing +
-                     " after step " + std::to_string(CurrentStep)
-               : "step " + std::to_string(CurrentStep) + " did not finish";
+      (Agreeing ? std::string("the ranks did not agree on ") + Agreeing +
+                      " after step " + std::to_string(CurrentStep)
+                : "step " + std::to_string(CurrentStep) + " did not finish") +
+      " within " + std::to_string(Seconds) + " s (--timeout " +
+      std::to_string(Options.TimeoutSeconds) + ")";
   uint32_t I = Agreeing ? uint32_t(P.Program.size()) : Timing.firstUnfinished();
   if (I < P.Program.size())
     What += "; its GPU waits at instruction " + std::to_string(I) + " (" +
@@ -590,10 +592,8 @@ void Executor::abortStuck(const char *Agreeing, int Seconds) {
               : "no watch of the ranks names one";
   ncclCommAbort(Comm);
   Comm = nullptr;
-  fatalError("rank " + std::to_string(Process.Rank) + ": " + What +
-             " within " + std::to_string(Seconds) + " s (--timeout " +
-             std::to_string(Options.TimeoutSeconds) + ")" + "; " + Who +
-             "; the communicator is aborted");
+  fatalError("rank " + std::to_string(Process.Rank) + ": " + What + "; " +
+             Who + "; the communicator is aborted");
 }
 
 int Executor::run() {
