@@ -16,6 +16,7 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
@@ -378,8 +379,43 @@ public:
                                StringRef Path);
 };
 
+/// The first of the model's names and labels that is not UTF-8, described
+/// for an error; "" when all are. They reach dsc's JSON, YAML and SVG
+/// output, none of which can carry arbitrary bytes.
+static std::string notUtf8(const onnx::ModelProto &P) {
+  auto Bad = [](const std::string &S) { return !json::isUTF8(S); };
+  if (Bad(P.producer_name()) || Bad(P.producer_version()))
+    return "the producer's name";
+  const onnx::GraphProto &G = P.graph();
+  for (int I = 0; I < G.initializer_size(); ++I)
+    if (Bad(G.initializer(I).name()))
+      return formatv("initializer {0}'s name", I);
+  for (const auto *List : {&G.input(), &G.output(), &G.value_info()})
+    for (const onnx::ValueInfoProto &V : *List)
+      if (Bad(V.name()))
+        return "a graph value's name";
+  for (int I = 0; I < G.node_size(); ++I) {
+    const onnx::NodeProto &N = G.node(I);
+    bool Any = Bad(N.name()) || Bad(N.op_type()) || Bad(N.domain());
+    for (const std::string &S : N.input())
+      Any = Any || Bad(S);
+    for (const std::string &S : N.output())
+      Any = Any || Bad(S);
+    for (auto &[Key, Value] : nodeMetadata(N))
+      Any = Any || Bad(Key) || Bad(Value);
+    if (Any)
+      return formatv("node {0}'s name, operator, inputs, outputs or metadata",
+                     I);
+  }
+  return "";
+}
+
 Expected<Model> ModelBuilder::build(std::shared_ptr<onnx::ModelProto> P,
                                     StringRef Path) {
+  if (P->has_graph())
+    if (std::string Where = notUtf8(*P); !Where.empty())
+      return fail(Path, Where + " is not UTF-8 text: the file is damaged or "
+                                "not an ONNX model an exporter wrote");
   Model M;
   M.Path = Path.str();
   M.Proto = P;

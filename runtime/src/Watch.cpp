@@ -39,22 +39,6 @@ bool sendAll(int Fd, const void *Data, size_t Size) {
   return true;
 }
 
-/// Size bytes within TimeoutMs, or false.
-bool receiveAll(int Fd, void *Data, size_t Size, int TimeoutMs) {
-  char *P = static_cast<char *>(Data);
-  while (Size) {
-    pollfd Poll{Fd, POLLIN, 0};
-    if (poll(&Poll, 1, TimeoutMs) <= 0)
-      return false;
-    ssize_t N = recv(Fd, P, Size, 0);
-    if (N <= 0)
-      return false;
-    P += N;
-    Size -= size_t(N);
-  }
-  return true;
-}
-
 std::string where(uint64_t Position) {
   if (Position == 0)
     return "before the first step";

@@ -48,9 +48,14 @@ bool decode(const char *Data, const dsc::safetensors::TensorInfo &T,
   if (T.DType == "F32") {
     memcpy(Out.data(), B, N * 4);
   } else if (T.DType == "BF16" || T.DType == "F16") {
+    // A file's tensors need not be aligned (the header's length is the
+    // writer's): each element is copied out before it is read.
     ElementType E = T.DType == "BF16" ? ElementType::BF16 : ElementType::F16;
-    for (uint64_t I = 0; I < N; ++I)
-      Out[I] = loadAs(B, I, E);
+    for (uint64_t I = 0; I < N; ++I) {
+      uint16_t Bits;
+      memcpy(&Bits, B + 2 * I, 2);
+      Out[I] = loadAs(&Bits, 0, E);
+    }
   } else if (T.DType == "F64") {
     for (uint64_t I = 0; I < N; ++I) {
       double D;
