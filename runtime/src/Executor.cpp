@@ -146,6 +146,45 @@ bool Executor::checkBeforeRunning() {
   return true;
 }
 
+bool Executor::joinJob(ncclUniqueId &Id) {
+  // Rank 0 hands on the NCCL id and where its watch listens (port and
+  // host name; 0: no watch).
+  std::string Blob, Error;
+  if (Process.Rank == 0) {
+    CHECK_NCCL(ncclGetUniqueId(&Id));
+    Blob.assign(reinterpret_cast<const char *>(&Id), sizeof(Id));
+    int WatchPort = 0;
+    if (Process.WorldSize > 1 && Watcher.listen(Process.WorldSize, Error))
+      WatchPort = Watcher.port();
+    else if (Process.WorldSize > 1)
+      fprintf(stderr, "dsrun: note: no watch of the ranks (%s): a rank that "
+                      "stops will not be named\n",
+              Error.c_str());
+    char Host[256] = {};
+    gethostname(Host, sizeof(Host) - 1);
+    Blob += std::to_string(WatchPort) + " " + Host;
+  }
+  if (!exchangeBlob(Process, Blob, Options.TimeoutSeconds, Error) ||
+      Blob.size() <= sizeof(Id)) {
+    fprintf(stderr, "dsrun: %s\n",
+            Error.empty() ? "bad NCCL id from rank 0" : Error.c_str());
+    return false;
+  }
+  memcpy(&Id, Blob.data(), sizeof(Id));
+  if (Process.Rank != 0) {
+    std::string Where = Blob.substr(sizeof(Id));
+    int WatchPort = atoi(Where.c_str());
+    // torchrun's and Slurm's MASTER_ADDR reaches rank 0; an MPI job may
+    // have none, and then rank 0's host name does.
+    std::string Host = Process.Mpi ? Where.substr(Where.find(' ') + 1)
+                                   : Process.MasterAddr;
+    if (WatchPort && !Watcher.connect(Process.Rank, Host, WatchPort, Error))
+      fprintf(stderr, "dsrun: rank %d: note: not watched (%s)\n",
+              Process.Rank, Error.c_str());
+  }
+  return true;
+}
+
 bool Executor::setUp() {
   std::string NoDevice;
   int Devices = cudaDevices(NoDevice);
@@ -235,42 +274,10 @@ bool Executor::setUp() {
 
   int Version = 0;
   CHECK_NCCL(ncclGetVersion(&Version));
-  // Rank 0 hands on the NCCL id and where its watch listens (port and
-  // host name; 0: no watch).
   ncclUniqueId Id;
-  std::string Blob, Error;
-  if (Process.Rank == 0) {
-    CHECK_NCCL(ncclGetUniqueId(&Id));
-    Blob.assign(reinterpret_cast<const char *>(&Id), sizeof(Id));
-    int WatchPort = 0;
-    if (Process.WorldSize > 1 && Watcher.listen(Process.WorldSize, Error))
-      WatchPort = Watcher.port();
-    else if (Process.WorldSize > 1)
-      fprintf(stderr, "dsrun: note: no watch of the ranks (%s): a rank that "
-                      "stops will not be named\n",
-              Error.c_str());
-    char Host[256] = {};
-    gethostname(Host, sizeof(Host) - 1);
-    Blob += std::to_string(WatchPort) + " " + Host;
-  }
-  if (!exchangeBlob(Process, Blob, Options.TimeoutSeconds, Error) ||
-      Blob.size() <= sizeof(Id)) {
-    fprintf(stderr, "dsrun: %s\n",
-            Error.empty() ? "bad NCCL id from rank 0" : Error.c_str());
+  if (!joinJob(Id))
     return false;
-  }
-  memcpy(&Id, Blob.data(), sizeof(Id));
-  if (Process.Rank != 0) {
-    std::string Where = Blob.substr(sizeof(Id));
-    int WatchPort = atoi(Where.c_str());
-    // torchrun's and Slurm's MASTER_ADDR reaches rank 0; an MPI job may
-    // have none, and then rank 0's host name does.
-    std::string Host = Process.Mpi ? Where.substr(Where.find(' ') + 1)
-                                   : Process.MasterAddr;
-    if (WatchPort && !Watcher.connect(Process.Rank, Host, WatchPort, Error))
-      fprintf(stderr, "dsrun: rank %d: note: not watched (%s)\n",
-              Process.Rank, Error.c_str());
-  }
+  std::string Error;
   ncclConfig_t Config = commConfig(Options.CommMinCTAs);
   if (ncclResult_t E = ncclCommInitRankConfig(&Comm, Process.WorldSize, Id,
                                               Process.Rank, &Config);

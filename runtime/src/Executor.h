@@ -201,6 +201,9 @@ private:
   // Set-up and the step loop (Executor.cpp).
   bool checkBeforeRunning();
   bool setUp();
+  /// Rank 0 hands every rank the NCCL id and where its watch listens; the
+  /// others join the watch.
+  bool joinJob(ncclUniqueId &Id);
   void initializeWeights();
   /// Writes the step's values (StepValues) for its first copy to read.
   void setStepValues(uint32_t Step);
