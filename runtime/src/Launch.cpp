@@ -1,6 +1,7 @@
 //===- Launch.cpp ---------------------------------------------------------===//
 
 #include "Launch.h"
+#include "Sockets.h"
 #include "Preemption.h"
 
 #include <arpa/inet.h>
@@ -39,33 +40,6 @@ bool toInt(const char *Text, int &Out) {
   if (*End || V < 0 || V > (1 << 24))
     return false;
   Out = int(V);
-  return true;
-}
-
-bool sendAll(int Fd, const void *Data, size_t Size) {
-  const char *P = static_cast<const char *>(Data);
-  while (Size) {
-    ssize_t N = send(Fd, P, Size, MSG_NOSIGNAL);
-    if (N <= 0)
-      return false;
-    P += N;
-    Size -= size_t(N);
-  }
-  return true;
-}
-
-bool receiveAll(int Fd, void *Data, size_t Size, int TimeoutMs) {
-  char *P = static_cast<char *>(Data);
-  while (Size) {
-    pollfd Poll{Fd, POLLIN, 0};
-    if (poll(&Poll, 1, TimeoutMs) <= 0)
-      return false;
-    ssize_t N = recv(Fd, P, Size, 0);
-    if (N <= 0)
-      return false;
-    P += N;
-    Size -= size_t(N);
-  }
   return true;
 }
 

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Watch.h"
+#include "Sockets.h"
 
 #include <arpa/inet.h>
 #include <cerrno>
@@ -26,18 +27,6 @@ namespace dsrun {
 namespace {
 
 constexpr int SuspectAfterMs = 3 * Watch::BeatMs;
-
-bool sendAll(int Fd, const void *Data, size_t Size) {
-  const char *P = static_cast<const char *>(Data);
-  while (Size) {
-    ssize_t N = send(Fd, P, Size, MSG_NOSIGNAL);
-    if (N <= 0)
-      return false;
-    P += N;
-    Size -= size_t(N);
-  }
-  return true;
-}
 
 std::string where(uint64_t Position) {
   if (Position == 0)

@@ -9,32 +9,22 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "MemFile.h"
 #include "Weights.h"
 
 #include "dsc/SafeTensors.h"
 
 #include <cstdint>
 #include <string>
-#include <sys/mman.h>
-#include <unistd.h>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
   dsc::safetensors::Header H;
   std::string Error;
   (void)dsc::safetensors::readHeader(reinterpret_cast<const char *>(Data),
                                      Size, Size, H, Error);
-  // One in-memory file for every input, rewritten: a file's creation
-  // would cost more than the reading under test.
-  static const int Fd = memfd_create("weights", 0);
-  if (Fd < 0 || ftruncate(Fd, 0) != 0)
+  std::string Path = memFileOf(Data, Size);
+  if (Path.empty())
     return 0;
-  for (size_t Done = 0; Done < Size;) {
-    ssize_t N = pwrite(Fd, Data + Done, Size - Done, off_t(Done));
-    if (N <= 0)
-      break;
-    Done += size_t(N);
-  }
-  std::string Path = "/proc/self/fd/" + std::to_string(Fd);
   static const dsc::plan::Plan P = [] {
     dsc::plan::Plan P;
     P.Tensors.resize(2);

@@ -9,26 +9,19 @@
 //===----------------------------------------------------------------------===//
 
 #include "Checkpoint.h"
+#include "MemFile.h"
 
 #include <cstdint>
 #include <string>
-#include <sys/mman.h>
-#include <unistd.h>
 #include <vector>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
-  int Fd = memfd_create("shard", 0);
-  if (Fd < 0)
+  std::string Path = memFileOf(Data, Size);
+  if (Path.empty())
     return 0;
-  for (size_t Done = 0; Done < Size;) {
-    ssize_t N = write(Fd, Data + Done, Size - Done);
-    if (N <= 0)
-      break;
-    Done += size_t(N);
-  }
   std::string Error;
   dsrun::ShardReader Shard;
-  if (Shard.open("/proc/self/fd/" + std::to_string(Fd), Error)) {
+  if (Shard.open(Path, Error)) {
     // Every part whole, in order, then a piece of each at its middle.
     uint64_t Total = 0;
     bool Ok = Shard.read(
@@ -56,6 +49,5 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
         __builtin_trap();
     }
   }
-  close(Fd);
   return 0;
 }

@@ -8,28 +8,18 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "MemFile.h"
 #include "TokenData.h"
 
 #include <cstdint>
 #include <string>
-#include <sys/mman.h>
-#include <unistd.h>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
-  // One in-memory file for every input, rewritten: a file's creation
-  // would cost more than the reading under test.
-  static const int Fd = memfd_create("tokens", 0);
-  if (Fd < 0 || ftruncate(Fd, 0) != 0)
+  std::string Path = memFileOf(Data, Size);
+  if (Path.empty())
     return 0;
-  for (size_t Done = 0; Done < Size;) {
-    ssize_t N = pwrite(Fd, Data + Done, Size - Done, off_t(Done));
-    if (N <= 0)
-      break;
-    Done += size_t(N);
-  }
   std::string Error;
-  if (auto File = dsrun::TokenFile::open("/proc/self/fd/" + std::to_string(Fd),
-                                         Error)) {
+  if (auto File = dsrun::TokenFile::open(Path, Error)) {
     uint64_t Sum = 0;
     for (uint64_t I = 0; I < File->tokens(); ++I)
       Sum += (*File)[I];
