@@ -25,19 +25,7 @@ run() { # NAME ARGS...
 }
 run whole --save "$out/ckpt" --save-every "$every"
 run resumed --resume "$out/ckpt/global_step$every"
-python3 - "$out/whole.json" "$out/resumed.json" "$every" <<'PY'
-import json, sys
-def losses(path):
-    return {d["step"]: d["loss"] for d in map(json.loads, open(path))
-            if d.get("rank", 0) == 0 and "loss" in d}
-whole, resumed, every = losses(sys.argv[1]), losses(sys.argv[2]), int(sys.argv[3])
-after = [s for s in sorted(whole) if s > every]
-same = [s for s in after if resumed.get(s) == whole[s]]
-print(f"resumed at step {every + 1}: {len(same)} of {len(after)} losses "
-      f"equal to the uninterrupted run's"
-      + ("" if resumed.get(min(after)) is None else
-         f" (step {min(after)}: {whole[min(after)]:.6f} / {resumed[min(after)]:.6f})"))
-PY
+python3 "$here/resumed_losses.py" "$out/whole.json" "$out/resumed.json" "$every"
 if cmp -s "$out/whole.safetensors" "$out/resumed.safetensors"; then
   echo "final weights: equal bit for bit"
 else

@@ -49,18 +49,9 @@ check $? "SIGTERM: exit $rc after $(minus "$t1" "$t0") s, the checkpoint of step
 train resumed --steps "$steps" --resume "$out/ckpt" \
   --save-weights "$out/resumed.safetensors"
 wait $pid; check $? "resumed after step ${at:-?}"
-python3 - "$out/whole.json" "$out/resumed.json" "${at:-0}" <<'PY'
-import json, sys
-def losses(path):
-    return {d["step"]: d["loss"] for d in map(json.loads, open(path))
-            if d.get("rank", 0) == 0 and "loss" in d}
-whole, resumed, at = losses(sys.argv[1]), losses(sys.argv[2]), int(sys.argv[3])
-after = [s for s in sorted(whole) if s > at]
-same = [s for s in after if resumed.get(s) == whole[s]]
-print(f"{'passed' if after and len(same) == len(after) else 'FAILED'}: "
-      f"{len(same)} of {len(after)} losses after step {at} equal to the "
-      f"uninterrupted run's bit for bit")
-PY
+said=$(python3 "$(dirname "$0")/../bench/resumed_losses.py" "$out/whole.json" \
+  "$out/resumed.json" "${at:-0}")
+check $? "$said"
 cmp -s "$out/whole.safetensors" "$out/resumed.safetensors"
 check $? "final weights of the resumed run equal the uninterrupted run's"
 
