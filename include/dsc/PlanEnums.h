@@ -50,9 +50,10 @@ constexpr uint32_t NoIndex = std::numeric_limits<uint32_t>::max();
 #define DSC_PLAN_MEMORYSPACE(X) X(Device, "device") X(Host, "host")
 /// What a buffer holds; estimates are broken down by these. Params16: the
 /// model-dtype parameters held; GatheredParams: stage-3 parameters
-/// gathered for use; Grads: model-dtype gradients; GradsFP32: fp32
-/// gradients of the partition; MasterParams, OptimizerStates: the
-/// partition's fp32 copy and Adam moments; ReduceBuckets: gradient
+/// gathered for use; Grads: model-dtype gradients; GradsFP32: the
+/// partition's gradients the step reads, in the master dtype (fp32, or
+/// bf16 with bf16 master weights); MasterParams, OptimizerStates: the
+/// partition's master copy and Adam moments; ReduceBuckets: gradient
 /// reduction buckets; Activations: forward values backward reads;
 /// Workspace: values of one instruction, activation gradients, library
 /// workspaces; OffloadStaging: buffers offload copies go through;

@@ -301,7 +301,7 @@ void MemoryPlanner::modelStates() {
           Persistent * PB, whole());
   }
 
-  // fp32 master weights and optimizer states of what this rank owns.
+  // Master weights and optimizer states of what this rank owns.
   uint64_t Owned = S.ZeroStage == 0 ? Trainable : P.Layout.PartitionElems;
   bool OnNVMe = S.OptimizerOffload == plan::OffloadDevice::NVMe;
   bool MasterIsParams = S.ZeroStage == 0 && S.ParamDType == plan::DType::F32;
@@ -356,7 +356,8 @@ void MemoryPlanner::gradients() {
   }
   }
 
-  // fp32 gradients for the step.
+  // The gradients the step reads, in the master weights' dtype (fp32
+  // unless bf16_master_weights_and_grads).
   if (S.ZeroStage == 0) {
     // BF16_Optimizer keeps fp32 gradients of everything for the whole run;
     // FP16_Optimizer makes them for the step and frees them after.
@@ -379,7 +380,7 @@ void MemoryPlanner::gradients() {
           S.OptimizerOffloadPinned);
     else
       add(BufferRole::GradsFP32, Category::GradsFP32, MemorySpace::Device,
-          bytesOf(P.Layout.PartitionElems, plan::DType::F32),
+          bytesOf(P.Layout.PartitionElems, S.MasterDType),
           from(X.FirstStep));
   } else {
     // Stage 3 converts one sub-group's gradients at a time.
@@ -389,7 +390,7 @@ void MemoryPlanner::gradients() {
         continue;
       add(BufferRole::GradsFP32, G, Category::GradsFP32,
           optimizerSpace(), bytesOf(P.Layout.SubGroups[G].Elems,
-                                    plan::DType::F32),
+                                    S.MasterDType),
           {{I, I + 1}}, S.OptimizerOffloadPinned);
     }
   }

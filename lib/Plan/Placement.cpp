@@ -304,7 +304,7 @@ void Placer::subGroups() {
                          : 0;
     P.Places.SubGroups[G] = {Begin,
                              view(buffer(BufferRole::GradsFP32, G), 0,
-                                  Group.Elems, DType::F32)};
+                                  Group.Elems, S.MasterDType)};
   }
 }
 
@@ -335,7 +335,7 @@ void Placer::owned16() {
   O.Moment1 = view(States, 0, N, S.OptimizerStateDType);
   O.Moment2 = view(States, N * SB, N, S.OptimizerStateDType);
   if (Stage < 3) {
-    O.GradsFP32 = view(buffer(BufferRole::GradsFP32), 0, N, DType::F32);
+    O.GradsFP32 = view(buffer(BufferRole::GradsFP32), 0, N, S.MasterDType);
     O.Params16 = view(buffer(BufferRole::Params16), 0, N, ParamType,
                       Stride * PB);
   }

@@ -461,7 +461,7 @@ void Scheduler::optimizerStep() {
       uint64_t Bytes = 2 * (bytesOf(Elems, S.MasterDType) +
                             S.OptimizerStates *
                                 bytesOf(Elems, S.OptimizerStateDType) +
-                            bytesOf(Elems, plan::DType::F32));
+                            bytesOf(Elems, S.MasterDType));
       Nanos = transferNanos(Bytes, H.MemoryBytesPerSec);
     }
     // The host AdamW writes the 16-bit copy into the parameter staging,

@@ -118,8 +118,16 @@ Error readPlanSettings(plan::Info &I, const ConfigView &C,
   if (std::optional<std::string> G = C.getString("data_types.grad_accum_dtype"))
     if (std::optional<plan::DType> T = dtypeNamed(*G))
       I.GradAccumDType = *T;
-  I.MasterDType = plan::DType::F32;
-  I.OptimizerStateDType = plan::DType::F32;
+  // ZeRO's "fp32" partition and its gradients take the master dtype, and
+  // FusedAdam keeps its moments in the dtype of what it steps (lint checks
+  // that the two flags come together, at stage 1-3, on the GPU).
+  bool BF16Master =
+      C.getBool("bf16.bf16_master_weights_and_grads").value_or(false);
+  I.MasterDType = BF16Master ? plan::DType::BF16 : plan::DType::F32;
+  I.OptimizerStateDType =
+      BF16Master && C.getBool("bf16.bf16_optimizer_states").value_or(false)
+          ? plan::DType::BF16
+          : plan::DType::F32;
 
   std::string Class = C.optimizerClass();
   if (Class.empty() && !C.has("optimizer")) {

@@ -201,8 +201,24 @@ private:
   }
 };
 
+/// Keys planned on their own but not in every company.
+void checkCombinations(LintContext &C) {
+  const ConfigView &V = C.View;
+  std::string Offload = V.offloadOptimizerDevice();
+  if (V.getBool("bf16.bf16_master_weights_and_grads").value_or(false) &&
+      Offload != "none")
+    C.report(Rule::NotPlanned, C.rangeOf("bf16.bf16_master_weights_and_grads"),
+             "'bf16.bf16_master_weights_and_grads' is true with the optimizer "
+             "offloaded to " + Offload + ", which dsc does not plan "
+             "(DeepSpeedCPUAdam over bf16 master weights); keep the "
+             "optimizer on the GPU or set it to false");
+}
+
 } // namespace
 
-void checkPlannable(LintContext &C) { PlanChecker(C).run(); }
+void checkPlannable(LintContext &C) {
+  PlanChecker(C).run();
+  checkCombinations(C);
+}
 
 } // namespace dsc

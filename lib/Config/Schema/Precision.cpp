@@ -65,10 +65,11 @@ static const KeySpec Keys[] = {
                  "and dsrun stops there; false is refused"),
     key("bf16.bf16_master_weights_and_grads", Bool).def("false")
         .doc("Keep master weights and gradients in bf16 (ZeRO 1-3)")
-        .refused("masters and gradients in bf16; dsc keeps fp32 masters"),
+        .planned("bf16 master weights and step gradients on the GPU; with "
+                 "optimizer offload refused"),
     key("bf16.bf16_optimizer_states", Bool).def("false")
         .doc("Keep Adam moments in bf16; needs bf16_master_weights_and_grads")
-        .refused("Adam's moments in bf16; dsc keeps them in fp32"),
+        .planned("Adam's moments in bf16, updated in fp32 as FusedAdam does"),
     misnomer("bf16.check_overflow", "bf16.check_grad_overflow")
         .doc("Name in DeepSpeed's stale constants; the model reads "
              "check_grad_overflow"),
