@@ -12,9 +12,10 @@
 #                 dsc plan --weights-out), random tokens of its vocabulary,
 #                 and plans at ZeRO 1 and 3 that train_compare.sh checks
 #                 against PyTorch;
-#   OUT/train2/   a plan at 2 ranks with Adam's L2 decay, no bias
-#                 correction and summed gradients (s2-l2sum), checked the
-#                 same way.
+#   OUT/train2/   plans at 2 ranks with Adam's L2 decay, no bias
+#                 correction and summed gradients (s2-l2sum), also with
+#                 bf16 master weights and moments (s2-l2sum-bf16m), checked
+#                 the same way.
 #
 #   utils/gpu-test-plans.sh BUILD_DIR OUT
 set -eu
@@ -35,8 +36,9 @@ for v in "$out"/train/llama-fixture-*.bin; do
   case $v in *-s1.bin|*-s3.bin) ;; *) rm "$v" "${v%.bin}.json" ;; esac
 done
 # Adam with L2 decay, no bias correction, gradients summed: at 2 ranks,
-# where the sum differs from the mean.
-ACCUMULATION=1 VARIANTS=s2-l2sum utils/training-plans.sh "$dsc" "$model" \
+# where the sum differs from the mean; and the same with bf16 master
+# weights, gradients and moments.
+ACCUMULATION=1 VARIANTS="s2-l2sum s2-l2sum-bf16m" utils/training-plans.sh "$dsc" "$model" \
   llama-fixture "$out/train2" 2 32 30 1e-3 > /dev/null
 rm "$out"/train2/*.txt
 rm "$out"/train/*.txt

@@ -14,7 +14,8 @@
 # offload>-<param offload>[-ckpt].bin; those ending -l2 run Adam with the
 # decay added to the gradient (adam_w_mode false) and no bias correction,
 # and -l2sum also sums the gradients across ranks (gradient_allreduce_op),
-# on the device and on the host.
+# on the device and on the host; those ending -bf16m keep the master
+# weights, gradients and moments in bf16.
 set -eu
 dsc=$1 model=$2 world=$3 seq=$4 out=$5 bucket=${6:-30000}
 aio=${AIO_BUFFER_SIZE:-100000000}
@@ -56,21 +57,34 @@ JSON
     done
   done
 done
-# Adam's other settings, on the device and the host optimizer paths.
+# Adam's other settings, on the device and the host optimizer paths; and
+# bf16 master weights, gradients and moments (-bf16m) on the device.
 for variant in s2-ovtrue-ga2-none-none-l2sum s1-ovfalse-ga1-cpu-none-l2sum \
-    s3-ovtrue-ga1-cpu-none-l2; do
+    s3-ovtrue-ga1-cpu-none-l2 s1-ovfalse-ga2-none-none-bf16m \
+    s2-ovtrue-ga2-none-none-l2sum-bf16m s3-ovtrue-ga2-none-none-bf16m; do
   stage=${variant%%-*}; stage=${stage#s}
   opt=none; case $variant in *-cpu-*) opt=cpu ;; esac
   overlap=false; case $variant in *-ovtrue-*) overlap=true ;; esac
-  op=mean; case $variant in *-l2sum) op=sum ;; esac
+  op=mean; case $variant in *-l2sum*) op=sum ;; esac
+  adam='"type": "AdamW", "params": {"lr": 0.001, "weight_decay": 0.01}'
+  case $variant in *-l2*)
+    adam='"type": "Adam", "params": {"lr": 0.001, "weight_decay": 0.01,
+   "adam_w_mode": false, "bias_correction": false}' ;;
+  esac
+  mixed=$precision
+  case $variant in *-bf16m)
+    [ -z "$precision" ] && continue
+    mixed='"bf16": {"enabled": true, "bf16_master_weights_and_grads": true,
+   "bf16_optimizer_states": true},' ;;
+  esac
   cat > "$out/config.json" <<JSON
 {"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 2,
- $precision "gradient_allreduce_op": "$op",
+ $mixed "gradient_allreduce_op": "$op",
  "zero_optimization": {"stage": $stage, "overlap_comm": $overlap,
    "reduce_bucket_size": $bucket, "stage3_prefetch_bucket_size": $bucket,
+   "sub_group_size": $((bucket * 2)),
    "offload_optimizer": {"device": "$opt"}},
- "optimizer": {"type": "Adam", "params": {"lr": 0.001, "weight_decay": 0.01,
-   "adam_w_mode": false, "bias_correction": false}}}
+ "optimizer": {$adam}}
 JSON
   "$dsc" plan "$out/config.json" "$model" --world-size "$world" \
     --seq-len "$seq" "$@" -o "$out/$variant.bin" > /dev/null

@@ -11,7 +11,8 @@
 # optimizer state on NVMe (s3-nvme) and with the parameters there too
 # (s3-nvmeparam): dsrun needs --nvme-path for those; and stage 2 with
 # Adam adding the decay to the gradient (adam_w_mode false), without bias
-# correction, gradients summed across ranks (s2-l2sum).
+# correction, gradients summed across ranks (s2-l2sum), and the same with
+# bf16 master weights, gradients and Adam moments (s2-l2sum-bf16m).
 #
 # VARIANTS names the variants to write (default: all).
 #
@@ -32,12 +33,16 @@ dsc=$1 model=$2 name=$3 out=$4 world=${5:-1} seq=${6:-256} steps=${7:-200}
 lr=${8:-3e-4}
 mkdir -p "$out"
 for variant in ${VARIANTS:-s0 s1 s2 s3 s2-cpu s3-cpuparam s1-fp16 s1-fp32 \
-    s1-ckpt s3-ckpt s3-nvme s3-nvmeparam s2-l2sum}; do
+    s1-ckpt s3-ckpt s3-nvme s3-nvmeparam s2-l2sum s2-l2sum-bf16m}; do
   stage=${variant%%-*}; stage=${stage#s}
   opt=none par=none precision='"bf16": {"enabled": true}' ckpt=
   adam='"type": "AdamW", "params": {'
   case $variant in
-    *-l2sum) precision="$precision, \"gradient_allreduce_op\": \"sum\""
+    *-bf16m) precision='"bf16": {"enabled": true,
+   "bf16_master_weights_and_grads": true, "bf16_optimizer_states": true}' ;;
+  esac
+  case $variant in
+    *-l2sum*) precision="$precision, \"gradient_allreduce_op\": \"sum\""
       adam='"type": "Adam", "params": {"adam_w_mode": false, "bias_correction": false,' ;;
   esac
   case $variant in

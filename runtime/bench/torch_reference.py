@@ -25,6 +25,10 @@ The same training DeepSpeed (and dsrun) does, in one process:
   - the config's scheduler (ds_schedules.py) and gradient_clipping
     (DeepSpeed's default 0, no clipping, when absent), clipping the global
     norm of the reduced fp32 gradients as DeepSpeed does;
+  - with bf16_master_weights_and_grads (and bf16_optimizer_states), the
+    masters, their gradients and the moments in bf16: FusedAdam's fp32
+    arithmetic stored back rounded, the clipping factor applied to the bf16
+    gradients where they lie (clip_in_place), as DeepSpeed does;
   - bf16 when the config enables it; fp16 likewise (fp32 masters), with
     DeepSpeed's loss scaler (DynamicLossScaler below): the loss scaled
     before backward, a step whose gradients hold an inf or NaN skipped
@@ -125,13 +129,36 @@ class Adam:
         for p, m, v in zip(self.params, self.m, self.v):
             if p.grad is None:
                 continue
-            g = p.grad if self.adam_w_mode else p.grad + self.decay * p
-            m.mul_(b1).add_(g, alpha=1 - b1)
-            v.mul_(b2).addcmul_(g, g, value=1 - b2)
-            update = (m / c1) / ((v / c2).sqrt() + self.eps)
+            # FusedAdam's arithmetic is fp32 whatever it steps; bf16
+            # weights and moments are stored back rounded.
+            p32, m32, v32 = p.float(), m.float(), v.float()
+            g = p.grad.float()
+            if not self.adam_w_mode:
+                g = g + self.decay * p32
+            m32.mul_(b1).add_(g, alpha=1 - b1)
+            v32.mul_(b2).addcmul_(g, g, value=1 - b2)
+            update = (m32 / c1) / ((v32 / c2).sqrt() + self.eps)
             if self.adam_w_mode:
-                update = update + self.decay * p
-            p.sub_(lr * update)
+                update = update + self.decay * p32
+            p32.sub_(lr * update)
+            if p32 is not p:
+                p.copy_(p32)
+                m.copy_(m32)
+                v.copy_(v32)
+
+
+def clip_in_place(params, clip):
+    """DeepSpeed's unscale_and_clip_grads on bf16 gradients: the global
+    norm in fp32, and past the limit each gradient scaled where it lies,
+    rounded back to bf16. Returns the norm."""
+    norm = float(torch.sqrt(sum(p.grad.float().pow(2).sum() for p in params
+                                if p.grad is not None)))
+    factor = (norm + 1e-6) / clip
+    if factor > 1:
+        for p in params:
+            if p.grad is not None:
+                p.grad.mul_(1.0 / factor)
+    return norm
 
 
 def main():
@@ -165,6 +192,10 @@ def main():
     micro = cfg["train_micro_batch_size_per_gpu"]
     accum = cfg.get("gradient_accumulation_steps", 1)
     bf16 = cfg.get("bf16", {}).get("enabled", False)
+    # bf16_master_weights_and_grads with bf16_optimizer_states: ZeRO's
+    # partition, its gradients and FusedAdam's moments in bf16.
+    bf16_master = bf16 and cfg["bf16"].get("bf16_master_weights_and_grads",
+                                           False)
     fp16 = cfg.get("fp16", {}).get("enabled", False)
     scaler = DynamicLossScaler(cfg["fp16"]) if fp16 else None
 
@@ -176,8 +207,10 @@ def main():
     model.config.use_cache = False
     model.to(dev, dtype).train()
     params = [p for p in model.parameters() if p.requires_grad]
-    master = [p.detach().float().clone().requires_grad_(True) for p in params]
-    if adam_w_mode and bias_correction:
+    master_dtype = torch.bfloat16 if bf16_master else torch.float32
+    master = [p.detach().to(master_dtype).clone().requires_grad_(True)
+              for p in params]
+    if adam_w_mode and bias_correction and not bf16_master:
         opt = torch.optim.AdamW(master, lr=lr0, betas=tuple(betas0),
                                 eps=opt_params.get("eps", 1e-8),
                                 weight_decay=opt_params.get("weight_decay",
@@ -245,14 +278,17 @@ def main():
         if scaler:
             scaler.update(overflow)
         for p, q in zip(params, master):
-            q.grad = p.grad.float() / divisor if p.grad is not None else None
+            q.grad = (p.grad.float() / divisor).to(master_dtype) \
+                if p.grad is not None else None
         lr, b1, b2 = ds_schedules.hyper(sched.get("type"), sched.get("params"),
                                         applied + 1, lr0, betas0[0], betas0[1])
         for g in opt.param_groups:
             g["lr"], g["betas"] = lr, (b1, b2)
         norm = None
         if not overflow:
-            if clip > 0:
+            if clip > 0 and bf16_master:
+                norm = clip_in_place(master, clip)
+            elif clip > 0:
                 norm = float(torch.nn.utils.clip_grad_norm_(master, clip))
             opt.step()
             applied += 1

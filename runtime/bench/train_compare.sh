@@ -24,6 +24,7 @@ for plan in "$@"; do
   case $plan in
     *-fp16) precision=fp16 ;; *-fp32) precision=fp32 ;;
     *-l2sum) precision=bf16-l2sum ;;
+    *-l2sum-bf16m) precision=bf16m-l2sum ;;
   esac
   ref=$out/$name-w$n-$precision-ref.jsonl
   if [ ! -f "$ref" ]; then

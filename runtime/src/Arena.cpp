@@ -175,6 +175,20 @@ std::string checkRunnable(const plan::Plan &P) {
   } else if (O.Master == None || O.Moment1 == None || O.Moment2 == None) {
     return "the plan places no optimizer state for the partition";
   }
+  // The update keeps master weights and both moments in one dtype: fp32,
+  // or bf16 on the device.
+  for (uint32_t V : {O.Master, O.Moment1, O.Moment2}) {
+    if (V == None)
+      continue;
+    plan::DType T = P.Views[V].Type;
+    if (T != plan::DType::F32 && T != plan::DType::BF16)
+      return "the plan keeps optimizer state in " +
+             std::string(plan::enumName(T)) + "; dsrun keeps it in fp32 or bf16";
+    if (T != P.Views[O.Master].Type || (T == plan::DType::BF16 && Offloaded))
+      return "the plan keeps bf16 master weights or moments with fp32 ones, "
+             "or off the device; dsrun keeps bf16 optimizer state whole and "
+             "on the GPU";
+  }
   if (O.Grads == None && !(Offloaded && S.ZeroStage < 3))
     return "the plan places no reduced gradients for the partition";
   if (S.ZeroStage < 3 && O.Params16 == None)

@@ -368,8 +368,8 @@ void Executor::initializeWeights() {
     }
   }
   initializeSwap();
-  // The fp32 master copy of what this rank owns starts as the stored
-  // 16-bit weight; moments start at zero (the arenas are zeroed). With
+  // The master copy of what this rank owns starts as the stored 16-bit
+  // weight; moments start at zero (the arenas are zeroed). With
   // NVMe it lives in the swap file (initializeSwap); in fp32 at stage 0 it
   // is the parameters themselves.
   uint32_t Master = P.Places.Owned.Master;
@@ -378,10 +378,16 @@ void Executor::initializeWeights() {
     CHECK_CUDA(cudaStreamSynchronize(S));
     return;
   }
+  bool BF16Master = Buffers.view(Master).Type == plan::DType::BF16;
   for (const plan::OwnedPiece &O : plan::ownedPieces(P, Process.Rank)) {
     uint64_t N = O.End - O.Begin;
-    float *To = reinterpret_cast<float *>(Buffers.at(Master, O.PartitionOffset));
-    if (!Buffers.onDevice(Master)) {
+    char *At = Buffers.at(Master, O.PartitionOffset);
+    auto *To = reinterpret_cast<float *>(At);
+    if (BF16Master) {
+      // bf16 masters (on the device: checkRunnable) are the bf16 weights.
+      initWeights(At, ElementType::BF16, nullptr, O.Tensor, O.Begin, N,
+                  P.Tensors[O.Tensor].Elems, S);
+    } else if (!Buffers.onDevice(Master)) {
       for (uint64_t I = 0; I < N; ++I)
         To[I] = storedValue(startWeight(O.Tensor, O.Begin + I), ParamType);
     } else {

@@ -55,6 +55,7 @@ AdamW adamwFor(const plan::Info &S, uint32_t Step, std::string &Error) {
                        : 1.0f;
   A.GradScale = S.AverageGradients ? 1.0f / float(S.WorldSize) : 1.0f;
   A.DecoupledDecay = S.DecoupledWeightDecay;
+  A.BF16State = S.MasterDType == plan::DType::BF16;
   return A;
 }
 

@@ -77,23 +77,29 @@ __global__ void unpackUnit(Word *Unit, const Word *Chunks, UnpackTable Table,
 }
 
 /// One element's AdamW step: its gradient read as GradT (zero from RealGrad
-/// on: the partition's padding), the updated weight also stored rounded to
-/// ParamT where WriteParams.
-template <ElementType GradT, bool WriteParams, ElementType ParamT>
-__device__ __forceinline__ void adamwElement(const AdamW &A, float *Master,
-                                             float *M, float *V,
+/// on: the partition's padding), master weight and moments as StateT, the
+/// updated weight also stored rounded to ParamT where WriteParams.
+template <ElementType GradT, bool WriteParams, ElementType ParamT,
+          ElementType StateT>
+__device__ __forceinline__ void adamwElement(const AdamW &A, void *Master,
+                                             void *M, void *V,
                                              const void *Grad,
                                              uint64_t RealGrad, void *Params,
                                              uint64_t I) {
   float G = I < RealGrad ? loadAs(Grad, I, GradT) : 0.0f;
-  float W = Master[I], Mi = M[I], Vi = V[I];
+  float W = loadAs(Master, I, StateT), Mi = loadAs(M, I, StateT),
+        Vi = loadAs(V, I, StateT);
   adamwUpdate(A, G, W, Mi, Vi);
-  Master[I] = W;
-  M[I] = Mi;
-  V[I] = Vi;
+  storeAs(Master, I, StateT, W);
+  storeAs(M, I, StateT, Mi);
+  storeAs(V, I, StateT, Vi);
   if (WriteParams)
     storeAs(Params, I, ParamT, W);
 }
+
+/// Four elements of T in one load: 16 bytes of fp32, 8 of a 16-bit type.
+template <ElementType T>
+using WordOf = std::conditional_t<T == ElementType::F32, float4, uint2>;
 
 /// AdamW over N elements in one pass: the gradient converted as it is
 /// read and the 16-bit weights written as the master ones are, where three
@@ -101,8 +107,9 @@ __device__ __forceinline__ void adamwElement(const AdamW &A, float *Master,
 /// instead of 28. Four elements a thread where every pointer is aligned
 /// for it (Vector), the rest one at a time. Element I's result does not
 /// depend on which path took it.
-template <ElementType GradT, bool WriteParams, ElementType ParamT>
-__global__ void adamw(float *Master, float *M, float *V, const void *Grad,
+template <ElementType GradT, bool WriteParams, ElementType ParamT,
+          ElementType StateT>
+__global__ void adamw(void *Master, void *M, void *V, const void *Grad,
                       uint64_t RealGrad, uint64_t N, void *Params, AdamW A,
                       const StepValues *Now, bool Vector) {
   if (Now->Overflow)
@@ -116,38 +123,39 @@ __global__ void adamw(float *Master, float *M, float *V, const void *Grad,
   uint64_t First = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x,
            Stride = uint64_t(gridDim.x) * blockDim.x;
   uint64_t Groups = Vector ? N / 4 : 0;
-  using GradWord =
-      std::conditional_t<GradT == ElementType::F32, float4, uint2>;
-  using ParamWord =
-      std::conditional_t<ParamT == ElementType::F32, float4, uint2>;
+  using StateWord = WordOf<StateT>;
   for (uint64_t Gi = First; Gi < Groups; Gi += Stride) {
     uint64_t I = Gi * 4;
-    float4 W = reinterpret_cast<float4 *>(Master)[Gi],
-           Mi = reinterpret_cast<float4 *>(M)[Gi],
-           Vi = reinterpret_cast<float4 *>(V)[Gi];
-    GradWord Gw{};
+    StateWord Ws = static_cast<StateWord *>(Master)[Gi],
+              Ms = static_cast<StateWord *>(M)[Gi],
+              Vs = static_cast<StateWord *>(V)[Gi];
+    WordOf<GradT> Gw{};
     if (I + 4 <= RealGrad)
-      Gw = static_cast<const GradWord *>(Grad)[Gi];
-    float *Wp = &W.x, *Mp = &Mi.x, *Vp = &Vi.x;
-    ParamWord Out;
+      Gw = static_cast<const WordOf<GradT> *>(Grad)[Gi];
+    WordOf<ParamT> Out;
 #pragma unroll
     for (int K = 0; K < 4; ++K) {
       float G = I + K < RealGrad ? (I + 4 <= RealGrad ? loadAs(&Gw, K, GradT)
                                                       : loadAs(Grad, I + K, GradT))
                                  : 0.0f;
-      adamwUpdate(A, G, Wp[K], Mp[K], Vp[K]);
+      float W = loadAs(&Ws, K, StateT), Mk = loadAs(&Ms, K, StateT),
+            Vk = loadAs(&Vs, K, StateT);
+      adamwUpdate(A, G, W, Mk, Vk);
+      storeAs(&Ws, K, StateT, W);
+      storeAs(&Ms, K, StateT, Mk);
+      storeAs(&Vs, K, StateT, Vk);
       if (WriteParams)
-        storeAs(&Out, K, ParamT, Wp[K]);
+        storeAs(&Out, K, ParamT, W);
     }
-    reinterpret_cast<float4 *>(Master)[Gi] = W;
-    reinterpret_cast<float4 *>(M)[Gi] = Mi;
-    reinterpret_cast<float4 *>(V)[Gi] = Vi;
+    static_cast<StateWord *>(Master)[Gi] = Ws;
+    static_cast<StateWord *>(M)[Gi] = Ms;
+    static_cast<StateWord *>(V)[Gi] = Vs;
     if (WriteParams)
-      static_cast<ParamWord *>(Params)[Gi] = Out;
+      static_cast<WordOf<ParamT> *>(Params)[Gi] = Out;
   }
   for (uint64_t I = Groups * 4 + First; I < N; I += Stride)
-    adamwElement<GradT, WriteParams, ParamT>(A, Master, M, V, Grad, RealGrad,
-                                             Params, I);
+    adamwElement<GradT, WriteParams, ParamT, StateT>(A, Master, M, V, Grad,
+                                                     RealGrad, Params, I);
 }
 
 __global__ void initWeights(void *Params, ElementType T, float *Master,
@@ -254,18 +262,18 @@ void launchUnpackUnit(void *Unit, const void *Chunks, unsigned ElementBytes,
 
 namespace {
 
-template <ElementType GradT, bool WriteParams, ElementType ParamT>
-void launchAdamWAs(float *Master, float *M, float *V, const void *Grad,
+template <ElementType GradT, bool WriteParams, ElementType ParamT,
+          ElementType StateT>
+void launchAdamWAs(void *Master, void *M, void *V, const void *Grad,
                    uint64_t RealGrad, uint64_t N, void *Params,
                    const AdamW &A, const StepValues *Now, cudaStream_t S) {
-  auto Aligned = [](const void *P, uintptr_t Bytes) {
-    return reinterpret_cast<uintptr_t>(P) % Bytes == 0;
+  auto Aligned = [](const void *P, ElementType T) {
+    return reinterpret_cast<uintptr_t>(P) % (4 * elementBytes(T)) == 0;
   };
-  bool Vector = Aligned(Master, 16) && Aligned(M, 16) && Aligned(V, 16) &&
-                Aligned(Grad, GradT == ElementType::F32 ? 16 : 8) &&
-                (!WriteParams ||
-                 Aligned(Params, ParamT == ElementType::F32 ? 16 : 8));
-  adamw<GradT, WriteParams, ParamT>
+  bool Vector = Aligned(Master, StateT) && Aligned(M, StateT) &&
+                Aligned(V, StateT) && Aligned(Grad, GradT) &&
+                (!WriteParams || Aligned(Params, ParamT));
+  adamw<GradT, WriteParams, ParamT, StateT>
       <<<blocksFor(Vector ? (N + 3) / 4 : N), Threads, 0, S>>>(
           Master, M, V, Grad, RealGrad, N, Params, A, Now, Vector);
 }
@@ -275,35 +283,66 @@ void launchAdamWWriting(float *Master, float *M, float *V, const void *Grad,
                         uint64_t RealGrad, uint64_t N, void *Params,
                         ElementType ParamT, const AdamW &A,
                         const StepValues *Now, cudaStream_t S) {
+  constexpr ElementType F32 = ElementType::F32;
   if (!Params)
-    launchAdamWAs<GradT, false, ElementType::F32>(Master, M, V, Grad, RealGrad,
-                                                  N, nullptr, A, Now, S);
+    launchAdamWAs<GradT, false, F32, F32>(Master, M, V, Grad, RealGrad, N,
+                                          nullptr, A, Now, S);
   else if (ParamT == ElementType::BF16)
-    launchAdamWAs<GradT, true, ElementType::BF16>(Master, M, V, Grad, RealGrad,
-                                                  N, Params, A, Now, S);
+    launchAdamWAs<GradT, true, ElementType::BF16, F32>(
+        Master, M, V, Grad, RealGrad, N, Params, A, Now, S);
   else if (ParamT == ElementType::F16)
-    launchAdamWAs<GradT, true, ElementType::F16>(Master, M, V, Grad, RealGrad,
-                                                 N, Params, A, Now, S);
+    launchAdamWAs<GradT, true, ElementType::F16, F32>(
+        Master, M, V, Grad, RealGrad, N, Params, A, Now, S);
   else
-    launchAdamWAs<GradT, true, ElementType::F32>(Master, M, V, Grad, RealGrad,
-                                                 N, Params, A, Now, S);
+    launchAdamWAs<GradT, true, F32, F32>(Master, M, V, Grad, RealGrad, N,
+                                         Params, A, Now, S);
+}
+
+/// bf16 state: the model's weights are bf16 too (DeepSpeed allows bf16
+/// masters only with bf16 training).
+template <ElementType GradT>
+void launchAdamWBF16State(void *Master, void *M, void *V, const void *Grad,
+                          uint64_t RealGrad, uint64_t N, void *Params,
+                          const AdamW &A, const StepValues *Now,
+                          cudaStream_t S) {
+  constexpr ElementType BF16 = ElementType::BF16;
+  if (Params)
+    launchAdamWAs<GradT, true, BF16, BF16>(Master, M, V, Grad, RealGrad, N,
+                                           Params, A, Now, S);
+  else
+    launchAdamWAs<GradT, false, BF16, BF16>(Master, M, V, Grad, RealGrad, N,
+                                            nullptr, A, Now, S);
 }
 
 } // namespace
 
-void launchAdamW(float *Master, float *M, float *V, const void *Grad,
-                 ElementType GradT, uint64_t RealGrad, uint64_t N,
-                 void *Params, ElementType ParamT, const AdamW &A,
+void launchAdamW(void *Master, void *M, void *V, ElementType StateT,
+                 const void *Grad, ElementType GradT, uint64_t RealGrad,
+                 uint64_t N, void *Params, ElementType ParamT, const AdamW &A,
                  const StepValues *Now, cudaStream_t S) {
-  if (N) {
+  if (!N) {
+  } else if (StateT == ElementType::BF16) {
+    if ((Params && ParamT != ElementType::BF16) ||
+        (GradT != ElementType::BF16 && GradT != ElementType::F32))
+      fatalError("bf16 optimizer state steps bf16 weights from bf16 or fp32 "
+                 "gradients only");
+    if (GradT == ElementType::BF16)
+      launchAdamWBF16State<ElementType::BF16>(Master, M, V, Grad, RealGrad, N,
+                                              Params, A, Now, S);
+    else
+      launchAdamWBF16State<ElementType::F32>(Master, M, V, Grad, RealGrad, N,
+                                             Params, A, Now, S);
+  } else {
+    float *W = static_cast<float *>(Master), *Mf = static_cast<float *>(M),
+          *Vf = static_cast<float *>(V);
     if (GradT == ElementType::F32)
-      launchAdamWWriting<ElementType::F32>(Master, M, V, Grad, RealGrad, N,
+      launchAdamWWriting<ElementType::F32>(W, Mf, Vf, Grad, RealGrad, N,
                                            Params, ParamT, A, Now, S);
     else if (GradT == ElementType::BF16)
-      launchAdamWWriting<ElementType::BF16>(Master, M, V, Grad, RealGrad, N,
+      launchAdamWWriting<ElementType::BF16>(W, Mf, Vf, Grad, RealGrad, N,
                                             Params, ParamT, A, Now, S);
     else
-      launchAdamWWriting<ElementType::F16>(Master, M, V, Grad, RealGrad, N,
+      launchAdamWWriting<ElementType::F16>(W, Mf, Vf, Grad, RealGrad, N,
                                            Params, ParamT, A, Now, S);
   }
   CHECK_LAUNCH();

@@ -45,15 +45,16 @@ void launchUnpackUnit(void *Unit, const void *Chunks, unsigned ElementBytes,
                       const UnpackTable &Elems, uint32_t World,
                       uint64_t ChunkElems, cudaStream_t S);
 
-/// One AdamW step over N elements of fp32 master and moments, with the
-/// bias corrections of the step Now holds. The gradient is read as GradT
-/// (float, or 16-bit converted as it is read), zero from element RealGrad
-/// on; where Params is given, each updated weight is stored there too, as
-/// ParamT: one pass, where three (convert the gradient, update, convert
-/// the weights) would each stream the arrays again.
-void launchAdamW(float *Master, float *M, float *V, const void *Grad,
-                 ElementType GradT, uint64_t RealGrad, uint64_t N,
-                 void *Params, ElementType ParamT, const AdamW &A,
+/// One AdamW step over N elements of master weights and moments held as
+/// StateT (fp32, or bf16 where A.BF16State), with the bias corrections of
+/// the step Now holds. The gradient is read as GradT (float, or 16-bit
+/// converted as it is read), zero from element RealGrad on; where Params
+/// is given, each updated weight is stored there too, as ParamT: one pass,
+/// where three (convert the gradient, update, convert the weights) would
+/// each stream the arrays again.
+void launchAdamW(void *Master, void *M, void *V, ElementType StateT,
+                 const void *Grad, ElementType GradT, uint64_t RealGrad,
+                 uint64_t N, void *Params, ElementType ParamT, const AdamW &A,
                  const StepValues *Now, cudaStream_t S);
 
 /// Adds the squares of X's N elements into Partials, one sum per block

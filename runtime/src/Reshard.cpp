@@ -86,13 +86,37 @@ struct OldState {
     return nullptr;
   }
 
+  /// Master weights and moments are fp32 (4 bytes) or bf16 (2, with
+  /// bf16_master_weights_and_grads): a checkpoint of either width serves a
+  /// plan of the other, converted as DeepSpeed's copy into its master
+  /// tensors converts (widened exactly, narrowed to nearest even). 0 for
+  /// parameters, whose dtype is the plan's own.
+  static unsigned otherWidth(StateKind K, unsigned ElemBytes) {
+    if (K == StateKind::Param)
+      return 0;
+    return ElemBytes == 4 ? 2 : ElemBytes == 2 ? 4 : 0;
+  }
+
+  /// The old stretch holding element At in ElemBytes-sized elements, else
+  /// in the other width of optimizer state (Width says which), or null.
+  const Source *holdingAny(StateKind K, uint32_t Tensor, uint64_t At,
+                           unsigned ElemBytes, unsigned &Width) const {
+    Width = ElemBytes;
+    if (const Source *S = holding(K, Tensor, At, ElemBytes))
+      return S;
+    Width = otherWidth(K, ElemBytes);
+    return Width ? holding(K, Tensor, At, Width) : nullptr;
+  }
+
   /// "" or the first element of [Begin, End) of Tensor's Kind that no
-  /// old shard holds in ElemBytes-sized elements.
+  /// old shard holds in ElemBytes-sized elements (or, for optimizer state,
+  /// the other width).
   std::string missing(StateKind K, uint32_t Tensor, uint64_t Begin,
                       uint64_t End, unsigned ElemBytes,
                       const plan::Plan &P) const {
     for (uint64_t At = Begin; At < End;) {
-      const Source *S = holding(K, Tensor, At, ElemBytes);
+      unsigned Width;
+      const Source *S = holdingAny(K, Tensor, At, ElemBytes, Width);
       if (!S)
         return std::string("no shard of the checkpoint holds the ") +
                stateKindName(K) + " of '" + P.Tensors[Tensor].Name +
@@ -107,19 +131,29 @@ struct OldState {
   bool read(StateKind K, uint32_t Tensor, uint64_t Begin, uint64_t End,
             unsigned ElemBytes, char *Out, const plan::Plan &P,
             std::string &Error) {
+    std::vector<char> Other;
     for (uint64_t At = Begin; At < End;) {
-      const Source *Found = holding(K, Tensor, At, ElemBytes);
+      unsigned Width;
+      const Source *Found = holdingAny(K, Tensor, At, ElemBytes, Width);
       if (!Found) {
         Error = missing(K, Tensor, At, End, ElemBytes, P);
         return false;
       }
       uint64_t Upto = std::min(End, Found->Seg.End);
-      uint64_t Bytes = (Upto - At) * ElemBytes;
+      uint64_t Bytes = (Upto - At) * Width;
+      char *To = Out + (At - Begin) * ElemBytes;
+      if (Width != ElemBytes)
+        Other.resize(Bytes);
       if (!Shards[Found->Rank]->readAt(
               Found->Seg.Part,
-              Found->Seg.Offset + (At - Found->Seg.Begin) * ElemBytes, Bytes,
-              Out + (At - Begin) * ElemBytes, Error))
+              Found->Seg.Offset + (At - Found->Seg.Begin) * Width, Bytes,
+              Width == ElemBytes ? To : Other.data(), Error))
         return false;
+      if (Width != ElemBytes)
+        convertOnHost(To, ElemBytes == 4 ? ElementType::F32 : ElementType::BF16,
+                      Other.data(),
+                      Width == 4 ? ElementType::F32 : ElementType::BF16,
+                      Upto - At, /*Accumulate=*/false, 1);
       BytesRead += Bytes;
       At = Upto;
     }

@@ -289,12 +289,12 @@ void Executor::optimizerStep(const Instr &C) {
   }
 
   // On the device: one pass reads the gradients as they are, updates, and
-  // at stages 0-2 writes the 16-bit parameters (the plan's fp32 gradient
-  // buffer of the partition stays unused: DeepSpeed fills it, the fused
-  // update needs no copy).
-  float *Master = reinterpret_cast<float *>(Buffers.at(O.Master, Lo));
-  float *M = reinterpret_cast<float *>(Buffers.at(O.Moment1, Lo)),
-        *V = reinterpret_cast<float *>(Buffers.at(O.Moment2, Lo));
+  // at stages 0-2 writes the 16-bit parameters (the plan's gradient buffer
+  // of the partition in the master dtype stays unused: DeepSpeed fills it,
+  // the fused update needs no copy).
+  ElementType StateType = ElementType(Buffers.view(O.Master).Type);
+  void *Master = Buffers.at(O.Master, Lo);
+  void *M = Buffers.at(O.Moment1, Lo), *V = Buffers.at(O.Moment2, Lo);
   if (Stage < 3) {
     // fp32 training at stage 0 steps from the gradients themselves; the
     // padding of the last partition holds no gradient.
@@ -304,18 +304,20 @@ void Executor::optimizerStep(const Instr &C) {
     // The updated partition back into the 16-bit parameters, unless they
     // are the master weights themselves (fp32 at stage 0).
     bool Params16 = Buffers.at(O.Params16) != Buffers.at(O.Master);
-    launchAdamW(Master, M, V, Buffers.at(O.Grads, Lo),
+    launchAdamW(Master, M, V, StateType, Buffers.at(O.Grads, Lo),
                 Fp32 ? ElementType::F32 : ParamType, Fp32 ? N : Real, N,
                 Params16 ? Buffers.at(O.Params16, Lo) : nullptr, ParamType, W,
                 DeviceStep, C.S);
     return;
   }
-  launchAdamW(Master, M, V, Buffers.at(O.Grads, Lo), GradAccumType, N, N, nullptr,
-              ParamType, W, DeviceStep, C.S);
+  launchAdamW(Master, M, V, StateType, Buffers.at(O.Grads, Lo), GradAccumType,
+              N, N, nullptr, ParamType, W, DeviceStep, C.S);
+  unsigned SB = elementBytes(StateType);
   for (const plan::OwnedPiece &Piece : Pieces)
     launchCopyConvert(Buffers.at(P.Places.Tensors[Piece.Tensor].Shard), ParamType,
-                      Master + (Piece.PartitionOffset - Lo), ElementType::F32,
-                      Piece.End - Piece.Begin, false, C.S);
+                      static_cast<char *>(Master) +
+                          (Piece.PartitionOffset - Lo) * SB,
+                      StateType, Piece.End - Piece.Begin, false, C.S);
 }
 
 } // namespace dsrun

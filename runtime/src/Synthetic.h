@@ -48,6 +48,28 @@ DSRUN_HD float initialWeight(uint32_t Tensor, uint64_t Elem) {
   return float(int(H % 1001) - 500) / 512.0f;
 }
 
+DSRUN_HD uint32_t floatBits(float F) {
+  uint32_t U;
+  memcpy(&U, &F, 4);
+  return U;
+}
+DSRUN_HD float bitsFloat(uint32_t U) {
+  float F;
+  memcpy(&F, &U, 4);
+  return F;
+}
+
+/// bf16, round to nearest even; a NaN stays a NaN, quieted. Both results
+/// are computed and one selected, so that host loops over it vectorize.
+DSRUN_HD uint16_t toBF16(float F) {
+  uint32_t U = floatBits(F);
+  uint32_t Rounded = (U + 0x7fffu + ((U >> 16) & 1u)) >> 16;
+  uint32_t QuietNaN = (U >> 16) | 0x40u;
+  return uint16_t((U & 0x7fffffffu) > 0x7f800000u ? QuietNaN : Rounded);
+}
+DSRUN_HD float fromBF16(uint16_t H) { return bitsFloat(uint32_t(H) << 16); }
+DSRUN_HD float roundedToBF16(float F) { return fromBF16(toBF16(F)); }
+
 /// One Adam step as DeepSpeed's FusedAdam and DeepSpeedCPUAdam take it:
 /// weight decay decoupled (adam_w_mode, AdamW) or added to the gradient
 /// (L2), bias correction as factors computed once per step (1 without
@@ -57,6 +79,11 @@ struct AdamW {
   float BiasCorrection1, BiasCorrection2; ///< 1 - beta^step, or 1.
   float GradScale; ///< 1 / world size averaging synthetic gradients.
   bool DecoupledDecay;
+  /// bf16 master weights, gradients and moments (bf16_master_weights_and_
+  /// grads with bf16_optimizer_states): DeepSpeed scales the gradient in
+  /// its bf16 tensor, and FusedAdam, whose arithmetic is fp32, stores the
+  /// weight and both moments back in bf16.
+  bool BF16State;
 };
 
 /// What changes from step to step on the device, read there from device
@@ -82,6 +109,8 @@ struct StepValues {
 DSRUN_HD void adamwUpdate(const AdamW &A, float Grad, float &Param, float &M,
                           float &V) {
   float G = Grad * A.GradScale;
+  if (A.BF16State)
+    G = roundedToBF16(G);
   // L2: the decay joins the gradient before the moments see it.
   if (!A.DecoupledDecay)
     G = G + A.WeightDecay * Param;
@@ -101,28 +130,13 @@ DSRUN_HD void adamwUpdate(const AdamW &A, float Grad, float &Param, float &M,
   float Update = Step + Decay;
   float Delta = A.Lr * Update;
   Param = Param - Delta;
+  if (A.BF16State) {
+    Param = roundedToBF16(Param);
+    M = roundedToBF16(M);
+    V = roundedToBF16(V);
+  }
 }
 
-DSRUN_HD uint32_t floatBits(float F) {
-  uint32_t U;
-  memcpy(&U, &F, 4);
-  return U;
-}
-DSRUN_HD float bitsFloat(uint32_t U) {
-  float F;
-  memcpy(&F, &U, 4);
-  return F;
-}
-
-/// bf16, round to nearest even; a NaN stays a NaN, quieted. Both results
-/// are computed and one selected, so that host loops over it vectorize.
-DSRUN_HD uint16_t toBF16(float F) {
-  uint32_t U = floatBits(F);
-  uint32_t Rounded = (U + 0x7fffu + ((U >> 16) & 1u)) >> 16;
-  uint32_t QuietNaN = (U >> 16) | 0x40u;
-  return uint16_t((U & 0x7fffffffu) > 0x7f800000u ? QuietNaN : Rounded);
-}
-DSRUN_HD float fromBF16(uint16_t H) { return bitsFloat(uint32_t(H) << 16); }
 
 /// IEEE half, round to nearest even.
 DSRUN_HD uint16_t toFP16(float F) {

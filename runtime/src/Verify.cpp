@@ -153,8 +153,18 @@ bool Executor::verify(uint32_t Steps) {
       }
     }
   } else {
-    MasterBytes = download(Buffers.at(X.Owned.Master), Owned * 4);
-    StateBytes = download(Buffers.at(X.Owned.Moment1), 2 * Owned * 4);
+    // The master weights and moments as the plan keeps them (fp32, or bf16
+    // with bf16_master_weights_and_grads), read back as floats.
+    ElementType T = ElementType(Buffers.view(X.Owned.Master).Type);
+    auto Floats = [&](uint32_t View, uint64_t Count) {
+      std::vector<char> Stored = download(Buffers.at(View), Count * elementBytes(T));
+      std::vector<char> Out(Count * 4);
+      for (uint64_t I = 0; I < Count; ++I)
+        storeAs(Out.data(), I, ElementType::F32, loadAs(Stored.data(), I, T));
+      return Out;
+    };
+    MasterBytes = Floats(X.Owned.Master, Owned);
+    StateBytes = Floats(X.Owned.Moment1, 2 * Owned);
   }
   const float *MasterValues = reinterpret_cast<const float *>(MasterBytes.data());
   const float *M = reinterpret_cast<const float *>(StateBytes.data());
@@ -167,7 +177,7 @@ bool Executor::verify(uint32_t Steps) {
           const char *What = nullptr;
           float Want = 0, Have = 0;
           if (!sameBits(E.Master, MasterValues[At]))
-            What = "fp32 master weight", Want = E.Master, Have = MasterValues[At];
+            What = "master weight", Want = E.Master, Have = MasterValues[At];
           else if (!sameBits(E.M, M[At]))
             What = "first moment", Want = E.M, Have = M[At];
           else if (!sameBits(E.V, V[At]))

@@ -357,6 +357,41 @@ TEST(HostMath, AdamL2WithoutBiasCorrectionSummed) {
   }
 }
 
+// bf16 master weights and moments (bf16_master_weights_and_grads with
+// bf16_optimizer_states): the clipped gradient is rounded to bf16 before the
+// update, the update runs in fp32, and weight and moments come back as
+// bf16 values, each the fp32 result rounded to nearest even.
+TEST(HostMath, AdamWithBF16State) {
+  plan::Info S;
+  S.WorldSize = 2;
+  S.LearningRate = "0.001";
+  S.WeightDecay = "0.01";
+  S.MasterDType = plan::DType::BF16;
+  S.OptimizerStateDType = plan::DType::BF16;
+  std::string Error;
+  AdamW A = adamwFor(S, 2, Error);
+  EXPECT(Error.empty() && A.BF16State);
+  AdamW Wide = A;
+  Wide.BF16State = false;
+  A.GradScale *= 0.37f; // A clipping factor.
+  Wide.GradScale *= 0.37f;
+  unsigned Rounded = 0;
+  for (uint64_t I = 0; I < 4096; ++I) {
+    float G = syntheticGrad(0, 2, 0, 3, I);
+    float P = roundedToBF16(initialWeight(3, I));
+    float M = roundedToBF16(0.01f * G), V = roundedToBF16(0.001f * G * G);
+    float P32 = P, M32 = M, V32 = V;
+    adamwUpdate(A, G, P, M, V);
+    adamwUpdate(Wide, roundedToBF16(G * Wide.GradScale) / Wide.GradScale, P32,
+                M32, V32);
+    EXPECT(floatBits(P) == floatBits(roundedToBF16(P32)));
+    EXPECT(floatBits(M) == floatBits(roundedToBF16(M32)));
+    EXPECT(floatBits(V) == floatBits(roundedToBF16(V32)));
+    Rounded += floatBits(P) != floatBits(P32);
+  }
+  EXPECT(Rounded > 1000); // The rounding is there, not a no-op.
+}
+
 /// fp16 loss scaling, step by step as DeepSpeed's DynamicLossScaler goes.
 TEST(HostMath, LossScaling) {
   plan::Info S;

@@ -319,6 +319,17 @@ static void editedPlans(const char *Path, const plan::Plan &Good) {
     P.Places.Buckets[0] = plan::BucketViews();
     EXPECT(Refusal(P).find("contiguous_gradients") != std::string::npos);
   }
+  if (uint32_t M1 = Good.Places.Owned.Moment1; M1 != plan::NoIndex) {
+    // Moments in bf16 beside fp32 master weights, or in a dtype the update
+    // does not keep, are refused by name (2-byte types: the view stays in
+    // its buffer).
+    plan::Plan P = Good;
+    bool Fp32 = P.Views[Good.Places.Owned.Master].Type == plan::DType::F32;
+    P.Views[M1].Type = Fp32 ? plan::DType::BF16 : plan::DType::F16;
+    EXPECT(Refusal(P).find(Fp32 ? "bf16 master weights or moments"
+                                : "optimizer state in fp16") !=
+           std::string::npos);
+  }
   if (!Good.Views.empty()) {
     plan::Plan P = Good;
     P.Views[0].RankStride = uint64_t(1) << 40;

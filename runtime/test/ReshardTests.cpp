@@ -27,6 +27,7 @@
 #include "Arena.h"
 #include "Checkpoint.h"
 #include "Expect.h"
+#include "HostMath.h"
 #include "Reshard.h"
 #include "StateLayout.h"
 #include "Weights.h"
@@ -64,6 +65,28 @@ static StateKind valueKind(StateKind K, const plan::Plan &P) {
   return K == StateKind::Master && P.Settings.ParamDType == plan::DType::F32
              ? StateKind::Param
              : K;
+}
+
+/// Element Elem of Tensor's Kind as a checkpoint of To holds it after
+/// converting a synthetic one of From (ToWidth bytes into Out): From's
+/// bytes, with master weights and moments narrowed to bf16 or widened from
+/// it where the two plans keep them in different widths.
+static void expectedElement(const plan::Plan &From, StateKind K,
+                            uint32_t Tensor, uint64_t Elem, unsigned ToWidth,
+                            char *Out) {
+  unsigned FromWidth = K == StateKind::Param
+                           ? ToWidth
+                           : plan::dtypeBytes(From.Settings.MasterDType);
+  char Old[4];
+  for (unsigned B = 0; B < FromWidth; ++B)
+    Old[B] = stateByte(valueKind(K, From), Tensor, Elem, B);
+  auto TypeOf = [](unsigned W) {
+    return W == 4 ? ElementType::F32 : ElementType::BF16;
+  };
+  if (FromWidth == ToWidth)
+    memcpy(Out, Old, ToWidth);
+  else
+    convertOnHost(Out, TypeOf(ToWidth), Old, TypeOf(FromWidth), 1, false, 1);
 }
 
 static std::vector<char> readFile(const std::string &Path) {
@@ -178,9 +201,10 @@ static void writeSynthetic(const plan::Plan &P, const std::string &Dir,
                      Dir + "/model.safetensors", Error));
 }
 
-/// Every stretch of P's layout in Dir holds stateByte, every other byte 0.
+/// Every stretch of P's layout in Dir holds what a synthetic checkpoint of
+/// From converts to (expectedElement), every other byte 0.
 static void checkSynthetic(const plan::Plan &P, const std::string &Dir,
-                           uint64_t ConfigHash) {
+                           uint64_t ConfigHash, const plan::Plan &From) {
   std::string Error;
   for (uint32_t R = 0; R < P.Settings.WorldSize; ++R) {
     StateLayout L = checkedLayout(P, R);
@@ -204,10 +228,9 @@ static void checkSynthetic(const plan::Plan &P, const std::string &Dir,
       EXPECT(Shard.readAt(Part, 0, Bytes.size(), Bytes.data(), Error));
       for (const StateSegment &S : L.Segments)
         if (S.Part == Part)
-          for (uint64_t B = 0; B < (S.End - S.Begin) * S.ElemBytes; ++B)
-            Want[S.Offset + B] = stateByte(valueKind(S.Kind, P), S.Tensor,
-                                           S.Begin + B / S.ElemBytes,
-                                           unsigned(B % S.ElemBytes));
+          for (uint64_t E = S.Begin; E < S.End; ++E)
+            expectedElement(From, S.Kind, S.Tensor, E, S.ElemBytes,
+                            &Want[S.Offset + (E - S.Begin) * S.ElemBytes]);
       bool Same = Bytes == Want;
       EXPECT(Same);
       if (!Same)
@@ -248,9 +271,12 @@ static void roundTrip(const std::string &FromPath, const std::string &ToPath,
   }
   EXPECT(Report.Step == 10 && Report.BytesRead > 0);
   // The old run's config hash goes along: dsrun notes that it changed.
-  checkSynthetic(*To, B, From->Settings.ConfigHash);
+  checkSynthetic(*To, B, From->Settings.ConfigHash, *From);
   EXPECT(reshardCheckpoint(B, *To, *From, C, Report, Error));
-  for (uint32_t R = 0; R < From->Settings.WorldSize; ++R) {
+  // Back to the old plan, the same bytes; unless the master weights went
+  // through bf16 on the way, which keeps them only rounded.
+  bool Narrowed = From->Settings.MasterDType != To->Settings.MasterDType;
+  for (uint32_t R = 0; R < From->Settings.WorldSize && !Narrowed; ++R) {
     std::string Name = "/rank" + std::to_string(R) + ".ckpt";
     EXPECT(readFile(A + Name) == readFile(C + Name));
   }
@@ -271,10 +297,15 @@ static void roundTrip(const std::string &FromPath, const std::string &ToPath,
     if (Ti == To->Tensors.size() || T.End - T.Begin != To->Tensors[Ti].Elems * 4)
       continue;
     bool Same = true;
-    for (uint64_t B = 0; B < T.End - T.Begin && Same; ++B)
-      Same = File[H.DataStart + T.Begin + B] ==
-             stateByte(valueKind(StateKind::Master, *To), Ti, B / 4,
-                       unsigned(B % 4));
+    unsigned Width = plan::dtypeBytes(To->Settings.MasterDType);
+    for (uint64_t E = 0; E < To->Tensors[Ti].Elems && Same; ++E) {
+      char Held[4], Want[4];
+      expectedElement(*From, StateKind::Master, Ti, E, Width, Held);
+      convertOnHost(Want, ElementType::F32, Held,
+                    Width == 4 ? ElementType::F32 : ElementType::BF16, 1,
+                    false, 1);
+      Same = memcmp(&File[H.DataStart + T.Begin + E * 4], Want, 4) == 0;
+    }
     EXPECT(Same);
   }
   // The plan saved beside the new shards is the new plan.
