@@ -3,6 +3,7 @@
 #include "Launch.h"
 #include "Sockets.h"
 #include "Preemption.h"
+#include "TcpStore.h"
 
 #include <arpa/inet.h>
 #include <cerrno>
@@ -184,6 +185,21 @@ std::optional<ProcessInfo> processFromEnvironment(std::string &Error) {
       return std::nullopt;
     }
   }
+  // torchrun's agent store: one key per run and restart, so that a
+  // restarted job never reads the id of the attempt before it.
+  const char *Agent = env("TORCHELASTIC_USE_AGENT_STORE");
+  if (I.Launcher == "torchrun" && Agent &&
+      (std::string(Agent) == "True" || std::string(Agent) == "1")) {
+    I.AgentStore = true;
+    I.StoreKey = std::string("dsrun/") +
+                 (env("TORCHELASTIC_RUN_ID") ? env("TORCHELASTIC_RUN_ID")
+                                             : "none") +
+                 "/attempt_" +
+                 (env("TORCHELASTIC_RESTART_COUNT")
+                      ? env("TORCHELASTIC_RESTART_COUNT")
+                      : "0") +
+                 "/nccl_id";
+  }
   return I;
 }
 
@@ -284,6 +300,16 @@ bool exchangeBlob(const ProcessInfo &Info, std::string &Blob,
 #endif
   auto Deadline = std::chrono::steady_clock::now() +
                   std::chrono::seconds(TimeoutSeconds);
+  if (Info.AgentStore) {
+    TcpStoreClient Store;
+    bool OK = Store.connect(Info.MasterAddr, Info.MasterPort, Deadline, Error) &&
+              (Info.Rank == 0 ? Store.set(Info.StoreKey, Blob, Error)
+                              : Store.get(Info.StoreKey, Blob, Deadline, Error));
+    if (!OK)
+      Error = "rank " + std::to_string(Info.Rank) + ", torchrun's agent "
+              "store: " + Error;
+    return OK;
+  }
   addrinfo Hints{}, *Address = nullptr;
   Hints.ai_family = AF_INET;
   Hints.ai_socktype = SOCK_STREAM;

@@ -8,10 +8,12 @@
 //                   OMPI_COMM_WORLD_LOCAL_RANK
 //   MPICH, Intel    PMI_RANK, PMI_SIZE, MPI_LOCALRANKID
 // Rank 0 hands the NCCL unique id to every other rank. In an MPI job, when
-// dsrun was built with MPI (cmake finds it), that is one MPI_Bcast;
-// otherwise rank 0 listens at MASTER_ADDR:MASTER_PORT and the others fetch
-// it over TCP, so torchrun, Slurm and MPI jobs without MPI in dsrun need
-// those two variables.
+// dsrun was built with MPI (cmake finds it), that is one MPI_Bcast; under
+// torchrun, whose agent already serves a TCPStore at MASTER_PORT, rank 0
+// sets it in that store and the others get it (TcpStore.h); otherwise
+// rank 0 listens at MASTER_ADDR:MASTER_PORT and the others fetch it over
+// TCP, so Slurm and MPI jobs without MPI in dsrun need those two
+// variables.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +33,11 @@ struct ProcessInfo {
   std::string Launcher; ///< "dsrun", "torchrun", "slurm", "mpi", "single".
   /// The NCCL id travels by MPI_Bcast (an MPI job, dsrun built with MPI).
   bool Mpi = false;
+  /// torchrun's agent serves a TCPStore at MASTER_ADDR:MASTER_PORT
+  /// (TORCHELASTIC_USE_AGENT_STORE): the NCCL id travels through it, under
+  /// StoreKey.
+  bool AgentStore = false;
+  std::string StoreKey;
   /// Processes of the job on this node, where the launcher says (0: not
   /// said). Only --host-threads' default depends on it, so a launcher
   /// variable that is not a count is kept here as a problem, an error

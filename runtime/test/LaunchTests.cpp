@@ -20,6 +20,7 @@
 #include "dsc/PlanCodec.h"
 #include "Nvme.h"
 #include "Preemption.h"
+#include "Sockets.h"
 #include "TokenData.h"
 #include "Trace.h"
 #include "Watch.h"
@@ -27,6 +28,7 @@
 #include "dsc/PlanFacts.h"
 #include "dsc/SafeTensors.h"
 #include <algorithm>
+#include <arpa/inet.h>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -34,8 +36,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <condition_variable>
 #include <iterator>
+#include <map>
 #include <mutex>
+#include <netinet/in.h>
 #include <poll.h>
 #include <set>
 #include <sys/wait.h>
@@ -137,6 +142,211 @@ TEST(Launch, Launchers) {
   std::string Nothing;
   EXPECT(!exchangeBlob(Lonely, Nothing, 1, Error));
   EXPECT(Error.find("could not reach rank 0") != std::string::npos);
+}
+
+namespace {
+
+/// A TCPStore as torchrun's agent serves one, speaking the wire protocol
+/// PyTorch 2.11's client was recorded speaking (TcpStore.h): validation,
+/// ping, set, wait and get. One thread a connection; a wait blocks until
+/// its key is set. BadPing answers pings with the wrong nonce, as another
+/// service would.
+class FakeStore {
+public:
+  explicit FakeStore(bool BadPing = false) : BadPing(BadPing) {
+    Listen = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in Any{};
+    Any.sin_family = AF_INET;
+    Any.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(Listen, reinterpret_cast<sockaddr *>(&Any), sizeof(Any));
+    socklen_t Size = sizeof(Any);
+    getsockname(Listen, reinterpret_cast<sockaddr *>(&Any), &Size);
+    Port = ntohs(Any.sin_port);
+    listen(Listen, 16);
+    Acceptor = std::thread([this] {
+      for (;;) {
+        int Fd = accept(Listen, nullptr, nullptr);
+        if (Fd < 0)
+          return;
+        std::lock_guard<std::mutex> L(M);
+        Clients.push_back(Fd);
+        Workers.emplace_back([this, Fd] { serve(Fd); });
+      }
+    });
+  }
+  ~FakeStore() {
+    shutdown(Listen, SHUT_RDWR);
+    close(Listen);
+    Acceptor.join();
+    {
+      std::lock_guard<std::mutex> L(M);
+      Stopping = true;
+      for (int Fd : Clients)
+        shutdown(Fd, SHUT_RDWR);
+    }
+    Changed.notify_all();
+    for (std::thread &T : Workers)
+      T.join();
+    for (int Fd : Clients)
+      close(Fd);
+  }
+  int Port = 0;
+  std::map<std::string, std::string> Keys; ///< What was set, by raw key.
+  std::mutex M;
+
+private:
+  bool BadPing;
+  int Listen = -1;
+  bool Stopping = false;
+  std::thread Acceptor;
+  std::vector<std::thread> Workers;
+  std::vector<int> Clients;
+  std::condition_variable Changed;
+
+  static bool read(int Fd, void *To, size_t N) {
+    return receiveAll(Fd, To, N, 10000);
+  }
+  static bool readString(int Fd, std::string &S) {
+    uint64_t Size = 0;
+    if (!read(Fd, &Size, 8) || Size > 4096)
+      return false;
+    S.resize(Size);
+    return read(Fd, S.data(), Size);
+  }
+  void serve(int Fd) {
+    for (;;) {
+      uint8_t Query = 0;
+      uint32_t Word = 0;
+      std::string Key, Value;
+      if (!read(Fd, &Query, 1))
+        return;
+      if (Query == 0) { // VALIDATE
+        if (!read(Fd, &Word, 4) || Word != 0x3C85F7CE)
+          return;
+      } else if (Query == 13) { // PING
+        if (!read(Fd, &Word, 4))
+          return;
+        Word += BadPing;
+        sendAll(Fd, &Word, 4);
+      } else if (Query == 1) { // SET
+        if (!readString(Fd, Key) || !readString(Fd, Value))
+          return;
+        std::lock_guard<std::mutex> L(M);
+        Keys[Key] = Value;
+        Changed.notify_all();
+      } else if (Query == 6) { // WAIT
+        uint64_t Count = 0;
+        if (!read(Fd, &Count, 8) || Count != 1 || !readString(Fd, Key))
+          return;
+        std::unique_lock<std::mutex> L(M);
+        Changed.wait(L, [&] { return Stopping || Keys.count(Key); });
+        if (Stopping)
+          return;
+        uint8_t StopWaiting = 0;
+        sendAll(Fd, &StopWaiting, 1);
+      } else if (Query == 3) { // GET
+        if (!readString(Fd, Key))
+          return;
+        std::lock_guard<std::mutex> L(M);
+        const std::string &V = Keys.at(Key);
+        uint64_t Size = V.size();
+        sendAll(Fd, &Size, 8);
+        sendAll(Fd, V.data(), V.size());
+      } else {
+        return;
+      }
+    }
+  }
+};
+
+} // namespace
+
+/// Under torchrun the agent already serves a TCPStore at MASTER_PORT: dsrun
+/// joins it as a client (rank 0 sets the id, the others wait for it) under
+/// a key of the run and restart, instead of listening on the taken port.
+TEST(Launch, TorchrunAgentStore) {
+  std::string Error;
+  for (const char *V : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID",
+                        "DSRUN_CHILD", "TORCHELASTIC_RUN_ID",
+                        "TORCHELASTIC_RESTART_COUNT"})
+    unsetenv(V);
+  setenv("RANK", "1", 1);
+  setenv("WORLD_SIZE", "2", 1);
+  setenv("MASTER_ADDR", "127.0.0.1", 1);
+  setenv("MASTER_PORT", "29500", 1);
+  setenv("TORCHELASTIC_USE_AGENT_STORE", "True", 1);
+  std::optional<ProcessInfo> I = processFromEnvironment(Error);
+  EXPECT(I && I->Launcher == "torchrun" && I->AgentStore &&
+         I->StoreKey == "dsrun/none/attempt_0/nccl_id");
+  setenv("TORCHELASTIC_RUN_ID", "job7", 1);
+  setenv("TORCHELASTIC_RESTART_COUNT", "2", 1);
+  I = processFromEnvironment(Error);
+  EXPECT(I && I->StoreKey == "dsrun/job7/attempt_2/nccl_id");
+  // dsrun -n's own children listen as before, whatever they inherit.
+  setenv("DSRUN_CHILD", "1", 1);
+  I = processFromEnvironment(Error);
+  EXPECT(I && !I->AgentStore);
+  setenv("TORCHELASTIC_USE_AGENT_STORE", "False", 1);
+  unsetenv("DSRUN_CHILD");
+  I = processFromEnvironment(Error);
+  EXPECT(I && !I->AgentStore);
+  for (const char *V : {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                        "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_RUN_ID",
+                        "TORCHELASTIC_RESTART_COUNT"})
+    unsetenv(V);
+
+  auto Process = [](int Rank, int Port) {
+    ProcessInfo P;
+    P.Rank = P.LocalRank = Rank;
+    P.WorldSize = 4;
+    P.MasterPort = Port;
+    P.Launcher = "torchrun";
+    P.AgentStore = true;
+    P.StoreKey = "dsrun/none/attempt_0/nccl_id";
+    return P;
+  };
+  {
+    // Three ranks wait before rank 0 has set the id.
+    FakeStore Store;
+    std::vector<std::thread> Ranks;
+    std::vector<std::string> Got(4);
+    std::vector<int> Ok(4, 0);
+    for (int R = 1; R < 4; ++R)
+      Ranks.emplace_back([&, R] {
+        std::string E;
+        Ok[R] = exchangeBlob(Process(R, Store.Port), Got[R], 20, E);
+      });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::string Blob("nccl\0id", 7);
+    EXPECT(exchangeBlob(Process(0, Store.Port), Blob, 20, Error));
+    for (std::thread &T : Ranks)
+      T.join();
+    for (int R = 1; R < 4; ++R)
+      EXPECT(Ok[R] && Got[R] == Blob);
+    std::lock_guard<std::mutex> L(Store.M);
+    EXPECT(Store.Keys.size() == 1 &&
+           Store.Keys.count("/dsrun/none/attempt_0/nccl_id"));
+  }
+  {
+    // Never set: the wait ends at the timeout, with the key named.
+    FakeStore Store;
+    std::string Blob;
+    EXPECT(!exchangeBlob(Process(1, Store.Port), Blob, 1, Error));
+    EXPECT(Error.find("rank 1, torchrun's agent store: no key "
+                      "'dsrun/none/attempt_0/nccl_id'") != std::string::npos);
+  }
+  {
+    // Something else on the port: refused by its answer to the ping.
+    FakeStore Other(/*BadPing=*/true);
+    std::string Blob = "id";
+    EXPECT(!exchangeBlob(Process(0, Other.Port), Blob, 5, Error));
+    EXPECT(Error.find("another service on that port") != std::string::npos);
+  }
+  // Nothing there at all.
+  std::string Blob;
+  EXPECT(!exchangeBlob(Process(2, 1), Blob, 1, Error));
+  EXPECT(Error.find("cannot reach the TCPStore at 127.0.0.1:1") !=
+         std::string::npos);
 }
 
 /// Runs Body in a child process and returns its wait status: signal
