@@ -12,6 +12,8 @@
 #                 dsc plan --weights-out), random tokens of its vocabulary,
 #                 and plans at ZeRO 1 and 3 that train_compare.sh checks
 #                 against PyTorch;
+#   OUT/folders/  plans of the fixture Llama and GPT-2 at 2 ranks and the
+#                 GPT-2's config, for model_folder_check.sh;
 #   OUT/train2/   plans at 2 ranks with Adam's L2 decay, no bias
 #                 correction and summed gradients (s2-l2sum), also with
 #                 bf16 master weights and moments (s2-l2sum-bf16m), checked
@@ -40,6 +42,14 @@ done
 # weights, gradients and moments.
 ACCUMULATION=1 VARIANTS="s2-l2sum s2-l2sum-bf16m" utils/training-plans.sh "$dsc" "$model" \
   llama-fixture "$out/train2" 2 32 30 1e-3 > /dev/null
+# Model folders in and out (model_folder_check.sh): the fixture Llama at
+# ZeRO 2 and the fixture GPT-2 (tied embeddings) at ZeRO 3, 2 ranks.
+ACCUMULATION=1 VARIANTS=s2 utils/training-plans.sh "$dsc" "$model" llama \
+  "$out/folders" 2 32 30 1e-3 > /dev/null
+ACCUMULATION=1 VARIANTS=s3 utils/training-plans.sh "$dsc" \
+  "$build/test/ComputeInputs/gpt2-train.dynamo.onnx" gpt2 "$out/folders" 2 32 \
+  30 1e-3 > /dev/null
+rm "$out"/folders/*.txt
 rm "$out"/train2/*.txt
 rm "$out"/train/*.txt
 "$dsc" plan "$out/train/llama-fixture-s1.json" "$model" --seq-len 32 \
@@ -51,6 +61,9 @@ fixtures = json.load(open("test/Compute/Inputs/pytorch-fixtures.json"))
 config = dict(fixtures["models"]["llama-train"]["config"])
 config["architectures"] = ["LlamaForCausalLM"]
 json.dump(config, open(f"{out}/models/llama-fixture/config.json", "w"), indent=1)
+gpt2 = dict(fixtures["models"]["gpt2-train"]["config"])
+gpt2["architectures"] = ["GPT2LMHeadModel"]
+json.dump(gpt2, open(f"{out}/../folders/gpt2-config.json", "w"), indent=1)
 random.seed(0)
 ids = [random.randrange(config["vocab_size"]) for _ in range(40 * 33 * 4)]
 open(f"{out}/tokens.bin", "wb").write(struct.pack(f"<{len(ids)}H", *ids))

@@ -353,6 +353,104 @@ inline std::string quote(const std::string &S) {
   return Out + "\"";
 }
 
+/// A sharded checkpoint's index (model.safetensors.index.json, as
+/// transformers' save_pretrained writes it): which file holds each tensor.
+struct Index {
+  std::map<std::string, std::string> WeightMap; ///< Tensor -> file name.
+  uint64_t TotalSize = 0; ///< metadata.total_size where given.
+};
+
+/// Reads an index's JSON. A file name must be a plain name in the index's
+/// folder: no path separator, not "." or "..".
+inline bool readIndex(const char *Text, uint64_t Size, Index &Out,
+                      std::string &Error) {
+  detail::Json J(Text, Text + Size);
+  Out = Index();
+  bool HasMap = false;
+  if (!J.eat('{')) {
+    Error = "not a safetensors index: not a JSON object";
+    return false;
+  }
+  if (!J.eat('}'))
+    do {
+      std::string Key;
+      if (!J.string(Key) || !J.eat(':'))
+        break;
+      if (Key == "weight_map") {
+        HasMap = true;
+        if (!J.eat('{')) {
+          J.fail("weight_map is not an object");
+          break;
+        }
+        if (J.eat('}'))
+          continue;
+        do {
+          std::string Tensor, File;
+          if (!J.string(Tensor) || !J.eat(':') || !J.string(File))
+            break;
+          if (File.empty() || File == "." || File == ".." ||
+              File.find('/') != std::string::npos ||
+              File.find('\\') != std::string::npos) {
+            J.fail("weight_map puts '" + Tensor + "' in '" + File +
+                   "', which is not a file name in the index's folder");
+            break;
+          }
+          if (!Out.WeightMap.emplace(Tensor, File).second) {
+            J.fail("weight_map names '" + Tensor + "' twice");
+            break;
+          }
+        } while (J.eat(','));
+        if (J.Error.empty() && !J.eat('}'))
+          J.fail("weight_map is not closed");
+      } else if (Key == "metadata") {
+        if (!J.eat('{')) {
+          J.fail("metadata is not an object");
+          break;
+        }
+        if (J.eat('}'))
+          continue;
+        do {
+          std::string K;
+          if (!J.string(K) || !J.eat(':'))
+            break;
+          int64_t V = 0;
+          if (K == "total_size") {
+            if (J.integer(V) && V >= 0)
+              Out.TotalSize = uint64_t(V);
+          } else {
+            J.skip();
+          }
+        } while (J.Error.empty() && J.eat(','));
+        if (J.Error.empty() && !J.eat('}'))
+          J.fail("metadata is not closed");
+      } else {
+        J.skip();
+      }
+    } while (J.Error.empty() && J.eat(','));
+  if (J.Error.empty() && !J.eat('}'))
+    J.fail("the index is not closed");
+  if (J.Error.empty() && !HasMap)
+    J.fail("it has no weight_map");
+  if (!J.Error.empty()) {
+    Error = "malformed safetensors index: " + J.Error;
+    return false;
+  }
+  return true;
+}
+
+/// The index's JSON: total_size, then the tensors in name order.
+inline std::string indexJson(const Index &I) {
+  std::string Out = "{\n  \"metadata\": {\n    \"total_size\": " +
+                    std::to_string(I.TotalSize) +
+                    "\n  },\n  \"weight_map\": {";
+  bool First = true;
+  for (const auto &[Tensor, File] : I.WeightMap) {
+    Out += (First ? "\n    " : ",\n    ") + quote(Tensor) + ": " + quote(File);
+    First = false;
+  }
+  return Out + "\n  }\n}\n";
+}
+
 /// Builds a safetensors file in memory, tensors in the order added.
 class Writer {
 public:

@@ -14,8 +14,6 @@
 #include "StateLayout.h"
 
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 namespace plan = dsc::plan;
 
@@ -198,21 +196,12 @@ void Executor::saveCheckpoint(uint32_t Step) {
     fprintf(stderr, "dsrun: rank %d: --save: %s\n", Process.Rank,
             Error.c_str());
   // Every rank takes part (stage 3 gathers the shards); rank 0 writes.
-  Ok = writeWeights(Dir + "/model.safetensors") && Ok;
+  // The weights in save_pretrained's layout, with the model's config.json:
+  // transformers loads the checkpoint's folder as it is.
+  Ok = writeWeights(Dir) && Ok;
   if (Ok && Process.Rank == 0) {
     // The plan, so that dsrun-reshard can read the shards' layout.
     Ok = writeCheckpointPlan(Dir, P, Error);
-  }
-  if (Ok && Process.Rank == 0) {
-    // transformers loads the directory when it has the model's config.
-    std::string From = Options.InitPath.substr(
-                           0, Options.InitPath.find_last_of('/') + 1) +
-                       "config.json";
-    if (std::ifstream In{From}) {
-      std::stringstream Text;
-      Text << In.rdbuf();
-      Ok = writeFileAtomically(Dir + "/config.json", Text.str(), Error);
-    }
   }
   if (!allRanksAgree(Ok)) {
     // Every rank has finished writing (or failing) by now: rank 0 removes

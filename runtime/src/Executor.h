@@ -111,6 +111,9 @@ struct RunOptions {
   /// Real training: the token file, the initial weights, the seed of the
   /// data order and of dropout, and where to save the trained weights.
   std::string DataPath, InitPath, SaveWeightsPath;
+  /// The largest shard --save-weights and --save write (transformers'
+  /// default, 5 GB).
+  uint64_t MaxShardBytes = 5000000000ull;
   uint64_t Seed = 1234;
   bool SeedGiven = false;
   /// Checkpoints (Checkpoint.h): --save's directory and every how many

@@ -11,7 +11,6 @@
 #include <cstring>
 #include <map>
 #include <memory>
-#include <sys/stat.h>
 
 namespace plan = dsc::plan;
 
@@ -278,12 +277,14 @@ bool reshardCheckpoint(const std::string &FromDir, const plan::Plan &From,
       return false;
   }
   uint64_t Copied = 0;
-  if (!writeCheckpointPlan(ToDir, To, Error) ||
-      !copyIfPresent(FromDir + "/model.safetensors",
-                     ToDir + "/model.safetensors", Copied, Error) ||
-      !copyIfPresent(FromDir + "/config.json", ToDir + "/config.json", Copied,
-                     Error))
+  if (!writeCheckpointPlan(ToDir, To, Error))
     return false;
+  std::vector<std::string> Carried = modelWeightsFiles(FromDir);
+  Carried.push_back("config.json");
+  for (const std::string &Name : Carried)
+    if (!copyIfPresent(FromDir + "/" + Name, ToDir + "/" + Name, Copied,
+                       Error))
+      return false;
   Report.Step = First.Step;
   Report.BytesRead = Old.BytesRead;
   Report.BytesWritten += Copied;
@@ -299,12 +300,10 @@ bool writeFp32Weights(const std::string &Dir, const plan::Plan &From,
     return false;
   // The names transformers knows the tensors by, where dsrun saved them.
   std::vector<std::string> Names(From.Tensors.size());
-  struct stat S;
-  std::string Model = Dir + "/model.safetensors";
-  if (stat(Model.c_str(), &S) == 0) {
-    std::optional<InitialWeights> W = loadWeights(From, Model, Error);
+  if (!modelWeightsFiles(Dir).empty()) {
+    std::optional<InitialWeights> W = loadWeights(From, Dir, Error);
     if (!W) {
-      Error = "the checkpoint's model.safetensors: " + Error;
+      Error = "the checkpoint's weights: " + Error;
       return false;
     }
     Names = W->FileName;
@@ -349,13 +348,12 @@ bool checkCheckpoint(const std::string &Dir, const plan::Plan &From,
     for (const CheckpointPart &Part : Shard->parts())
       Report.BytesRead += Part.Bytes;
   // The consolidated weights are the run's output: checked as closely.
-  std::string Model = Dir + "/model.safetensors";
-  struct stat S;
-  if (stat(Model.c_str(), &S) != 0) {
-    Error = Model + ": missing (dsrun writes it with every checkpoint)";
+  if (modelWeightsFiles(Dir).empty()) {
+    Error = Dir + ": no model.safetensors or " + ModelIndexName +
+            " (dsrun writes the weights with every checkpoint)";
     return false;
   }
-  return checkWeightsFile(Model, Error);
+  return checkWeightsFile(Dir, Error);
 }
 
 } // namespace dsrun

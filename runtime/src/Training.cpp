@@ -109,6 +109,16 @@ bool Executor::openTraining() {
   Weights = loadWeights(P, Options.InitPath, Error);
   if (!Weights)
     return Fail(Error);
+  // The model folder's own vocabulary, where it is smaller than the plan's
+  // tables (an embedding padded past the tokenizer's ids).
+  if (std::optional<uint64_t> Config = configVocabSize(Weights->Folder, Error);
+      Config && *Config < Vocab) {
+    if (std::string Beyond = Tokens->idBeyond(*Config); !Beyond.empty())
+      return Fail(Options.DataPath + ": " + Beyond + " (vocab_size of " +
+                  Weights->Folder + "/config.json)");
+  } else if (!Error.empty()) {
+    return Fail(Error);
+  }
   // Every trainable tensor gets its gradient from a kernel.
   for (uint32_t T = 0; T < P.Tensors.size(); ++T)
     if (P.Tensors[T].Role == plan::TensorRole::Trainable &&
@@ -365,8 +375,14 @@ bool Executor::writeWeights(const std::string &Path) {
   if (!Zero)
     return true;
   std::string Error;
-  if (!saveWeights(P, Weights ? Weights->FileName : std::vector<std::string>(NT),
-                   Data, ParamType, Path, Error)) {
+  std::vector<std::string> Names =
+      Weights ? Weights->FileName : std::vector<std::string>(NT);
+  bool OneFile = Path.size() > 12 &&
+                 Path.compare(Path.size() - 12, 12, ".safetensors") == 0;
+  if (OneFile ? !saveWeights(P, Names, Data, ParamType, Path, Error)
+              : !saveModelFolder(P, Names, Data, ParamType, Path,
+                                 Options.MaxShardBytes,
+                                 Weights ? Weights->Folder : "", Error)) {
     fprintf(stderr, "dsrun: %s\n", Error.c_str());
     return false;
   }

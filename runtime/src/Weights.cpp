@@ -6,8 +6,17 @@
 
 #include "dsc/SafeTensors.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <dirent.h>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <sstream>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -134,23 +143,130 @@ bool readHeader(const std::string &Path, const MappedFile &File,
   return false;
 }
 
+bool isDirectory(const std::string &Path) {
+  struct stat St;
+  return stat(Path.c_str(), &St) == 0 && S_ISDIR(St.st_mode);
+}
+
+bool exists(const std::string &Path) {
+  struct stat St;
+  return stat(Path.c_str(), &St) == 0;
+}
+
+bool endsWith(const std::string &S, const std::string &Tail) {
+  return S.size() >= Tail.size() &&
+         S.compare(S.size() - Tail.size(), Tail.size(), Tail) == 0;
+}
+
+std::string folderOf(const std::string &File) {
+  size_t Slash = File.find_last_of('/');
+  return Slash == std::string::npos ? "." : File.substr(0, Slash);
+}
+
+/// The safetensors files of a model and the tensors they hold: one file,
+/// or the shards its model.safetensors.index.json names (as
+/// from_pretrained reads them).
+struct WeightFiles {
+  struct File {
+    std::string Path;
+    MappedFile Map;
+    dsc::safetensors::Header H;
+  };
+  struct Entry {
+    const File *In;
+    const dsc::safetensors::TensorInfo *Info;
+  };
+  std::string Folder;
+  std::vector<std::unique_ptr<File>> Files;
+  std::vector<Entry> Tensors;
+
+  bool addFile(const std::string &Path, std::string &Error) {
+    auto F = std::make_unique<File>();
+    F->Path = Path;
+    if (!F->Map.open(Path, Error) || !readHeader(Path, F->Map, F->H, Error))
+      return false;
+    Files.push_back(std::move(F));
+    return true;
+  }
+
+  bool open(const std::string &Path, std::string &Error) {
+    std::string Index;
+    if (isDirectory(Path)) {
+      Folder = Path;
+      if (exists(Path + "/" + ModelIndexName))
+        Index = Path + "/" + ModelIndexName;
+      else if (!exists(Path + "/model.safetensors")) {
+        Error = Path + ": a folder with neither model.safetensors nor " +
+                ModelIndexName;
+        return false;
+      }
+    } else {
+      Folder = folderOf(Path);
+      if (endsWith(Path, ".index.json"))
+        Index = Path;
+    }
+    if (Index.empty()) {
+      if (!addFile(isDirectory(Path) ? Path + "/model.safetensors" : Path,
+                   Error))
+        return false;
+      for (const dsc::safetensors::TensorInfo &T : Files[0]->H.Tensors)
+        Tensors.push_back({Files[0].get(), &T});
+      return true;
+    }
+    return openIndex(Index, Error);
+  }
+
+  bool openIndex(const std::string &Path, std::string &Error) {
+    MappedFile Text;
+    if (!Text.open(Path, Error))
+      return false;
+    dsc::safetensors::Index I;
+    std::string E;
+    if (Text.Size > (64u << 20) ||
+        !dsc::safetensors::readIndex(Text.Data, Text.Size, I, E)) {
+      Error = Path + ": " + (E.empty() ? "larger than any index" : E);
+      return false;
+    }
+    std::map<std::string, const File *> Opened;
+    for (const auto &[Tensor, Name] : I.WeightMap) {
+      if (!Opened.count(Name)) {
+        if (!addFile(Folder + "/" + Name, Error))
+          return false;
+        Opened[Name] = Files.back().get();
+      }
+      const File *F = Opened[Name];
+      const dsc::safetensors::TensorInfo *Info = F->H.find(Tensor);
+      if (!Info) {
+        Error = Path + ": puts '" + Tensor + "' in " + Name +
+                ", which does not hold it";
+        return false;
+      }
+      Tensors.push_back({F, Info});
+    }
+    return true;
+  }
+
+  const char *payload(const Entry &E) const {
+    return E.In->Map.Data + E.In->H.DataStart;
+  }
+};
+
 } // namespace
 
 bool checkWeightsFile(const std::string &Path, std::string &Error) {
-  MappedFile File;
-  dsc::safetensors::Header H;
-  if (!File.open(Path, Error) || !readHeader(Path, File, H, Error))
+  WeightFiles W;
+  if (!W.open(Path, Error))
     return false;
-  for (const dsc::safetensors::TensorInfo &T : H.Tensors) {
+  for (const WeightFiles::Entry &T : W.Tensors) {
     std::string E;
-    if (!H.Metadata.count(checksumKey(T.Name))) {
-      Error = Path + ": tensor '" + T.Name +
+    if (!T.In->H.Metadata.count(checksumKey(T.Info->Name))) {
+      Error = T.In->Path + ": tensor '" + T.Info->Name +
               "' has no checksum (a file dsrun did not write, or an older "
               "dsrun's)";
       return false;
     }
-    if (!matchesChecksum(H, T, File.Data + H.DataStart, E)) {
-      Error = Path + ": " + E;
+    if (!matchesChecksum(T.In->H, *T.Info, W.payload(T), E)) {
+      Error = T.In->Path + ": " + E;
       return false;
     }
   }
@@ -160,32 +276,30 @@ bool checkWeightsFile(const std::string &Path, std::string &Error) {
 std::optional<InitialWeights> loadWeights(const plan::Plan &P,
                                           const std::string &Path,
                                           std::string &Error) {
-  MappedFile File;
-  dsc::safetensors::Header H;
-  if (!File.open(Path, Error) || !readHeader(Path, File, H, Error))
+  WeightFiles Files;
+  if (!Files.open(Path, Error))
     return std::nullopt;
   std::string E;
-  const char *Payload = File.Data + H.DataStart;
   size_t NT = P.Tensors.size();
   InitialWeights W;
+  W.Folder = Files.Folder;
   W.Values.resize(NT);
   W.FileName.resize(NT);
-  std::vector<bool> Claimed(H.Tensors.size(), false);
+  const std::vector<WeightFiles::Entry> &All = Files.Tensors;
+  std::vector<bool> Claimed(All.size(), false);
   std::vector<uint32_t> Missing;
   auto Take = [&](uint32_t T, size_t F) -> bool {
-    const dsc::safetensors::TensorInfo &Info = H.Tensors[F];
+    const dsc::safetensors::TensorInfo &Info = *All[F].Info;
+    const std::string &In = All[F].In->Path;
     if (!sameElements(Info.Shape, P.Tensors[T].Shape)) {
-      Error = Path + ": tensor '" + Info.Name + "' has shape " +
+      Error = In + ": tensor '" + Info.Name + "' has shape " +
               shapeText(Info.Shape) + " but the plan's '" +
               P.Tensors[T].Name + "' is " + shapeText(P.Tensors[T].Shape);
       return false;
     }
-    if (!matchesChecksum(H, Info, Payload, E)) {
-      Error = Path + ": " + E;
-      return false;
-    }
-    if (!decode(Payload, Info, W.Values[T], E)) {
-      Error = Path + ": " + E;
+    if (!matchesChecksum(All[F].In->H, Info, Files.payload(All[F]), E) ||
+        !decode(Files.payload(All[F]), Info, W.Values[T], E)) {
+      Error = In + ": " + E;
       return false;
     }
     Claimed[F] = true;
@@ -194,9 +308,9 @@ std::optional<InitialWeights> loadWeights(const plan::Plan &P,
   };
   for (uint32_t T = 0; T < NT; ++T) {
     size_t F = 0;
-    while (F < H.Tensors.size() && H.Tensors[F].Name != P.Tensors[T].Name)
+    while (F < All.size() && All[F].Info->Name != P.Tensors[T].Name)
       ++F;
-    if (F == H.Tensors.size()) {
+    if (F == All.size()) {
       Missing.push_back(T);
       continue;
     }
@@ -206,9 +320,9 @@ std::optional<InitialWeights> loadWeights(const plan::Plan &P,
   for (uint32_t T : Missing) {
     // A tied weight under another name: the one unclaimed tensor of its
     // shape.
-    size_t Found = H.Tensors.size(), Candidates = 0;
-    for (size_t F = 0; F < H.Tensors.size(); ++F)
-      if (!Claimed[F] && sameElements(H.Tensors[F].Shape, P.Tensors[T].Shape)) {
+    size_t Found = All.size(), Candidates = 0;
+    for (size_t F = 0; F < All.size(); ++F)
+      if (!Claimed[F] && sameElements(All[F].Info->Shape, P.Tensors[T].Shape)) {
         ++Candidates;
         Found = F;
       }
@@ -227,16 +341,20 @@ std::optional<InitialWeights> loadWeights(const plan::Plan &P,
   return W;
 }
 
-bool saveWeights(const plan::Plan &P, const std::vector<std::string> &Names,
-                 const std::vector<std::vector<char>> &Data, ElementType Type,
-                 const std::string &Path, std::string &Error) {
+namespace {
+
+/// A safetensors file of the plan's tensors Which, written atomically.
+bool writeTensors(const plan::Plan &P, const std::vector<std::string> &Names,
+                  const std::vector<std::vector<char>> &Data, ElementType Type,
+                  const std::vector<uint32_t> &Which, const std::string &Path,
+                  std::string &Error) {
   const char *DType = Type == ElementType::F32    ? "F32"
                       : Type == ElementType::BF16 ? "BF16"
                                                   : "F16";
   dsc::safetensors::Writer Out;
   Out.metadata("format", "pt");
   Out.metadata("producer", "dsrun");
-  for (uint32_t T = 0; T < P.Tensors.size(); ++T) {
+  for (uint32_t T : Which) {
     const std::string &Name = Names[T].empty() ? P.Tensors[T].Name : Names[T];
     Out.metadata(checksumKey(Name),
                  crc32cText(crc32c(0, Data[T].data(), Data[T].size())));
@@ -247,6 +365,173 @@ bool saveWeights(const plan::Plan &P, const std::vector<std::string> &Names,
   return File.open(Path, Error, Bytes.size()) &&
          File.write(Bytes.data(), Bytes.size(), Error) &&
          File.commit(Error);
+}
+
+/// Whether Name is a weights file save_pretrained writes: the single file,
+/// the index, or a shard "model-NNNNN-of-NNNNN.safetensors".
+bool isModelWeightsFile(const std::string &Name) {
+  if (Name == "model.safetensors" || Name == ModelIndexName)
+    return true;
+  const std::string Shape = "model-#####-of-#####.safetensors";
+  if (Name.size() != Shape.size())
+    return false;
+  for (size_t K = 0; K < Shape.size(); ++K)
+    if (Shape[K] == '#' ? !isdigit(static_cast<unsigned char>(Name[K]))
+                        : Name[K] != Shape[K])
+      return false;
+  return true;
+}
+
+bool copyText(const std::string &From, const std::string &To,
+              std::string &Error) {
+  std::ifstream In(From, std::ios::binary);
+  if (!In)
+    return true; // Nothing to copy.
+  std::stringstream Text;
+  Text << In.rdbuf();
+  return writeFileAtomically(To, Text.str(), Error);
+}
+
+} // namespace
+
+bool saveWeights(const plan::Plan &P, const std::vector<std::string> &Names,
+                 const std::vector<std::vector<char>> &Data, ElementType Type,
+                 const std::string &Path, std::string &Error) {
+  std::vector<uint32_t> All(P.Tensors.size());
+  for (uint32_t T = 0; T < All.size(); ++T)
+    All[T] = T;
+  return writeTensors(P, Names, Data, Type, All, Path, Error);
+}
+
+bool saveModelFolder(const plan::Plan &P, const std::vector<std::string> &Names,
+                     const std::vector<std::vector<char>> &Data,
+                     ElementType Type, const std::string &Dir,
+                     uint64_t MaxShardBytes, const std::string &ConfigFolder,
+                     std::string &Error) {
+  if (!makeDirectories(Dir, Error))
+    return false;
+  // Shards as transformers cuts them: tensors in order, a new shard where
+  // the next tensor would take this one past the limit (a tensor larger
+  // than the limit has a shard of its own).
+  std::vector<std::vector<uint32_t>> Shards(1);
+  uint64_t Bytes = 0, Total = 0;
+  for (uint32_t T = 0; T < P.Tensors.size(); ++T) {
+    uint64_t Size = Data[T].size();
+    if (!Shards.back().empty() && Bytes + Size > MaxShardBytes) {
+      Shards.emplace_back();
+      Bytes = 0;
+    }
+    Shards.back().push_back(T);
+    Bytes += Size;
+    Total += Size;
+  }
+  std::vector<std::string> Written;
+  if (Shards.size() == 1) {
+    Written.push_back("model.safetensors");
+    if (!writeTensors(P, Names, Data, Type, Shards[0], Dir + "/" + Written[0],
+                      Error))
+      return false;
+  } else {
+    dsc::safetensors::Index Index;
+    Index.TotalSize = Total;
+    for (size_t K = 0; K < Shards.size(); ++K) {
+      char Name[64];
+      snprintf(Name, sizeof(Name), "model-%05zu-of-%05zu.safetensors", K + 1,
+               Shards.size());
+      Written.push_back(Name);
+      if (!writeTensors(P, Names, Data, Type, Shards[K], Dir + "/" + Name,
+                        Error))
+        return false;
+      for (uint32_t T : Shards[K])
+        Index.WeightMap[Names[T].empty() ? P.Tensors[T].Name : Names[T]] =
+            Name;
+    }
+    // The index last: until it is there, the folder's old index (if any)
+    // still names only files of the old save.
+    Written.push_back(ModelIndexName);
+    if (!writeFileAtomically(Dir + "/" + ModelIndexName,
+                             dsc::safetensors::indexJson(Index), Error))
+      return false;
+  }
+  // What an earlier save left would shadow or confuse this one:
+  // from_pretrained reads model.safetensors before any index.
+  if (DIR *D = opendir(Dir.c_str())) {
+    while (dirent *E = readdir(D)) {
+      std::string Name = E->d_name;
+      if (isModelWeightsFile(Name) &&
+          std::find(Written.begin(), Written.end(), Name) == Written.end())
+        unlink((Dir + "/" + Name).c_str());
+    }
+    closedir(D);
+  }
+  // transformers loads the folder when it has the model's config.
+  if (!ConfigFolder.empty() && ConfigFolder != Dir)
+    for (const char *Name : {"config.json", "generation_config.json"})
+      if (!copyText(ConfigFolder + "/" + Name, Dir + "/" + Name, Error))
+        return false;
+  return true;
+}
+
+std::vector<std::string> modelWeightsFiles(const std::string &Dir) {
+  std::vector<std::string> Names;
+  if (DIR *D = opendir(Dir.c_str())) {
+    while (dirent *E = readdir(D))
+      if (isModelWeightsFile(E->d_name))
+        Names.push_back(E->d_name);
+    closedir(D);
+  }
+  std::sort(Names.begin(), Names.end());
+  return Names;
+}
+
+std::optional<uint64_t> configVocabSize(const std::string &Folder,
+                                        std::string &Error) {
+  std::ifstream In(Folder + "/config.json", std::ios::binary);
+  if (!In)
+    return std::nullopt;
+  std::string Text((std::istreambuf_iterator<char>(In)), {});
+  dsc::safetensors::detail::Json J(Text.data(), Text.data() + Text.size());
+  int64_t Vocab = -1;
+  if (J.eat('{') && !J.eat('}'))
+    do {
+      std::string Key;
+      if (!J.string(Key) || !J.eat(':'))
+        break;
+      if (Key == "vocab_size")
+        J.integer(Vocab);
+      else
+        J.skip();
+    } while (J.Error.empty() && J.eat(','));
+  if (!J.Error.empty() || Vocab == 0) {
+    Error = Folder + "/config.json: " +
+            (J.Error.empty() ? "vocab_size is 0" : J.Error);
+    return std::nullopt;
+  }
+  if (Vocab < 0)
+    return std::nullopt;
+  return uint64_t(Vocab);
+}
+
+std::optional<uint64_t> parseShardSize(const std::string &Text) {
+  // transformers' convert_file_size_to_int: GB is 10^9, GiB 2^30.
+  char *End = nullptr;
+  double V = strtod(Text.c_str(), &End);
+  if (End == Text.c_str() || !(V > 0))
+    return std::nullopt;
+  std::string Unit = End;
+  for (char &C : Unit)
+    C = char(toupper(static_cast<unsigned char>(C)));
+  double Scale = Unit.empty() || Unit == "B" ? 1
+                 : Unit == "KB"              ? 1e3
+                 : Unit == "MB"              ? 1e6
+                 : Unit == "GB"              ? 1e9
+                 : Unit == "KIB"             ? 1024.0
+                 : Unit == "MIB"             ? 1048576.0
+                 : Unit == "GIB"             ? 1073741824.0
+                                             : 0;
+  if (!Scale || V * Scale < 1 || V * Scale > 1e15)
+    return std::nullopt;
+  return uint64_t(V * Scale);
 }
 
 } // namespace dsrun

@@ -7,6 +7,7 @@
 
 #include "Cli.h"
 #include "Executor.h"
+#include "Weights.h"
 #include "Launch.h"
 #include "Preemption.h"
 
@@ -27,11 +28,18 @@ static const char *const Usage =
     "\n"
     "Training (docs/training.md):\n"
     "  --data TOKENS.bin          nanoGPT or llm.c token file; trains the model\n"
-    "  --init WEIGHTS.safetensors the starting weights (HF model.safetensors)\n"
+    "  --init MODEL               the starting weights: an HF model folder\n"
+    "                             (model.safetensors or its sharded index),\n"
+    "                             or one .safetensors file\n"
     "  --seed N                   data order and dropout (default 1234)\n"
-    "  --save-weights FILE        the trained 16-bit weights, as safetensors\n"
+    "  --save-weights PATH        the trained 16-bit weights: a folder as\n"
+    "                             save_pretrained writes it (shards, index,\n"
+    "                             config.json), or PATH.safetensors, one file\n"
+    "  --max-shard-size SIZE      largest shard of a saved folder (default\n"
+    "                             5GB, as transformers; 500MB, 2GiB, ...)\n"
     "  --save DIR                 checkpoints: DIR/global_stepN (per-rank\n"
-    "                             shards, model.safetensors) and DIR/latest\n"
+    "                             shards, the weights as --save-weights\n"
+    "                             writes a folder) and DIR/latest\n"
     "  --save-every N             a checkpoint every N steps (default: after\n"
     "                             the last step only)\n"
     "  --resume DIR               go on from DIR's latest checkpoint (or DIR,\n"
@@ -192,6 +200,15 @@ int main(int argc, char **argv) {
        : A == "--save"         ? Options.SaveDir
        : A == "--val-data"     ? Options.ValDataPath
                                : Options.ResumeDir) = ChildArgs[++I];
+    } else if (A == "--max-shard-size") {
+      std::optional<uint64_t> Size =
+          I + 1 < ChildArgs.size() ? parseShardSize(ChildArgs[I + 1])
+                                   : std::nullopt;
+      if (!Size)
+        return usage("--max-shard-size needs a size: bytes, or a number "
+                     "with KB, MB, GB (powers of 1000) or KiB, MiB, GiB");
+      Options.MaxShardBytes = *Size;
+      ++I;
     } else if (A == "--save-every") {
       if (!Value(1, 1000000))
         return usage("--save-every needs a positive count of steps");
@@ -235,8 +252,8 @@ int main(int argc, char **argv) {
     return usage("--eval-every and --eval-batches need --val-data FILE");
   if (!Options.DataPath.empty()) {
     if (Options.InitPath.empty())
-      return usage("--data needs --init FILE.safetensors: the model's "
-                   "starting weights (an HF model.safetensors of the "
+      return usage("--data needs --init MODEL: the model's starting "
+                   "weights (an HF model folder or model.safetensors of the "
                    "exported model)");
     if (Options.Graph)
       return usage("--graph on is not available with --data yet: each "

@@ -262,6 +262,119 @@ TEST(Files, WeightFiles) {
   unlink(Saved.c_str());
 }
 
+/// save_pretrained's layout: shards cut as transformers cuts them, the
+/// index, config.json along; read back through the index, a folder or the
+/// index's path; an earlier save's files that would shadow this one gone;
+/// an index that lies, or points outside its folder, refused by name.
+TEST(Files, ModelFolders) {
+  namespace fs = std::filesystem;
+  plan::Plan P;
+  const char *Names[4] = {"embed.weight", "l0.weight", "l1.weight", "norm"};
+  const int64_t Rows[4] = {8, 4, 4, 1};
+  std::vector<std::vector<char>> Data(4);
+  for (uint32_t T = 0; T < 4; ++T) {
+    plan::Tensor X;
+    X.Name = Names[T];
+    X.Shape = {Rows[T], 4};
+    X.Elems = uint64_t(Rows[T]) * 4;
+    P.Tensors.push_back(X);
+    Data[T].resize(X.Elems * 2);
+    for (uint64_t K = 0; K < X.Elems; ++K)
+      storeAs(Data[T].data(), K, ElementType::BF16, float(T * 64 + K));
+  }
+  std::vector<std::string> FileNames = {"model.embed_tokens.weight", "", "",
+                                        ""};
+  std::string Dir = "/tmp/dsrun-host-test-" + std::to_string(getpid()) + "-m",
+              From = Dir + "-from", Error;
+  fs::remove_all(Dir);
+  fs::create_directories(From);
+  std::ofstream(From + "/config.json") << "{\"model_type\": \"llama\"}\n";
+  // A single file an earlier save left, which from_pretrained would read
+  // before the index.
+  fs::create_directories(Dir);
+  std::ofstream(Dir + "/model.safetensors") << "stale";
+  std::ofstream(Dir + "/model-00009-of-00009.safetensors") << "stale";
+  // 64 + 32 bytes fit 100; the next 32 start a shard; the last 8 join it.
+  EXPECT(saveModelFolder(P, FileNames, Data, ElementType::BF16, Dir, 100,
+                         From, Error));
+  EXPECT(modelWeightsFiles(Dir) ==
+         std::vector<std::string>({"model-00001-of-00002.safetensors",
+                                   "model-00002-of-00002.safetensors",
+                                   "model.safetensors.index.json"}));
+  EXPECT(fs::exists(Dir + "/config.json"));
+  std::ifstream IndexFile(Dir + "/model.safetensors.index.json");
+  std::string IndexText((std::istreambuf_iterator<char>(IndexFile)), {});
+  dsc::safetensors::Index Index;
+  EXPECT(dsc::safetensors::readIndex(IndexText.data(), IndexText.size(), Index,
+                                     Error));
+  EXPECT(Index.TotalSize == 136 && Index.WeightMap.size() == 4 &&
+         Index.WeightMap["model.embed_tokens.weight"] ==
+             "model-00001-of-00002.safetensors" &&
+         Index.WeightMap["l0.weight"] == "model-00001-of-00002.safetensors" &&
+         Index.WeightMap["l1.weight"] == "model-00002-of-00002.safetensors" &&
+         Index.WeightMap["norm"] == "model-00002-of-00002.safetensors");
+  for (const std::string &Path :
+       {Dir, Dir + "/model.safetensors.index.json"}) {
+    std::optional<InitialWeights> Back = loadWeights(P, Path, Error);
+    EXPECT(Back && Back->Folder == Dir &&
+           Back->FileName[0] == "model.embed_tokens.weight" &&
+           Back->Values[0][31] == 31.0f && Back->Values[2][5] == 133.0f &&
+           Back->Values[3][3] == 195.0f);
+  }
+  EXPECT(checkWeightsFile(Dir, Error));
+  // A second save that fits one file replaces the shards and the index.
+  EXPECT(saveModelFolder(P, FileNames, Data, ElementType::BF16, Dir,
+                         5000000000ull, From, Error));
+  EXPECT(modelWeightsFiles(Dir) ==
+         std::vector<std::string>({"model.safetensors"}));
+  EXPECT(loadWeights(P, Dir, Error).has_value());
+
+  // Indexes that lie.
+  auto Refused = [&](const std::string &Json, const char *Says) {
+    std::ofstream(Dir + "/model.safetensors.index.json") << Json;
+    bool Ok = !loadWeights(P, Dir, Error) &&
+              Error.find(Says) != std::string::npos;
+    if (!Ok)
+      fprintf(stderr, "wanted '%s', got '%s'\n", Says, Error.c_str());
+    EXPECT(Ok);
+  };
+  Refused("{\"weight_map\": {\"norm\": \"model.safetensors\", "
+          "\"gone\": \"model.safetensors\"}}",
+          "puts 'gone' in model.safetensors, which does not hold it");
+  Refused("{\"weight_map\": {\"norm\": \"../model.safetensors\"}}",
+          "which is not a file name in the index's folder");
+  Refused("{\"metadata\": {}}", "it has no weight_map");
+  Refused("{\"weight_map\": {\"norm\": \"absent.safetensors\"}}",
+          "absent.safetensors: cannot open");
+  Refused("{\"weight_map\": {\"norm\": 3}}", "malformed safetensors index");
+  fs::remove_all(Dir);
+  fs::create_directories(Dir);
+  EXPECT(!loadWeights(P, Dir, Error) &&
+         Error.find("a folder with neither model.safetensors nor "
+                    "model.safetensors.index.json") != std::string::npos);
+
+  // The folder's vocabulary, which dsrun holds token ids to.
+  std::ofstream(Dir + "/config.json")
+      << "{\"architectures\": [\"X\"], \"rope_scaling\": {\"factor\": 8.0},"
+         " \"vocab_size\": 32000, \"tie_word_embeddings\": false}";
+  EXPECT(configVocabSize(Dir, Error) == 32000ull);
+  std::ofstream(Dir + "/config.json") << "{\"hidden_size\": 64}";
+  Error.clear();
+  EXPECT(!configVocabSize(Dir, Error) && Error.empty());
+  std::ofstream(Dir + "/config.json") << "{\"vocab_size\": \"many\"}";
+  EXPECT(!configVocabSize(Dir, Error) &&
+         Error.find("config.json: expected a number") != std::string::npos);
+
+  EXPECT(parseShardSize("5GB") == 5000000000ull);
+  EXPECT(parseShardSize("500MB") == 500000000ull);
+  EXPECT(parseShardSize("2GiB") == 2147483648ull);
+  EXPECT(parseShardSize("1000") == 1000ull);
+  EXPECT(!parseShardSize("5 GB") && !parseShardSize("GB") &&
+         !parseShardSize("-1GB") && !parseShardSize("5XB"));
+  fs::remove_all(Dir);
+  fs::remove_all(From);
+}
+
 /// A full file system while saving, on a 1 MiB tmpfs of a mount namespace
 /// of its own: the shard that does not fit is refused before a byte is
 /// written, naming the bytes needed and free, and leaves no file behind;

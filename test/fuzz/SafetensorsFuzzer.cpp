@@ -5,7 +5,8 @@
 // claim 2^63 bytes, disagree with the dtype and shape, or repeat a name
 // must be an error naming the tensor, never a crash or a read outside
 // the file. The plan asks for two tensors, so that matching by name, the
-// tied-weight fallback and the checksums are all reached.
+// tied-weight fallback and the checksums are all reached. The bytes are
+// also read as a model.safetensors.index.json.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +23,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
   std::string Error;
   (void)dsc::safetensors::readHeader(reinterpret_cast<const char *>(Data),
                                      Size, Size, H, Error);
+  // The same bytes as a sharded model's index: what it accepts names only
+  // files inside its folder.
+  dsc::safetensors::Index I;
+  if (dsc::safetensors::readIndex(reinterpret_cast<const char *>(Data), Size,
+                                  I, Error))
+    for (const auto &Entry : I.WeightMap)
+      if (Entry.second.empty() || Entry.second == ".." ||
+          Entry.second.find('/') != std::string::npos)
+        __builtin_trap();
   std::string Path = memFileOf(Data, Size);
   if (Path.empty())
     return 0;
