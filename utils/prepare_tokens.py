@@ -10,8 +10,10 @@ INPUT is a .txt file (one document each) or a .jsonl file (one document a
 line, its text under --field). Each document is encoded without special
 tokens and followed by the tokenizer's end-of-text token (config.json's
 eos_token_id), so that samples crossing a document's end see where it
-ends. The file is llm.c's format (a 1024-byte header, then uint16 ids, or
-uint32 where an id passes 65535); --nanogpt writes raw uint16 ids
+ends. The file is llm.c's format: a 1024-byte header, then uint16 ids
+(magic 20240520, version 1), or where an id passes 65535 uint32 ids (magic
+20240801, version 7, as llm.c writes Llama 3 data); --nanogpt writes raw
+uint16 ids
 instead, refused where an id does not fit. Every id must lie below
 config.json's vocab_size; dsrun checks the same when it reads the file.
 With --val, the last documents, about --val-fraction of the tokens, go to

@@ -81,6 +81,11 @@ public:
     }
     return false;
   }
+  /// The next character past white space, not consumed; 0 at the end.
+  char next() {
+    space();
+    return P < End ? *P : 0;
+  }
   bool fail(const std::string &What) {
     if (Error.empty())
       Error = What;
@@ -402,11 +407,9 @@ inline bool readIndex(const char *Text, uint64_t Size, Index &Out,
         } while (J.eat(','));
         if (J.Error.empty() && !J.eat('}'))
           J.fail("weight_map is not closed");
-      } else if (Key == "metadata") {
-        if (!J.eat('{')) {
-          J.fail("metadata is not an object");
-          break;
-        }
+      } else if (Key == "metadata" && J.next() == '{') {
+        // Read for total_size alone; transformers reads only weight_map.
+        J.eat('{');
         if (J.eat('}'))
           continue;
         do {
@@ -414,11 +417,15 @@ inline bool readIndex(const char *Text, uint64_t Size, Index &Out,
           if (!J.string(K) || !J.eat(':'))
             break;
           int64_t V = 0;
-          if (K == "total_size") {
-            if (J.integer(V) && V >= 0)
-              Out.TotalSize = uint64_t(V);
-          } else {
+          char C = J.next();
+          if (K != "total_size" || C < '0' || C > '9') {
             J.skip();
+          } else if (J.integer(V)) {
+            C = J.next();
+            if (C == '.' || C == 'e' || C == 'E')
+              J.skip(); // Not a count of bytes: the rest of the number.
+            else
+              Out.TotalSize = uint64_t(V);
           }
         } while (J.Error.empty() && J.eat(','));
         if (J.Error.empty() && !J.eat('}'))

@@ -122,6 +122,7 @@ Error readPlanSettings(plan::Info &I, const ConfigView &C,
   // FusedAdam keeps its moments in the dtype of what it steps (lint checks
   // that the two flags come together, at stage 1-3, on the GPU).
   bool BF16Master =
+      I.ParamDType == plan::DType::BF16 &&
       C.getBool("bf16.bf16_master_weights_and_grads").value_or(false);
   I.MasterDType = BF16Master ? plan::DType::BF16 : plan::DType::F32;
   I.OptimizerStateDType =

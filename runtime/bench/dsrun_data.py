@@ -15,6 +15,7 @@ import sys
 import numpy as np
 
 LLMC_MAGIC = 20240520
+LLMC_WIDE_MAGIC = 20240801  # llm.c's uint32 files (its Llama 3 data), version 7
 MASK = (1 << 64) - 1
 
 
@@ -23,8 +24,8 @@ def read_tokens(path):
     raw = np.fromfile(path, dtype=np.uint8)
     if raw.size >= 1024:
         header = raw[:1024].view(np.int32)
-        if header[0] == LLMC_MAGIC:
-            dtype = {1: np.uint16, 2: np.uint32}[int(header[1])]
+        if header[0] in (LLMC_MAGIC, LLMC_WIDE_MAGIC):
+            dtype = {1: np.uint16, 2: np.uint32, 7: np.uint32}[int(header[1])]
             count = int(header[2])
             return raw[1024:].view(dtype)[:count]
     return raw.view(np.uint16)
@@ -37,7 +38,8 @@ def write_tokens(path, ids, llmc=False):
         return
     wide = int(ids.max(initial=0)) > 65535
     header = np.zeros(256, dtype=np.int32)
-    header[:3] = [LLMC_MAGIC, 2 if wide else 1, ids.size]
+    header[:3] = [LLMC_WIDE_MAGIC, 7, ids.size] if wide else \
+        [LLMC_MAGIC, 1, ids.size]
     with open(path, "wb") as f:
         f.write(header.tobytes())
         f.write(ids.astype(np.uint32 if wide else np.uint16).tobytes())

@@ -176,19 +176,22 @@ std::string checkRunnable(const plan::Plan &P) {
     return "the plan places no optimizer state for the partition";
   }
   // The update keeps master weights and both moments in one dtype: fp32,
-  // or bf16 on the device.
-  for (uint32_t V : {O.Master, O.Moment1, O.Moment2}) {
-    if (V == None)
-      continue;
-    plan::DType T = P.Views[V].Type;
-    if (T != plan::DType::F32 && T != plan::DType::BF16)
+  // or bf16 on the device for bf16 weights.
+  bool BF16State = S.MasterDType == plan::DType::BF16 ||
+                   S.OptimizerStateDType == plan::DType::BF16;
+  if (BF16State && (S.MasterDType != S.OptimizerStateDType || Offloaded ||
+                    S.ParamDType != plan::DType::BF16))
+    return "the plan keeps bf16 master weights or moments beside fp32 ones, "
+           "off the device, or for weights that are not bf16; dsrun keeps "
+           "bf16 optimizer state whole, on the GPU, for bf16 training";
+  plan::DType StateType = BF16State ? plan::DType::BF16 : plan::DType::F32;
+  for (uint32_t V : {O.Master, O.Moment1, O.Moment2})
+    if (V != None && P.Views[V].Type != StateType &&
+        !(V == O.Master && P.Views[V].Type == S.ParamDType &&
+          P.Buffers[P.Views[V].Buffer].Role == plan::BufferRole::Params16))
       return "the plan keeps optimizer state in " +
-             std::string(plan::enumName(T)) + "; dsrun keeps it in fp32 or bf16";
-    if (T != P.Views[O.Master].Type || (T == plan::DType::BF16 && Offloaded))
-      return "the plan keeps bf16 master weights or moments with fp32 ones, "
-             "or off the device; dsrun keeps bf16 optimizer state whole and "
-             "on the GPU";
-  }
+             std::string(plan::enumName(P.Views[V].Type)) + " where its "
+             "settings say " + plan::enumName(StateType);
   if (O.Grads == None && !(Offloaded && S.ZeroStage < 3))
     return "the plan places no reduced gradients for the partition";
   if (S.ZeroStage < 3 && O.Params16 == None)

@@ -281,6 +281,7 @@ bool reshardCheckpoint(const std::string &FromDir, const plan::Plan &From,
     return false;
   std::vector<std::string> Carried = modelWeightsFiles(FromDir);
   Carried.push_back("config.json");
+  Carried.push_back("generation_config.json");
   for (const std::string &Name : Carried)
     if (!copyIfPresent(FromDir + "/" + Name, ToDir + "/" + Name, Copied,
                        Error))
@@ -292,8 +293,8 @@ bool reshardCheckpoint(const std::string &FromDir, const plan::Plan &From,
 }
 
 bool writeFp32Weights(const std::string &Dir, const plan::Plan &From,
-                      const std::string &Path, ReshardReport &Report,
-                      std::string &Error) {
+                      const std::string &Path, uint64_t MaxShardBytes,
+                      ReshardReport &Report, std::string &Error) {
   OldState Old;
   CheckpointHeader First;
   if (!openOld(Dir, From, Old, First, Error))
@@ -327,7 +328,11 @@ bool writeFp32Weights(const std::string &Dir, const plan::Plan &From,
     convertOnHost(Data[T].data(), ElementType::F32, Params.data(), ParamType,
                   Elems, /*Accumulate=*/false, 1);
   }
-  if (!saveWeights(From, Names, Data, ElementType::F32, Path, Error))
+  bool OneFile = Path.size() > 12 &&
+                 Path.compare(Path.size() - 12, 12, ".safetensors") == 0;
+  if (OneFile ? !saveWeights(From, Names, Data, ElementType::F32, Path, Error)
+              : !saveModelFolder(From, Names, Data, ElementType::F32, Path,
+                                 MaxShardBytes, Dir, Error))
     return false;
   Report.Step = First.Step;
   Report.BytesRead = Old.BytesRead;

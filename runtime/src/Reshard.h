@@ -38,14 +38,17 @@ bool reshardCheckpoint(const std::string &FromDir,
                        const dsc::plan::Plan &To, const std::string &ToDir,
                        ReshardReport &Report, std::string &Error);
 
-/// Writes the checkpoint's fp32 master weights, every tensor whole, as
-/// safetensors at Path (DeepSpeed's zero_to_fp32.py does this for its
-/// checkpoints): under the names of the checkpoint's model.safetensors
-/// where it has one (the --init file's), else the plan's. A tensor with
-/// no master weights (frozen) is written from its parameters.
+/// Writes the checkpoint's fp32 master weights, every tensor whole
+/// (DeepSpeed's zero_to_fp32.py does this for its checkpoints): one
+/// safetensors file where Path ends in .safetensors, else a model folder
+/// in save_pretrained's layout (shards of at most MaxShardBytes, the
+/// index, the checkpoint's config.json). Under the names of the
+/// checkpoint's weights where it has them (the --init file's), else the
+/// plan's. A tensor with no master weights (frozen) is written from its
+/// parameters.
 bool writeFp32Weights(const std::string &Dir, const dsc::plan::Plan &From,
-                      const std::string &Path, ReshardReport &Report,
-                      std::string &Error);
+                      const std::string &Path, uint64_t MaxShardBytes,
+                      ReshardReport &Report, std::string &Error);
 
 /// Checks a checkpoint without a GPU: every rank's shard of From is there,
 /// written by From at one step, and every byte of the shards and of

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <netdb.h>
 #include <thread>
 #include <unistd.h>
@@ -46,6 +48,38 @@ TcpStoreClient::~TcpStoreClient() {
     close(Fd);
 }
 
+namespace {
+
+/// A connection to A within Limit ms, or -1: non-blocking, so that an
+/// address that never answers costs the rendezvous timeout, not the
+/// kernel's minutes of SYN retries.
+int connectWithin(const addrinfo *A, int Limit) {
+  int S = socket(A->ai_family, A->ai_socktype, 0);
+  if (S < 0)
+    return -1;
+  int Flags = fcntl(S, F_GETFL, 0);
+  fcntl(S, F_SETFL, Flags | O_NONBLOCK);
+  int Status = ::connect(S, A->ai_addr, A->ai_addrlen);
+  if (Status != 0 && errno == EINPROGRESS) {
+    pollfd Poll{S, POLLOUT, 0};
+    int Error = 0;
+    socklen_t Size = sizeof(Error);
+    Status = poll(&Poll, 1, Limit) == 1 &&
+                     getsockopt(S, SOL_SOCKET, SO_ERROR, &Error, &Size) == 0 &&
+                     Error == 0
+                 ? 0
+                 : -1;
+  }
+  if (Status != 0) {
+    close(S);
+    return -1;
+  }
+  fcntl(S, F_SETFL, Flags);
+  return S;
+}
+
+} // namespace
+
 bool TcpStoreClient::connect(const std::string &Host, int Port,
                              std::chrono::steady_clock::time_point Deadline,
                              std::string &Error) {
@@ -58,35 +92,49 @@ bool TcpStoreClient::connect(const std::string &Host, int Port,
     Error = "cannot resolve the store's address " + Where;
     return false;
   }
-  while (Fd < 0) {
-    for (addrinfo *A = Address; A && Fd < 0; A = A->ai_next) {
-      int S = socket(A->ai_family, A->ai_socktype, 0);
-      if (S >= 0 && ::connect(S, A->ai_addr, A->ai_addrlen) == 0)
-        Fd = S;
-      else if (S >= 0)
-        close(S);
+  auto Open = [&] {
+    while (Fd < 0) {
+      for (addrinfo *A = Address; A && Fd < 0; A = A->ai_next)
+        Fd = connectWithin(A, std::max(millisecondsLeft(Deadline), 1));
+      if (Fd >= 0 || millisecondsLeft(Deadline) == 0)
+        break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    if (Fd >= 0 || millisecondsLeft(Deadline) == 0)
-      break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  freeaddrinfo(Address);
-  if (Fd < 0) {
+    return Fd >= 0;
+  };
+  auto Validation = [] {
+    std::string Hello;
+    append<uint8_t>(Hello, Validate);
+    append<uint32_t>(Hello, ValidationMagic);
+    return Hello;
+  };
+  if (!Open()) {
+    freeaddrinfo(Address);
     Error = "cannot reach the TCPStore at " + Where +
             ": nothing accepted the connection before the rendezvous timeout";
     return false;
   }
   // A store answers the ping with its nonce; anything else is not one.
-  std::string Hello;
-  append<uint8_t>(Hello, Validate);
-  append<uint32_t>(Hello, ValidationMagic);
+  // A store older than the ping (PyTorch before its libuv server) closes
+  // the connection at the unknown query: then validation alone.
+  std::string Hello = Validation();
   uint32_t Nonce = uint32_t(getpid());
   append<uint8_t>(Hello, Ping);
   append<uint32_t>(Hello, Nonce);
   uint32_t Echo = 0;
-  if (!send(Hello, Error) ||
-      !receive(&Echo, sizeof(Echo), Deadline, "the answer to its ping", Error))
-    return false;
+  auto PingDeadline = std::min(
+      Deadline, std::chrono::steady_clock::now() + std::chrono::seconds(10));
+  bool Pinged = send(Hello, Error) &&
+                receive(&Echo, sizeof(Echo), PingDeadline,
+                        "the answer to its ping", Error);
+  if (!Pinged) {
+    close(Fd);
+    Fd = -1;
+    bool Ok = Open() && send(Validation(), Error);
+    freeaddrinfo(Address);
+    return Ok;
+  }
+  freeaddrinfo(Address);
   if (Echo != Nonce) {
     Error = "the TCPStore at " + Where + " answered its ping with " +
             std::to_string(Echo) + ", not " + std::to_string(Nonce) +

@@ -10,6 +10,8 @@
 // "/".
 //
 //   on connect  VALIDATE, uint32 0x3C85F7CE; PING, uint32 n -> uint32 n
+//               (a store that closes at the ping, older than it, is
+//               joined again with the validation alone)
 //   set         SET, key, value
 //   wait        WAIT, uint64 count, keys -> one byte, STOP_WAITING (0)
 //   get         GET, key -> value (after a wait: a missing key ends the
@@ -34,8 +36,9 @@ public:
 
   /// Connects to the store at Host:Port, retrying until Deadline (the
   /// agent may start after its worker), and checks that a store answers:
-  /// the validation, then a ping that must come back. Error names the
-  /// address and what failed.
+  /// the validation, then a ping that must come back with its nonce (a
+  /// store that closes the connection at it is joined again without).
+  /// Error names the address and what failed.
   bool connect(const std::string &Host, int Port,
                std::chrono::steady_clock::time_point Deadline,
                std::string &Error);

@@ -55,11 +55,15 @@ std::optional<TokenFile> TokenFile::open(const std::string &Path,
   int32_t Header[3] = {0, 0, 0};
   if (Bytes >= 1024)
     memcpy(Header, Data, sizeof(Header));
-  if (Bytes >= 1024 && uint32_t(Header[0]) == LlmcMagic) {
-    if (Header[1] != 1 && Header[1] != 2) {
-      Error = Path + ": an llm.c token file of version " +
-              std::to_string(Header[1]) +
-              "; dsrun reads version 1 (uint16 ids) and 2 (uint32 ids)";
+  bool Wide = uint32_t(Header[0]) == LlmcWideMagic;
+  if (Bytes >= 1024 && (uint32_t(Header[0]) == LlmcMagic || Wide)) {
+    if (Wide ? Header[1] != 7 : Header[1] != 1 && Header[1] != 2) {
+      Error = Path + ": an llm.c token file of magic " +
+              std::to_string(uint32_t(Header[0])) + " and version " +
+              std::to_string(Header[1]) + "; dsrun reads magic " +
+              std::to_string(LlmcMagic) + " version 1 (uint16 ids) or 2 "
+              "(uint32), and magic " + std::to_string(LlmcWideMagic) +
+              " version 7 (uint32)";
       return std::nullopt;
     }
     F.Headered = true;

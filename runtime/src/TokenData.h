@@ -69,6 +69,8 @@ private:
 };
 
 constexpr uint32_t LlmcMagic = 20240520;
+/// llm.c's files of uint32 ids (its Llama 3 data): another magic, version 7.
+constexpr uint32_t LlmcWideMagic = 20240801;
 
 /// Which window each global sample reads.
 class TokenSampler {

@@ -113,9 +113,12 @@ bool Executor::openTraining() {
   // tables (an embedding padded past the tokenizer's ids).
   if (std::optional<uint64_t> Config = configVocabSize(Weights->Folder, Error);
       Config && *Config < Vocab) {
-    if (std::string Beyond = Tokens->idBeyond(*Config); !Beyond.empty())
-      return Fail(Options.DataPath + ": " + Beyond + " (vocab_size of " +
-                  Weights->Folder + "/config.json)");
+    for (const auto &[Path, File] :
+         {std::pair{Options.DataPath, &Tokens}, {Options.ValDataPath, &ValTokens}})
+      if (*File)
+        if (std::string Beyond = (*File)->idBeyond(*Config); !Beyond.empty())
+          return Fail(Path + ": " + Beyond + " (vocab_size of " +
+                      Weights->Folder + "/config.json)");
   } else if (!Error.empty()) {
     return Fail(Error);
   }

@@ -192,10 +192,13 @@ struct WeightFiles {
   bool open(const std::string &Path, std::string &Error) {
     std::string Index;
     if (isDirectory(Path)) {
+      // from_pretrained's order: the single file, then the index.
       Folder = Path;
-      if (exists(Path + "/" + ModelIndexName))
+      if (exists(Path + "/model.safetensors"))
+        ;
+      else if (exists(Path + "/" + ModelIndexName))
         Index = Path + "/" + ModelIndexName;
-      else if (!exists(Path + "/model.safetensors")) {
+      else {
         Error = Path + ": a folder with neither model.safetensors nor " +
                 ModelIndexName;
         return false;
@@ -410,21 +413,31 @@ bool saveModelFolder(const plan::Plan &P, const std::vector<std::string> &Names,
                      std::string &Error) {
   if (!makeDirectories(Dir, Error))
     return false;
-  // Shards as transformers cuts them: tensors in order, a new shard where
-  // the next tensor would take this one past the limit (a tensor larger
-  // than the limit has a shard of its own).
-  std::vector<std::vector<uint32_t>> Shards(1);
+  // Shards as huggingface_hub's split_state_dict_into_shards cuts them for
+  // save_pretrained: tensors in order, a new shard where the next tensor
+  // would take the current one past the limit; a tensor larger than the
+  // limit gets a shard of its own, placed when it comes, while the current
+  // one goes on filling.
+  std::vector<std::vector<uint32_t>> Shards;
+  std::vector<uint32_t> Current;
   uint64_t Bytes = 0, Total = 0;
   for (uint32_t T = 0; T < P.Tensors.size(); ++T) {
     uint64_t Size = Data[T].size();
-    if (!Shards.back().empty() && Bytes + Size > MaxShardBytes) {
-      Shards.emplace_back();
+    Total += Size;
+    if (Size > MaxShardBytes) {
+      Shards.push_back({T});
+      continue;
+    }
+    if (!Current.empty() && Bytes + Size > MaxShardBytes) {
+      Shards.push_back(Current);
+      Current.clear();
       Bytes = 0;
     }
-    Shards.back().push_back(T);
+    Current.push_back(T);
     Bytes += Size;
-    Total += Size;
   }
+  if (!Current.empty() || Shards.empty())
+    Shards.push_back(Current);
   std::vector<std::string> Written;
   if (Shards.size() == 1) {
     Written.push_back("model.safetensors");
@@ -432,6 +445,9 @@ bool saveModelFolder(const plan::Plan &P, const std::vector<std::string> &Names,
                       Error))
       return false;
   } else {
+    // Shards of an earlier save may have the same names: without its
+    // index, a save cut short cannot be read as a mix of the two.
+    unlink((Dir + "/" + ModelIndexName).c_str());
     dsc::safetensors::Index Index;
     Index.TotalSize = Total;
     for (size_t K = 0; K < Shards.size(); ++K) {
@@ -446,8 +462,7 @@ bool saveModelFolder(const plan::Plan &P, const std::vector<std::string> &Names,
         Index.WeightMap[Names[T].empty() ? P.Tensors[T].Name : Names[T]] =
             Name;
     }
-    // The index last: until it is there, the folder's old index (if any)
-    // still names only files of the old save.
+    // The index last: until it is there, no reader takes the shards.
     Written.push_back(ModelIndexName);
     if (!writeFileAtomically(Dir + "/" + ModelIndexName,
                              dsc::safetensors::indexJson(Index), Error))
@@ -513,14 +528,18 @@ std::optional<uint64_t> configVocabSize(const std::string &Folder,
 }
 
 std::optional<uint64_t> parseShardSize(const std::string &Text) {
-  // transformers' convert_file_size_to_int: GB is 10^9, GiB 2^30.
+  // transformers' convert_file_size_to_int: GB is 10^9, GiB 2^30, and a
+  // decimal unit ending in a lower-case b counts bits ("5Gb").
   char *End = nullptr;
   double V = strtod(Text.c_str(), &End);
   if (End == Text.c_str() || !(V > 0))
     return std::nullopt;
   std::string Unit = End;
+  bool Bits = Unit.size() == 2 && Unit[1] == 'b';
   for (char &C : Unit)
     C = char(toupper(static_cast<unsigned char>(C)));
+  if (Bits && Unit != "KB" && Unit != "MB" && Unit != "GB")
+    return std::nullopt;
   double Scale = Unit.empty() || Unit == "B" ? 1
                  : Unit == "KB"              ? 1e3
                  : Unit == "MB"              ? 1e6
@@ -529,6 +548,8 @@ std::optional<uint64_t> parseShardSize(const std::string &Text) {
                  : Unit == "MIB"             ? 1048576.0
                  : Unit == "GIB"             ? 1073741824.0
                                              : 0;
+  if (Bits)
+    Scale /= 8;
   if (!Scale || V * Scale < 1 || V * Scale > 1e15)
     return std::nullopt;
   return uint64_t(V * Scale);

@@ -1,7 +1,8 @@
 //===- dsrun-reshard.cpp - A checkpoint for another plan ------------------===//
 //
 //   dsrun-reshard CHECKPOINT NEW_PLAN.bin OUT_DIR [--from-plan PLAN.bin]
-//   dsrun-reshard CHECKPOINT --fp32-weights OUT.safetensors [--from-plan PLAN.bin]
+//   dsrun-reshard CHECKPOINT --fp32-weights OUT[.safetensors] [--max-shard-size SIZE]
+//                 [--from-plan PLAN.bin]
 //   dsrun-reshard --check CHECKPOINT [--from-plan PLAN.bin]
 //
 // Host-only: no GPU needed (Reshard.h says what it moves).
@@ -12,6 +13,7 @@
 #include "Checkpoint.h"
 #include "Cli.h"
 #include "Reshard.h"
+#include "Weights.h"
 
 #include <cstdio>
 #include <cstring>
@@ -30,10 +32,11 @@ static const char *const Usage =
     "weights and Adam moments moved exactly, the step, scheduler position,\n"
     "seed and loss scale kept. Then: dsrun NEW_PLAN.bin --resume OUT_DIR.\n"
     "\n"
-    "   or: dsrun-reshard CHECKPOINT --fp32-weights OUT.safetensors\n"
+    "   or: dsrun-reshard CHECKPOINT --fp32-weights OUT [--max-shard-size 5GB]\n"
     "Writes the checkpoint's fp32 master weights, every tensor whole (what\n"
-    "DeepSpeed's zero_to_fp32.py gives), under the checkpoint's\n"
-    "model.safetensors names.\n"
+    "DeepSpeed's zero_to_fp32.py gives), under the names of the\n"
+    "checkpoint's weights: a model folder as save_pretrained writes it\n"
+    "(shards, index, config.json), or OUT.safetensors, one file.\n"
     "\n"
     "   or: dsrun-reshard --check CHECKPOINT\n"
     "Checks a checkpoint: every rank's shard there, of one step, written by\n"
@@ -54,6 +57,7 @@ int main(int argc, char **argv) {
     return 0;
   std::vector<std::string> Positional;
   std::string FromPlanPath, Fp32Path;
+  uint64_t MaxShardBytes = 5000000000ull; // transformers' default
   bool Check = false;
   for (int I = 1; I < argc; ++I) {
     std::string A = argv[I];
@@ -65,8 +69,17 @@ int main(int argc, char **argv) {
       Check = true;
     } else if (A == "--fp32-weights") {
       if (I + 1 >= argc)
-        return fail("--fp32-weights needs the safetensors file to write");
+        return fail("--fp32-weights needs the folder or safetensors file to "
+                    "write");
       Fp32Path = argv[++I];
+    } else if (A == "--max-shard-size") {
+      std::optional<uint64_t> Size =
+          I + 1 < argc ? parseShardSize(argv[I + 1]) : std::nullopt;
+      if (!Size)
+        return fail("--max-shard-size needs a size: bytes, or a number with "
+                    "KB, MB, GB (powers of 1000) or KiB, MiB, GiB");
+      MaxShardBytes = *Size;
+      ++I;
     } else if (A.size() > 1 && A[0] == '-') {
       fprintf(stderr, "dsrun-reshard: unknown option '%s'\n%s", A.c_str(),
               Usage);
@@ -105,7 +118,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!Fp32Path.empty()) {
-    if (!writeFp32Weights(FromDir, *From, Fp32Path, Report, Error))
+    if (!writeFp32Weights(FromDir, *From, Fp32Path, MaxShardBytes, Report,
+                          Error))
       return fail(Error);
     printf("dsrun-reshard: step %u's fp32 weights, %zu tensors (%.1f MiB) in "
            "%s\n",

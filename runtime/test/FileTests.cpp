@@ -150,6 +150,20 @@ TEST(Files, TokenFiles) {
   memcpy(Llmc.data(), Header.data(), 1024);
   std::string D = writeTemp("version.bin", Llmc.data(), Llmc.size());
   EXPECT(!TokenFile::open(D, Error) && Error.find("version 7") != std::string::npos);
+  // llm.c's own uint32 files (its Llama 3 data): magic 20240801, version 7.
+  Header[0] = int32_t(LlmcWideMagic);
+  Header[2] = 3;
+  memcpy(Llmc.data(), Header.data(), 1024);
+  std::string Wide = writeTemp("wide.bin", Llmc.data(), Llmc.size());
+  F = TokenFile::open(Wide, Error);
+  EXPECT(F && F->tokens() == 3 && F->tokenBytes() == 4 && (*F)[0] == 100000);
+  Header[1] = 2;
+  memcpy(Llmc.data(), Header.data(), 1024);
+  std::string WideV2 = writeTemp("wide-v2.bin", Llmc.data(), Llmc.size());
+  EXPECT(!TokenFile::open(WideV2, Error) &&
+         Error.find("magic 20240801 and version 2") != std::string::npos);
+  unlink(Wide.c_str());
+  unlink(WideV2.c_str());
   std::string E = writeTemp("odd.bin", Raw.data(), 9);
   EXPECT(!TokenFile::open(E, Error) && Error.find("uint16") != std::string::npos);
   EXPECT(!TokenFile::open("/nonexistent/tokens.bin", Error));
@@ -322,12 +336,37 @@ TEST(Files, ModelFolders) {
            Back->Values[3][3] == 195.0f);
   }
   EXPECT(checkWeightsFile(Dir, Error));
+  // A user's own file beside the weights survives every save.
+  std::ofstream(Dir + "/my.safetensors") << "mine";
   // A second save that fits one file replaces the shards and the index.
   EXPECT(saveModelFolder(P, FileNames, Data, ElementType::BF16, Dir,
                          5000000000ull, From, Error));
   EXPECT(modelWeightsFiles(Dir) ==
          std::vector<std::string>({"model.safetensors"}));
+  EXPECT(fs::exists(Dir + "/my.safetensors"));
   EXPECT(loadWeights(P, Dir, Error).has_value());
+  // An index beside model.safetensors (left by another tool): the single
+  // file is read, as from_pretrained reads it.
+  std::ofstream(Dir + "/model.safetensors.index.json")
+      << "{\"weight_map\": {\"norm\": \"gone.safetensors\"}}";
+  EXPECT(loadWeights(P, Dir, Error).has_value());
+  fs::remove(Dir + "/model.safetensors.index.json");
+  // A tensor past the limit gets a shard of its own where it comes; the
+  // current shard goes on filling (huggingface_hub's rule): 64-byte embed
+  // alone at 40 bytes; 32 + 0 ... l0 and l1 (32 each) cannot share 40.
+  EXPECT(saveModelFolder(P, FileNames, Data, ElementType::BF16, Dir, 40, From,
+                         Error));
+  {
+    std::ifstream In(Dir + "/model.safetensors.index.json");
+    std::string Text((std::istreambuf_iterator<char>(In)), {});
+    dsc::safetensors::Index Cut;
+    EXPECT(dsc::safetensors::readIndex(Text.data(), Text.size(), Cut, Error));
+    EXPECT(Cut.WeightMap["model.embed_tokens.weight"] ==
+               "model-00001-of-00003.safetensors" &&
+           Cut.WeightMap["l0.weight"] == "model-00002-of-00003.safetensors" &&
+           Cut.WeightMap["l1.weight"] == "model-00003-of-00003.safetensors" &&
+           Cut.WeightMap["norm"] == "model-00003-of-00003.safetensors");
+  }
 
   // Indexes that lie.
   auto Refused = [&](const std::string &Json, const char *Says) {
@@ -338,15 +377,27 @@ TEST(Files, ModelFolders) {
       fprintf(stderr, "wanted '%s', got '%s'\n", Says, Error.c_str());
     EXPECT(Ok);
   };
-  Refused("{\"weight_map\": {\"norm\": \"model.safetensors\", "
-          "\"gone\": \"model.safetensors\"}}",
-          "puts 'gone' in model.safetensors, which does not hold it");
+  Refused("{\"weight_map\": {\"norm\": \"model-00003-of-00003.safetensors\", "
+          "\"gone\": \"model-00003-of-00003.safetensors\"}}",
+          "puts 'gone' in model-00003-of-00003.safetensors, which does not "
+          "hold it");
   Refused("{\"weight_map\": {\"norm\": \"../model.safetensors\"}}",
           "which is not a file name in the index's folder");
   Refused("{\"metadata\": {}}", "it has no weight_map");
   Refused("{\"weight_map\": {\"norm\": \"absent.safetensors\"}}",
           "absent.safetensors: cannot open");
   Refused("{\"weight_map\": {\"norm\": 3}}", "malformed safetensors index");
+  // What transformers reads past: metadata that is null, or sizes that are
+  // not integers.
+  for (const char *Meta : {"null", "{\"total_size\": 136.0}",
+                           "{\"total_size\": \"136\", \"format\": \"pt\"}"}) {
+    std::string Json = std::string("{\"metadata\": ") + Meta +
+                       ", \"weight_map\": {\"x\": \"f.safetensors\"}}";
+    dsc::safetensors::Index Lenient;
+    EXPECT(dsc::safetensors::readIndex(Json.data(), Json.size(), Lenient,
+                                       Error) &&
+           Lenient.WeightMap.size() == 1 && Lenient.TotalSize == 0);
+  }
   fs::remove_all(Dir);
   fs::create_directories(Dir);
   EXPECT(!loadWeights(P, Dir, Error) &&
@@ -369,6 +420,7 @@ TEST(Files, ModelFolders) {
   EXPECT(parseShardSize("500MB") == 500000000ull);
   EXPECT(parseShardSize("2GiB") == 2147483648ull);
   EXPECT(parseShardSize("1000") == 1000ull);
+  EXPECT(parseShardSize("8Gb") == 1000000000ull); // Bits, as transformers.
   EXPECT(!parseShardSize("5 GB") && !parseShardSize("GB") &&
          !parseShardSize("-1GB") && !parseShardSize("5XB"));
   fs::remove_all(Dir);

@@ -148,12 +148,14 @@ namespace {
 
 /// A TCPStore as torchrun's agent serves one, speaking the wire protocol
 /// PyTorch 2.11's client was recorded speaking (TcpStore.h): validation,
-/// ping, set, wait and get. One thread a connection; a wait blocks until
-/// its key is set. BadPing answers pings with the wrong nonce, as another
-/// service would.
+/// ping, set, wait and get, validation first or the connection closes. One
+/// thread a connection; a wait blocks until its key is set. BadPing
+/// answers pings with the wrong nonce, as another service would; NoPing
+/// closes the connection at one, as a store older than the ping does.
 class FakeStore {
 public:
-  explicit FakeStore(bool BadPing = false) : BadPing(BadPing) {
+  enum Mode { Good, BadPing, NoPing };
+  explicit FakeStore(Mode How = Good) : How(How) {
     Listen = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in Any{};
     Any.sin_family = AF_INET;
@@ -195,7 +197,7 @@ public:
   std::mutex M;
 
 private:
-  bool BadPing;
+  Mode How;
   int Listen = -1;
   bool Stopping = false;
   std::thread Acceptor;
@@ -214,19 +216,22 @@ private:
     return read(Fd, S.data(), Size);
   }
   void serve(int Fd) {
-    for (;;) {
+    for (bool Validated = false;;) {
       uint8_t Query = 0;
       uint32_t Word = 0;
       std::string Key, Value;
-      if (!read(Fd, &Query, 1))
+      if (!read(Fd, &Query, 1) || (!Validated && Query != 0))
         return;
       if (Query == 0) { // VALIDATE
         if (!read(Fd, &Word, 4) || Word != 0x3C85F7CE)
           return;
+        Validated = true;
       } else if (Query == 13) { // PING
-        if (!read(Fd, &Word, 4))
+        if (!read(Fd, &Word, 4) || How == NoPing) {
+          shutdown(Fd, SHUT_RDWR);
           return;
-        Word += BadPing;
+        }
+        Word += How == BadPing;
         sendAll(Fd, &Word, 4);
       } else if (Query == 1) { // SET
         if (!readString(Fd, Key) || !readString(Fd, Value))
@@ -337,10 +342,21 @@ TEST(Launch, TorchrunAgentStore) {
   }
   {
     // Something else on the port: refused by its answer to the ping.
-    FakeStore Other(/*BadPing=*/true);
+    FakeStore Other(FakeStore::BadPing);
     std::string Blob = "id";
     EXPECT(!exchangeBlob(Process(0, Other.Port), Blob, 5, Error));
     EXPECT(Error.find("another service on that port") != std::string::npos);
+  }
+  {
+    // A store older than the ping: joined with the validation alone.
+    FakeStore Old(FakeStore::NoPing);
+    std::string Blob = "id-1", Got;
+    std::thread Reader([&] {
+      std::string E;
+      EXPECT(exchangeBlob(Process(3, Old.Port), Got, 20, E) && Got == "id-1");
+    });
+    EXPECT(exchangeBlob(Process(0, Old.Port), Blob, 20, Error));
+    Reader.join();
   }
   // Nothing there at all.
   std::string Blob;

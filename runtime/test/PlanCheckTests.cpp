@@ -326,9 +326,18 @@ static void editedPlans(const char *Path, const plan::Plan &Good) {
     plan::Plan P = Good;
     bool Fp32 = P.Views[Good.Places.Owned.Master].Type == plan::DType::F32;
     P.Views[M1].Type = Fp32 ? plan::DType::BF16 : plan::DType::F16;
-    EXPECT(Refusal(P).find(Fp32 ? "bf16 master weights or moments"
+    EXPECT(Refusal(P).find(Fp32 ? "optimizer state in bf16 where its "
+                                  "settings say fp32"
                                 : "optimizer state in fp16") !=
            std::string::npos);
+    // Settings of bf16 state with the optimizer offloaded: refused by name
+    // whatever the views say.
+    P = Good;
+    P.Settings.MasterDType = P.Settings.OptimizerStateDType = plan::DType::BF16;
+    P.Settings.OptimizerOffload = plan::OffloadDevice::CPU;
+    EXPECT(Refusal(P).find("bf16 master weights or moments") !=
+               std::string::npos ||
+           !plan::checkPlan(P).empty());
   }
   if (!Good.Views.empty()) {
     plan::Plan P = Good;

@@ -283,7 +283,25 @@ static void roundTrip(const std::string &FromPath, const std::string &ToPath,
   // The fp32 weights of the converted checkpoint: each tensor's master
   // weights whole, as the old plan's shards held them.
   std::string Weights = Root + "/fp32.safetensors";
-  EXPECT(writeFp32Weights(B, *To, Weights, Report, Error));
+  EXPECT(writeFp32Weights(B, *To, Weights, 5000000000ull, Report, Error));
+  {
+    // The same weights as a model folder of 4 KB shards.
+    std::string Folder = Root + "/fp32-folder";
+    EXPECT(writeFp32Weights(B, *To, Folder, 4096, Report, Error));
+    std::optional<InitialWeights> One = loadWeights(*To, Weights, Error),
+                                  Many = loadWeights(*To, Folder, Error);
+    // Bit for bit: the synthetic state holds NaNs.
+    bool Same = One && Many && One->FileName == Many->FileName;
+    for (size_t T = 0; Same && T < One->Values.size(); ++T)
+      Same = One->Values[T].size() == Many->Values[T].size() &&
+             memcmp(One->Values[T].data(), Many->Values[T].data(),
+                    One->Values[T].size() * 4) == 0;
+    EXPECT(Same);
+    if (!Same)
+      fprintf(stderr, "  %s: %s\n", Folder.c_str(), Error.c_str());
+    EXPECT(modelWeightsFiles(Folder).size() > 2 ||
+           Report.BytesWritten <= 4096);
+  }
   std::vector<char> File = readFile(Weights);
   dsc::safetensors::Header H;
   EXPECT(dsc::safetensors::readHeader(File.data(), File.size(), File.size(), H,

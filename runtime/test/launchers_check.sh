@@ -37,7 +37,9 @@ if command -v torchrun > /dev/null; then
   run torchrun torchrun --no-python --nproc_per_node "$n" \
     --master_port $((29500 + $$ % 1000)) "$dsrun"
 else
-  echo "skipped: torchrun (not on this machine)"
+  # The test is for torchrun above all: its absence is a failure.
+  echo "FAILED: torchrun is not on this machine (PyTorch's launcher)"
+  failed=1
 fi
 if command -v mpirun > /dev/null; then
   # dsrun built without MPI meets at MASTER_ADDR:MASTER_PORT instead.

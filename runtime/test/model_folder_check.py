@@ -49,7 +49,7 @@ def check(saved, single, tokens, seq, micro, world, dsrun_json):
     shards = [f for f in os.listdir(saved) if f.endswith(".safetensors")]
     print(f"{saved}: {len(shards)} weight file(s), loading info "
           f"{problems or 'clean'}")
-    ok = not problems
+    ok = not problems and len(shards) > 1  # --max-shard-size cut it
     mine = {}
     for f in shards:
         mine.update(load_file(os.path.join(saved, f)))

@@ -205,8 +205,16 @@ private:
 void checkCombinations(LintContext &C) {
   const ConfigView &V = C.View;
   std::string Offload = V.offloadOptimizerDevice();
-  if (V.getBool("bf16.bf16_master_weights_and_grads").value_or(false) &&
-      Offload != "none")
+  bool BF16Master =
+      V.getBool("bf16.bf16_master_weights_and_grads").value_or(false);
+  // DeepSpeed would cast fp16 or fp32 weights into bf16 masters.
+  if (BF16Master && !V.bf16Enabled())
+    C.report(Rule::NotPlanned, C.rangeOf("bf16.bf16_master_weights_and_grads"),
+             "'bf16.bf16_master_weights_and_grads' is true without bf16 "
+             "training, which dsc does not plan (bf16 master weights of " +
+                 std::string(V.fp16Enabled() ? "fp16" : "fp32") +
+                 " ones); enable bf16 or set it to false");
+  if (BF16Master && Offload != "none")
     C.report(Rule::NotPlanned, C.rangeOf("bf16.bf16_master_weights_and_grads"),
              "'bf16.bf16_master_weights_and_grads' is true with the optimizer "
              "offloaded to " + Offload + ", which dsc does not plan "
