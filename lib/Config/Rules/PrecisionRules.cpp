@@ -110,7 +110,6 @@ void checkPrecision(LintContext &C) {
   }
   if (BF16Master) {
     NeedsZero("bf16.bf16_master_weights_and_grads");
-
     if (!BF16States && !Offload)
       C.report(Rule::Precision, C.rangeOf("bf16.bf16_master_weights_and_grads"),
                "bf16 master weights without bf16_optimizer_states need "
