@@ -557,10 +557,13 @@ bool Executor::waitUntil(const std::function<cudaError_t()> &Status,
   // Poll, so that a peer that died (an NCCL error) or a hang ends the
   // process within the timeout instead of blocking forever. Agreements
   // between steps wait for the slowest rank's save or restore (rank 0
-  // writes the consolidated weights alone): ten timeouts.
+  // writes the consolidated weights alone): ten timeouts, unless past the
+  // first the watch names a rank that stopped answering (a rank busy
+  // saving still beats; one stopped or gone does not).
   int Seconds = Options.TimeoutSeconds * (Agreeing ? 10 : 1);
-  auto Deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(Seconds);
+  auto Start = std::chrono::steady_clock::now();
+  auto Deadline = Start + std::chrono::seconds(Seconds);
+  auto NextLook = Start + std::chrono::seconds(Options.TimeoutSeconds);
   while (true) {
     cudaError_t E = Status();
     if (E == cudaSuccess)
@@ -577,8 +580,17 @@ bool Executor::waitUntil(const std::function<cudaError_t()> &Status,
             ": NCCL reports an error (a peer may have died): " +
             ncclGetErrorString(Async));
     }
-    if (std::chrono::steady_clock::now() > Deadline)
+    auto Now = std::chrono::steady_clock::now();
+    if (Now > Deadline)
       abortStuck(Agreeing, Seconds);
+    if (Agreeing && Now > NextLook) {
+      if (Watcher.silentRank())
+        abortStuck(Agreeing,
+                   int(std::chrono::duration_cast<std::chrono::seconds>(
+                           Now - Start)
+                           .count()));
+      NextLook = Now + std::chrono::seconds(1);
+    }
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
 }

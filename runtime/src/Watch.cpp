@@ -214,6 +214,19 @@ void Watch::serve() {
     close(P.Fd);
 }
 
+bool Watch::silentRank() const {
+  std::lock_guard<std::mutex> Hold(Lock);
+  int64_t Now = nowMs();
+  if (Listen < 0)
+    return Socket >= 0 && Now - AnsweredMs > SuspectAfterMs;
+  for (int R = 1; R < WorldSize; ++R) {
+    const Heard &H = Ranks[size_t(R)];
+    if (H.AtMs && Now - H.AtMs > SuspectAfterMs)
+      return true;
+  }
+  return false;
+}
+
 std::string Watch::suspects() const {
   std::lock_guard<std::mutex> Hold(Lock);
   int64_t Now = nowMs();

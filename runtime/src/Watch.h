@@ -49,6 +49,10 @@ public:
   /// has not been heard from for 31 s (last at step 12, instruction
   /// 345)"), or "" when every rank beats.
   std::string suspects() const;
+  /// Whether a rank the watch has heard from has stopped answering (rank
+  /// 0: a peer; the others: rank 0). A rank never heard from is not one:
+  /// the watch may simply not reach it.
+  bool silentRank() const;
 
   /// Whether this rank takes part in a watch (listens, or beats).
   bool watching() const { return Listen >= 0 || Socket >= 0; }

@@ -462,7 +462,8 @@ static std::vector<std::string> watchWithOneStopped(int Stopped,
         _exit(1);
       }
       usleep(useconds_t(ReportAfterMs) * 1000);
-      std::string Text = std::to_string(R) + ": " + W.suspects() + "\n";
+      std::string Text = std::to_string(R) + ": " + W.suspects() +
+                         (W.silentRank() ? " [silent]" : "") + "\n";
       (void)!write(Said[1], Text.data(), Text.size());
       _exit(0);
     }
@@ -510,6 +511,8 @@ TEST(Launch, WatchNamesTheStoppedRank) {
     EXPECT(W.listen(2, Error) && W.watching());
     usleep(3500000);
     Unreached = W.suspects();
+    // Never heard from is not silent: agreements keep waiting for it.
+    EXPECT(!W.silentRank());
   });
   Quiet = watchWithOneStopped(2, 6500);
   Other.join();
@@ -525,6 +528,10 @@ TEST(Launch, WatchNamesTheStoppedRank) {
   EXPECT(Quiet[1] == Quiet[0] || Quiet[1].find(Two) == 0);
   EXPECT(RankZero[1].find("rank 0 has not answered for ") == 0);
   EXPECT(RankZero[2].find("rank 0 has not answered for ") == 0);
+  // What cuts an agreement's wait short (Executor::waitUntil).
+  for (const std::string &Line : {Quiet[0], RankZero[1], RankZero[2]})
+    EXPECT(Line.size() > 9 && Line.substr(Line.size() - 9) == " [silent]")
+        << Line;
   Watch Alone;
   EXPECT(Alone.suspects().empty() && !Alone.watching());
 }
