@@ -78,5 +78,5 @@ t0=$(now); kill -STOP "$rank1"; wait $pid; rc=$?; t1=$(now)
 took=$(minus "$t1" "$t0")
 grep -q "rank 1 has not been heard from for" "$out/hung.log" && [ "$rc" -ne 0 ] &&
   awk "BEGIN { exit !($took < $timeout + 15) }"
-check $? "SIGSTOP of rank 1: the job ended after $took s (--timeout $timeout), exit $rc: $(grep -o 'step [0-9]* did not finish.*' "$out/hung.log" | head -1)"
+check $? "SIGSTOP of rank 1: the job ended after $took s (--timeout $timeout), exit $rc: $(grep -o -E '(step [0-9]* did not finish|the ranks did not agree).*' "$out/hung.log" | head -1)"
 exit $failed
