@@ -8,10 +8,14 @@
 #ifndef DSRUN_SOCKETS_H
 #define DSRUN_SOCKETS_H
 
+#include <cerrno>
 #include <cstddef>
+#include <fcntl.h>
+#include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 namespace dsrun {
 
@@ -42,6 +46,34 @@ inline bool receiveAll(int Fd, void *Data, size_t Size, int TimeoutMs) {
     Size -= size_t(N);
   }
   return true;
+}
+
+/// A connection to A within LimitMs, or -1: non-blocking, so that an
+/// address that never answers costs the caller's limit, not the kernel's
+/// minutes of SYN retries.
+inline int connectWithin(const addrinfo *A, int LimitMs) {
+  int S = socket(A->ai_family, A->ai_socktype, 0);
+  if (S < 0)
+    return -1;
+  int Flags = fcntl(S, F_GETFL, 0);
+  fcntl(S, F_SETFL, Flags | O_NONBLOCK);
+  int Status = ::connect(S, A->ai_addr, A->ai_addrlen);
+  if (Status != 0 && errno == EINPROGRESS) {
+    pollfd Poll{S, POLLOUT, 0};
+    int Error = 0;
+    socklen_t Size = sizeof(Error);
+    Status = poll(&Poll, 1, LimitMs) == 1 &&
+                     getsockopt(S, SOL_SOCKET, SO_ERROR, &Error, &Size) == 0 &&
+                     Error == 0
+                 ? 0
+                 : -1;
+  }
+  if (Status != 0) {
+    close(S);
+    return -1;
+  }
+  fcntl(S, F_SETFL, Flags);
+  return S;
 }
 
 } // namespace dsrun

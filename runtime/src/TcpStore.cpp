@@ -48,38 +48,6 @@ TcpStoreClient::~TcpStoreClient() {
     close(Fd);
 }
 
-namespace {
-
-/// A connection to A within Limit ms, or -1: non-blocking, so that an
-/// address that never answers costs the rendezvous timeout, not the
-/// kernel's minutes of SYN retries.
-int connectWithin(const addrinfo *A, int Limit) {
-  int S = socket(A->ai_family, A->ai_socktype, 0);
-  if (S < 0)
-    return -1;
-  int Flags = fcntl(S, F_GETFL, 0);
-  fcntl(S, F_SETFL, Flags | O_NONBLOCK);
-  int Status = ::connect(S, A->ai_addr, A->ai_addrlen);
-  if (Status != 0 && errno == EINPROGRESS) {
-    pollfd Poll{S, POLLOUT, 0};
-    int Error = 0;
-    socklen_t Size = sizeof(Error);
-    Status = poll(&Poll, 1, Limit) == 1 &&
-                     getsockopt(S, SOL_SOCKET, SO_ERROR, &Error, &Size) == 0 &&
-                     Error == 0
-                 ? 0
-                 : -1;
-  }
-  if (Status != 0) {
-    close(S);
-    return -1;
-  }
-  fcntl(S, F_SETFL, Flags);
-  return S;
-}
-
-} // namespace
-
 bool TcpStoreClient::connect(const std::string &Host, int Port,
                              std::chrono::steady_clock::time_point Deadline,
                              std::string &Error) {

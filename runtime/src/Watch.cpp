@@ -108,8 +108,27 @@ bool Watch::connect(int MyRank, const std::string &Host, int At,
   int One = 1;
   setsockopt(Socket, IPPROTO_TCP, TCP_NODELAY, &One, sizeof(One));
   AnsweredMs = StartedMs = nowMs();
+  Joined = true;
+  PeerHost = Host;
+  PeerPort = At;
   Thread = std::thread([this] { beat(); });
   return true;
+}
+
+int Watch::reconnect() const {
+  addrinfo Hints{}, *Address = nullptr;
+  Hints.ai_family = AF_INET;
+  Hints.ai_socktype = SOCK_STREAM;
+  if (getaddrinfo(PeerHost.c_str(), std::to_string(PeerPort).c_str(), &Hints,
+                  &Address) != 0)
+    return -1;
+  int Fd = connectWithin(Address, BeatMs / 2);
+  freeaddrinfo(Address);
+  if (Fd >= 0) {
+    int One = 1;
+    setsockopt(Fd, IPPROTO_TCP, TCP_NODELAY, &One, sizeof(One));
+  }
+  return Fd;
 }
 
 void Watch::beat() {
@@ -121,16 +140,27 @@ void Watch::beat() {
     uint32_t Beat[4] = {uint32_t(Rank), uint32_t(Now >> 32),
                         uint32_t(Now & 0xffffffffu), 0};
     // Rank 0 stopped or gone: its answer stays old, which suspects() says.
-    bool Sent = sendAll(Socket, Beat, sizeof(Beat));
+    // A connection that dropped (rank 0 closed it, a network blip) is made
+    // again, so that a live rank never looks silent for good.
     auto Until = nowMs() + BeatMs;
+    if (Socket < 0) {
+      int Fd = reconnect();
+      std::lock_guard<std::mutex> Hold(Lock);
+      Socket = Fd;
+      Pending.clear();
+    }
+    bool Sent = Socket >= 0 && sendAll(Socket, Beat, sizeof(Beat));
+    bool Dropped = Socket >= 0 && !Sent;
     for (int64_t Left; Sent && !Stop && (Left = Until - nowMs()) > 0;) {
       pollfd Poll{Socket, POLLIN, 0};
       if (poll(&Poll, 1, int(Left)) <= 0)
         continue;
       char Buffer[4096];
       ssize_t N = recv(Socket, Buffer, sizeof(Buffer), 0);
-      if (N <= 0)
+      if (N <= 0) {
+        Dropped = true;
         break;
+      }
       Pending.append(Buffer, size_t(N));
       std::string Latest;
       bool Any = false;
@@ -148,6 +178,11 @@ void Watch::beat() {
         RemoteSuspects = Latest;
         AnsweredMs = nowMs();
       }
+    }
+    if (Dropped) {
+      std::lock_guard<std::mutex> Hold(Lock);
+      close(Socket);
+      Socket = -1;
     }
     while (!Stop && nowMs() < Until)
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -218,7 +253,7 @@ bool Watch::silentRank() const {
   std::lock_guard<std::mutex> Hold(Lock);
   int64_t Now = nowMs();
   if (Listen < 0)
-    return Socket >= 0 && Now - AnsweredMs > SuspectAfterMs;
+    return Joined && Now - AnsweredMs > SuspectAfterMs;
   for (int R = 1; R < WorldSize; ++R) {
     const Heard &H = Ranks[size_t(R)];
     if (H.AtMs && Now - H.AtMs > SuspectAfterMs)
@@ -231,7 +266,7 @@ std::string Watch::suspects() const {
   std::lock_guard<std::mutex> Hold(Lock);
   int64_t Now = nowMs();
   if (Listen < 0) {
-    if (Socket < 0)
+    if (!Joined)
       return "";
     if (Now - AnsweredMs <= SuspectAfterMs)
       return RemoteSuspects;

@@ -55,7 +55,7 @@ public:
   bool silentRank() const;
 
   /// Whether this rank takes part in a watch (listens, or beats).
-  bool watching() const { return Listen >= 0 || Socket >= 0; }
+  bool watching() const { return Listen >= 0 || Joined; }
 
   /// Milliseconds between beats; a rank is suspect after three missed.
   static constexpr int BeatMs = 1000;
@@ -69,8 +69,16 @@ private:
   void beat();
   static int64_t nowMs();
 
+  /// A new connection to rank 0 after one dropped (-1: none yet).
+  int reconnect() const;
+
   int Rank = 0, WorldSize = 1, Port = 0;
   int Listen = -1, Socket = -1;
+  /// Beating to rank 0 at PeerHost:PeerPort (Socket may be between
+  /// connections).
+  bool Joined = false;
+  std::string PeerHost;
+  int PeerPort = 0;
   std::atomic<uint64_t> Position{0};
   std::atomic<bool> Stop{false};
   std::thread Thread;

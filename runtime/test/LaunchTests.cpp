@@ -536,6 +536,34 @@ TEST(Launch, WatchNamesTheStoppedRank) {
   EXPECT(Alone.suspects().empty() && !Alone.watching());
 }
 
+/// A rank whose connection to rank 0 drops beats again on a new one, so
+/// that it never looks silent for good (agreements end on a silent rank).
+TEST(Launch, WatchReconnects) {
+  int Listen = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in Any{};
+  Any.sin_family = AF_INET;
+  Any.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t Size = sizeof(Any);
+  EXPECT(bind(Listen, reinterpret_cast<sockaddr *>(&Any), sizeof(Any)) == 0 &&
+         listen(Listen, 4) == 0 &&
+         getsockname(Listen, reinterpret_cast<sockaddr *>(&Any), &Size) == 0);
+  Watch W;
+  std::string Error;
+  W.progress(3, 9);
+  EXPECT(W.connect(1, "127.0.0.1", ntohs(Any.sin_port), Error));
+  for (int Connection = 0; Connection < 2; ++Connection) {
+    pollfd Poll{Listen, POLLIN, 0};
+    EXPECT(poll(&Poll, 1, 5000) == 1);
+    int Fd = accept(Listen, nullptr, nullptr);
+    uint32_t Beat[4] = {};
+    EXPECT(Fd >= 0 && receiveAll(Fd, Beat, sizeof(Beat), 5000));
+    EXPECT(Beat[0] == 1 && Beat[1] == 3 && Beat[2] == 9);
+    close(Fd); // The first connection dropped; the second one served.
+  }
+  EXPECT(W.watching());
+  close(Listen);
+}
+
 /// Run by mpiexec: each rank learns who it is from MPI's environment alone
 /// (no MASTER_ADDR) and receives rank 0's id by MPI.
 int dsrun::mpiRendezvous() {
