@@ -12,8 +12,11 @@
 #include <cstddef>
 #include <fcntl.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <string>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -74,6 +77,36 @@ inline int connectWithin(const addrinfo *A, int LimitMs) {
   }
   fcntl(S, F_SETFL, Flags);
   return S;
+}
+
+/// Why connectTo found no connection: Host does not resolve (retrying
+/// will not help), or nothing accepted.
+constexpr int Unresolved = -2, Unanswered = -1;
+
+/// A connection to Host:Port within LimitMs, each address it resolves to
+/// tried in turn, with TCP_NODELAY (the messages are small and answered);
+/// else Unresolved or Unanswered, with Why set.
+inline int connectTo(const std::string &Host, int Port, int LimitMs,
+                     std::string &Why) {
+  addrinfo Hints{}, *Address = nullptr;
+  Hints.ai_family = AF_UNSPEC;
+  Hints.ai_socktype = SOCK_STREAM;
+  if (getaddrinfo(Host.c_str(), std::to_string(Port).c_str(), &Hints,
+                  &Address) != 0) {
+    Why = "cannot resolve " + Host;
+    return Unresolved;
+  }
+  int Fd = -1;
+  for (const addrinfo *A = Address; A && Fd < 0; A = A->ai_next)
+    Fd = connectWithin(A, LimitMs);
+  freeaddrinfo(Address);
+  if (Fd < 0) {
+    Why = "nothing accepted the connection";
+    return Unanswered;
+  }
+  int One = 1;
+  setsockopt(Fd, IPPROTO_TCP, TCP_NODELAY, &One, sizeof(One));
+  return Fd;
 }
 
 } // namespace dsrun

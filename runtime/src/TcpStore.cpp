@@ -52,22 +52,13 @@ bool TcpStoreClient::connect(const std::string &Host, int Port,
                              std::chrono::steady_clock::time_point Deadline,
                              std::string &Error) {
   Where = Host + ":" + std::to_string(Port);
-  addrinfo Hints{}, *Address = nullptr;
-  Hints.ai_family = AF_UNSPEC;
-  Hints.ai_socktype = SOCK_STREAM;
-  if (getaddrinfo(Host.c_str(), std::to_string(Port).c_str(), &Hints,
-                  &Address) != 0) {
-    Error = "cannot resolve the store's address " + Where;
-    return false;
-  }
+  // The agent may start after its worker: tried until the deadline.
+  std::string Why;
   auto Open = [&] {
-    while (Fd < 0) {
-      for (addrinfo *A = Address; A && Fd < 0; A = A->ai_next)
-        Fd = connectWithin(A, std::max(millisecondsLeft(Deadline), 1));
-      if (Fd >= 0 || millisecondsLeft(Deadline) == 0)
-        break;
+    while ((Fd = connectTo(Host, Port, std::max(millisecondsLeft(Deadline), 1),
+                           Why)) == Unanswered &&
+           millisecondsLeft(Deadline))
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
     return Fd >= 0;
   };
   auto Validation = [] {
@@ -77,9 +68,11 @@ bool TcpStoreClient::connect(const std::string &Host, int Port,
     return Hello;
   };
   if (!Open()) {
-    freeaddrinfo(Address);
-    Error = "cannot reach the TCPStore at " + Where +
-            ": nothing accepted the connection before the rendezvous timeout";
+    Error = Fd == Unresolved ? Why + ", the TCPStore's address"
+                             : "cannot reach the TCPStore at " + Where +
+                                   ": nothing accepted the connection before "
+                                   "the rendezvous timeout";
+    Fd = -1;
     return false;
   }
   // A store answers the ping with its nonce; anything else is not one.
@@ -98,11 +91,13 @@ bool TcpStoreClient::connect(const std::string &Host, int Port,
   if (!Pinged) {
     close(Fd);
     Fd = -1;
-    bool Ok = Open() && send(Validation(), Error);
-    freeaddrinfo(Address);
-    return Ok;
+    if (Open())
+      return send(Validation(), Error);
+    Fd = -1;
+    Error = "the TCPStore at " + Where + " closed the connection at the "
+            "ping and could not be reached again";
+    return false;
   }
-  freeaddrinfo(Address);
   if (Echo != Nonce) {
     Error = "the TCPStore at " + Where + " answered its ping with " +
             std::to_string(Echo) + ", not " + std::to_string(Nonce) +

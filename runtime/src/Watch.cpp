@@ -79,55 +79,30 @@ bool Watch::listen(int World, std::string &Error) {
 bool Watch::connect(int MyRank, const std::string &Host, int At,
                     std::string &Error) {
   Rank = MyRank;
-  addrinfo Hints{}, *Address = nullptr;
-  Hints.ai_family = AF_INET;
-  Hints.ai_socktype = SOCK_STREAM;
-  if (getaddrinfo(Host.c_str(), std::to_string(At).c_str(), &Hints,
-                  &Address) != 0) {
-    Error = "cannot resolve " + Host;
-    return false;
-  }
-  Socket = socket(AF_INET, SOCK_STREAM, 0);
-  // A firewall that drops the packets must not hold the setup for the
-  // minutes a connect waits by default (Linux bounds it by the send
-  // timeout).
-  timeval Limit{10, 0};
-  if (Socket >= 0)
-    setsockopt(Socket, SOL_SOCKET, SO_SNDTIMEO, &Limit, sizeof(Limit));
-  bool Ok = Socket >= 0 &&
-            ::connect(Socket, Address->ai_addr, Address->ai_addrlen) == 0;
-  freeaddrinfo(Address);
-  if (!Ok) {
-    Error = "cannot reach rank 0 at " + Host + ":" + std::to_string(At) +
-            ": " + strerror(errno);
-    if (Socket >= 0)
-      close(Socket);
-    Socket = -1;
-    return false;
-  }
-  int One = 1;
-  setsockopt(Socket, IPPROTO_TCP, TCP_NODELAY, &One, sizeof(One));
-  AnsweredMs = StartedMs = nowMs();
-  Joined = true;
   PeerHost = Host;
   PeerPort = At;
+  // A firewall that drops the packets must not hold the setup for the
+  // minutes a connect waits by default.
+  std::string Why;
+  Socket = open(10000, Why);
+  if (Socket < 0) {
+    Error = "cannot reach rank 0 at " + Host + ":" + std::to_string(At) +
+            ": " + Why;
+    return false;
+  }
+  AnsweredMs = StartedMs = nowMs();
+  Joined = true;
   Thread = std::thread([this] { beat(); });
   return true;
 }
 
-int Watch::reconnect() const {
-  addrinfo Hints{}, *Address = nullptr;
-  Hints.ai_family = AF_INET;
-  Hints.ai_socktype = SOCK_STREAM;
-  if (getaddrinfo(PeerHost.c_str(), std::to_string(PeerPort).c_str(), &Hints,
-                  &Address) != 0)
-    return -1;
-  int Fd = connectWithin(Address, BeatMs / 2);
-  freeaddrinfo(Address);
-  if (Fd >= 0) {
-    int One = 1;
-    setsockopt(Fd, IPPROTO_TCP, TCP_NODELAY, &One, sizeof(One));
-  }
+int Watch::open(int LimitMs, std::string &Why) const {
+  int Fd = connectTo(PeerHost, PeerPort, LimitMs, Why);
+  // A beat to a rank 0 that stopped reading must not block the thread
+  // for good: it checks Stop between beats.
+  timeval Limit{10, 0};
+  if (Fd >= 0)
+    setsockopt(Fd, SOL_SOCKET, SO_SNDTIMEO, &Limit, sizeof(Limit));
   return Fd;
 }
 
@@ -144,7 +119,8 @@ void Watch::beat() {
     // again, so that a live rank never looks silent for good.
     auto Until = nowMs() + BeatMs;
     if (Socket < 0) {
-      int Fd = reconnect();
+      std::string Why;
+      int Fd = open(BeatMs / 2, Why);
       std::lock_guard<std::mutex> Hold(Lock);
       Socket = Fd;
       Pending.clear();

@@ -69,8 +69,9 @@ private:
   void beat();
   static int64_t nowMs();
 
-  /// A new connection to rank 0 after one dropped (-1: none yet).
-  int reconnect() const;
+  /// A connection to rank 0 within LimitMs: the first, or a new one after
+  /// one dropped (-1, Why set: none).
+  int open(int LimitMs, std::string &Why) const;
 
   int Rank = 0, WorldSize = 1, Port = 0;
   int Listen = -1, Socket = -1;
