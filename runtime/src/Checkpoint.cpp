@@ -265,6 +265,30 @@ bool writeFileAtomically(const std::string &Path, const std::string &Bytes,
          F.commit(Error);
 }
 
+bool copyIfPresent(const std::string &From, const std::string &To,
+                   uint64_t &Bytes, std::string &Error) {
+  FILE *In = fopen(From.c_str(), "rb");
+  if (!In)
+    return true;
+  AtomicFile Out;
+  std::vector<char> Buffer(8 << 20);
+  bool Ok = Out.open(To, Error);
+  while (Ok) {
+    size_t N = fread(Buffer.data(), 1, Buffer.size(), In);
+    if (N == 0) {
+      if (ferror(In)) {
+        Error = From + ": read failed";
+        Ok = false;
+      }
+      break;
+    }
+    Ok = Out.write(Buffer.data(), N, Error);
+    Bytes += N;
+  }
+  fclose(In);
+  return Ok && Out.commit(Error);
+}
+
 std::string checkpointPlanPath(const std::string &Dir) {
   return Dir + "/plan.bin";
 }

@@ -64,6 +64,11 @@ private:
 bool writeFileAtomically(const std::string &Path, const std::string &Bytes,
                          std::string &Error);
 
+/// Copies From to To through an atomic file, if From exists (true, and
+/// nothing done, if it does not); Bytes counts what was copied.
+bool copyIfPresent(const std::string &From, const std::string &To,
+                   uint64_t &Bytes, std::string &Error);
+
 /// What a shard says about the run that wrote it.
 struct CheckpointHeader {
   uint64_t ModelHash = 0, ConfigHash = 0;

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <memory>
 
@@ -17,31 +18,6 @@ namespace plan = dsc::plan;
 namespace dsrun {
 
 namespace {
-
-/// Copies From to To through an atomic file, if From exists.
-bool copyIfPresent(const std::string &From, const std::string &To,
-                   uint64_t &Bytes, std::string &Error) {
-  FILE *In = fopen(From.c_str(), "rb");
-  if (!In)
-    return true;
-  AtomicFile Out;
-  std::vector<char> Buffer(8 << 20);
-  bool Ok = Out.open(To, Error);
-  while (Ok) {
-    size_t N = fread(Buffer.data(), 1, Buffer.size(), In);
-    if (N == 0) {
-      if (ferror(In)) {
-        Error = From + ": read failed";
-        Ok = false;
-      }
-      break;
-    }
-    Ok = Out.write(Buffer.data(), N, Error);
-    Bytes += N;
-  }
-  fclose(In);
-  return Ok && Out.commit(Error);
-}
 
 /// "" or why the two plans are not of one model with one parameter type.
 std::string sameModel(const plan::Plan &From, const plan::Plan &To) {
@@ -280,8 +256,8 @@ bool reshardCheckpoint(const std::string &FromDir, const plan::Plan &From,
   if (!writeCheckpointPlan(ToDir, To, Error))
     return false;
   std::vector<std::string> Carried = modelWeightsFiles(FromDir);
-  Carried.push_back("config.json");
-  Carried.push_back("generation_config.json");
+  Carried.insert(Carried.end(), std::begin(ModelConfigFiles),
+                 std::end(ModelConfigFiles));
   for (const std::string &Name : Carried)
     if (!copyIfPresent(FromDir + "/" + Name, ToDir + "/" + Name, Copied,
                        Error))
@@ -328,11 +304,8 @@ bool writeFp32Weights(const std::string &Dir, const plan::Plan &From,
     convertOnHost(Data[T].data(), ElementType::F32, Params.data(), ParamType,
                   Elems, /*Accumulate=*/false, 1);
   }
-  bool OneFile = Path.size() > 12 &&
-                 Path.compare(Path.size() - 12, 12, ".safetensors") == 0;
-  if (OneFile ? !saveWeights(From, Names, Data, ElementType::F32, Path, Error)
-              : !saveModelFolder(From, Names, Data, ElementType::F32, Path,
-                                 MaxShardBytes, Dir, Error))
+  if (!saveWeightsAt(From, Names, Data, ElementType::F32, Path, MaxShardBytes,
+                     Dir, Error))
     return false;
   Report.Step = First.Step;
   Report.BytesRead = Old.BytesRead;

@@ -380,12 +380,8 @@ bool Executor::writeWeights(const std::string &Path) {
   std::string Error;
   std::vector<std::string> Names =
       Weights ? Weights->FileName : std::vector<std::string>(NT);
-  bool OneFile = Path.size() > 12 &&
-                 Path.compare(Path.size() - 12, 12, ".safetensors") == 0;
-  if (OneFile ? !saveWeights(P, Names, Data, ParamType, Path, Error)
-              : !saveModelFolder(P, Names, Data, ParamType, Path,
-                                 Options.MaxShardBytes,
-                                 Weights ? Weights->Folder : "", Error)) {
+  if (!saveWeightsAt(P, Names, Data, ParamType, Path, Options.MaxShardBytes,
+                     Weights ? Weights->Folder : "", Error)) {
     fprintf(stderr, "dsrun: %s\n", Error.c_str());
     return false;
   }

@@ -158,9 +158,11 @@ bool Executor::verify(uint32_t Steps) {
     ElementType T = ElementType(Buffers.view(X.Owned.Master).Type);
     auto Floats = [&](uint32_t View, uint64_t Count) {
       std::vector<char> Stored = download(Buffers.at(View), Count * elementBytes(T));
+      if (T == ElementType::F32)
+        return Stored;
       std::vector<char> Out(Count * 4);
-      for (uint64_t I = 0; I < Count; ++I)
-        storeAs(Out.data(), I, ElementType::F32, loadAs(Stored.data(), I, T));
+      convertOnHost(Out.data(), ElementType::F32, Stored.data(), T, Count,
+                    /*Accumulate=*/false, Threads);
       return Out;
     };
     MasterBytes = Floats(X.Owned.Master, Owned);

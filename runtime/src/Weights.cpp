@@ -16,7 +16,6 @@
 #include <iterator>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -190,33 +189,28 @@ struct WeightFiles {
   }
 
   bool open(const std::string &Path, std::string &Error) {
-    std::string Index;
+    std::string File = Path;
     if (isDirectory(Path)) {
       // from_pretrained's order: the single file, then the index.
       Folder = Path;
-      if (exists(Path + "/model.safetensors"))
-        ;
-      else if (exists(Path + "/" + ModelIndexName))
-        Index = Path + "/" + ModelIndexName;
-      else {
+      File = Path + "/model.safetensors";
+      if (!exists(File))
+        File = Path + "/" + ModelIndexName;
+      if (!exists(File)) {
         Error = Path + ": a folder with neither model.safetensors nor " +
                 ModelIndexName;
         return false;
       }
     } else {
       Folder = folderOf(Path);
-      if (endsWith(Path, ".index.json"))
-        Index = Path;
     }
-    if (Index.empty()) {
-      if (!addFile(isDirectory(Path) ? Path + "/model.safetensors" : Path,
-                   Error))
-        return false;
-      for (const dsc::safetensors::TensorInfo &T : Files[0]->H.Tensors)
-        Tensors.push_back({Files[0].get(), &T});
-      return true;
-    }
-    return openIndex(Index, Error);
+    if (endsWith(File, ".index.json"))
+      return openIndex(File, Error);
+    if (!addFile(File, Error))
+      return false;
+    for (const dsc::safetensors::TensorInfo &T : Files[0]->H.Tensors)
+      Tensors.push_back({Files[0].get(), &T});
+    return true;
   }
 
   bool openIndex(const std::string &Path, std::string &Error) {
@@ -385,16 +379,6 @@ bool isModelWeightsFile(const std::string &Name) {
   return true;
 }
 
-bool copyText(const std::string &From, const std::string &To,
-              std::string &Error) {
-  std::ifstream In(From, std::ios::binary);
-  if (!In)
-    return true; // Nothing to copy.
-  std::stringstream Text;
-  Text << In.rdbuf();
-  return writeFileAtomically(To, Text.str(), Error);
-}
-
 } // namespace
 
 bool saveWeights(const plan::Plan &P, const std::vector<std::string> &Names,
@@ -470,21 +454,28 @@ bool saveModelFolder(const plan::Plan &P, const std::vector<std::string> &Names,
   }
   // What an earlier save left would shadow or confuse this one:
   // from_pretrained reads model.safetensors before any index.
-  if (DIR *D = opendir(Dir.c_str())) {
-    while (dirent *E = readdir(D)) {
-      std::string Name = E->d_name;
-      if (isModelWeightsFile(Name) &&
-          std::find(Written.begin(), Written.end(), Name) == Written.end())
-        unlink((Dir + "/" + Name).c_str());
-    }
-    closedir(D);
-  }
+  for (const std::string &Name : modelWeightsFiles(Dir))
+    if (std::find(Written.begin(), Written.end(), Name) == Written.end())
+      unlink((Dir + "/" + Name).c_str());
   // transformers loads the folder when it has the model's config.
+  uint64_t Copied = 0;
   if (!ConfigFolder.empty() && ConfigFolder != Dir)
-    for (const char *Name : {"config.json", "generation_config.json"})
-      if (!copyText(ConfigFolder + "/" + Name, Dir + "/" + Name, Error))
+    for (const char *Name : ModelConfigFiles)
+      if (!copyIfPresent(ConfigFolder + "/" + Name, Dir + "/" + Name, Copied,
+                         Error))
         return false;
   return true;
+}
+
+bool saveWeightsAt(const plan::Plan &P, const std::vector<std::string> &Names,
+                   const std::vector<std::vector<char>> &Data,
+                   ElementType Type, const std::string &Path,
+                   uint64_t MaxShardBytes, const std::string &ConfigFolder,
+                   std::string &Error) {
+  return endsWith(Path, ".safetensors")
+             ? saveWeights(P, Names, Data, Type, Path, Error)
+             : saveModelFolder(P, Names, Data, Type, Path, MaxShardBytes,
+                               ConfigFolder, Error);
 }
 
 std::vector<std::string> modelWeightsFiles(const std::string &Dir) {

@@ -28,6 +28,9 @@ namespace dsrun {
 
 /// The index of a sharded model folder, as save_pretrained names it.
 constexpr const char *ModelIndexName = "model.safetensors.index.json";
+/// The model's own files that go along with its weights.
+constexpr const char *ModelConfigFiles[] = {"config.json",
+                                            "generation_config.json"};
 
 struct InitialWeights {
   /// Per plan tensor, its elements in fp32.
@@ -72,6 +75,15 @@ bool saveModelFolder(const dsc::plan::Plan &P,
                      ElementType Type, const std::string &Dir,
                      uint64_t MaxShardBytes, const std::string &ConfigFolder,
                      std::string &Error);
+
+/// What --save-weights and --fp32-weights write at Path: one file where
+/// it ends in .safetensors, else saveModelFolder's layout.
+bool saveWeightsAt(const dsc::plan::Plan &P,
+                   const std::vector<std::string> &Names,
+                   const std::vector<std::vector<char>> &Data,
+                   ElementType Type, const std::string &Path,
+                   uint64_t MaxShardBytes, const std::string &ConfigFolder,
+                   std::string &Error);
 
 /// The weights files save_pretrained's layout has in Dir, sorted.
 std::vector<std::string> modelWeightsFiles(const std::string &Dir);
