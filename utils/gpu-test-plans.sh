@@ -17,7 +17,9 @@
 #   OUT/train2/   plans at 2 ranks with Adam's L2 decay, no bias
 #                 correction and summed gradients (s2-l2sum), also with
 #                 bf16 master weights and moments (s2-l2sum-bf16m), checked
-#                 the same way.
+#                 the same way;
+#   OUT/nodes/    the fixture Llama at ZeRO 3 for 2 nodes of 1 GPU, which
+#                 hostfile_check.sh launches with dsrun --hostfile.
 #
 #   utils/gpu-test-plans.sh BUILD_DIR OUT
 set -eu
@@ -42,6 +44,9 @@ done
 # weights, gradients and moments.
 ACCUMULATION=1 VARIANTS="s2-l2sum s2-l2sum-bf16m" utils/training-plans.sh "$dsc" "$model" \
   llama-fixture "$out/train2" 2 32 30 1e-3 > /dev/null
+# Two nodes of one GPU for dsrun --hostfile (hostfile_check.sh).
+NODES=2 ACCUMULATION=1 VARIANTS=s3 utils/training-plans.sh "$dsc" "$model" \
+  llama-fixture "$out/nodes" 2 32 30 1e-3 > /dev/null
 # Model folders in and out (model_folder_check.sh): the fixture Llama at
 # ZeRO 2 and the fixture GPT-2 (tied embeddings) at ZeRO 3, 2 ranks.
 ACCUMULATION=1 VARIANTS=s2 utils/training-plans.sh "$dsc" "$model" llama \
@@ -50,7 +55,7 @@ ACCUMULATION=1 VARIANTS=s3 utils/training-plans.sh "$dsc" \
   "$build/test/ComputeInputs/gpt2-train.dynamo.onnx" gpt2 "$out/folders" 2 32 \
   30 1e-3 > /dev/null
 rm "$out"/folders/*.txt
-rm "$out"/train2/*.txt
+rm "$out"/train2/*.txt "$out"/nodes/*.txt
 rm "$out"/train/*.txt
 "$dsc" plan "$out/train/llama-fixture-s1.json" "$model" --seq-len 32 \
   --weights-out "$out/train/models/llama-fixture/model.safetensors" > /dev/null

@@ -26,6 +26,9 @@
 # size 1 and accumulation 4 a step reads the samples of world size 2 and
 # accumulation 2 (docs/training.md, "Data").
 #
+# NODES (default 1) spreads WORLD ranks over that many nodes of equal size
+# (dsc plan --nodes, --gpus-per-node), for dsrun --hostfile.
+#
 # Writes OUTDIR/NAME-<variant>.bin and .json (the config, which the
 # reference reads too).
 set -eu
@@ -69,6 +72,8 @@ for variant in ${VARIANTS:-s0 s1 s2 s3 s2-cpu s3-cpuparam s1-fp16 s1-fp32 \
    "params": {"total_num_steps": $steps, "warmup_num_steps": $((steps / 10)),
               "warmup_type": "linear", "cos_min_ratio": 0.1}}}
 JSON
+  nodes=${NODES:-1}
+  [ "$nodes" = 1 ] || ckpt="$ckpt --nodes $nodes --gpus-per-node $((world / nodes))"
   "$dsc" plan "$cfg" "$model" --seq-len "$seq" --world-size "$world" $ckpt \
     -o "$out/$name-$variant.bin" > "$out/$name-$variant.txt"
 done

@@ -30,6 +30,7 @@
 #include "Gemms.h"
 #include "NcclGroup.h"
 #include "Launch.h"
+#include "NodeLaunch.h"
 #include "dsc/PlanFacts.h"
 
 #include <cublas_v2.h>
@@ -491,6 +492,7 @@ static int writeWorkload(const dsc::plan::Plan &P, const std::string &Path) {
 
 static const char *const BenchUsage =
     "usage: dsrun-bench -n PROCESSES [--plan plan.bin] [--comm-min-ctas N]\n"
+    "       dsrun-bench --hostfile FILE [dsrun's --hostfile options] ...\n"
     "       dsrun-bench --plan plan.bin --workload FILE\n"
     "Raw NCCL and copy bandwidth; with --plan, the plan's own NCCL calls\n"
     "and copies (docs/runtime.md); with --workload, the plan's GEMMs and\n"
@@ -505,44 +507,40 @@ static int bench(int argc, char **argv) {
   if (helpOrVersion(argc, argv, "dsrun-bench", BenchUsage))
     return 0;
   std::string PlanPath, WorkloadPath;
-  int Processes = 0, MinCTAs = 0;
-  for (int I = 1; I < argc; ++I) {
-    std::string A = argv[I];
-    if (A != "-n" && A != "--plan" && A != "--workload" &&
-        A != "--comm-min-ctas")
+  int MinCTAs = 0;
+  // -n, or --hostfile and its filters, as dsrun takes them.
+  std::vector<std::string> Args(argv, argv + argc);
+  LaunchRequest Launch;
+  std::string LaunchError;
+  if (!takeLaunchFlags(Args, Launch, LaunchError))
+    return benchUsage(LaunchError.c_str());
+  int Processes = Launch.Processes;
+  bool Hostfile = !Launch.Hostfile.Hostfile.empty();
+  for (size_t I = 1; I < Args.size(); ++I) {
+    const std::string &A = Args[I];
+    if (A != "--plan" && A != "--workload" && A != "--comm-min-ctas")
       return benchUsage(("unknown argument " + A).c_str());
-    if (I + 1 >= argc)
+    if (I + 1 >= Args.size())
       return benchUsage((A + " needs a value").c_str());
-    const char *V = argv[++I];
-    // Both counts run from 1 to 64 (processes on a node, NCCL's channels).
-    auto Count = [&](int &Out) {
-      char *End = nullptr;
-      long N = strtol(V, &End, 10);
-      Out = int(N);
-      return *V && !*End && N >= 1 && N <= 64;
-    };
+    const char *V = Args[++I].c_str();
+    char *End = nullptr;
+    long N = strtol(V, &End, 10);
     if (A == "--plan")
       PlanPath = V;
     else if (A == "--workload")
       WorkloadPath = V;
-    else if (A == "--comm-min-ctas" && !Count(MinCTAs))
+    else if (!*V || *End || N < 1 || N > 64)
       return benchUsage("--comm-min-ctas needs a count from 1 to 64");
-    else if (A == "-n" && !Count(Processes))
-      return benchUsage("-n needs a process count from 1 to 64");
+    else
+      MinCTAs = int(N);
   }
   if (!WorkloadPath.empty() && PlanPath.empty())
     return benchUsage("--workload needs --plan");
-  if (!WorkloadPath.empty() && Processes)
+  if (!WorkloadPath.empty() && (Processes || Hostfile))
     return benchUsage("--workload writes the plan's work to a file and runs "
-                      "nothing: leave out -n");
-  if (Processes && !getenv("DSRUN_CHILD")) {
-    std::vector<std::string> Args = {argv[0]};
-    if (!PlanPath.empty())
-      Args.insert(Args.end(), {"--plan", PlanPath});
-    if (MinCTAs)
-      Args.insert(Args.end(), {"--comm-min-ctas", std::to_string(MinCTAs)});
-    return launchLocal(Processes, Args, 29600);
-  }
+                      "nothing: leave out -n and --hostfile");
+  if (Processes && !getenv("DSRUN_CHILD"))
+    return launchLocal(Processes, Args, Launch.Place);
   std::optional<dsc::plan::Plan> Plan;
   if (!PlanPath.empty()) {
     std::string Error;
@@ -555,6 +553,10 @@ static int bench(int argc, char **argv) {
     if (!WorkloadPath.empty())
       return writeWorkload(*Plan, WorkloadPath);
   }
+  // Without a plan, any nodes of equal size.
+  if (Hostfile)
+    return launchNodes(Launch.Hostfile, Plan ? Plan->Settings.Nodes : 0,
+                       Plan ? Plan->Settings.GpusPerNode : 0, Args);
   std::string Error;
   std::optional<ProcessInfo> Me = processFromEnvironment(Error);
   if (!Me) {

@@ -6,6 +6,7 @@
 #include "TcpStore.h"
 
 #include <arpa/inet.h>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -203,11 +204,31 @@ std::optional<ProcessInfo> processFromEnvironment(std::string &Error) {
   return I;
 }
 
-int launchLocal(int N, const std::vector<std::string> &Argv, int Port) {
+int launchLocal(int N, const std::vector<std::string> &Argv,
+                const NodePlace &Place) {
   // Read by the signal handler that passes a stop on (Preemption.h).
   static std::vector<int> Children;
+  // The hostfile launcher ended the job: the ranks killed need no words.
+  static std::atomic<bool> Ended{false};
   Children.assign(size_t(N), 0);
   forwardStopSignals(Children.data(), N);
+  if (env("DSRUN_NODE_CONTROL")) {
+    unsetenv("DSRUN_NODE_CONTROL");
+    // The hostfile launcher's pipe: 'T' passes a stop on as a SIGTERM
+    // here would; its end means the job is over, failed or abandoned.
+    std::thread([] {
+      char C = 0;
+      ssize_t Got;
+      while ((Got = read(STDIN_FILENO, &C, 1)) == 1 ||
+             (Got < 0 && errno == EINTR))
+        if (Got == 1 && C == 'T')
+          kill(getpid(), SIGTERM);
+      Ended = true;
+      for (int Child : Children)
+        if (Child > 0)
+          kill(Child, SIGKILL);
+    }).detach();
+  }
   pid_t Launcher = getpid();
   for (int R = 0; R < N; ++R) {
     pid_t Pid = fork();
@@ -225,12 +246,13 @@ int launchLocal(int N, const std::vector<std::string> &Argv, int Port) {
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() != Launcher)
         _exit(1);
-      setenv("RANK", std::to_string(R).c_str(), 1);
+      setenv("RANK", std::to_string(Place.NodeRank * N + R).c_str(), 1);
       setenv("LOCAL_RANK", std::to_string(R).c_str(), 1);
-      setenv("WORLD_SIZE", std::to_string(N).c_str(), 1);
+      setenv("WORLD_SIZE", std::to_string(Place.Nodes * N).c_str(), 1);
       setenv("LOCAL_WORLD_SIZE", std::to_string(N).c_str(), 1);
-      setenv("MASTER_ADDR", "127.0.0.1", 1);
-      setenv("MASTER_PORT", std::to_string(Port).c_str(), 1);
+      setenv("GROUP_RANK", std::to_string(Place.NodeRank).c_str(), 1);
+      setenv("MASTER_ADDR", Place.MasterAddr.c_str(), 1);
+      setenv("MASTER_PORT", std::to_string(Place.MasterPort).c_str(), 1);
       setenv("DSRUN_CHILD", "1", 1);
       std::vector<char *> Args;
       for (const std::string &A : Argv)
@@ -275,14 +297,15 @@ int launchLocal(int N, const std::vector<std::string> &Argv, int Port) {
     Status = Code;
     // A rank that stopped on a signal (another process signalled it, or
     // the launcher did): the others stop on their own, each saving first.
-    if (stopSignal() || Code == ExitStopped || Code == ExitTermTimeout)
+    if (stopSignal() || Code == ExitStopped || Code == ExitTermTimeout ||
+        Ended)
       continue;
     // A rank that failed ends the job: the others cannot go on without
     // it, and a rank waiting in a collective would wait for --timeout.
     fprintf(stderr,
-            "dsrun: rank %zu exited with status %d; stopping the other "
+            "dsrun: rank %d exited with status %d; stopping the other "
             "ranks\n",
-            R, Code);
+            Place.NodeRank * N + int(R), Code);
     for (int Other : Children)
       if (Other > 0)
         kill(Other, SIGKILL);

@@ -57,11 +57,23 @@ int leaveJob(int Status);
 /// process when there is none. Error says what is missing.
 std::optional<ProcessInfo> processFromEnvironment(std::string &Error);
 
+/// Where dsrun -n's processes sit in a job of several nodes (dsrun -n G
+/// --nodes N --node-rank I, as the hostfile launcher starts each node):
+/// ranks I*G .. I*G+G-1 of N*G, rank 0 at MasterAddr.
+struct NodePlace {
+  int Nodes = 1, NodeRank = 0;
+  std::string MasterAddr = "127.0.0.1";
+  int MasterPort = 29500;
+};
+
 /// Starts N copies of this program (argv, without -n) on this node with
 /// the environment of a torchrun-style job, waits for them, and when one
 /// fails kills the others; passes SIGTERM and SIGINT on to them
-/// (Preemption.h). Returns the first status other than 0.
-int launchLocal(int N, const std::vector<std::string> &Argv, int Port);
+/// (Preemption.h). Started by the hostfile launcher (DSRUN_NODE_CONTROL),
+/// it also reads its stdin: a 'T' is a SIGTERM, its end kills the ranks
+/// (NodeLaunch.h). Returns the first status other than 0.
+int launchLocal(int N, const std::vector<std::string> &Argv,
+                const NodePlace &Place);
 
 /// Rank 0 sends Blob to every other rank; the others receive it.
 /// Gives up after TimeoutSeconds with Error set.

@@ -9,12 +9,12 @@
 #include "Executor.h"
 #include "Weights.h"
 #include "Launch.h"
+#include "NodeLaunch.h"
 #include "Preemption.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -22,9 +22,23 @@ using namespace dsrun;
 namespace plan = dsc::plan;
 
 static const char *const Usage =
-    "usage: dsrun [-n PROCESSES] plan.bin [options]\n"
+    "usage: dsrun [-n PROCESSES | --hostfile FILE] plan.bin [options]\n"
     "Runs a plan made by dsc plan: one process per GPU (-n forks them on\n"
     "this node; under torchrun, srun or mpirun each process joins the job).\n"
+    "\n"
+    "Launching (docs/runtime.md):\n"
+    "  -n G [--nodes N --node-rank I]\n"
+    "                             G ranks here; with --nodes, node I of N\n"
+    "                             (rank 0 at MASTER_ADDR:MASTER_PORT)\n"
+    "  --hostfile FILE            DeepSpeed's hostfile ('HOST slots=N'): a\n"
+    "                             node agent per host, through ssh (forked\n"
+    "                             for this machine) or mpirun\n"
+    "  --num-nodes N, --num-gpus G, --include SPEC, --exclude SPEC\n"
+    "                             the hostfile's hosts and GPUs to use, as\n"
+    "                             the deepspeed launcher reads them\n"
+    "  --launcher auto|ssh|mpirun, --master-addr A, --master-port P,\n"
+    "  --ssh-port P               how the nodes are started\n"
+    "  --show-launch              print the nodes and their commands only\n"
     "\n"
     "Training (docs/training.md):\n"
     "  --data TOKENS.bin          nanoGPT or llm.c token file; trains the model\n"
@@ -98,21 +112,15 @@ int main(int argc, char **argv) {
   if (helpOrVersion(argc, argv, "dsrun", Usage))
     return 0;
   RunOptions Options;
+  std::string Error;
   uint32_t TimedSteps = 3;
   bool LeanStepsGiven = false, TimedStepsGiven = false;
   std::string PlanPath;
-  long Processes = 0;
-  // The children get the same arguments without -n.
-  std::vector<std::string> ChildArgs = {argv[0]};
-  for (int I = 1; I < argc; ++I) {
-    if (std::string(argv[I]) == "-n") {
-      if (I + 1 >= argc || !number(argv[I + 1], 1, 64, Processes))
-        return usage("-n needs a process count from 1 to 64");
-      ++I;
-      continue;
-    }
-    ChildArgs.push_back(argv[I]);
-  }
+  // The ranks get the same arguments without the launch flags.
+  std::vector<std::string> ChildArgs(argv, argv + argc);
+  LaunchRequest Launch;
+  if (!takeLaunchFlags(ChildArgs, Launch, Error))
+    return usage(Error.c_str());
   for (size_t I = 1; I < ChildArgs.size(); ++I) {
     const std::string &A = ChildArgs[I];
     long V = 0;
@@ -284,22 +292,20 @@ int main(int argc, char **argv) {
                  "--timed-steps and --profile-step train with --data");
   }
 
-  if (Processes && !getenv("DSRUN_CHILD")) {
-    int Port = 29500 + int(std::random_device()() % 2000);
-    if (const char *P = getenv("MASTER_PORT"))
-      Port = atoi(P);
-    return launchLocal(int(Processes), ChildArgs, Port);
-  }
+  if (Launch.Processes && !getenv("DSRUN_CHILD"))
+    return launchLocal(Launch.Processes, ChildArgs, Launch.Place);
 
-  // A rank: SIGTERM stops it after the step in flight (Preemption.h).
-  catchStopSignals(Options.TermTimeoutSeconds);
-  std::string Error;
   bool Unreadable = false;
   std::optional<plan::Plan> P = loadPlanFile(PlanPath, Error, Unreadable);
   if (!P) {
     fprintf(stderr, "dsrun: %s\n", Error.c_str());
     return Unreadable ? 2 : 1;
   }
+  if (!Launch.Hostfile.Hostfile.empty())
+    return launchNodes(Launch.Hostfile, P->Settings.Nodes,
+                       P->Settings.GpusPerNode, ChildArgs);
+  // A rank: SIGTERM stops it after the step in flight (Preemption.h).
+  catchStopSignals(Options.TermTimeoutSeconds);
   std::optional<ProcessInfo> Process = processFromEnvironment(Error);
   if (!Process) {
     fprintf(stderr, "dsrun: %s\n", Error.c_str());

@@ -13,6 +13,7 @@
 #include "FastDivmod.h"
 #include "HostMath.h"
 #include "Launch.h"
+#include "NodeLaunch.h"
 #include "Arena.h"
 #include "LossScaler.h"
 #include "dsc/KernelTime.h"
@@ -583,4 +584,94 @@ int dsrun::mpiRendezvous() {
   printf("mpi rendezvous: rank %d of %d: %s\n", Me->Rank, Me->WorldSize,
          OK ? "passed" : "FAILED");
   return leaveJob(OK ? 0 : 1);
+}
+
+// DeepSpeed's hostfile filters, as its runner applies them.
+TEST(Launch, HostfileFilters) {
+  std::string Error;
+  auto Hosts = parseHostfile("a slots=4\n  # note\nb slots=2 # two\n\nc slots=4\n",
+                             "hosts", Error);
+  ASSERT_TRUE(Hosts) << Error;
+  ASSERT_EQ(Hosts->size(), 3u);
+  EXPECT_EQ((*Hosts)[2].Line, 5);
+  auto Pick = [&](HostFilter F) {
+    std::string Out;
+    auto Nodes = selectNodes(*Hosts, F, Error);
+    if (!Nodes)
+      return "error: " + Error;
+    for (const LaunchNode &N : *Nodes)
+      Out += N.Host + "[" + gpuList(N.Gpus) + "] ";
+    return Out;
+  };
+  EXPECT_EQ(Pick({}), "a[0-3] b[0,1] c[0-3] ");
+  HostFilter F;
+  F.Include = "c:3,1@a";
+  EXPECT_EQ(Pick(F), "a[0-3] c[1,3] "); // the hostfile's order
+  F.Include = "a:1@a:0"; // the same host twice: the union
+  EXPECT_EQ(Pick(F), "a[0,1] ");
+  F.Include = "a:2@a"; // named whole once: whole
+  EXPECT_EQ(Pick(F), "a[0-3] ");
+  F = {};
+  F.Exclude = "a:0,2@b";
+  EXPECT_EQ(Pick(F), "a[1,3] c[0-3] ");
+  F = {};
+  F.NumNodes = 2;
+  F.NumGpus = 2;
+  EXPECT_EQ(Pick(F), "a[0,1] b[0,1] ");
+  F = {};
+  F.Include = "a@@b";
+  EXPECT_EQ(Pick(F), "error: --include 'a@@b': '' is not NAME or "
+                     "NAME:SLOT[,SLOT...] (nodes joined by @)");
+  F.Include = "a:1:2";
+  EXPECT_NE(Pick(F).find("is not NAME"), std::string::npos);
+  F.Include = "a:x";
+  EXPECT_NE(Pick(F).find("is not NAME"), std::string::npos);
+
+  std::vector<LaunchNode> Two = {{"a", {0, 1}}, {"b", {2, 3}}};
+  EXPECT_TRUE(matchesPlan(Two, 2, 2, Error));
+  EXPECT_FALSE(matchesPlan(Two, 1, 4, Error));
+  EXPECT_FALSE(matchesPlan({{"a", {0, 1}}, {"b", {2}}}, 2, 2, Error));
+  EXPECT_EQ(gpuList({0, 1, 2, 5, 7, 8}), "0-2,5,7,8");
+  EXPECT_EQ(shellQuote("plain/path_1.bin"), "plain/path_1.bin");
+  EXPECT_EQ(shellQuote("it's"), "'it'\\''s'");
+  EXPECT_EQ(shellQuote(""), "''");
+  EXPECT_TRUE(isThisMachine("localhost"));
+  EXPECT_TRUE(isThisMachine("127.0.0.2"));
+}
+
+// The launch flags come out of the ranks' command line; -n's ranks find
+// rank 0 where --nodes says.
+TEST(Launch, LaunchFlags) {
+  std::vector<std::string> Args = {"dsrun", "-n", "2", "plan.bin", "--nodes",
+                                   "3", "--node-rank", "1", "--steps", "4"};
+  LaunchRequest R;
+  std::string Error;
+  setenv("MASTER_ADDR", "node0", 1);
+  setenv("MASTER_PORT", "1234", 1);
+  ASSERT_TRUE(takeLaunchFlags(Args, R, Error)) << Error;
+  EXPECT_EQ(Args, (std::vector<std::string>{"dsrun", "plan.bin", "--steps",
+                                            "4"}));
+  EXPECT_EQ(R.Processes, 2);
+  EXPECT_EQ(R.Place.Nodes, 3);
+  EXPECT_EQ(R.Place.NodeRank, 1);
+  EXPECT_EQ(R.Place.MasterAddr, "node0");
+  EXPECT_EQ(R.Place.MasterPort, 1234);
+  // One node: this machine, whatever MASTER_ADDR says.
+  Args = {"dsrun", "-n", "2", "plan.bin"};
+  R = {};
+  ASSERT_TRUE(takeLaunchFlags(Args, R, Error)) << Error;
+  EXPECT_EQ(R.Place.MasterAddr, "127.0.0.1");
+  Args = {"dsrun", "--hostfile", "h", "--include", "a:0", "--show-launch",
+          "plan.bin"};
+  R = {};
+  ASSERT_TRUE(takeLaunchFlags(Args, R, Error)) << Error;
+  EXPECT_EQ(Args, (std::vector<std::string>{"dsrun", "plan.bin"}));
+  EXPECT_EQ(R.Hostfile.Filter.Include, "a:0");
+  EXPECT_EQ(R.Hostfile.MasterPort, 1234); // MASTER_PORT, not given
+  EXPECT_TRUE(R.Hostfile.Show);
+  Args = {"dsrun", "plan.bin", "--master-port"};
+  EXPECT_FALSE(takeLaunchFlags(Args, R, Error));
+  EXPECT_EQ(Error, "--master-port needs a value");
+  unsetenv("MASTER_ADDR");
+  unsetenv("MASTER_PORT");
 }
