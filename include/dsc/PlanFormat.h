@@ -32,7 +32,7 @@ namespace dsc::plan {
 constexpr char FileMagic[8] = {'D', 'S', 'C', 'P', 'L', 'A', 'N', '\0'};
 /// Bumped whenever an existing section's encoding or meaning changes; new
 /// sections do not need a bump (old readers skip them).
-constexpr uint32_t FormatVersion = 14;
+constexpr uint32_t FormatVersion = 15;
 /// Ranks of different layouts beyond this many are merged (see RankClass).
 constexpr uint32_t MaxRankClasses = 8;
 
@@ -147,6 +147,13 @@ struct Hardware {
   uint64_t MemoryBytesPerSec = 0;   ///< Achievable device memory rate.
   uint64_t CollectiveBytesPerSec = 0; ///< Bus bandwidth of large collectives.
   uint64_t CollectiveLatencyNanos = 0;
+  /// Bus bandwidth of a collective whose ranks span nodes, set by the
+  /// link between them (0: one node), and per collective kind where dsrun
+  /// measured it (--calibration-out of a run over several nodes).
+  /// InterNodeLink says what the link is and where the figure comes from.
+  uint64_t InterNodeBytesPerSec = 0;
+  std::vector<CollectiveRate> InterNodeRates;
+  std::string InterNodeLink;
   uint64_t PinnedCopyBytesPerSec = 0;
   uint64_t PageableCopyBytesPerSec = 0;
   uint64_t NVMeReadBytesPerSec = 0;
@@ -172,6 +179,9 @@ struct Hardware {
     F("memory_bytes_per_sec", MemoryBytesPerSec);
     F("collective_bytes_per_sec", CollectiveBytesPerSec);
     F("collective_latency_ns", CollectiveLatencyNanos);
+    F("inter_node_bytes_per_sec", InterNodeBytesPerSec);
+    F("inter_node_rates", InterNodeRates);
+    F("inter_node_link", InterNodeLink);
     F("pinned_copy_bytes_per_sec", PinnedCopyBytesPerSec);
     F("pageable_copy_bytes_per_sec", PageableCopyBytesPerSec);
     F("nvme_read_bytes_per_sec", NVMeReadBytesPerSec);

@@ -243,6 +243,57 @@ Error applyCalibration(HardwareProfile &H, StringRef Text, StringRef Path) {
   return Error::success();
 }
 
+namespace {
+/// A node's NICs for collectives between nodes, from the vendors' specs.
+struct Fabric {
+  StringRef Name;
+  uint64_t Gbps; ///< The node's NICs together.
+  StringRef What;
+};
+const Fabric Fabrics[] = {
+    {"ib-ndr", 3200, "8 x 400 Gb/s InfiniBand NDR (DGX H100/H200)"},
+    {"ib-hdr", 1600, "8 x 200 Gb/s InfiniBand HDR (DGX A100)"},
+    {"efa-p5", 3200, "32 x 100 Gb/s EFA (AWS p5)"},
+    {"efa-p4d", 400, "4 x 100 Gb/s EFA (AWS p4d)"},
+    {"roce-400", 3200, "8 x 400 Gb/s RoCE"},
+    {"eth-100", 100, "one 100 Gb/s Ethernet NIC"},
+    {"eth-25", 25, "one 25 Gb/s Ethernet NIC"},
+};
+/// What NCCL's bus bandwidth between nodes is taken to reach of the line
+/// rate (modelled).
+constexpr double LineRateShare = 0.9;
+} // namespace
+
+std::vector<std::string> fabricNames() {
+  std::vector<std::string> Names;
+  for (const Fabric &F : Fabrics)
+    Names.push_back(F.Name.str());
+  return Names;
+}
+
+Error setInterNodeLink(plan::Hardware &H, StringRef Name, uint64_t Gbps) {
+  std::string What;
+  if (!Name.empty()) {
+    const Fabric *Found = nullptr;
+    for (const Fabric &F : Fabrics)
+      if (F.Name == Name)
+        Found = &F;
+    if (!Found)
+      return createStringError(inconvertibleErrorCode(),
+                               "--fabric %s: unknown; known: %s",
+                               Name.str().c_str(),
+                               join(fabricNames(), ", ").c_str());
+    Gbps = Found->Gbps;
+    What = Found->What.str() + " (" + Name.str() + ")";
+  } else {
+    What = std::to_string(Gbps) + " Gb/s of NICs per node";
+  }
+  H.InterNodeBytesPerSec =
+      uint64_t(double(Gbps) * 1e9 / 8 * LineRateShare);
+  H.InterNodeLink = What + ", modelled at 90 % of the line rate";
+  return Error::success();
+}
+
 std::vector<plan::FixedCost> fixedCosts(const HardwareProfile &H,
                                         uint32_t WorldSize,
                                         uint32_t GpusPerNode) {

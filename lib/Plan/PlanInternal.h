@@ -30,12 +30,24 @@ inline uint64_t transferNanos(uint64_t Bytes, uint64_t BytesPerSec) {
                      : 0;
 }
 
-/// A collective over World ranks carrying Bytes per rank, at the bus
-/// bandwidth in H, the kind's measured one where there is one
-/// (nccl-tests' convention: all-reduce moves 2(n-1)/n of
-/// the buffer, reduce-scatter and all-gather (n-1)/n of the whole).
+/// A collective over the plan's ranks carrying Bytes per rank, at the
+/// machine's bus bandwidth, the kind's measured one where there is one
+/// (nccl-tests' convention: all-reduce moves 2(n-1)/n of the buffer,
+/// reduce-scatter and all-gather (n-1)/n of the whole), or the link
+/// between nodes where that is slower and the ranks span nodes.
 uint64_t collectiveNanos(plan::Collective Kind, uint64_t Bytes,
-                         uint32_t World, const plan::Hardware &H);
+                         const plan::Info &S);
+
+/// Whether the plan's collectives cross nodes over a link slower than
+/// the one within a node: they then run at the link's rates.
+inline bool crossesNodes(const plan::Info &S) {
+  const plan::Hardware &H = S.Machine;
+  bool Slower = H.InterNodeBytesPerSec &&
+                H.InterNodeBytesPerSec < H.CollectiveBytesPerSec;
+  for (const plan::CollectiveRate &R : H.InterNodeRates)
+    Slower |= R.BusBytesPerSec < H.CollectiveBytesPerSec;
+  return S.Nodes > 1 && Slower;
+}
 
 /// Bytes of a buffer of Elems in T.
 inline uint64_t bytesOf(uint64_t Elems, plan::DType T) {

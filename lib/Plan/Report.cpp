@@ -1,6 +1,7 @@
 //===- Report.cpp - The estimate for people and for scripts ---------------===//
 
 #include "dsc/Plan/Report.h"
+#include "PlanInternal.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -136,6 +137,21 @@ void printEstimateText(raw_ostream &OS, const plan::Plan &P) {
                 P.Program.size(), millis(P.Estimates.StepNanos),
                 S.Machine.GpuName, millis(P.Estimates.ExposedCommNanos),
                 millis(P.Estimates.ExposedOffloadNanos));
+  if (S.Nodes > 1) {
+    std::string Measured;
+    for (const plan::CollectiveRate &R : S.Machine.InterNodeRates)
+      Measured += formatv("{0}{1} {2:F1}", Measured.empty() ? "" : ", ",
+                          R.Kind, R.BusBytesPerSec / 1e9);
+    OS << formatv("between nodes: {0:F1} GB/s bus bandwidth ({1}){2} "
+                  "against {3:F1} GB/s within a node: {4}\n",
+                  S.Machine.InterNodeBytesPerSec / 1e9,
+                  S.Machine.InterNodeLink,
+                  Measured.empty() ? "" : "; calibrated per kind: " + Measured,
+                  S.Machine.CollectiveBytesPerSec / 1e9,
+                  crossesNodes(S) ? "the link between nodes limits every "
+                                    "collective over the ranks"
+                                  : "the link within a node limits them");
+  }
   size_t Backward = 0;
   for (const plan::Kernel &K : P.Kernels)
     Backward += K.Backward;

@@ -38,11 +38,23 @@ using namespace llvm;
 namespace dsc {
 
 uint64_t collectiveNanos(plan::Collective Kind, uint64_t Bytes,
-                         uint32_t World, const plan::Hardware &H) {
+                         const plan::Info &S) {
+  const plan::Hardware &H = S.Machine;
+  uint32_t World = S.WorldSize;
   uint64_t Rate = H.CollectiveBytesPerSec;
   for (const plan::CollectiveRate &R : H.CollectiveRates)
     if (R.Kind == plan::enumName(Kind))
       Rate = R.BusBytesPerSec;
+  // NCCL's rings and trees cross each node boundary with the same bytes a
+  // rank sends within a node: the slower link sets the pace.
+  if (S.Nodes > 1) {
+    uint64_t Between = H.InterNodeBytesPerSec;
+    for (const plan::CollectiveRate &R : H.InterNodeRates)
+      if (R.Kind == plan::enumName(Kind))
+        Between = R.BusBytesPerSec;
+    if (Between)
+      Rate = std::min(Rate, Between);
+  }
   if (World <= 1 || !Rate)
     return 0;
   return H.CollectiveLatencyNanos +
@@ -257,7 +269,7 @@ void Scheduler::gather(uint32_t Unit, uint32_t Micro) {
     Waits.push_back(Copies.back());
   uint64_t Bytes = bytesOf(P.FetchUnits[Unit].Elems, S.ParamDType);
   uint64_t Nanos =
-      collectiveNanos(plan::Collective::AllGather, Bytes, S.WorldSize, H);
+      collectiveNanos(plan::Collective::AllGather, Bytes, S);
   // Unpacking a rank-major gather reads and writes the unit once.
   if (plan::unitGathersRankMajor(P, Unit))
     Nanos += transferNanos(2 * Bytes, H.MemoryBytesPerSec);
@@ -311,7 +323,7 @@ uint64_t Scheduler::reduceNanos(const plan::Bucket &Bucket) const {
   uint32_t W = S.WorldSize;
   uint64_t Part = P.Layout.PartitionElems;
   if (S.ZeroStage != 2 || W <= 1 || !Part)
-    return collectiveNanos(Bucket.Kind, Bytes, W, H);
+    return collectiveNanos(Bucket.Kind, Bytes, S);
   // Stage 2 reduces each partition's piece of the bucket to the rank that
   // owns it (DeepSpeed's average_tensor). A piece crosses the links
   // whole, so a bucket inside one partition moves all its bytes, not the
@@ -332,7 +344,7 @@ uint64_t Scheduler::reduceNanos(const plan::Bucket &Bucket) const {
   // collectiveNanos counts (W - 1) / W of what it is given.
   uint64_t AsScatter = std::max<uint64_t>(
       Bytes, uint64_t(double(Largest) * W / (W - 1)));
-  return collectiveNanos(Bucket.Kind, AsScatter, W, H);
+  return collectiveNanos(Bucket.Kind, AsScatter, S);
 }
 
 void Scheduler::reduce(uint32_t B, uint32_t After, uint32_t Micro) {
@@ -436,7 +448,7 @@ void Scheduler::optimizerStep() {
         Host ? transferNanos(Owned, H.HostConvertElemsPerSec)
              : transferNanos(bytesOf(Owned, S.ParamDType), H.MemoryBytesPerSec);
     if (S.ZeroStage > 0 && S.WorldSize > 1)
-      Nanos += collectiveNanos(plan::Collective::AllReduce, 4, S.WorldSize, H);
+      Nanos += collectiveNanos(plan::Collective::AllReduce, 4, S);
     StepWaits = {emit(InstrKind::ClipGradients,
                       Host ? Stream::Host : Stream::Compute, Micro,
                       plan::NoIndex, Ready, Nanos)};
@@ -493,7 +505,7 @@ void Scheduler::optimizerStep() {
       Waits.push_back(LastOn[unsigned(Stream::Host)]);
     uint64_t Bytes = bytesOf(GatherElems, S.ParamDType);
     emit(InstrKind::GatherParams, Stream::Comm, Micro, plan::NoIndex, Waits,
-         collectiveNanos(plan::Collective::AllGather, Bytes, S.WorldSize, H));
+         collectiveNanos(plan::Collective::AllGather, Bytes, S));
   }
 }
 

@@ -188,18 +188,21 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
         return "hardware: two kernel rates for " + Rates[I].Kind +
                (Rates[I].Backward ? " (backward)" : "");
   }
-  const std::vector<CollectiveRate> &Links = S.Machine.CollectiveRates;
-  for (size_t I = 0; I < Links.size(); ++I) {
-    bool Known = false;
-    for (unsigned K = 0; K < EnumInfo<Collective>::Count; ++K)
-      Known |= Links[I].Kind == EnumInfo<Collective>::Names[K];
-    if (!Known)
-      return "hardware: collective rate " + std::to_string(I) +
-             " names no collective";
-    for (size_t J = 0; J < I; ++J)
-      if (Links[J].Kind == Links[I].Kind)
-        return "hardware: two collective rates for " + Links[I].Kind;
-  }
+  for (const auto &[Links, What] :
+       {std::pair{&S.Machine.CollectiveRates, "collective rate"},
+        std::pair{&S.Machine.InterNodeRates, "inter-node rate"}})
+    for (size_t I = 0; I < Links->size(); ++I) {
+      bool Known = false;
+      for (unsigned K = 0; K < EnumInfo<Collective>::Count; ++K)
+        Known |= (*Links)[I].Kind == EnumInfo<Collective>::Names[K];
+      if (!Known)
+        return std::string("hardware: ") + What + " " + std::to_string(I) +
+               " names no collective";
+      for (size_t J = 0; J < I; ++J)
+        if ((*Links)[J].Kind == (*Links)[I].Kind)
+          return std::string("hardware: two ") + What + "s for " +
+                 (*Links)[I].Kind;
+    }
   const std::vector<GemmAlgorithm> &Algos = S.Machine.GemmAlgorithms;
   for (size_t I = 0; I < Algos.size(); ++I) {
     if (std::string Misfit = Algos[I].misfit(); !Misfit.empty())

@@ -72,10 +72,15 @@ bool writeCalibration(const std::string &Path, const Calibration &C,
               (unsigned long long)R.FlopsPerSec,
               (unsigned long long)R.BytesPerSec);
   }
-  if (!C.Rates.CollectiveRates.empty()) {
-    fprintf(F, "# Per collective kind, bus bandwidth in the steady steps:\n"
-               "collective_rates:\n");
-    for (const dsc::plan::CollectiveRate &R : C.Rates.CollectiveRates)
+  for (const auto &[Rates, Name] :
+       {std::pair{&C.Rates.CollectiveRates, "collective_rates"},
+        std::pair{&C.Rates.InterNodeRates, "inter_node_rates"}}) {
+    if (Rates->empty())
+      continue;
+    fprintf(F, "# Per collective kind, bus bandwidth in the steady steps%s:\n"
+               "%s:\n",
+            Rates == &C.Rates.InterNodeRates ? ", between nodes" : "", Name);
+    for (const dsc::plan::CollectiveRate &R : *Rates)
       fprintf(F, "  - { kind: %s, bus_bytes_per_sec: %llu }\n", R.Kind.c_str(),
               (unsigned long long)R.BusBytesPerSec);
   }

@@ -222,7 +222,10 @@ void Executor::fitCollectiveRates(plan::Hardware &Rates) const {
     plan::CollectiveRate R;
     R.Kind = Name;
     R.BusBytesPerSec = uint64_t(S.BusBytes / Ms * 1e3);
-    Rates.CollectiveRates.push_back(R);
+    // Over several nodes every collective crosses the link between them:
+    // what was measured is that link's rate.
+    (P.Settings.Nodes > 1 ? Rates.InterNodeRates : Rates.CollectiveRates)
+        .push_back(R);
   }
 }
 

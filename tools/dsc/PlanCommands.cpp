@@ -93,6 +93,16 @@ static cl::opt<uint32_t> GpusPerNode("gpus-per-node",
                                      cl::desc("GPUs (ranks) per node"),
                                      cl::init(0), PLAN_SUBS,
                                      cl::cat(PlanOptionsCategory));
+static cl::opt<std::string> FabricName(
+    "fabric",
+    cl::desc("The link between nodes: ib-ndr (default with --nodes), "
+             "ib-hdr, efa-p5, efa-p4d, roce-400, eth-100, eth-25"),
+    cl::value_desc("name"), PLAN_SUBS, cl::cat(PlanOptionsCategory));
+static cl::opt<uint64_t> InterNodeGbps(
+    "inter-node-gbps",
+    cl::desc("The link between nodes as the Gbit/s of a node's NICs "
+             "together, instead of --fabric"),
+    cl::init(0), PLAN_SUBS, cl::cat(PlanOptionsCategory));
 static cl::opt<int64_t> SeqLen("seq-len",
                                cl::desc("Bind the sequence-length symbols"),
                                cl::init(0), PLAN_SUBS,
@@ -313,6 +323,28 @@ static Expected<PlanOptions> planOptions(StringRef Tool) {
     if (Gpu.empty())
       O.Machine.Figures.GpuName =
           "a " + GpuMemory + " GPU (H100-80GB speeds)";
+  }
+  bool LinkGiven = FabricName.getNumOccurrences() ||
+                   InterNodeGbps.getNumOccurrences();
+  if (LinkGiven && N == 1)
+    return createStringError(inconvertibleErrorCode(),
+                             "--fabric and --inter-node-gbps describe the "
+                             "link between nodes; the plan has one node "
+                             "(--nodes)");
+  if (FabricName.getNumOccurrences() && InterNodeGbps.getNumOccurrences())
+    return createStringError(inconvertibleErrorCode(),
+                             "--fabric and --inter-node-gbps say the same "
+                             "thing; give one");
+  if (InterNodeGbps.getNumOccurrences() && !InterNodeGbps)
+    return createStringError(inconvertibleErrorCode(),
+                             "--inter-node-gbps must be a positive integer");
+  if (N > 1) {
+    if (Error E = setInterNodeLink(
+            O.Machine.Figures, LinkGiven ? StringRef(FabricName) : "ib-ndr",
+            InterNodeGbps))
+      return std::move(E);
+    if (!LinkGiven)
+      O.Machine.Figures.InterNodeLink += " (the default; --fabric)";
   }
   if (!Calibration.empty()) {
     ErrorOr<std::unique_ptr<MemoryBuffer>> B =

@@ -53,6 +53,16 @@ std::optional<HardwareProfile> hardwarePreset(llvm::StringRef Name);
 HardwareProfile defaultHardware();
 llvm::ArrayRef<llvm::StringRef> hardwarePresetNames();
 
+/// The link between nodes, as the plan's InterNodeBytesPerSec and
+/// InterNodeLink: a named fabric (fabricNames(): ib-ndr, ib-hdr, efa-p5,
+/// eth-100, ...) or, with Fabric empty, the NICs of a node together at
+/// Gbps Gbit/s. Both are modelled, not measured: NCCL's bus bandwidth
+/// between nodes taken as 90 % of the line rate of a node's NICs
+/// together; a calibration file's inter_node_bytes_per_sec replaces it.
+llvm::Error setInterNodeLink(plan::Hardware &H, llvm::StringRef Fabric,
+                             uint64_t Gbps);
+std::vector<std::string> fabricNames();
+
 /// Device memory outside the arena for each rank: the CUDA context,
 /// cuBLAS's workspace and NCCL's buffers, each with its basis (measured,
 /// calibrated, modelled or assumed).
