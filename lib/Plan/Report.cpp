@@ -138,15 +138,18 @@ void printEstimateText(raw_ostream &OS, const plan::Plan &P) {
                 S.Machine.GpuName, millis(P.Estimates.ExposedCommNanos),
                 millis(P.Estimates.ExposedOffloadNanos));
   if (S.Nodes > 1) {
-    std::string Measured;
+    // Measured kinds first; the modelled figure serves the others.
+    std::string Rates;
     for (const plan::CollectiveRate &R : S.Machine.InterNodeRates)
-      Measured += formatv("{0}{1} {2:F1}", Measured.empty() ? "" : ", ",
-                          R.Kind, R.BusBytesPerSec / 1e9);
-    OS << formatv("between nodes: {0:F1} GB/s bus bandwidth ({1}){2} "
-                  "against {3:F1} GB/s within a node: {4}\n",
-                  S.Machine.InterNodeBytesPerSec / 1e9,
-                  S.Machine.InterNodeLink,
-                  Measured.empty() ? "" : "; calibrated per kind: " + Measured,
+      Rates += formatv("{0}{1} {2:F1}", Rates.empty() ? "" : ", ", R.Kind,
+                       R.BusBytesPerSec / 1e9);
+    std::string Modelled =
+        formatv("{0:F1} GB/s", S.Machine.InterNodeBytesPerSec / 1e9);
+    Rates = Rates.empty() ? Modelled
+                          : Rates + " GB/s calibrated, other kinds " + Modelled;
+    OS << formatv("between nodes: {0} bus bandwidth ({1}) against {2:F1} "
+                  "GB/s within a node: {3}\n",
+                  Rates, S.Machine.InterNodeLink,
                   S.Machine.CollectiveBytesPerSec / 1e9,
                   crossesNodes(S) ? "the link between nodes limits every "
                                     "collective over the ranks"
