@@ -248,17 +248,21 @@ namespace {
 struct Fabric {
   StringRef Name;
   uint64_t Gbps; ///< The node's NICs together.
+  uint64_t Nics;
   StringRef What;
 };
 const Fabric Fabrics[] = {
-    {"ib-ndr", 3200, "8 x 400 Gb/s InfiniBand NDR (DGX H100/H200)"},
-    {"ib-hdr", 1600, "8 x 200 Gb/s InfiniBand HDR (DGX A100)"},
-    {"efa-p5", 3200, "32 x 100 Gb/s EFA (AWS p5)"},
-    {"efa-p4d", 400, "4 x 100 Gb/s EFA (AWS p4d)"},
-    {"roce-400", 3200, "8 x 400 Gb/s RoCE"},
-    {"eth-100", 100, "one 100 Gb/s Ethernet NIC"},
-    {"eth-25", 25, "one 25 Gb/s Ethernet NIC"},
+    {"ib-ndr", 3200, 8, "8 x 400 Gb/s InfiniBand NDR (DGX H100/H200)"},
+    {"ib-hdr", 1600, 8, "8 x 200 Gb/s InfiniBand HDR (DGX A100)"},
+    {"efa-p5", 3200, 32, "32 x 100 Gb/s EFA (AWS p5)"},
+    {"efa-p4d", 400, 4, "4 x 100 Gb/s EFA (AWS p4d)"},
+    {"roce-400", 3200, 8, "8 x 400 Gb/s RoCE"},
+    {"eth-100", 100, 1, "one 100 Gb/s Ethernet NIC"},
+    {"eth-25", 25, 1, "one 25 Gb/s Ethernet NIC"},
 };
+/// The GPUs a fabric's node is built around: its NICs are spread over
+/// them, and a node running fewer ranks uses the NICs of those GPUs.
+constexpr uint64_t GpusPerFabricNode = 8;
 /// What NCCL's bus bandwidth between nodes is taken to reach of the line
 /// rate (modelled).
 constexpr double LineRateShare = 0.9;
@@ -271,8 +275,14 @@ std::vector<std::string> fabricNames() {
   return Names;
 }
 
-Error setInterNodeLink(plan::Hardware &H, StringRef Name, uint64_t Gbps) {
+Error setInterNodeLink(plan::Hardware &H, StringRef Name, uint64_t Gbps,
+                       uint32_t GpusPerNode) {
   std::string What;
+  if (Name.empty() && Gbps > 100000)
+    return createStringError(inconvertibleErrorCode(),
+                             "--inter-node-gbps %llu: more than 100 Tb/s "
+                             "per node",
+                             (unsigned long long)Gbps);
   if (!Name.empty()) {
     const Fabric *Found = nullptr;
     for (const Fabric &F : Fabrics)
@@ -283,8 +293,18 @@ Error setInterNodeLink(plan::Hardware &H, StringRef Name, uint64_t Gbps) {
                                "--fabric %s: unknown; known: %s",
                                Name.str().c_str(),
                                join(fabricNames(), ", ").c_str());
-    Gbps = Found->Gbps;
+    // The NICs of the GPUs in use (rounded up to whole NICs).
+    uint64_t Used =
+        std::min<uint64_t>(Found->Nics, (uint64_t(GpusPerNode) * Found->Nics +
+                                         GpusPerFabricNode - 1) /
+                                            GpusPerFabricNode);
+    Used = std::max<uint64_t>(Used, 1);
+    Gbps = Found->Gbps * Used / Found->Nics;
     What = Found->What.str() + " (" + Name.str() + ")";
+    if (Used < Found->Nics)
+      What += ", the " + std::to_string(Used) + " NIC" +
+              (Used == 1 ? "" : "s") + " of " + std::to_string(GpusPerNode) +
+              " GPU" + (GpusPerNode == 1 ? "" : "s");
   } else {
     What = std::to_string(Gbps) + " Gb/s of NICs per node";
   }

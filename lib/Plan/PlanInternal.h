@@ -38,16 +38,14 @@ inline uint64_t transferNanos(uint64_t Bytes, uint64_t BytesPerSec) {
 uint64_t collectiveNanos(plan::Collective Kind, uint64_t Bytes,
                          const plan::Info &S);
 
-/// Whether the plan's collectives cross nodes over a link slower than
-/// the one within a node: they then run at the link's rates.
-inline bool crossesNodes(const plan::Info &S) {
-  const plan::Hardware &H = S.Machine;
-  bool Slower = H.InterNodeBytesPerSec &&
-                H.InterNodeBytesPerSec < H.CollectiveBytesPerSec;
-  for (const plan::CollectiveRate &R : H.InterNodeRates)
-    Slower |= R.BusBytesPerSec < H.CollectiveBytesPerSec;
-  return S.Nodes > 1 && Slower;
-}
+/// A collective kind's bus bandwidth within a node: measured, or the
+/// machine's figure.
+uint64_t withinNodeRate(plan::Collective Kind, const plan::Hardware &H);
+/// Its bus bandwidth between the plan's nodes (0: one node, or unknown).
+uint64_t betweenNodesRate(plan::Collective Kind, const plan::Info &S);
+/// Whether some collective kind runs slower between nodes than within:
+/// the link between nodes then limits the plan's collectives.
+bool crossesNodes(const plan::Info &S);
 
 /// Bytes of a buffer of Elems in T.
 inline uint64_t bytesOf(uint64_t Elems, plan::DType T) {

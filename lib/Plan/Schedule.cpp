@@ -37,24 +37,42 @@ using namespace llvm;
 
 namespace dsc {
 
+static uint64_t rateOf(plan::Collective Kind, uint64_t Default,
+                       const std::vector<plan::CollectiveRate> &Rates) {
+  for (const plan::CollectiveRate &R : Rates)
+    if (R.Kind == plan::enumName(Kind))
+      return R.BusBytesPerSec;
+  return Default;
+}
+
+uint64_t withinNodeRate(plan::Collective Kind, const plan::Hardware &H) {
+  return rateOf(Kind, H.CollectiveBytesPerSec, H.CollectiveRates);
+}
+
+uint64_t betweenNodesRate(plan::Collective Kind, const plan::Info &S) {
+  const plan::Hardware &H = S.Machine;
+  return S.Nodes > 1 ? rateOf(Kind, H.InterNodeBytesPerSec, H.InterNodeRates)
+                     : 0;
+}
+
+bool crossesNodes(const plan::Info &S) {
+  for (unsigned K = 0; K < plan::EnumInfo<plan::Collective>::Count; ++K) {
+    uint64_t Between = betweenNodesRate(plan::Collective(K), S);
+    if (Between && Between < withinNodeRate(plan::Collective(K), S.Machine))
+      return true;
+  }
+  return false;
+}
+
 uint64_t collectiveNanos(plan::Collective Kind, uint64_t Bytes,
                          const plan::Info &S) {
-  const plan::Hardware &H = S.Machine;
   uint32_t World = S.WorldSize;
-  uint64_t Rate = H.CollectiveBytesPerSec;
-  for (const plan::CollectiveRate &R : H.CollectiveRates)
-    if (R.Kind == plan::enumName(Kind))
-      Rate = R.BusBytesPerSec;
+  uint64_t Rate = withinNodeRate(Kind, S.Machine);
   // NCCL's rings and trees cross each node boundary with the same bytes a
   // rank sends within a node: the slower link sets the pace.
-  if (S.Nodes > 1) {
-    uint64_t Between = H.InterNodeBytesPerSec;
-    for (const plan::CollectiveRate &R : H.InterNodeRates)
-      if (R.Kind == plan::enumName(Kind))
-        Between = R.BusBytesPerSec;
-    if (Between)
-      Rate = std::min(Rate, Between);
-  }
+  if (uint64_t Between = betweenNodesRate(Kind, S))
+    Rate = std::min(Rate, Between);
+  const plan::Hardware &H = S.Machine;
   if (World <= 1 || !Rate)
     return 0;
   return H.CollectiveLatencyNanos +

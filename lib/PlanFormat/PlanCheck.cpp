@@ -198,6 +198,9 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
       if (!Known)
         return std::string("hardware: ") + What + " " + std::to_string(I) +
                " names no collective";
+      if (!(*Links)[I].BusBytesPerSec)
+        return std::string("hardware: ") + What + " " + std::to_string(I) +
+               " (" + (*Links)[I].Kind + ") is 0 bytes a second";
       for (size_t J = 0; J < I; ++J)
         if ((*Links)[J].Kind == (*Links)[I].Kind)
           return std::string("hardware: two ") + What + "s for " +

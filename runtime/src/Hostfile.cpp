@@ -95,6 +95,10 @@ parseHostfile(const std::string &Text, const std::string &Path,
       Error = Where + "'" + L + "' is not 'HOST slots=N'";
       return std::nullopt;
     }
+    if (E.Host[0] == '-') {
+      Error = Where + "'" + E.Host + "' starts with '-': not a host name";
+      return std::nullopt;
+    }
     if (E.Slots == 0) {
       Error = Where + E.Host + " has slots=0: a node needs a GPU";
       return std::nullopt;
@@ -141,8 +145,8 @@ selectNodes(const std::vector<HostEntry> &Hosts, const HostFilter &F,
     auto Specs = parseSpecs(Flag, Spec, Error);
     if (!Specs)
       return std::nullopt;
-    // Per host named: the whole host where any spec names it bare, else
-    // the union of the slots listed.
+    // Per host named: the union of the slots listed, or the whole host
+    // where only bare names name it (DeepSpeed's parse_node_config_list).
     struct Named {
       bool Whole = false;
       std::set<int> Slots;
@@ -162,8 +166,8 @@ selectNodes(const std::vector<HostEntry> &Hosts, const HostFilter &F,
           return std::nullopt;
         }
       Named &N = Of[S.Host];
-      N.Whole = N.Whole || S.Slots.empty();
       N.Slots.insert(S.Slots.begin(), S.Slots.end());
+      N.Whole = N.Slots.empty();
     }
     bool Include = !F.Include.empty();
     for (auto &[Host, Gpus] : Chosen) {

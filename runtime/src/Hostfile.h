@@ -1,4 +1,4 @@
-//===- Hostfile.h - DeepSpeed's hostfile and its resource filters -*- C++ -*-===//
+//===- Hostfile.h - DeepSpeed's hostfile and its filters -------*- C++ -*-===//
 //
 // The hostfile the `deepspeed` launcher reads (OpenMPI/Horovod style):
 //
@@ -8,9 +8,12 @@
 //
 // and the filters its command line puts on it: --num-nodes N (the first N
 // hosts), --num-gpus G (GPUs 0..G-1 of each), --include/--exclude
-// "NAME[:SLOT[,SLOT...]][@NAME...]". Where DeepSpeed quietly makes do
-// (a host listed twice, --num-nodes beyond the file, a trailing word after
-// the slot count) dsrun refuses by name: a launch must be the one asked for.
+// "NAME[:SLOT[,SLOT...]][@NAME...]" (a host named with slots and bare
+// takes the slots, as DeepSpeed's parser). DeepSpeed refuses a host
+// listed twice, a line it cannot read and an include of a host or slot
+// the file lacks, and so does dsrun; where DeepSpeed makes do (a word
+// after the slot count, slots=0, --num-nodes or --num-gpus beyond the
+// file), dsrun refuses by name too: a launch must be the one asked for.
 //
 //===----------------------------------------------------------------------===//
 

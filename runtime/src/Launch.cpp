@@ -12,11 +12,12 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <sys/socket.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -204,6 +205,46 @@ std::optional<ProcessInfo> processFromEnvironment(std::string &Error) {
   return I;
 }
 
+int startChild(const std::vector<std::string> &Argv,
+               const std::vector<std::pair<std::string, std::string>> &Env,
+               int Stdin, const char *Program) {
+  pid_t Launcher = getpid();
+  pid_t Pid = fork();
+  if (Pid < 0) {
+    perror("dsrun: fork");
+    return -1;
+  }
+  if (Pid) {
+    return Pid;
+  }
+  signal(SIGTERM, SIG_DFL); // the launcher's forwarding is not the child's
+  signal(SIGINT, SIG_DFL);
+  signal(SIGPIPE, SIG_DFL);
+  setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != Launcher)
+    _exit(1);
+  // Stdin may already be fd 0 (this process had none): then it only
+  // loses its close-on-exec.
+  if (Stdin == STDIN_FILENO)
+    fcntl(STDIN_FILENO, F_SETFD, 0);
+  else if (Stdin >= 0)
+    dup2(Stdin, STDIN_FILENO);
+  for (const auto &[Key, Value] : Env)
+    setenv(Key.c_str(), Value.c_str(), 1);
+  std::vector<char *> Args;
+  for (const std::string &A : Argv)
+    Args.push_back(const_cast<char *>(A.c_str()));
+  Args.push_back(nullptr);
+  if (Program)
+    execv(Program, Args.data());
+  else
+    execvp(Args[0], Args.data());
+  fprintf(stderr, "dsrun: cannot run %s: %s\n", Program ? Program : Args[0],
+          strerror(errno));
+  _exit(127);
+}
+
 int launchLocal(int N, const std::vector<std::string> &Argv,
                 const NodePlace &Place) {
   // Read by the signal handler that passes a stop on (Preemption.h).
@@ -212,11 +253,29 @@ int launchLocal(int N, const std::vector<std::string> &Argv,
   static std::atomic<bool> Ended{false};
   Children.assign(size_t(N), 0);
   forwardStopSignals(Children.data(), N);
-  if (env("DSRUN_NODE_CONTROL")) {
-    unsetenv("DSRUN_NODE_CONTROL");
-    // The hostfile launcher's pipe: 'T' passes a stop on as a SIGTERM
-    // here would; its end means the job is over, failed or abandoned.
-    std::thread([] {
+  bool Controlled = env("DSRUN_NODE_CONTROL");
+  unsetenv("DSRUN_NODE_CONTROL");
+  for (int R = 0; R < N; ++R) {
+    int Pid = startChild(Argv,
+                         {{"RANK", std::to_string(Place.NodeRank * N + R)},
+                          {"LOCAL_RANK", std::to_string(R)},
+                          {"WORLD_SIZE", std::to_string(Place.Nodes * N)},
+                          {"LOCAL_WORLD_SIZE", std::to_string(N)},
+                          {"GROUP_RANK", std::to_string(Place.NodeRank)},
+                          {"MASTER_ADDR", Place.MasterAddr},
+                          {"MASTER_PORT", std::to_string(Place.MasterPort)},
+                          {"DSRUN_CHILD", "1"}},
+                         -1, "/proc/self/exe");
+    if (Pid < 0)
+      return 1;
+    Children[size_t(R)] = Pid;
+  }
+  if (Controlled) {
+    // The hostfile launcher's pipe (NodeLaunch.h): 'T' passes a stop on
+    // as a SIGTERM here would; its end means the job is over, failed or
+    // abandoned. Started once every rank is, it kills the pids it was
+    // given (the main thread clears its own slots as it reaps).
+    std::thread([Ranks = std::vector<int>(Children)] {
       char C = 0;
       ssize_t Got;
       while ((Got = read(STDIN_FILENO, &C, 1)) == 1 ||
@@ -224,45 +283,9 @@ int launchLocal(int N, const std::vector<std::string> &Argv,
         if (Got == 1 && C == 'T')
           kill(getpid(), SIGTERM);
       Ended = true;
-      for (int Child : Children)
-        if (Child > 0)
-          kill(Child, SIGKILL);
+      for (int Rank : Ranks)
+        kill(Rank, SIGKILL);
     }).detach();
-  }
-  pid_t Launcher = getpid();
-  for (int R = 0; R < N; ++R) {
-    pid_t Pid = fork();
-    if (Pid < 0) {
-      perror("dsrun: fork");
-      return 1;
-    }
-    if (Pid == 0) {
-      // A group of its own, so that a terminal's Ctrl-C or a kill of the
-      // launcher's group reaches the ranks once, through the launcher;
-      // and gone with the launcher, should it be killed outright.
-      signal(SIGTERM, SIG_DFL); // the launcher's forwarding is not ours
-      signal(SIGINT, SIG_DFL);
-      setpgid(0, 0);
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != Launcher)
-        _exit(1);
-      setenv("RANK", std::to_string(Place.NodeRank * N + R).c_str(), 1);
-      setenv("LOCAL_RANK", std::to_string(R).c_str(), 1);
-      setenv("WORLD_SIZE", std::to_string(Place.Nodes * N).c_str(), 1);
-      setenv("LOCAL_WORLD_SIZE", std::to_string(N).c_str(), 1);
-      setenv("GROUP_RANK", std::to_string(Place.NodeRank).c_str(), 1);
-      setenv("MASTER_ADDR", Place.MasterAddr.c_str(), 1);
-      setenv("MASTER_PORT", std::to_string(Place.MasterPort).c_str(), 1);
-      setenv("DSRUN_CHILD", "1", 1);
-      std::vector<char *> Args;
-      for (const std::string &A : Argv)
-        Args.push_back(const_cast<char *>(A.c_str()));
-      Args.push_back(nullptr);
-      execv("/proc/self/exe", Args.data());
-      perror("dsrun: exec");
-      _exit(127);
-    }
-    Children[size_t(R)] = Pid;
   }
   // A signal that came while the ranks were being started reaches them
   // now.

@@ -22,6 +22,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dsrun {
@@ -56,6 +57,16 @@ int leaveJob(int Status);
 /// The rank of this process from the launcher's environment; a single
 /// process when there is none. Error says what is missing.
 std::optional<ProcessInfo> processFromEnvironment(std::string &Error);
+
+/// Forks a process that runs Argv (Program, or Argv[0] looked up on PATH
+/// when Program is null) with Env added to this environment and Stdin,
+/// when not -1, as its stdin. It gets a process group of its own, so that
+/// a terminal's Ctrl-C or a kill of the launcher's group reaches it once,
+/// through the launcher, and is killed should the launcher be. Returns
+/// its pid, or -1 with the reason printed.
+int startChild(const std::vector<std::string> &Argv,
+               const std::vector<std::pair<std::string, std::string>> &Env,
+               int Stdin = -1, const char *Program = nullptr);
 
 /// Where dsrun -n's processes sit in a job of several nodes (dsrun -n G
 /// --nodes N --node-rank I, as the hostfile launcher starts each node):

@@ -11,11 +11,10 @@
 #include <fcntl.h>
 #include <fstream>
 #include <ifaddrs.h>
-#include <random>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <random>
 #include <sstream>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -68,36 +67,46 @@ std::vector<std::pair<std::string, std::string>> exports(std::string &Error) {
          !Key.rfind("DSRUN_", 0)))
       Out.push_back({Key, V.substr(Eq + 1)});
   }
+  // DeepSpeed joins the name to the home and the working directory; an
+  // absolute name is the one file.
   const char *Name = getenv("DS_ENV_FILE");
+  std::string File = Name && *Name ? Name : ".deepspeed_env";
   const char *Home = getenv("HOME");
-  for (std::string Dir : {std::string(Home ? Home : ""), std::string(".")}) {
-    if (Dir.empty())
+  std::vector<std::string> Paths;
+  if (File[0] == '/')
+    Paths = {File};
+  else
+    Paths = {Home && *Home ? std::string(Home) + "/" + File : "", "./" + File};
+  for (const std::string &Path : Paths) {
+    if (Path.empty())
       continue;
-    std::string Path = Dir + "/" + (Name ? Name : ".deepspeed_env");
     std::ifstream In(Path);
     std::string Line;
     for (int L = 1; In && std::getline(In, Line); ++L) {
-      if (Line.empty())
+      auto Trim = [](const std::string &T) {
+        size_t B = T.find_first_not_of(" \t\r");
+        return B == std::string::npos
+                   ? std::string()
+                   : T.substr(B, T.find_last_not_of(" \t\r") - B + 1);
+      };
+      if (Trim(Line).empty())
         continue;
       size_t Eq = Line.find('=');
-      if (Eq == std::string::npos || Eq == 0) {
+      std::string Key = Trim(Line.substr(0, Eq));
+      if (Eq == std::string::npos || Key.empty()) {
         Error = Path + ":" + std::to_string(L) + ": '" + Line +
                 "' is not KEY=VALUE";
         return {};
       }
-      Out.push_back({Line.substr(0, Eq), Line.substr(Eq + 1)});
+      Out.push_back({Key, Trim(Line.substr(Eq + 1))});
     }
   }
   return Out;
 }
 
 volatile sig_atomic_t Signals = 0;
-volatile sig_atomic_t LastSignal = 0;
 
-void onSignal(int Signal) {
-  LastSignal = Signal;
-  Signals = Signals + 1;
-}
+void onSignal(int) { Signals = Signals + 1; }
 
 bool startProcess(Start &S, bool Agent) {
   int Pipe[2];
@@ -105,36 +114,15 @@ bool startProcess(Start &S, bool Agent) {
     perror("dsrun: pipe");
     return false;
   }
-  pid_t Launcher = getpid();
-  pid_t Pid = fork();
+  std::vector<std::pair<std::string, std::string>> Env = S.Env;
+  if (Agent)
+    Env.push_back({"DSRUN_NODE_CONTROL", "1"});
+  int Pid = startChild(S.Argv, Env, Pipe[0]);
+  close(Pipe[0]);
   if (Pid < 0) {
-    perror("dsrun: fork");
+    close(Pipe[1]);
     return false;
   }
-  if (Pid == 0) {
-    // Its own process group, so that a terminal's Ctrl-C reaches the
-    // launcher alone, which passes it on.
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGINT, SIG_DFL);
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != Launcher)
-      _exit(1);
-    dup2(Pipe[0], STDIN_FILENO);
-    for (const auto &[Key, Value] : S.Env)
-      setenv(Key.c_str(), Value.c_str(), 1);
-    if (Agent)
-      setenv("DSRUN_NODE_CONTROL", "1", 1);
-    std::vector<char *> Args;
-    for (const std::string &A : S.Argv)
-      Args.push_back(const_cast<char *>(A.c_str()));
-    Args.push_back(nullptr);
-    execvp(Args[0], Args.data());
-    fprintf(stderr, "dsrun: %s: cannot run %s: %s\n", S.Name.c_str(),
-            Args[0], strerror(errno));
-    _exit(127);
-  }
-  close(Pipe[0]);
   S.Pid = Pid;
   S.Control = Pipe[1];
   return true;
@@ -303,9 +291,19 @@ bool takeLaunchFlags(std::vector<std::string> &Args, LaunchRequest &R,
     Error = "--nodes and --node-rank go with -n, the ranks of this node";
     return false;
   }
-  if (!H.Hostfile.empty() && !PortGiven)
-    if (const char *Port = getenv("MASTER_PORT"))
-      H.MasterPort = atoi(Port);
+  // MASTER_PORT where no flag gives the port: a number, or an error.
+  int EnvPort = 0;
+  if (const char *Port = getenv("MASTER_PORT"); Port && *Port) {
+    char *End = nullptr;
+    long P = strtol(Port, &End, 10);
+    if (*End || P < 1 || P > 65535) {
+      Error = std::string("MASTER_PORT is '") + Port + "', not a port number";
+      return false;
+    }
+    EnvPort = int(P);
+  }
+  if (!H.Hostfile.empty() && !PortGiven && EnvPort)
+    H.MasterPort = EnvPort;
   if (!R.Processes)
     return true;
   R.Place.Nodes = int(Nodes ? Nodes : 1);
@@ -315,7 +313,7 @@ bool takeLaunchFlags(std::vector<std::string> &Args, LaunchRequest &R,
             " is not below --nodes " + std::to_string(R.Place.Nodes);
     return false;
   }
-  const char *Addr = getenv("MASTER_ADDR"), *Port = getenv("MASTER_PORT");
+  const char *Addr = getenv("MASTER_ADDR");
   if (R.Place.Nodes > 1) {
     if (!Addr || !*Addr) {
       Error = "--nodes " + std::to_string(R.Place.Nodes) +
@@ -328,15 +326,8 @@ bool takeLaunchFlags(std::vector<std::string> &Args, LaunchRequest &R,
     // A port of its own, so that two jobs on one machine do not meet.
     R.Place.MasterPort = 29500 + int(std::random_device()() % 2000);
   }
-  if (Port && *Port) {
-    char *End = nullptr;
-    long P = strtol(Port, &End, 10);
-    if (*End || P < 1 || P > 65535) {
-      Error = std::string("MASTER_PORT is '") + Port + "', not a port number";
-      return false;
-    }
-    R.Place.MasterPort = int(P);
-  }
+  if (EnvPort)
+    R.Place.MasterPort = EnvPort;
   return true;
 }
 
@@ -454,9 +445,11 @@ int launchNodes(const NodeLaunchOptions &O, unsigned PlanNodes,
     return 2;
   }
   if (How == "auto")
-    How = !Remote ? "local"
-          : !PerNodeGpus && !Simulated && onPath("mpirun") ? "mpirun"
-                                                           : "ssh";
+    How =
+        !Remote ? "local"
+        : !PerNodeGpus && !Simulated && onPath("mpirun") && onPath("ompi_info")
+            ? "mpirun"
+            : "ssh";
 
   std::string Master = O.MasterAddr;
   if (Master.empty()) {
@@ -529,12 +522,12 @@ int launchNodes(const NodeLaunchOptions &O, unsigned PlanNodes,
                          std::to_string(Gpu);
       if (Simulated && Local[I])
         Env.push_back({"NCCL_HOSTID", "dsrun-node-" + std::to_string(I)});
+      Env.insert(Env.begin(), Exported.begin(), Exported.end());
       if (Local[I]) {
         S.Argv = Agent;
         S.Env = Env;
       } else {
         std::string Command = "cd " + shellQuote(Cwd) + " && exec env";
-        Env.insert(Env.end(), Exported.begin(), Exported.end());
         Env.push_back({"DSRUN_NODE_CONTROL", "1"});
         for (const auto &[Key, Value] : Env)
           Command += " " + shellQuote(Key + "=" + Value);

@@ -14,8 +14,9 @@
 //           is its node's GPU list;
 //   mpirun  one `mpirun -n W --host h1:G,h2:G,...`; every rank joins as an
 //           MPI job. It cannot give nodes different GPU lists.
-//   auto    mpirun where it is on PATH and nothing differs per node, else
-//           ssh; a job whose nodes are all this machine is forked here.
+//   auto    Open MPI's mpirun where it is on PATH and nothing differs per
+//           node, else ssh; a job whose nodes are all this machine is
+//           forked here.
 // NCCL_*, UCX_ and DSRUN_ variables, and the lines of .deepspeed_env in
 // the home and working directories (DS_ENV_FILE renames it), go to every
 // node. Two hostfile entries that are both this machine are run as two

@@ -475,13 +475,13 @@ TEST(Files, FullDisk) {
     GTEST_SKIP() << Said;
   }
   // Nothing left in the directory: the text after '|' is empty.
-  EXPECT(Said.find(Root + "/rank0.ckpt: needs 3145865 bytes (3.00 MiB) ") ==
-         0)
+  EXPECT_TRUE(
+      Said.find(Root + "/rank0.ckpt: needs 3145865 bytes (3.00 MiB) ") == 0)
       << Said;
-  EXPECT(Said.find("and the file system has 1048576 bytes (1.00 MiB) free "
-                   "(No space left on device)|") != std::string::npos)
+  EXPECT_TRUE(Said.find("and the file system has 1048576 bytes (1.00 MiB) "
+                        "free (No space left on device)|") != std::string::npos)
       << Said;
-  EXPECT(Said.back() == '|') << Said;
+  EXPECT_TRUE(Said.back() == '|') << Said;
 
   // latest names step 5; step 10's save failed part way.
   std::filesystem::create_directories(Root + "/global_step5");

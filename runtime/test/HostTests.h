@@ -25,8 +25,13 @@
 #include <string>
 #include <vector>
 
-/// The checks read as conditions; a failed one names its expression.
-#define EXPECT(Cond) EXPECT_TRUE(Cond) << #Cond
+/// The checks read as conditions; a failed one names its expression. In a
+/// do-while, so that one under an if without braces leaves no dangling
+/// else (gtest's macros end in one).
+#define EXPECT(Cond)                                                           \
+  do {                                                                         \
+    EXPECT_TRUE(Cond) << #Cond;                                                \
+  } while (0)
 
 namespace dsrun {
 

@@ -518,20 +518,20 @@ TEST(Launch, WatchNamesTheStoppedRank) {
   Quiet = watchWithOneStopped(2, 6500);
   Other.join();
   Lonely.join();
-  EXPECT(Unreached == "rank 1 has never reached the watch (a port closed "
-                      "to it, or stopped before its first beat)")
+  EXPECT_TRUE(Unreached == "rank 1 has never reached the watch (a port closed "
+                           "to it, or stopped before its first beat)")
       << Unreached;
   const char *Two = "rank 2 has not been heard from for ";
-  EXPECT(Quiet[0].find(Two) == 0) << Quiet[0];
-  EXPECT(Quiet[0].find("(last at step 7, instruction 2): stopped, stuck "
-                       "outside the GPU or gone") != std::string::npos)
+  EXPECT_TRUE(Quiet[0].find(Two) == 0) << Quiet[0];
+  EXPECT_TRUE(Quiet[0].find("(last at step 7, instruction 2): stopped, stuck "
+                            "outside the GPU or gone") != std::string::npos)
       << Quiet[0];
   EXPECT(Quiet[1] == Quiet[0] || Quiet[1].find(Two) == 0);
   EXPECT(RankZero[1].find("rank 0 has not answered for ") == 0);
   EXPECT(RankZero[2].find("rank 0 has not answered for ") == 0);
   // What cuts an agreement's wait short (Executor::waitUntil).
   for (const std::string &Line : {Quiet[0], RankZero[1], RankZero[2]})
-    EXPECT(Line.size() > 9 && Line.substr(Line.size() - 9) == " [silent]")
+    EXPECT_TRUE(Line.size() > 9 && Line.substr(Line.size() - 9) == " [silent]")
         << Line;
   Watch Alone;
   EXPECT(Alone.suspects().empty() && !Alone.watching());
@@ -609,8 +609,8 @@ TEST(Launch, HostfileFilters) {
   EXPECT_EQ(Pick(F), "a[0-3] c[1,3] "); // the hostfile's order
   F.Include = "a:1@a:0"; // the same host twice: the union
   EXPECT_EQ(Pick(F), "a[0,1] ");
-  F.Include = "a:2@a"; // named whole once: whole
-  EXPECT_EQ(Pick(F), "a[0-3] ");
+  F.Include = "a:2@a"; // slots and bare: the slots (DeepSpeed's rule)
+  EXPECT_EQ(Pick(F), "a[2] ");
   F = {};
   F.Exclude = "a:0,2@b";
   EXPECT_EQ(Pick(F), "a[1,3] c[0-3] ");
@@ -632,6 +632,8 @@ TEST(Launch, HostfileFilters) {
   EXPECT_FALSE(matchesPlan(Two, 1, 4, Error));
   EXPECT_FALSE(matchesPlan({{"a", {0, 1}}, {"b", {2}}}, 2, 2, Error));
   EXPECT_EQ(gpuList({0, 1, 2, 5, 7, 8}), "0-2,5,7,8");
+  EXPECT_FALSE(parseHostfile("-oProxyCommand=x slots=1\n", "h", Error));
+  EXPECT_EQ(Error, "h:1: '-oProxyCommand=x' starts with '-': not a host name");
   EXPECT_EQ(shellQuote("plain/path_1.bin"), "plain/path_1.bin");
   EXPECT_EQ(shellQuote("it's"), "'it'\\''s'");
   EXPECT_EQ(shellQuote(""), "''");

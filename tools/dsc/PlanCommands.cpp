@@ -339,10 +339,10 @@ static Expected<PlanOptions> planOptions(StringRef Tool) {
     return createStringError(inconvertibleErrorCode(),
                              "--inter-node-gbps must be a positive integer");
   if (N > 1) {
-    if (Error E = setInterNodeLink(
-            O.Machine.Figures, LinkGiven ? StringRef(FabricName) : "ib-ndr",
-            InterNodeGbps))
-      return std::move(E);
+    if (Error E = setInterNodeLink(O.Machine.Figures,
+                                   LinkGiven ? StringRef(FabricName) : "ib-ndr",
+                                   InterNodeGbps, G))
+      return E;
     if (!LinkGiven)
       O.Machine.Figures.InterNodeLink += " (the default; --fabric)";
   }

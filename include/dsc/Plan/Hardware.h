@@ -55,12 +55,13 @@ llvm::ArrayRef<llvm::StringRef> hardwarePresetNames();
 
 /// The link between nodes, as the plan's InterNodeBytesPerSec and
 /// InterNodeLink: a named fabric (fabricNames(): ib-ndr, ib-hdr, efa-p5,
-/// eth-100, ...) or, with Fabric empty, the NICs of a node together at
-/// Gbps Gbit/s. Both are modelled, not measured: NCCL's bus bandwidth
-/// between nodes taken as 90 % of the line rate of a node's NICs
-/// together; a calibration file's inter_node_bytes_per_sec replaces it.
+/// eth-100, ...), of which a node of GpusPerNode ranks uses the NICs of
+/// those GPUs (fabrics are built around 8), or, with Fabric empty, Gbps
+/// Gbit/s of NICs per node. Both are modelled, not measured: NCCL's bus
+/// bandwidth between nodes taken as 90 % of that line rate; a calibration
+/// file's inter_node_bytes_per_sec or inter_node_rates replaces it.
 llvm::Error setInterNodeLink(plan::Hardware &H, llvm::StringRef Fabric,
-                             uint64_t Gbps);
+                             uint64_t Gbps, uint32_t GpusPerNode);
 std::vector<std::string> fabricNames();
 
 /// Device memory outside the arena for each rank: the CUDA context,
