@@ -356,15 +356,11 @@ bool exchangeBlob(const ProcessInfo &Info, std::string &Blob,
               "store: " + Error;
     return OK;
   }
-  addrinfo Hints{}, *Address = nullptr;
-  Hints.ai_family = AF_INET;
-  Hints.ai_socktype = SOCK_STREAM;
-  if (getaddrinfo(Info.MasterAddr.c_str(),
-                  std::to_string(Info.MasterPort).c_str(), &Hints,
-                  &Address) != 0) {
-    Error = "cannot resolve MASTER_ADDR " + Info.MasterAddr;
-    return false;
-  }
+  auto MsLeft = [&] {
+    return int(std::chrono::duration_cast<std::chrono::milliseconds>(
+                   Deadline - std::chrono::steady_clock::now())
+                   .count());
+  };
   bool OK = false;
   if (Info.Rank == 0) {
     int Listen = socket(AF_INET, SOCK_STREAM, 0);
@@ -381,9 +377,7 @@ bool exchangeBlob(const ProcessInfo &Info, std::string &Blob,
     } else {
       int Served = 0;
       while (Served < Info.WorldSize - 1) {
-        int Left = int(std::chrono::duration_cast<std::chrono::milliseconds>(
-                           Deadline - std::chrono::steady_clock::now())
-                           .count());
+        int Left = MsLeft();
         pollfd Poll{Listen, POLLIN, 0};
         if (Left <= 0 || poll(&Poll, 1, Left) <= 0)
           break;
@@ -403,19 +397,23 @@ bool exchangeBlob(const ProcessInfo &Info, std::string &Blob,
     }
     close(Listen);
   } else {
-    while (!OK && std::chrono::steady_clock::now() < Deadline) {
-      int Fd = socket(AF_INET, SOCK_STREAM, 0);
-      if (connect(Fd, Address->ai_addr, Address->ai_addrlen) == 0) {
-        uint32_t Size = 0;
-        int Left = int(std::chrono::duration_cast<std::chrono::milliseconds>(
-                           Deadline - std::chrono::steady_clock::now())
-                           .count());
-        if (receiveAll(Fd, &Size, 4, Left)) {
-          Blob.resize(ntohl(Size));
-          OK = receiveAll(Fd, Blob.data(), Blob.size(), Left);
-        }
+    std::string Why;
+    while (!OK && MsLeft() > 0) {
+      // Rank 0 may not listen yet: short tries until the deadline.
+      int Fd = connectTo(Info.MasterAddr, Info.MasterPort,
+                         std::min(MsLeft(), 1000), Why);
+      if (Fd == Unresolved) {
+        Error = "cannot resolve MASTER_ADDR " + Info.MasterAddr;
+        return false;
       }
-      close(Fd);
+      if (Fd >= 0) {
+        uint32_t Size = 0;
+        if (receiveAll(Fd, &Size, 4, MsLeft())) {
+          Blob.resize(ntohl(Size));
+          OK = receiveAll(Fd, Blob.data(), Blob.size(), MsLeft());
+        }
+        close(Fd);
+      }
       if (!OK)
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
@@ -424,7 +422,6 @@ bool exchangeBlob(const ProcessInfo &Info, std::string &Blob,
               "at " + Info.MasterAddr + ":" + std::to_string(Info.MasterPort) +
               " within " + std::to_string(TimeoutSeconds) + " s";
   }
-  freeaddrinfo(Address);
   return OK;
 }
 

@@ -143,6 +143,12 @@ TEST(Launch, Launchers) {
   std::string Nothing;
   EXPECT(!exchangeBlob(Lonely, Nothing, 1, Error));
   EXPECT(Error.find("could not reach rank 0") != std::string::npos);
+  // A host that does not resolve: said at once, not retried.
+  Lonely.MasterAddr = "no-such-host.invalid";
+  auto Start = std::chrono::steady_clock::now();
+  EXPECT(!exchangeBlob(Lonely, Nothing, 30, Error));
+  EXPECT(Error == "cannot resolve MASTER_ADDR no-such-host.invalid");
+  EXPECT(std::chrono::steady_clock::now() - Start < std::chrono::seconds(20));
 }
 
 namespace {

@@ -354,6 +354,15 @@ static Expected<PlanOptions> planOptions(StringRef Tool) {
                                B.getError().message().c_str());
     if (Error E = applyCalibration(O.Machine, (*B)->getBuffer(), Calibration))
       return E;
+    plan::Hardware &F = O.Machine.Figures;
+    if (N == 1 && (F.InterNodeBytesPerSec || !F.InterNodeRates.empty())) {
+      WithColor::note(errs(), Tool)
+          << Calibration << ": the link between nodes is left out: the plan "
+          << "has one node\n";
+      F.InterNodeBytesPerSec = 0;
+      F.InterNodeRates.clear();
+      F.InterNodeLink.clear();
+    }
   }
   return O;
 }
