@@ -31,6 +31,7 @@
 #include "NcclGroup.h"
 #include "Launch.h"
 #include "NodeLaunch.h"
+#include "Numbers.h"
 #include "dsc/PlanFacts.h"
 
 #include <cublas_v2.h>
@@ -522,14 +523,13 @@ static int bench(int argc, char **argv) {
       return benchUsage(("unknown argument " + A).c_str());
     if (I + 1 >= Args.size())
       return benchUsage((A + " needs a value").c_str());
-    const char *V = Args[++I].c_str();
-    char *End = nullptr;
-    long N = strtol(V, &End, 10);
+    const std::string &V = Args[++I];
+    long N = 0;
     if (A == "--plan")
       PlanPath = V;
     else if (A == "--workload")
       WorkloadPath = V;
-    else if (!*V || *End || N < 1 || N > 64)
+    else if (!parseCount(V, 1, 64, N))
       return benchUsage("--comm-min-ctas needs a count from 1 to 64");
     else
       MinCTAs = int(N);

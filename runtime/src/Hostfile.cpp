@@ -1,9 +1,8 @@
 //===- Hostfile.cpp -------------------------------------------------------===//
 
 #include "Hostfile.h"
+#include "Numbers.h"
 
-#include <algorithm>
-#include <cctype>
 #include <map>
 #include <set>
 #include <sstream>
@@ -20,12 +19,11 @@ std::string trim(const std::string &S) {
 }
 
 bool count(const std::string &Text, int Max, int &Out) {
-  if (Text.empty() || Text.size() > 9 ||
-      !std::all_of(Text.begin(), Text.end(),
-                   [](unsigned char C) { return std::isdigit(C); }))
+  long V = 0;
+  if (!parseCount(Text, 0, Max, V))
     return false;
-  Out = std::stoi(Text);
-  return Out <= Max;
+  Out = int(V);
+  return true;
 }
 
 /// One NAME[:SLOT[,SLOT...]] of an --include or --exclude.

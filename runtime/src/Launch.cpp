@@ -1,6 +1,7 @@
 //===- Launch.cpp ---------------------------------------------------------===//
 
 #include "Launch.h"
+#include "Numbers.h"
 #include "Sockets.h"
 #include "Preemption.h"
 #include "TcpStore.h"
@@ -36,11 +37,8 @@ const char *env(const char *Name) {
 }
 
 bool toInt(const char *Text, int &Out) {
-  if (!Text)
-    return false;
-  char *End = nullptr;
-  long V = strtol(Text, &End, 10);
-  if (*End || V < 0 || V > (1 << 24))
+  long V = 0;
+  if (!Text || !parseCount(Text, 0, 1 << 24, V))
     return false;
   Out = int(V);
   return true;

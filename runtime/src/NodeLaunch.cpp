@@ -1,6 +1,7 @@
 //===- NodeLaunch.cpp -----------------------------------------------------===//
 
 #include "NodeLaunch.h"
+#include "Numbers.h"
 #include "Preemption.h"
 
 #include <cerrno>
@@ -235,11 +236,9 @@ bool takeLaunchFlags(std::vector<std::string> &Args, LaunchRequest &R,
       return false;
     }
     const std::string &V = Args[++I];
-    char *End = nullptr;
-    long N = strtol(V.c_str(), &End, 10);
-    bool Count = !V.empty() && !*End;
+    long N = 0;
     auto Need = [&](long Min, long Max, const char *What) {
-      if (Count && N >= Min && N <= Max)
+      if (parseCount(V, Min, Max, N))
         return true;
       Error = A + " needs " + What + ", not '" + V + "'";
       return false;
@@ -294,9 +293,8 @@ bool takeLaunchFlags(std::vector<std::string> &Args, LaunchRequest &R,
   // MASTER_PORT where no flag gives the port: a number, or an error.
   int EnvPort = 0;
   if (const char *Port = getenv("MASTER_PORT"); Port && *Port) {
-    char *End = nullptr;
-    long P = strtol(Port, &End, 10);
-    if (*End || P < 1 || P > 65535) {
+    long P = 0;
+    if (!parseCount(Port, 1, 65535, P)) {
       Error = std::string("MASTER_PORT is '") + Port + "', not a port number";
       return false;
     }

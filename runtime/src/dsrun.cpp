@@ -10,6 +10,7 @@
 #include "Weights.h"
 #include "Launch.h"
 #include "NodeLaunch.h"
+#include "Numbers.h"
 #include "Preemption.h"
 
 #include <algorithm>
@@ -102,12 +103,6 @@ static int usage(const char *Message) {
   return 2;
 }
 
-static bool number(const char *Text, long Min, long Max, long &Out) {
-  char *End = nullptr;
-  Out = strtol(Text, &End, 10);
-  return Text && *Text && !*End && Out >= Min && Out <= Max;
-}
-
 int main(int argc, char **argv) {
   if (helpOrVersion(argc, argv, "dsrun", Usage))
     return 0;
@@ -126,7 +121,7 @@ int main(int argc, char **argv) {
     long V = 0;
     auto Value = [&](long Min, long Max) {
       if (I + 1 >= ChildArgs.size() ||
-          !number(ChildArgs[I + 1].c_str(), Min, Max, V))
+          !parseCount(ChildArgs[I + 1], Min, Max, V))
         return false;
       ++I;
       return true;

@@ -14,6 +14,7 @@
 #include "HostMath.h"
 #include "Launch.h"
 #include "NodeLaunch.h"
+#include "Numbers.h"
 #include "Arena.h"
 #include "LossScaler.h"
 #include "dsc/KernelTime.h"
@@ -677,6 +678,13 @@ TEST(Launch, LaunchFlags) {
   EXPECT_EQ(R.Hostfile.Filter.Include, "a:0");
   EXPECT_EQ(R.Hostfile.MasterPort, 1234); // MASTER_PORT, not given
   EXPECT_TRUE(R.Hostfile.Show);
+  // Every count is read one way: digits within the range, nothing else.
+  long N = 0;
+  for (const char *Bad : {"", "+4", " 4", "4x", "-1", "0x10", "65",
+                          "99999999999999999999"})
+    EXPECT_FALSE(parseCount(Bad, 1, 64, N)) << Bad;
+  EXPECT_TRUE(parseCount("064", 1, 64, N));
+  EXPECT_EQ(N, 64);
   Args = {"dsrun", "plan.bin", "--master-port"};
   EXPECT_FALSE(takeLaunchFlags(Args, R, Error));
   EXPECT_EQ(Error, "--master-port needs a value");
