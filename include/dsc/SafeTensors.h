@@ -183,6 +183,24 @@ public:
     } while (eat(','));
     return eat(']') || fail("expected ']'");
   }
+  /// An object, each member's key given to Member, which reads the value
+  /// and returns false to stop. Fails "<What> is not an object" or "<What>
+  /// is not closed"; a key without its colon ends the members, so the
+  /// close then fails. False once an error is set.
+  template <class F> bool object(const std::string &What, F &&Member) {
+    if (!eat('{'))
+      return fail(What + " is not an object");
+    if (eat('}'))
+      return true;
+    do {
+      std::string Key;
+      if (!string(Key) || !eat(':') || !Member(Key))
+        break;
+    } while (Error.empty() && eat(','));
+    if (Error.empty() && !eat('}'))
+      fail(What + " is not closed");
+    return Error.empty();
+  }
   /// Skips any value (unknown keys of a tensor entry).
   bool skip(int Depth = 0) {
     space();
@@ -239,45 +257,21 @@ inline bool readHeader(const char *Data, uint64_t Size, uint64_t FileSize,
   Out = Header();
   Out.DataStart = 8 + Length;
   uint64_t DataBytes = FileSize - Out.DataStart;
-  if (!J.eat('{')) {
+  if (J.next() != '{') {
     Error = "not a safetensors file: its header is not a JSON object";
     return false;
   }
-  if (!J.eat('}'))
-    do {
-      std::string Key;
-      if (!J.string(Key) || !J.eat(':'))
-        break;
-      if (Key == "__metadata__") {
-        if (!J.eat('{')) {
-          J.fail("__metadata__ is not an object");
-          break;
-        }
-        if (J.eat('}'))
-          continue;
-        do {
-          std::string K, V;
-          if (!J.string(K) || !J.eat(':') || !J.string(V))
-            break;
-          Out.Metadata[K] = V;
-        } while (J.eat(','));
-        if (!J.eat('}'))
-          J.fail("__metadata__ is not closed");
-        continue;
-      }
-      TensorInfo T;
-      T.Name = Key;
-      std::vector<int64_t> Offsets;
-      bool HasOffsets = false;
-      if (!J.eat('{')) {
-        J.fail("tensor '" + Key + "' is not an object");
-        break;
-      }
-      if (!J.eat('}'))
-        do {
-          std::string Field;
-          if (!J.string(Field) || !J.eat(':'))
-            break;
+  J.object("the header", [&](const std::string &Key) {
+    if (Key == "__metadata__")
+      return J.object("__metadata__", [&](const std::string &K) {
+        std::string V;
+        return J.string(V) && (Out.Metadata[K] = V, true);
+      });
+    TensorInfo T;
+    T.Name = Key;
+    std::vector<int64_t> Offsets;
+    bool HasOffsets = false;
+    if (!J.object("tensor '" + Key + "'", [&](const std::string &Field) {
           if (Field == "dtype")
             J.string(T.DType);
           else if (Field == "shape")
@@ -286,42 +280,32 @@ inline bool readHeader(const char *Data, uint64_t Size, uint64_t FileSize,
             HasOffsets = J.integers(Offsets);
           else
             J.skip();
-        } while (J.Error.empty() && J.eat(','));
-      if (J.Error.empty() && !J.eat('}'))
-        J.fail("tensor '" + Key + "' is not closed");
-      if (!J.Error.empty())
-        break;
-      unsigned Width = dtypeBytes(T.DType);
-      if (!Width) {
-        J.fail("tensor '" + Key + "' has dtype '" + T.DType +
-               "', which dsc does not read");
-        break;
-      }
-      if (!HasOffsets || Offsets.size() != 2 || Offsets[0] < 0 ||
-          Offsets[1] < Offsets[0] || uint64_t(Offsets[1]) > DataBytes) {
-        J.fail("tensor '" + Key + "' has data offsets outside the file");
-        break;
-      }
-      uint64_t Elems = 1;
-      for (int64_t D : T.Shape) {
-        if (D < 0 || (D && Elems > UINT64_MAX / 16 / uint64_t(D))) {
-          J.fail("tensor '" + Key + "' has a bad dimension");
-          break;
-        }
-        Elems *= uint64_t(D);
-      }
-      T.Begin = uint64_t(Offsets[0]);
-      T.End = uint64_t(Offsets[1]);
-      if (J.Error.empty() && Elems * Width != T.End - T.Begin)
-        J.fail("tensor '" + Key + "' has " + std::to_string(T.End - T.Begin) +
-               " bytes of data where its shape and dtype need " +
-               std::to_string(Elems * Width));
-      if (!J.Error.empty())
-        break;
-      Out.Tensors.push_back(std::move(T));
-    } while (J.eat(','));
-  if (J.Error.empty() && !J.eat('}'))
-    J.fail("the header is not closed");
+          return true;
+        }))
+      return false;
+    unsigned Width = dtypeBytes(T.DType);
+    if (!Width)
+      return J.fail("tensor '" + Key + "' has dtype '" + T.DType +
+                    "', which dsc does not read");
+    if (!HasOffsets || Offsets.size() != 2 || Offsets[0] < 0 ||
+        Offsets[1] < Offsets[0] || uint64_t(Offsets[1]) > DataBytes)
+      return J.fail("tensor '" + Key + "' has data offsets outside the file");
+    uint64_t Elems = 1;
+    for (int64_t D : T.Shape) {
+      if (D < 0 || (D && Elems > UINT64_MAX / 16 / uint64_t(D)))
+        return J.fail("tensor '" + Key + "' has a bad dimension");
+      Elems *= uint64_t(D);
+    }
+    T.Begin = uint64_t(Offsets[0]);
+    T.End = uint64_t(Offsets[1]);
+    if (Elems * Width != T.End - T.Begin)
+      return J.fail("tensor '" + Key + "' has " +
+                    std::to_string(T.End - T.Begin) +
+                    " bytes of data where its shape and dtype need " +
+                    std::to_string(Elems * Width));
+    Out.Tensors.push_back(std::move(T));
+    return true;
+  });
   if (!J.Error.empty()) {
     Error = "malformed safetensors header: " + J.Error;
     return false;
@@ -372,70 +356,45 @@ inline bool readIndex(const char *Text, uint64_t Size, Index &Out,
   detail::Json J(Text, Text + Size);
   Out = Index();
   bool HasMap = false;
-  if (!J.eat('{')) {
+  if (J.next() != '{') {
     Error = "not a safetensors index: not a JSON object";
     return false;
   }
-  if (!J.eat('}'))
-    do {
-      std::string Key;
-      if (!J.string(Key) || !J.eat(':'))
-        break;
-      if (Key == "weight_map") {
-        HasMap = true;
-        if (!J.eat('{')) {
-          J.fail("weight_map is not an object");
-          break;
-        }
-        if (J.eat('}'))
-          continue;
-        do {
-          std::string Tensor, File;
-          if (!J.string(Tensor) || !J.eat(':') || !J.string(File))
-            break;
-          if (File.empty() || File == "." || File == ".." ||
-              File.find('/') != std::string::npos ||
-              File.find('\\') != std::string::npos) {
-            J.fail("weight_map puts '" + Tensor + "' in '" + File +
-                   "', which is not a file name in the index's folder");
-            break;
-          }
-          if (!Out.WeightMap.emplace(Tensor, File).second) {
-            J.fail("weight_map names '" + Tensor + "' twice");
-            break;
-          }
-        } while (J.eat(','));
-        if (J.Error.empty() && !J.eat('}'))
-          J.fail("weight_map is not closed");
-      } else if (Key == "metadata" && J.next() == '{') {
-        // Read for total_size alone; transformers reads only weight_map.
-        J.eat('{');
-        if (J.eat('}'))
-          continue;
-        do {
-          std::string K;
-          if (!J.string(K) || !J.eat(':'))
-            break;
-          int64_t V = 0;
-          char C = J.next();
-          if (K != "total_size" || C < '0' || C > '9') {
-            J.skip();
-          } else if (J.integer(V)) {
-            C = J.next();
-            if (C == '.' || C == 'e' || C == 'E')
-              J.skip(); // Not a count of bytes: the rest of the number.
-            else
-              Out.TotalSize = uint64_t(V);
-          }
-        } while (J.Error.empty() && J.eat(','));
-        if (J.Error.empty() && !J.eat('}'))
-          J.fail("metadata is not closed");
-      } else {
+  J.object("the index", [&](const std::string &Key) {
+    if (Key == "weight_map") {
+      HasMap = true;
+      return J.object("weight_map", [&](const std::string &Tensor) {
+        std::string File;
+        if (!J.string(File))
+          return false;
+        if (File.empty() || File == "." || File == ".." ||
+            File.find('/') != std::string::npos ||
+            File.find('\\') != std::string::npos)
+          return J.fail("weight_map puts '" + Tensor + "' in '" + File +
+                        "', which is not a file name in the index's folder");
+        if (!Out.WeightMap.emplace(Tensor, File).second)
+          return J.fail("weight_map names '" + Tensor + "' twice");
+        return true;
+      });
+    }
+    if (Key != "metadata" || J.next() != '{')
+      return J.skip();
+    // Read for total_size alone; transformers reads only weight_map.
+    return J.object("metadata", [&](const std::string &K) {
+      int64_t V = 0;
+      char C = J.next();
+      if (K != "total_size" || C < '0' || C > '9') {
         J.skip();
+      } else if (J.integer(V)) {
+        C = J.next();
+        if (C == '.' || C == 'e' || C == 'E')
+          J.skip(); // Not a count of bytes: the rest of the number.
+        else
+          Out.TotalSize = uint64_t(V);
       }
-    } while (J.Error.empty() && J.eat(','));
-  if (J.Error.empty() && !J.eat('}'))
-    J.fail("the index is not closed");
+      return true;
+    });
+  });
   if (J.Error.empty() && !HasMap)
     J.fail("it has no weight_map");
   if (!J.Error.empty()) {

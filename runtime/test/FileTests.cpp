@@ -398,6 +398,30 @@ TEST(Files, ModelFolders) {
                                        Error) &&
            Lenient.WeightMap.size() == 1 && Lenient.TotalSize == 0);
   }
+  // Empty objects are closed once: an index without members has no
+  // weight_map, a header without tensors holds none, and an empty tensor
+  // entry lacks its dtype.
+  {
+    dsc::safetensors::Index Empty;
+    EXPECT(!dsc::safetensors::readIndex("{ }", 3, Empty, Error) &&
+           Error == "malformed safetensors index: it has no weight_map");
+    auto Header = [](const std::string &Json) {
+      std::string F(8, '\0');
+      for (int K = 0; K < 8; ++K)
+        F[size_t(K)] = char((Json.size() >> (8 * K)) & 0xff);
+      return F + Json;
+    };
+    dsc::safetensors::Header H;
+    std::string File = Header("{}");
+    EXPECT(dsc::safetensors::readHeader(File.data(), File.size(), File.size(),
+                                        H, Error) &&
+           H.Tensors.empty());
+    File = Header("{\"x\": {}}");
+    EXPECT(!dsc::safetensors::readHeader(File.data(), File.size(),
+                                         File.size(), H, Error) &&
+           Error == "malformed safetensors header: tensor 'x' has dtype '', "
+                    "which dsc does not read");
+  }
   fs::remove_all(Dir);
   fs::create_directories(Dir);
   EXPECT(!loadWeights(P, Dir, Error) &&
