@@ -7,11 +7,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "dsc/Graph/ModelGen.h"
+#include "dsc/Graph/OnnxWriter.h"
 #include "dsc/Version.h"
 
 #include "llvm/Support/FormatVariadic.h"
-
-#include "onnx/onnx_pb.h"
 
 using namespace llvm;
 
@@ -19,126 +18,13 @@ namespace dsc {
 
 namespace {
 
-class Builder {
+class Builder : OnnxWriter {
 public:
-  explicit Builder(const TransformerSpec &S) : S(S) {
-    M.set_ir_version(8);
-    M.set_producer_name("dsc-modelgen");
-    M.set_producer_version(Version);
-    auto *Op = M.add_opset_import();
-    Op->set_domain("");
-    Op->set_version(17);
-    G = M.mutable_graph();
-    G->set_name(S.Arch == Architecture::GPT ? "gpt" : "llama");
-    WeightType = S.BF16 ? onnx::TensorProto_DataType_BFLOAT16
-                        : onnx::TensorProto_DataType_FLOAT;
-  }
-
-  /// A weight as external data at the next offset of the weights file.
-  std::string weight(const std::string &Name, std::vector<int64_t> Dims) {
-    onnx::TensorProto *T = G->add_initializer();
-    T->set_name(Name);
-    T->set_data_type(WeightType);
-    int64_t Elems = 1;
-    for (int64_t D : Dims) {
-      T->add_dims(D);
-      Elems *= D;
-    }
-    int64_t Bytes = Elems * (S.BF16 ? 2 : 4);
-    T->set_data_location(onnx::TensorProto_DataLocation_EXTERNAL);
-    auto Add = [&](const char *K, const std::string &V) {
-      auto *E = T->add_external_data();
-      E->set_key(K);
-      E->set_value(V);
-    };
-    Add("location", S.WeightsFile);
-    Add("offset", std::to_string(Offset));
-    Add("length", std::to_string(Bytes));
-    Offset += Bytes;
-    return Name;
-  }
-
-  /// An int64 constant (shapes, axes).
-  std::string ints(const std::vector<int64_t> &V) {
-    std::string Name = "const_" + std::to_string(Counter++);
-    onnx::NodeProto *N = G->add_node();
-    N->set_op_type("Constant");
-    N->set_name(Name);
-    N->add_output(Name);
-    onnx::AttributeProto *A = N->add_attribute();
-    A->set_name("value");
-    A->set_type(onnx::AttributeProto_AttributeType_TENSOR);
-    onnx::TensorProto *T = A->mutable_t();
-    T->set_data_type(onnx::TensorProto_DataType_INT64);
-    T->add_dims(int64_t(V.size()));
-    for (int64_t X : V)
-      T->add_int64_data(X);
-    return Name;
-  }
-
-  /// A scalar int64 constant.
-  std::string scalar(int64_t V) {
-    std::string Name = ints({V});
-    onnx::TensorProto *T =
-        G->mutable_node(G->node_size() - 1)->mutable_attribute(0)->mutable_t();
-    T->clear_dims();
-    return Name;
-  }
-
-  /// A node; Shape (symbolic where a dim is "batch"/"sequence") becomes
-  /// its output's value_info.
-  std::string node(StringRef Op, const std::string &Scope,
-                   std::vector<std::string> Inputs,
-                   std::vector<std::string> Shape, bool Float = true) {
-    std::string Out = "/" + Scope + "/" + Op.str() + "_" +
-                      std::to_string(Counter++) + "_output_0";
-    onnx::NodeProto *N = G->add_node();
-    N->set_op_type(Op.str());
-    N->set_name("/" + Scope + "/" + Op.str() + "_" + std::to_string(Counter));
-    for (const std::string &I : Inputs)
-      N->add_input(I);
-    N->add_output(Out);
-    LastNode = N;
-    declare(Out, Shape, Float ? WeightType : onnx::TensorProto_DataType_INT64);
-    return Out;
-  }
-
-  void intAttr(const char *Name, int64_t V) {
-    onnx::AttributeProto *A = LastNode->add_attribute();
-    A->set_name(Name);
-    A->set_type(onnx::AttributeProto_AttributeType_INT);
-    A->set_i(V);
-  }
-  void intsAttr(const char *Name, const std::vector<int64_t> &V) {
-    onnx::AttributeProto *A = LastNode->add_attribute();
-    A->set_name(Name);
-    A->set_type(onnx::AttributeProto_AttributeType_INTS);
-    for (int64_t X : V)
-      A->add_ints(X);
-  }
-  void floatAttr(const char *Name, float V) {
-    onnx::AttributeProto *A = LastNode->add_attribute();
-    A->set_name(Name);
-    A->set_type(onnx::AttributeProto_AttributeType_FLOAT);
-    A->set_f(V);
-  }
-
-  void declare(const std::string &Name, const std::vector<std::string> &Shape,
-               int Type, onnx::ValueInfoProto *Where = nullptr) {
-    onnx::ValueInfoProto *V = Where ? Where : G->add_value_info();
-    V->set_name(Name);
-    auto *TT = V->mutable_type()->mutable_tensor_type();
-    TT->set_elem_type(Type);
-    auto *Sh = TT->mutable_shape();
-    for (const std::string &D : Shape) {
-      auto *Dm = Sh->add_dim();
-      int64_t N;
-      if (!StringRef(D).getAsInteger(10, N))
-        Dm->set_dim_value(N);
-      else
-        Dm->set_dim_param(D);
-    }
-  }
+  explicit Builder(const TransformerSpec &S)
+      : OnnxWriter(S.Arch == Architecture::GPT ? "gpt" : "llama",
+                   "dsc-modelgen", S.BF16 ? BFloat16 : Float32,
+                   S.WeightsFile),
+        S(S) {}
 
   std::string linear(const std::string &Scope, const std::string &X,
                      int64_t In, int64_t Out, bool Bias,
@@ -196,13 +82,8 @@ public:
                                {"batch", "sequence", N(S.Hidden)});
       intAttr("axis", -1);
       Q = Split;
-      // Two more outputs of the same Split.
-      K = Split + "_k";
-      V = Split + "_v";
-      LastNode->add_output(K);
-      LastNode->add_output(V);
-      declare(K, {"batch", "sequence", N(S.Hidden)}, WeightType);
-      declare(V, {"batch", "sequence", N(S.Hidden)}, WeightType);
+      K = extraOutput({"batch", "sequence", N(S.Hidden)});
+      V = extraOutput({"batch", "sequence", N(S.Hidden)});
     } else {
       Q = linear(Scope + "/q_proj", X, S.Hidden, S.Hidden, false,
                  Prefix + ".q_proj");
@@ -283,8 +164,7 @@ public:
     int64_t FFN = S.FFN ? S.FFN
                   : GPT ? 4 * S.Hidden
                         : (8 * S.Hidden / 3 + 255) / 256 * 256;
-    declare("input_ids", {"batch", "sequence"},
-            onnx::TensorProto_DataType_INT64, G->add_input());
+    input("input_ids", {"batch", "sequence"});
     std::string Root = GPT ? "transformer" : "model";
     std::string Embed = weight(GPT ? "transformer.wte.weight"
                                    : "model.embed_tokens.weight",
@@ -295,12 +175,12 @@ public:
     if (GPT) {
       std::string Positions = weight("transformer.wpe.weight",
                                      {S.MaxPositions, S.Hidden});
-      std::string Shape = node("Shape", Root, {"input_ids"}, {"2"}, false);
-      std::string Seq = node("Gather", Root, {Shape, scalar(1)}, {}, false);
+      std::string Shape = node("Shape", Root, {"input_ids"}, {"2"}, Int64);
+      std::string Seq = node("Gather", Root, {Shape, scalar(1)}, {}, Int64);
       std::string Zero = scalar(0);
       std::string One = scalar(1);
       std::string Ids = node("Range", Root, {Zero, Seq, One}, {"sequence"},
-                             false);
+                             Int64);
       std::string Pos = node("Gather", Root + "/wpe", {Positions, Ids},
                              {"sequence", N(S.Hidden)});
       X = node("Add", Root, {X, Pos}, Act);
@@ -334,26 +214,14 @@ public:
     }
     std::string Logits = node("MatMul", "lm_head", {X, Head},
                               {"batch", "sequence", N(S.Vocab)});
-    declare(Logits, {"batch", "sequence", N(S.Vocab)}, WeightType,
-            G->add_output());
-    std::string Bytes;
-    if (!M.SerializeToString(&Bytes))
-      return createStringError(inconvertibleErrorCode(),
-                               "the generated model does not serialize "
-                               "(over 2 GiB of graph)");
-    return Bytes;
+    output(Logits, {"batch", "sequence", N(S.Vocab)});
+    return serialize();
   }
 
 private:
   static std::string N(int64_t V) { return std::to_string(V); }
 
   const TransformerSpec &S;
-  onnx::ModelProto M;
-  onnx::GraphProto *G;
-  onnx::NodeProto *LastNode = nullptr;
-  int WeightType;
-  int64_t Offset = 0;
-  unsigned Counter = 0;
 };
 
 } // namespace
