@@ -161,6 +161,12 @@ void Graph::replaceAllUses(ValueId From, ValueId To) {
     Swap(P.Grad);
 }
 
+void Graph::renumberOrigins(const std::vector<int32_t> &NewIndex) {
+  for (Node &N : Nodes)
+    if (N.Origin >= 0)
+      N.Origin = NewIndex[size_t(N.Origin)];
+}
+
 void Graph::removeDeadNodes() {
   // Live: what the outputs, the loss and the parameter gradients need,
   // found by a walk from them (nodes need not be in order here).
@@ -188,10 +194,14 @@ void Graph::removeDeadNodes() {
         Work.push_back(In);
   }
   std::vector<Node> Kept;
+  std::vector<int32_t> NewIndex(Nodes.size(), -1);
   for (uint32_t I = 0; I < Nodes.size(); ++I)
-    if (Live[I])
+    if (Live[I]) {
+      NewIndex[I] = int32_t(Kept.size());
       Kept.push_back(std::move(Nodes[I]));
+    }
   Nodes = std::move(Kept);
+  renumberOrigins(NewIndex);
   for (Value &V : Values)
     V.Producer = -1;
   for (uint32_t I = 0; I < Nodes.size(); ++I)
@@ -232,9 +242,13 @@ Error Graph::sortNodes() {
                              "the compute graph has a cycle");
   std::vector<Node> Sorted;
   Sorted.reserve(N);
-  for (uint32_t I : Order)
+  std::vector<int32_t> NewIndex(N, -1);
+  for (uint32_t I : Order) {
+    NewIndex[I] = int32_t(Sorted.size());
     Sorted.push_back(std::move(Nodes[I]));
+  }
   Nodes = std::move(Sorted);
+  renumberOrigins(NewIndex);
   for (uint32_t I = 0; I < N; ++I) {
     Nodes[I].Order = double(I);
     for (ValueId V : Nodes[I].Outputs)

@@ -244,6 +244,15 @@ Error Lowering::assignOps(const compute::Graph &G,
     int64_t Op = Origin >= 0 ? Effective[size_t(Origin)] : -1;
     if (Op >= 0)
       Running = std::min<uint32_t>(Running, uint32_t(Op));
+    // A parameter's gradient is complete in its first use's op, also where
+    // a later op's backward writes it (Gemma's x * (1 + w): the Add reads
+    // w first, the Mul's backward makes the gradient).
+    for (const plan::TensorRef &R : KP.Kernels[K].Outputs) {
+      const plan::Value &V = KP.Values[R.Value];
+      if (V.Kind == plan::ValueKind::ParamGrad && V.Tensor != plan::NoIndex &&
+          P.Tensors[V.Tensor].FirstUse != plan::NoIndex)
+        Running = std::min(Running, P.Tensors[V.Tensor].FirstUse);
+    }
     KernelOp[K] = Running;
     Order.push_back(uint32_t(K));
   }

@@ -132,6 +132,9 @@ public:
   /// Restores topological order, keeping each node's Order where the
   /// dependencies allow. Fails on a cycle.
   llvm::Error sortNodes();
+  /// After nodes moved (NewIndex: old index -> new, -1 gone): backward
+  /// nodes' Origin follows its forward node.
+  void renumberOrigins(const std::vector<int32_t> &NewIndex);
 
   /// "node 'n' (MatMul in transformer.h.0.attn)": how messages name a
   /// node.
