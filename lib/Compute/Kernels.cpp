@@ -5,6 +5,7 @@
 
 #include "dsc/AttentionAlgorithms.h"
 #include "dsc/KernelRegistry.h"
+#include "dsc/PlanCodec.h"
 #include "dsc/Compute/Ops.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -402,6 +403,10 @@ private:
   const KernelOptions &O;
   KernelProgram P;
   std::vector<Loc> Locs;
+  /// Constants by a hash of their stored elements, and of their bytes in
+  /// the plan: identical ones (each layer's copy of the rotary tables, a
+  /// mask made twice) share one value.
+  std::multimap<uint64_t, ValueId> ConstantsByStorage, ConstantsByBytes;
   std::vector<int32_t> GradOf;
   /// The live nodes that read each value.
   std::vector<std::vector<uint32_t>> Readers;
@@ -929,18 +934,38 @@ const Loc &Selector::loc(ValueId V) {
   // plan time, and never get storage).
   const Value &X = G.Values[V];
   DType T = X.isFloat() ? DType::F32 : typeOf(V);
-  uint32_t Id = newValue(X.Name, plan::ValueKind::Constant, T,
-                         uint64_t(numel(X.Dims)));
-  Locs[V] = {Id, 0, contiguousStrides(X.Dims)};
-  P.ValueOf[V] = Id;
   if (!X.Data) {
+    uint32_t Id = newValue(X.Name, plan::ValueKind::Constant, T,
+                           uint64_t(numel(X.Dims)));
+    Locs[V] = {Id, 0, contiguousStrides(X.Dims)};
+    P.ValueOf[V] = Id;
     P.Training.Missing.push_back(
         "'" + X.Name + "', a buffer of the model whose data the ONNX "
                        "file does not carry");
     return Locs[V];
   }
+  // Identical constants share one value: found by their stored elements
+  // before any conversion where they are contiguous, by their bytes after.
+  auto Reuse = [&](std::multimap<uint64_t, ValueId> &By, uint64_t Hash,
+                   auto Same) {
+    for (auto [It, End] = By.equal_range(Hash); It != End; ++It)
+      if (G.Values[It->second].Dims == X.Dims &&
+          P.Values[Locs[It->second].Value].Type == T && Same(It->second)) {
+        Locs[V] = Locs[It->second];
+        P.ValueOf[V] = Locs[V].Value;
+        return true;
+      }
+    return false;
+  };
+  ArrayRef<uint8_t> Stored = X.Data->storageBytes();
+  uint64_t StoredHash = plan::fnv1a(Stored.data(), Stored.size());
+  if (!Stored.empty() &&
+      Reuse(ConstantsByStorage, StoredHash, [&](ValueId Other) {
+        return G.Values[Other].Data->type() == X.Data->type() &&
+               G.Values[Other].Data->storageBytes() == Stored;
+      }))
+    return Locs[V];
   plan::Constant C;
-  C.Value = Id;
   C.Bytes.resize(size_t(numel(X.Dims)) * plan::dtypeBytes(T));
   std::vector<double> Elems = X.Data->values();
   for (size_t K = 0; K < Elems.size(); ++K) {
@@ -960,6 +985,20 @@ const Loc &Selector::loc(ValueId V) {
       C.Bytes[K] = uint8_t(Elems[K] != 0);
     }
   }
+  uint64_t BytesHash = plan::fnv1a(C.Bytes.data(), C.Bytes.size());
+  if (Reuse(ConstantsByBytes, BytesHash, [&](ValueId Other) {
+        const plan::Value &O = P.Values[Locs[Other].Value];
+        return P.Constants[O.Constant].Bytes == C.Bytes;
+      }))
+    return Locs[V];
+  if (!Stored.empty())
+    ConstantsByStorage.insert({StoredHash, V});
+  ConstantsByBytes.insert({BytesHash, V});
+  uint32_t Id = newValue(X.Name, plan::ValueKind::Constant, T,
+                         uint64_t(numel(X.Dims)));
+  Locs[V] = {Id, 0, contiguousStrides(X.Dims)};
+  P.ValueOf[V] = Id;
+  C.Value = Id;
   P.Values[Id].Constant = uint32_t(P.Constants.size());
   P.Constants.push_back(std::move(C));
   return Locs[V];

@@ -220,6 +220,15 @@ int64_t *HostTensor::intData() { return I->data() + Offset; }
 const float *HostTensor::floatData() const { return F->data() + Offset; }
 const int64_t *HostTensor::intData() const { return I->data() + Offset; }
 
+llvm::ArrayRef<uint8_t> HostTensor::storageBytes() const {
+  if (!contiguous())
+    return {};
+  size_t N = size_t(numel());
+  if (F)
+    return {reinterpret_cast<const uint8_t *>(F->data()), N * sizeof(float)};
+  return {reinterpret_cast<const uint8_t *>(I->data()), N * sizeof(int64_t)};
+}
+
 void HostTensor::forEach(
     const Shape &Out, llvm::ArrayRef<const HostTensor *> Inputs,
     const std::function<void(int64_t, const int64_t *)> &Fn) {

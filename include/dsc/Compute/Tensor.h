@@ -93,6 +93,10 @@ public:
   int64_t *intData();
   const float *floatData() const;
   const int64_t *intData() const;
+  /// The stored elements as bytes when they are one contiguous run (empty
+  /// otherwise): two tensors of one type and shape are equal when these
+  /// are.
+  llvm::ArrayRef<uint8_t> storageBytes() const;
 
   /// The element at an offset into the storage (what forEach passes).
   double storageAt(int64_t Off) const {
