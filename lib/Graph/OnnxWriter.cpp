@@ -10,14 +10,14 @@ using namespace llvm;
 namespace dsc {
 
 OnnxWriter::OnnxWriter(StringRef GraphName, StringRef Producer,
-                       int WeightType, StringRef WeightsFile)
+                       int WeightType, StringRef WeightsFile, int Opset)
     : M(std::make_unique<onnx::ModelProto>()), WeightType(WeightType),
       WeightsFile(WeightsFile.str()) {
   M->set_ir_version(8);
   M->set_producer_name(Producer.str());
   auto *Op = M->add_opset_import();
   Op->set_domain("");
-  Op->set_version(17);
+  Op->set_version(Opset);
   G = M->mutable_graph();
   G->set_name(GraphName.str());
 }

@@ -33,21 +33,25 @@ StringRef roleName(TensorRole R) {
 }
 
 bool isExporterName(StringRef Name) {
-  return Name.startswith("onnx::") || Name.startswith("val_") ||
+  // torch.export lifts tensors a forward makes into "lifted_tensor_N".
+  StringRef Last = Name.rsplit('.').second.empty() ? Name
+                                                    : Name.rsplit('.').second;
+  return Last.startswith("lifted_tensor_") || Name.startswith("onnx::") || Name.startswith("val_") ||
          Name.startswith("_val") || Name.startswith("const_") ||
          Name.startswith("/") || Name.startswith("_onnx_") ||
          Name.startswith("ortshared_") || Name.empty();
 }
 
 /// Buffers PyTorch modules register (not parameters, whatever their dtype):
-/// rotary frequencies, BatchNorm statistics, cached ids and masks.
+/// rotary frequencies, BatchNorm statistics, cached ids and masks, Gemma's
+/// embedding scale.
 static bool isKnownBufferName(StringRef Name) {
   StringRef Last = Name.rsplit('.').second.empty() ? Name
                                                     : Name.rsplit('.').second;
   static const StringRef Buffers[] = {
       "inv_freq",  "original_inv_freq",   "running_mean", "running_var",
       "num_batches_tracked", "position_ids", "token_type_ids", "masked_bias",
-      "_float_tensor", "causal_mask", "attention_mask"};
+      "_float_tensor", "causal_mask", "attention_mask", "embed_scale"};
   return is_contained(Buffers, Last);
 }
 

@@ -3,6 +3,7 @@
 #include "Commands.h"
 
 #include "dsc/Compute/Inspect.h"
+#include "dsc/Graph/HfConfig.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/WithColor.h"
@@ -104,7 +105,7 @@ int runInspect() {
         << ModelPath << ": no such file\n";
     return ExitUsage;
   }
-  Expected<Model> M = importOnnx(ModelPath);
+  Expected<Model> M = importModel(ModelPath);
   if (!M) {
     WithColor::error(errs(), "dsc inspect") << toString(M.takeError()) << "\n";
     return ExitFindings;

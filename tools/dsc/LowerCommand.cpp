@@ -11,6 +11,7 @@
 #include "dsc/Compute/Import.h"
 #include "dsc/Compute/Ops.h"
 #include "dsc/Compute/Passes.h"
+#include "dsc/Graph/HfConfig.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/WithColor.h"
@@ -128,7 +129,7 @@ int runLower() {
     WithColor::error(errs(), "dsc lower") << ModelPath << ": no such file\n";
     return ExitUsage;
   }
-  Expected<Model> M = importOnnx(ModelPath);
+  Expected<Model> M = importModel(ModelPath);
   if (!M) {
     WithColor::error(errs(), "dsc lower") << toString(M.takeError()) << "\n";
     return ExitFindings;

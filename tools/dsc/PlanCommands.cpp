@@ -2,14 +2,15 @@
 
 #include "Commands.h"
 
-#include "dsc/Config/Lint.h"
 #include "dsc/Compute/Graph.h"
-#include "dsc/Plan/Hardware.h"
-#include "dsc/PlanCodec.h"
+#include "dsc/Config/Lint.h"
+#include "dsc/Graph/HfConfig.h"
 #include "dsc/Graph/Weights.h"
+#include "dsc/Plan/Hardware.h"
 #include "dsc/Plan/PlanYAML.h"
 #include "dsc/Plan/Planner.h"
 #include "dsc/Plan/Report.h"
+#include "dsc/PlanCodec.h"
 #include "dsc/Support/DiagnosticEmitter.h"
 #include "dsc/Viz/Draw.h"
 
@@ -421,7 +422,7 @@ static int runPlanOrEstimate(StringRef Tool, bool WritePlan) {
   // The model.
   if (!sys::fs::exists(ModelPath))
     return usage(Tool, ModelPath + ": no such file");
-  Expected<Model> M = importOnnx(ModelPath);
+  Expected<Model> M = importModel(ModelPath);
   if (!M) {
     WithColor::error(errs(), Tool) << toString(M.takeError()) << "\n";
     return ExitFindings;
@@ -431,9 +432,14 @@ static int runPlanOrEstimate(StringRef Tool, bool WritePlan) {
   Expected<ModelFacts> Facts = analyzeModel(*M, Analysis);
   if (!Facts)
     return usage(Tool, toString(Facts.takeError()));
+  // A checkpoint names its model by this hash: the ONNX file's bytes, or a
+  // model folder's config.json.
+  SmallString<256> HashedFile(ModelPath);
+  if (sys::fs::is_directory(ModelPath))
+    sys::path::append(HashedFile, "config.json");
   uint64_t ModelHash = 0;
   if (ErrorOr<std::unique_ptr<MemoryBuffer>> B =
-          MemoryBuffer::getFile(ModelPath, false, false)) {
+          MemoryBuffer::getFile(HashedFile, false, false)) {
     StringRef Bytes = (*B)->getBuffer();
     ModelHash = plan::fnv1a(reinterpret_cast<const uint8_t *>(Bytes.data()),
                             Bytes.size());

@@ -3,6 +3,7 @@
 #include "Commands.h"
 
 #include "dsc/Config/Resolve.h"
+#include "dsc/Graph/HfConfig.h"
 #include "dsc/Graph/Parameters.h"
 
 #include "llvm/ADT/StringSet.h"
@@ -112,7 +113,7 @@ int runResolve() {
   if (Given.count("hidden_size")) {
     A.HiddenSizeSource = "--hidden-size";
   } else if (!ModelPath.empty()) {
-    Expected<Model> M = importOnnx(ModelPath);
+    Expected<Model> M = importModel(ModelPath);
     if (!M) {
       WithColor::error(errs(), "dsc resolve") << toString(M.takeError()) << "\n";
       return ExitFindings;

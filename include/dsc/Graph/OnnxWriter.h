@@ -29,10 +29,10 @@ namespace dsc {
 
 class OnnxWriter {
 public:
-  /// Opset 17; weights of WeightType (Float32, Float16 or BFloat16) as
-  /// external data in WeightsFile.
+  /// Weights of WeightType (Float32, Float16 or BFloat16) as external data
+  /// in WeightsFile; the default ONNX domain at Opset.
   OnnxWriter(llvm::StringRef GraphName, llvm::StringRef Producer,
-             int WeightType, llvm::StringRef WeightsFile);
+             int WeightType, llvm::StringRef WeightsFile, int Opset = 17);
   ~OnnxWriter();
 
   /// A weight of the writer's type at the next offset of the weights file.

@@ -1,0 +1,448 @@
+//===- HfConfig.cpp - Reading a Hugging Face config.json ------------------===//
+//
+// Each family's keys and defaults are those of its transformers config
+// class (5.x, which also reads the 4.x spellings of rope settings).
+//
+//===----------------------------------------------------------------------===//
+
+#include "dsc/Graph/HfConfig.h"
+#include "dsc/Config/Json.h"
+
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <cmath>
+#include <functional>
+
+using namespace llvm;
+
+namespace dsc {
+
+namespace {
+
+/// "line:column" of Offset in Text, both from 1.
+std::string lineColumn(StringRef Text, uint32_t Offset) {
+  StringRef Before = Text.take_front(Offset);
+  size_t LineStart = Before.rfind('\n');
+  LineStart = LineStart == StringRef::npos ? 0 : LineStart + 1;
+  return formatv("{0}:{1}", Before.count('\n') + 1, Offset - LineStart + 1);
+}
+
+/// Keys of one JSON object, read with transformers' defaults; the first
+/// problem is kept, with where it was written.
+class Reader {
+public:
+  Reader(StringRef Text, StringRef Path, const JsonValue &Root)
+      : Text(Text), Path(Path), Root(Root) {}
+
+  const JsonValue *get(StringRef Key, const JsonValue *In = nullptr) const {
+    const JsonValue *V = (In ? In : &Root)->get(Key);
+    return V && V->Kind != JsonKind::Null ? V : nullptr;
+  }
+
+  /// A positive integer (Min and up).
+  int64_t integer(StringRef Key, int64_t Default, int64_t Min = 1,
+                  const JsonValue *In = nullptr) {
+    const JsonValue *V = get(Key, In);
+    if (!V)
+      return Default;
+    if (V->Kind != JsonKind::Int || V->IntOverflow || V->Int < Min) {
+      fail(*V, formatv("'{0}' is {1}; it must be an integer of at least {2}",
+                       Key, text(*V), Min));
+      return Default;
+    }
+    return V->Int;
+  }
+
+  double number(StringRef Key, double Default, const JsonValue *In = nullptr) {
+    const JsonValue *V = get(Key, In);
+    if (!V)
+      return Default;
+    if (!V->isNumber() || !std::isfinite(V->number())) {
+      fail(*V, formatv("'{0}' is {1}; it must be a number", Key, text(*V)));
+      return Default;
+    }
+    return V->number();
+  }
+
+  bool boolean(StringRef Key, bool Default) {
+    const JsonValue *V = get(Key);
+    if (!V)
+      return Default;
+    if (V->Kind != JsonKind::Bool) {
+      fail(*V, formatv("'{0}' is {1}; it must be true or false", Key,
+                       text(*V)));
+      return Default;
+    }
+    return V->Bool;
+  }
+
+  std::string string(StringRef Key, StringRef Default,
+                     const JsonValue *In = nullptr) {
+    const JsonValue *V = get(Key, In);
+    if (!V)
+      return Default.str();
+    if (V->Kind != JsonKind::String) {
+      fail(*V, formatv("'{0}' is {1}; it must be a string", Key, text(*V)));
+      return Default.str();
+    }
+    return V->Str;
+  }
+
+  /// Refuses Key's value, saying why dsc does not build it.
+  void refuse(StringRef Key, StringRef Why, const JsonValue *In = nullptr) {
+    const JsonValue *V = get(Key, In);
+    fail(V ? *V : Root, formatv("'{0}' is {1}: {2}", Key,
+                                V ? text(*V) : std::string("missing"), Why));
+  }
+
+  void fail(const JsonValue &At, const Twine &Message) {
+    if (Problem.empty())
+      Problem = formatv("{0}:{1}: {2}", Path, where(At.Begin), Message).str();
+  }
+
+  Error take() {
+    if (Problem.empty())
+      return Error::success();
+    return createStringError(inconvertibleErrorCode(), Problem);
+  }
+
+  bool failed() const { return !Problem.empty(); }
+
+  /// The value as written.
+  std::string text(const JsonValue &V) const {
+    std::string S = Text.slice(V.Begin, V.End).str();
+    return S.size() > 60 ? S.substr(0, 57) + "..." : S;
+  }
+
+private:
+  std::string where(uint32_t Offset) const { return lineColumn(Text, Offset); }
+
+  StringRef Text, Path;
+  const JsonValue &Root;
+  std::string Problem;
+};
+
+std::optional<HfFamily> familyOf(StringRef ModelType) {
+  return StringSwitch<std::optional<HfFamily>>(ModelType)
+      .Case("llama", HfFamily::Llama)
+      .Case("mistral", HfFamily::Mistral)
+      .Case("qwen2", HfFamily::Qwen2)
+      .Case("gemma", HfFamily::Gemma)
+      .Case("gemma2", HfFamily::Gemma2)
+      .Case("phi3", HfFamily::Phi3)
+      .Case("gpt2", HfFamily::GPT2)
+      .Case("gpt_neox", HfFamily::GPTNeoX)
+      .Default(std::nullopt);
+}
+
+void readActivation(Reader &R, StringRef Key, StringRef Default,
+                    HfModelSpec &S) {
+  std::string A = R.string(Key, Default);
+  if (A == "silu" || A == "swish")
+    S.Act = HfActivation::SiLU;
+  else if (A == "gelu_pytorch_tanh" || A == "gelu_new")
+    S.Act = HfActivation::GeluTanh;
+  else if (A == "gelu")
+    S.Act = HfActivation::GeluErf;
+  else
+    R.refuse(Key, "dsc builds silu, gelu, gelu_new and gelu_pytorch_tanh");
+}
+
+/// rope_parameters (transformers 5) or rope_theta and rope_scaling (4.x).
+void readRope(Reader &R, HfModelSpec &S, double DefaultTheta) {
+  const JsonValue *P = R.get("rope_parameters");
+  StringRef Key = "rope_parameters";
+  if (!P) {
+    P = R.get("rope_scaling");
+    Key = "rope_scaling";
+  }
+  if (P && P->Kind != JsonKind::Object) {
+    R.fail(*P, formatv("'{0}' is {1}; it must be an object or null", Key,
+                       R.text(*P)));
+    return;
+  }
+  S.Rope.Theta = R.number("rope_theta", DefaultTheta);
+  if (!P)
+    return;
+  if (R.get("rope_theta", P))
+    S.Rope.Theta = R.number("rope_theta", S.Rope.Theta, P);
+  std::string Type = R.string("rope_type", R.string("type", "default", P), P);
+  S.Rope.Type = Type;
+  if (Type == "default")
+    return;
+  if (Type != "linear" && Type != "llama3") {
+    R.refuse(R.get("rope_type", P) ? "rope_type" : "type",
+             "dsc builds the rope types default, linear and llama3", P);
+    return;
+  }
+  S.Rope.Factor = R.number("factor", 1, P);
+  if (S.Rope.Factor <= 0)
+    R.refuse("factor", "the rope factor must be positive", P);
+  if (Type == "llama3") {
+    S.Rope.LowFreqFactor = R.number("low_freq_factor", 1, P);
+    S.Rope.HighFreqFactor = R.number("high_freq_factor", 4, P);
+    S.Rope.OriginalMaxPositions =
+        R.integer("original_max_position_embeddings", 8192, 1, P);
+    if (S.Rope.HighFreqFactor <= S.Rope.LowFreqFactor)
+      R.refuse("high_freq_factor",
+               "llama3's high_freq_factor must be above low_freq_factor", P);
+  }
+}
+
+/// The decoder families' shared keys (Llama's names).
+void readDecoder(Reader &R, HfModelSpec &S, int64_t Vocab, int64_t Hidden,
+                 int64_t FFN, int64_t Layers, int64_t Heads, int64_t KV,
+                 int64_t MaxPos, double Eps, bool Tied) {
+  S.Vocab = R.integer("vocab_size", Vocab);
+  S.Hidden = R.integer("hidden_size", Hidden);
+  S.FFN = R.integer("intermediate_size", FFN);
+  S.Layers = R.integer("num_hidden_layers", Layers);
+  S.Heads = R.integer("num_attention_heads", Heads);
+  S.KVHeads = R.integer("num_key_value_heads", KV ? KV : S.Heads);
+  S.MaxPositions = R.integer("max_position_embeddings", MaxPos);
+  S.NormEps = R.number("rms_norm_eps", Eps);
+  S.Tied = R.boolean("tie_word_embeddings", Tied);
+  S.HeadDim = R.integer("head_dim", 0, 1);
+  if (!S.HeadDim) {
+    if (S.Hidden % S.Heads)
+      R.refuse("num_attention_heads",
+               "hidden_size is not a multiple of it and no head_dim is set");
+    S.HeadDim = S.Hidden / S.Heads;
+  }
+  if (S.Heads % S.KVHeads)
+    R.refuse("num_key_value_heads",
+             "num_attention_heads must be a multiple of it");
+}
+
+/// Layers under a sliding window, from layer_types (transformers 5) or
+/// the family's rule.
+void readLayerTypes(Reader &R, HfModelSpec &S,
+                    std::function<bool(int64_t)> Rule) {
+  S.SlidingLayers.assign(S.Layers, false);
+  if (!S.SlidingWindow)
+    return;
+  if (const JsonValue *T = R.get("layer_types")) {
+    if (T->Kind != JsonKind::Array || int64_t(T->Elements.size()) != S.Layers) {
+      R.refuse("layer_types", "it must list one type for each layer");
+      return;
+    }
+    for (int64_t L = 0; L < S.Layers; ++L) {
+      const JsonValue &E = T->Elements[L];
+      if (E.isString("sliding_attention"))
+        S.SlidingLayers[L] = true;
+      else if (!E.isString("full_attention"))
+        R.fail(E, formatv("layer_types[{0}] is {1}; dsc builds "
+                          "\"full_attention\" and \"sliding_attention\"",
+                          L, R.text(E)));
+    }
+    return;
+  }
+  for (int64_t L = 0; L < S.Layers; ++L)
+    S.SlidingLayers[L] = Rule(L);
+}
+
+void readFamily(Reader &R, HfModelSpec &S) {
+  switch (S.Family) {
+  case HfFamily::Llama:
+    readDecoder(R, S, 32000, 4096, 11008, 32, 32, 0, 2048, 1e-6, false);
+    readActivation(R, "hidden_act", "silu", S);
+    S.QKVBias = S.OutBias = R.boolean("attention_bias", false);
+    S.MLPBias = R.boolean("mlp_bias", false);
+    readRope(R, S, 10000);
+    S.AttnDropout = R.number("attention_dropout", 0);
+    break;
+  case HfFamily::Mistral:
+    readDecoder(R, S, 32000, 4096, 14336, 32, 32, 8, 4096 * 32, 1e-6, false);
+    readActivation(R, "hidden_act", "silu", S);
+    readRope(R, S, 10000);
+    S.SlidingWindow = R.integer("sliding_window", 0);
+    readLayerTypes(R, S, [](int64_t) { return true; });
+    S.AttnDropout = R.number("attention_dropout", 0);
+    break;
+  case HfFamily::Qwen2: {
+    readDecoder(R, S, 151936, 4096, 22016, 32, 32, 32, 32768, 1e-6, false);
+    readActivation(R, "hidden_act", "silu", S);
+    S.QKVBias = true;
+    readRope(R, S, 10000);
+    int64_t MaxWindowLayers = R.integer("max_window_layers", 28, 0);
+    if (R.boolean("use_sliding_window", false))
+      S.SlidingWindow = R.integer("sliding_window", 4096);
+    readLayerTypes(R, S, [&](int64_t L) { return L >= MaxWindowLayers; });
+    S.AttnDropout = R.number("attention_dropout", 0);
+    break;
+  }
+  case HfFamily::Gemma:
+  case HfFamily::Gemma2: {
+    bool Two = S.Family == HfFamily::Gemma2;
+    readDecoder(R, S, 256000, Two ? 2304 : 3072, Two ? 9216 : 24576,
+                Two ? 26 : 28, Two ? 8 : 16, Two ? 4 : 16, 8192, 1e-6, true);
+    S.HeadDim = R.integer("head_dim", 256);
+    if (R.get("hidden_activation"))
+      readActivation(R, "hidden_activation", "gelu_pytorch_tanh", S);
+    else
+      S.Act = HfActivation::GeluTanh; // transformers ignores hidden_act.
+    S.QKVBias = S.OutBias = R.boolean("attention_bias", false);
+    readRope(R, S, 10000);
+    S.AttnDropout = R.number("attention_dropout", 0);
+    if (Two) {
+      S.AttnScale = std::pow(R.number("query_pre_attn_scalar", 256), -0.5);
+      S.AttnSoftcap = R.number("attn_logit_softcapping", 50);
+      S.FinalSoftcap = R.number("final_logit_softcapping", 30);
+      S.SlidingWindow = R.integer("sliding_window", 4096);
+      readLayerTypes(R, S, [](int64_t L) { return (L + 1) % 2 != 0; });
+    }
+    break;
+  }
+  case HfFamily::Phi3: {
+    readDecoder(R, S, 32064, 3072, 8192, 32, 32, 0, 4096, 1e-5, false);
+    readActivation(R, "hidden_act", "silu", S);
+    readRope(R, S, 10000);
+    double Partial = R.number("partial_rotary_factor", 1);
+    S.Rope.Dims = int64_t(S.HeadDim * Partial);
+    S.SlidingWindow = R.integer("sliding_window", 0);
+    readLayerTypes(R, S, [](int64_t) { return true; });
+    S.AttnDropout = R.number("attention_dropout", 0);
+    S.ResidDropout = R.number("resid_pdrop", 0);
+    if (R.number("embd_pdrop", 0) != 0)
+      R.refuse("embd_pdrop", "Phi-3 defines an embedding dropout that "
+                             "transformers' versions apply differently; set "
+                             "it to 0");
+    break;
+  }
+  case HfFamily::GPT2: {
+    S.Vocab = R.integer("vocab_size", 50257);
+    S.MaxPositions = R.integer("n_positions", 1024);
+    S.Hidden = R.integer("n_embd", 768);
+    S.Layers = R.integer("n_layer", 12);
+    S.Heads = R.integer("n_head", 12);
+    S.KVHeads = S.Heads;
+    S.FFN = R.integer("n_inner", 4 * S.Hidden);
+    S.NormEps = R.number("layer_norm_epsilon", 1e-5);
+    readActivation(R, "activation_function", "gelu_new", S);
+    S.QKVBias = S.OutBias = S.MLPBias = true;
+    S.Tied = R.boolean("tie_word_embeddings", true);
+    if (!S.Tied)
+      R.refuse("tie_word_embeddings",
+               "GPT2LMHeadModel's lm_head is always the token embedding");
+    if (!R.boolean("scale_attn_weights", true))
+      R.refuse("scale_attn_weights", "dsc builds scaled attention only");
+    S.ScaleAttnByLayer = R.boolean("scale_attn_by_inverse_layer_idx", false);
+    S.EmbedDropout = R.number("embd_pdrop", 0.1);
+    S.AttnDropout = R.number("attn_pdrop", 0.1);
+    S.ResidDropout = R.number("resid_pdrop", 0.1);
+    if (S.Hidden % S.Heads)
+      R.refuse("n_head", "n_embd must be a multiple of it");
+    S.HeadDim = S.Hidden / S.Heads;
+    break;
+  }
+  case HfFamily::GPTNeoX: {
+    S.Vocab = R.integer("vocab_size", 50432);
+    S.Hidden = R.integer("hidden_size", 6144);
+    S.Layers = R.integer("num_hidden_layers", 44);
+    S.Heads = R.integer("num_attention_heads", 64);
+    S.KVHeads = S.Heads;
+    S.FFN = R.integer("intermediate_size", 24576);
+    S.MaxPositions = R.integer("max_position_embeddings", 2048);
+    S.NormEps = R.number("layer_norm_eps", 1e-5);
+    readActivation(R, "hidden_act", "gelu", S);
+    S.Tied = R.boolean("tie_word_embeddings", false);
+    S.ParallelResidual = R.boolean("use_parallel_residual", true);
+    S.QKVBias = S.OutBias = R.boolean("attention_bias", true);
+    S.MLPBias = true;
+    readRope(R, S, R.number("rotary_emb_base", 10000));
+    S.AttnDropout = R.number("attention_dropout", 0);
+    S.ResidDropout = R.number("hidden_dropout", 0);
+    if (S.Hidden % S.Heads)
+      R.refuse("num_attention_heads", "hidden_size must be a multiple of it");
+    S.HeadDim = S.Hidden / S.Heads;
+    double Partial = R.number("partial_rotary_factor",
+                              R.number("rotary_pct", 0.25));
+    S.Rope.Dims = int64_t(S.HeadDim * Partial);
+    break;
+  }
+  }
+}
+
+} // namespace
+
+bool isHfConfigPath(StringRef Path) {
+  return sys::fs::is_directory(Path) || Path.endswith(".json");
+}
+
+Expected<HfModelSpec> readHfConfig(StringRef Path) {
+  SmallString<256> File(Path);
+  if (sys::fs::is_directory(Path))
+    sys::path::append(File, "config.json");
+  ErrorOr<std::unique_ptr<MemoryBuffer>> Buffer =
+      MemoryBuffer::getFile(File, /*IsText=*/false,
+                            /*RequiresNullTerminator=*/false);
+  if (!Buffer)
+    return createStringError(Buffer.getError(), "%s: %s%s", File.c_str(),
+                             Buffer.getError().message().c_str(),
+                             sys::fs::is_directory(Path)
+                                 ? " (a model folder holds config.json)"
+                                 : "");
+  return parseHfConfig((*Buffer)->getBuffer(), File);
+}
+
+Expected<HfModelSpec> parseHfConfig(StringRef Text, StringRef Path) {
+  JsonParseResult P = parseJson(Text);
+  if (P.Error)
+    return createStringError(inconvertibleErrorCode(),
+                             "%s:%s: %s", Path.str().c_str(),
+                             lineColumn(Text, P.Error->Offset).c_str(),
+                             P.Error->Message.c_str());
+  if (P.Root->Kind != JsonKind::Object)
+    return createStringError(inconvertibleErrorCode(),
+                             "%s: a config.json is a JSON object",
+                             Path.str().c_str());
+  Reader R(Text, Path, *P.Root);
+  HfModelSpec S;
+  S.ModelType = R.string("model_type", "");
+  std::optional<HfFamily> F = familyOf(S.ModelType);
+  if (!F) {
+    R.refuse("model_type", "dsc builds llama, mistral, qwen2, gemma, gemma2, "
+                           "phi3, gpt2 and gpt_neox from a config; export "
+                           "other models to ONNX");
+    return R.take();
+  }
+  S.Family = *F;
+  StringRef DTypeKey = R.get("torch_dtype") ? "torch_dtype" : "dtype";
+  std::string DType = R.string(DTypeKey, "float32");
+  S.WeightType = StringSwitch<int>(DType)
+                     .Case("float32", 1)
+                     .Case("float16", 10)
+                     .Case("bfloat16", 16)
+                     .Default(0);
+  if (!S.WeightType)
+    R.refuse(DTypeKey, "dsc writes weights of float32, float16 or bfloat16");
+  readFamily(R, S);
+  if (R.failed())
+    return R.take();
+  if (!S.Rope.Dims)
+    S.Rope.Dims = S.HeadDim;
+  if (S.Rope.Dims % 2 || S.Rope.Dims > S.HeadDim)
+    R.refuse(S.Family == HfFamily::GPTNeoX ? "rotary_pct"
+                                           : "partial_rotary_factor",
+             "the rotated dims of a head must be even and at most head_dim");
+  if (!S.AttnScale)
+    S.AttnScale = 1 / std::sqrt(double(S.HeadDim));
+  for (double P : {S.EmbedDropout, S.AttnDropout, S.ResidDropout})
+    if (P < 0 || P >= 1)
+      return createStringError(inconvertibleErrorCode(),
+                               "%s: a dropout probability is %g; it must be "
+                               "in [0, 1)",
+                               Path.str().c_str(), P);
+  if (const JsonValue *V = R.get("pruned_heads"))
+    if (!(V->Kind == JsonKind::Object && V->Members.empty()))
+      R.refuse("pruned_heads", "dsc builds every head");
+  if (R.failed())
+    return R.take();
+  return S;
+}
+
+} // namespace dsc
