@@ -19,7 +19,10 @@
 #                 bf16 master weights and moments (s2-l2sum-bf16m), checked
 #                 the same way;
 #   OUT/nodes/    the fixture Llama at ZeRO 3 for 2 nodes of 1 GPU, which
-#                 hostfile_check.sh launches with dsrun --hostfile.
+#                 hostfile_check.sh launches with dsrun --hostfile;
+#   OUT/families/ plans at ZeRO 2, 2 ranks, of each tiny model family of
+#                 test/Graph/Inputs/hf-tiny, made from its config.json
+#                 alone, and the configs, for hf_families_check.sh.
 #
 #   utils/gpu-test-plans.sh BUILD_DIR OUT
 set -eu
@@ -55,6 +58,14 @@ ACCUMULATION=1 VARIANTS=s3 utils/training-plans.sh "$dsc" \
   "$build/test/ComputeInputs/gpt2-train.dynamo.onnx" gpt2 "$out/folders" 2 32 \
   30 1e-3 > /dev/null
 rm "$out"/folders/*.txt
+for config in test/Graph/Inputs/hf-tiny/*/; do
+  family=$(basename "$config")
+  ACCUMULATION=1 VARIANTS=s2 utils/training-plans.sh "$dsc" "$config" \
+    "$family" "$out/families" 2 32 30 1e-3 > /dev/null
+  mkdir -p "$out/families/configs/$family"
+  cp "$config/config.json" "$out/families/configs/$family/"
+done
+rm "$out"/families/*.txt
 rm "$out"/train2/*.txt "$out"/nodes/*.txt
 rm "$out"/train/*.txt
 "$dsc" plan "$out/train/llama-fixture-s1.json" "$model" --seq-len 32 \

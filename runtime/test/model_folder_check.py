@@ -42,6 +42,23 @@ def make(out, llama_dir, gpt2_config):
         print(f"{name}: {', '.join(files)}")
 
 
+def validation_loss(model, tokens, seq, micro, world):
+    """The mean loss over the first validation batch of each rank, as
+    dsrun --val-data --eval-batches 1 reads them."""
+    val = dsrun_data.read_tokens(tokens)
+    model.cuda().eval()
+    losses = []
+    with torch.no_grad():
+        for r in range(world):
+            rows = [(r * micro + i) * seq for i in range(micro)]
+            w = torch.from_numpy(numpy.stack(
+                [val[s:s + seq + 1] for s in rows]).astype(numpy.int64)).cuda()
+            logits = model(input_ids=w[:, :-1]).logits.float()
+            losses.append(torch.nn.functional.cross_entropy(
+                logits.reshape(-1, logits.shape[-1]), w[:, 1:].reshape(-1)))
+    return float(torch.stack(losses).mean())
+
+
 def check(saved, single, tokens, seq, micro, world, dsrun_json):
     model, info = transformers.AutoModelForCausalLM.from_pretrained(
         saved, output_loading_info=True, torch_dtype=torch.bfloat16)
@@ -58,18 +75,7 @@ def check(saved, single, tokens, seq, micro, world, dsrun_json):
         torch.equal(mine[k], theirs[k]) for k in mine)
     print(f"tensors equal to the single file's: {same} ({len(mine)} tensors)")
     ok = ok and same
-    val = dsrun_data.read_tokens(tokens)
-    model.cuda().eval()
-    losses = []
-    with torch.no_grad():
-        for r in range(world):
-            rows = [(r * micro + i) * seq for i in range(micro)]
-            w = torch.from_numpy(numpy.stack(
-                [val[s:s + seq + 1] for s in rows]).astype(numpy.int64)).cuda()
-            logits = model(input_ids=w[:, :-1]).logits.float()
-            losses.append(torch.nn.functional.cross_entropy(
-                logits.reshape(-1, logits.shape[-1]), w[:, 1:].reshape(-1)))
-    loss = float(torch.stack(losses).mean())
+    loss = validation_loss(model, tokens, seq, micro, world)
     ran = [json.loads(l) for l in open(dsrun_json) if "val_loss" in l]
     theirs_loss = ran[-1]["val_loss"]
     close = abs(loss - theirs_loss) <= 0.005 * abs(theirs_loss)
