@@ -927,6 +927,22 @@ Expected<KernelProgram> Selector::run() {
   return std::move(P);
 }
 
+/// A hash of the size and of up to 64 spread windows of 64 bytes: enough
+/// to tell constants apart (equal ones are compared whole), without
+/// reading every byte of each layer's tables.
+uint64_t sampledHash(ArrayRef<uint8_t> Bytes) {
+  uint64_t Size = Bytes.size();
+  uint64_t H = plan::fnv1a(reinterpret_cast<const uint8_t *>(&Size),
+                           sizeof(Size));
+  constexpr size_t Window = 64, Windows = 64;
+  if (Bytes.size() <= Window * Windows)
+    return plan::fnv1a(Bytes.data(), Bytes.size(), H);
+  size_t Step = (Bytes.size() - Window) / (Windows - 1);
+  for (size_t K = 0; K < Windows; ++K)
+    H = plan::fnv1a(Bytes.data() + K * Step, Window, H);
+  return H;
+}
+
 const Loc &Selector::loc(ValueId V) {
   if (Locs[V].valid() || G.Values[V].Kind != ValueKind::Constant)
     return Locs[V];
@@ -958,7 +974,7 @@ const Loc &Selector::loc(ValueId V) {
     return false;
   };
   ArrayRef<uint8_t> Stored = X.Data->storageBytes();
-  uint64_t StoredHash = plan::fnv1a(Stored.data(), Stored.size());
+  uint64_t StoredHash = sampledHash(Stored);
   if (!Stored.empty() &&
       Reuse(ConstantsByStorage, StoredHash, [&](ValueId Other) {
         return G.Values[Other].Data->type() == X.Data->type() &&
@@ -985,7 +1001,7 @@ const Loc &Selector::loc(ValueId V) {
       C.Bytes[K] = uint8_t(Elems[K] != 0);
     }
   }
-  uint64_t BytesHash = plan::fnv1a(C.Bytes.data(), C.Bytes.size());
+  uint64_t BytesHash = sampledHash(C.Bytes);
   if (Reuse(ConstantsByBytes, BytesHash, [&](ValueId Other) {
         const plan::Value &O = P.Values[Locs[Other].Value];
         return P.Constants[O.Constant].Bytes == C.Bytes;
