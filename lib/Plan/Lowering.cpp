@@ -245,13 +245,22 @@ Error Lowering::assignOps(const compute::Graph &G,
     if (Op >= 0)
       Running = std::min<uint32_t>(Running, uint32_t(Op));
     // A parameter's gradient is complete in its first use's op, also where
-    // a later op's backward writes it (Gemma's x * (1 + w): the Add reads
-    // w first, the Mul's backward makes the gradient).
+    // the next op's backward writes it (Gemma's x * (1 + w): the Add reads
+    // w first, the Mul's backward makes the gradient). Only across ops
+    // without parameters: further, the check below fails instead of
+    // moving other ops' kernels.
     for (const plan::TensorRef &R : KP.Kernels[K].Outputs) {
       const plan::Value &V = KP.Values[R.Value];
-      if (V.Kind == plan::ValueKind::ParamGrad && V.Tensor != plan::NoIndex &&
-          P.Tensors[V.Tensor].FirstUse != plan::NoIndex)
-        Running = std::min(Running, P.Tensors[V.Tensor].FirstUse);
+      if (V.Kind != plan::ValueKind::ParamGrad || V.Tensor == plan::NoIndex)
+        continue;
+      uint32_t First = P.Tensors[V.Tensor].FirstUse;
+      if (First == plan::NoIndex || First >= Running)
+        continue;
+      bool Between = false;
+      for (uint32_t O = First + 1; O < Running; ++O)
+        Between |= !P.Ops[O].Params.empty();
+      if (!Between)
+        Running = First;
     }
     KernelOp[K] = Running;
     Order.push_back(uint32_t(K));
