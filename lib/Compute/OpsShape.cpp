@@ -632,6 +632,18 @@ Error inferGather(InferContext &C) {
     return badAxis(C, C.N.A.i("axis", 0), X.size());
   if (C.in(1).isFloat())
     return C.error("gathers with floating-point indices");
+  // Indices known now (a learned position table read at positions 0 to
+  // the sequence's length) must be inside the table: the kernels do not
+  // check.
+  if (const HostTensor *Known = C.constant(1)) {
+    int64_t Dim = X[size_t(*Axis)];
+    for (int64_t I : Known->ints())
+      if (I < -Dim || I >= Dim)
+        return C.error("reads index " + Twine(I) + " of a dimension of " +
+                       Twine(Dim) +
+                       " (a sequence longer than the model's positions? "
+                       "check --seq-len)");
+  }
   Shape Out(X.begin(), X.begin() + *Axis);
   Out.insert(Out.end(), Idx.begin(), Idx.end());
   Out.insert(Out.end(), X.begin() + *Axis + 1, X.end());

@@ -8,6 +8,7 @@
 #include "dsc/Graph/HfConfig.h"
 #include "dsc/Config/Json.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -31,6 +32,13 @@ std::string lineColumn(StringRef Text, uint32_t Offset) {
   return formatv("{0}:{1}", Before.count('\n') + 1, Offset - LineStart + 1);
 }
 
+/// The largest dimension dsc reads (a vocabulary, a width, a count of
+/// heads or positions): products of two cannot overflow. The model as a
+/// whole is bounded by MaxParameters.
+constexpr int64_t MaxDim = int64_t(1) << 31;
+constexpr int64_t MaxLayers = int64_t(1) << 16;
+constexpr uint64_t MaxParameters = uint64_t(1) << 50;
+
 /// Keys of one JSON object, read with transformers' defaults; the first
 /// problem is kept, with where it was written.
 class Reader {
@@ -43,18 +51,44 @@ public:
     return V && V->Kind != JsonKind::Null ? V : nullptr;
   }
 
-  /// A positive integer (Min and up).
+  /// Whether Key is written as null: transformers' "none" (no window, no
+  /// capping, derived from other keys), not its default.
+  bool isNull(StringRef Key, const JsonValue *In = nullptr) const {
+    const JsonValue *V = (In ? In : &Root)->get(Key);
+    return V && V->Kind == JsonKind::Null;
+  }
+
+  /// An integer from Min to MaxDim: any model's dimension fits, and
+  /// products of two never overflow.
   int64_t integer(StringRef Key, int64_t Default, int64_t Min = 1,
                   const JsonValue *In = nullptr) {
     const JsonValue *V = get(Key, In);
     if (!V)
       return Default;
-    if (V->Kind != JsonKind::Int || V->IntOverflow || V->Int < Min) {
-      fail(*V, formatv("'{0}' is {1}; it must be an integer of at least {2}",
-                       Key, text(*V), Min));
+    if (V->Kind != JsonKind::Int || V->IntOverflow || V->Int < Min ||
+        V->Int > MaxDim) {
+      fail(*V, formatv("'{0}' is {1}; it must be an integer from {2} to {3}",
+                       Key, text(*V), Min, MaxDim));
       return Default;
     }
     return V->Int;
+  }
+
+  /// A number above 0 (or from 0 with Zero).
+  double positive(StringRef Key, double Default, bool Zero = false,
+                  const JsonValue *In = nullptr) {
+    double X = number(Key, Default, In);
+    if (!(X > 0 || (Zero && X == 0)))
+      refuse(Key, Zero ? "it must be 0 or more" : "it must be above 0", In);
+    return X;
+  }
+
+  /// A dropout probability, in [0, 1).
+  double probability(StringRef Key, double Default) {
+    double P = number(Key, Default);
+    if (P < 0 || P >= 1)
+      refuse(Key, "a dropout probability is in [0, 1)");
+    return P;
   }
 
   double number(StringRef Key, double Default, const JsonValue *In = nullptr) {
@@ -165,11 +199,19 @@ void readRope(Reader &R, HfModelSpec &S, double DefaultTheta) {
                        R.text(*P)));
     return;
   }
-  S.Rope.Theta = R.number("rope_theta", DefaultTheta);
+  S.Rope.Theta = R.positive("rope_theta", DefaultTheta);
   if (!P)
     return;
+  static const char *Known[] = {"rope_type", "type", "rope_theta", "factor",
+                                "low_freq_factor", "high_freq_factor",
+                                "original_max_position_embeddings",
+                                "partial_rotary_factor"};
+  for (const JsonMember &M : P->Members)
+    if (!is_contained(Known, StringRef(M.Key)))
+      R.refuse(M.Key, formatv("dsc does not build this setting of '{0}'",
+                              Key).str(), P);
   if (R.get("rope_theta", P))
-    S.Rope.Theta = R.number("rope_theta", S.Rope.Theta, P);
+    S.Rope.Theta = R.positive("rope_theta", S.Rope.Theta, false, P);
   std::string Type = R.string("rope_type", R.string("type", "default", P), P);
   S.Rope.Type = Type;
   if (Type == "default")
@@ -179,12 +221,10 @@ void readRope(Reader &R, HfModelSpec &S, double DefaultTheta) {
              "dsc builds the rope types default, linear and llama3", P);
     return;
   }
-  S.Rope.Factor = R.number("factor", 1, P);
-  if (S.Rope.Factor <= 0)
-    R.refuse("factor", "the rope factor must be positive", P);
+  S.Rope.Factor = R.positive("factor", 1, false, P);
   if (Type == "llama3") {
-    S.Rope.LowFreqFactor = R.number("low_freq_factor", 1, P);
-    S.Rope.HighFreqFactor = R.number("high_freq_factor", 4, P);
+    S.Rope.LowFreqFactor = R.positive("low_freq_factor", 1, false, P);
+    S.Rope.HighFreqFactor = R.positive("high_freq_factor", 4, false, P);
     S.Rope.OriginalMaxPositions =
         R.integer("original_max_position_embeddings", 8192, 1, P);
     if (S.Rope.HighFreqFactor <= S.Rope.LowFreqFactor)
@@ -193,20 +233,47 @@ void readRope(Reader &R, HfModelSpec &S, double DefaultTheta) {
   }
 }
 
+/// The share of each head's dims that rotates: partial_rotary_factor, in
+/// rope_parameters (transformers 5) or at the top (or rotary_pct).
+void readPartialRotary(Reader &R, HfModelSpec &S, StringRef TopKey,
+                       double Default) {
+  const JsonValue *P = R.get("rope_parameters");
+  bool Inside = P && P->Kind == JsonKind::Object &&
+                R.get("partial_rotary_factor", P);
+  StringRef Key = Inside ? StringRef("partial_rotary_factor") : TopKey;
+  double F = R.number(Key, Default, Inside ? P : nullptr);
+  if (!(F > 0 && F <= 1)) {
+    R.refuse(Key, "the rotated share of a head is above 0 and at most 1",
+             Inside ? P : nullptr);
+    return;
+  }
+  S.Rope.Dims = int64_t(double(S.HeadDim) * F);
+  if (S.Rope.Dims < 2 || S.Rope.Dims % 2)
+    R.refuse(Key, formatv("it rotates {0} of head_dim {1}; dsc rotates an "
+                          "even number of dims, 2 or more",
+                          S.Rope.Dims, S.HeadDim)
+                      .str(),
+             Inside ? P : nullptr);
+}
+
 /// The decoder families' shared keys (Llama's names).
 void readDecoder(Reader &R, HfModelSpec &S, int64_t Vocab, int64_t Hidden,
                  int64_t FFN, int64_t Layers, int64_t Heads, int64_t KV,
-                 int64_t MaxPos, double Eps, bool Tied) {
+                 int64_t MaxPos, double Eps, bool Tied, int64_t HeadDim = 0) {
   S.Vocab = R.integer("vocab_size", Vocab);
   S.Hidden = R.integer("hidden_size", Hidden);
   S.FFN = R.integer("intermediate_size", FFN);
   S.Layers = R.integer("num_hidden_layers", Layers);
+  if (S.Layers > MaxLayers)
+    R.refuse("num_hidden_layers", formatv("dsc builds up to {0} layers",
+                                          MaxLayers).str());
   S.Heads = R.integer("num_attention_heads", Heads);
-  S.KVHeads = R.integer("num_key_value_heads", KV ? KV : S.Heads);
+  S.KVHeads = R.integer("num_key_value_heads",
+                        KV && !R.isNull("num_key_value_heads") ? KV : S.Heads);
   S.MaxPositions = R.integer("max_position_embeddings", MaxPos);
-  S.NormEps = R.number("rms_norm_eps", Eps);
+  S.NormEps = R.positive("rms_norm_eps", Eps, true);
   S.Tied = R.boolean("tie_word_embeddings", Tied);
-  S.HeadDim = R.integer("head_dim", 0, 1);
+  S.HeadDim = R.integer("head_dim", R.isNull("head_dim") ? 0 : HeadDim, 1);
   if (!S.HeadDim) {
     if (S.Hidden % S.Heads)
       R.refuse("num_attention_heads",
@@ -253,15 +320,15 @@ void readFamily(Reader &R, HfModelSpec &S) {
     S.QKVBias = S.OutBias = R.boolean("attention_bias", false);
     S.MLPBias = R.boolean("mlp_bias", false);
     readRope(R, S, 10000);
-    S.AttnDropout = R.number("attention_dropout", 0);
+    S.AttnDropout = R.probability("attention_dropout", 0);
     break;
   case HfFamily::Mistral:
     readDecoder(R, S, 32000, 4096, 14336, 32, 32, 8, 4096 * 32, 1e-6, false);
     readActivation(R, "hidden_act", "silu", S);
     readRope(R, S, 10000);
-    S.SlidingWindow = R.integer("sliding_window", 0);
+    S.SlidingWindow = R.integer("sliding_window", 4096);
     readLayerTypes(R, S, [](int64_t) { return true; });
-    S.AttnDropout = R.number("attention_dropout", 0);
+    S.AttnDropout = R.probability("attention_dropout", 0);
     break;
   case HfFamily::Qwen2: {
     readDecoder(R, S, 151936, 4096, 22016, 32, 32, 32, 32768, 1e-6, false);
@@ -272,26 +339,31 @@ void readFamily(Reader &R, HfModelSpec &S) {
     if (R.boolean("use_sliding_window", false))
       S.SlidingWindow = R.integer("sliding_window", 4096);
     readLayerTypes(R, S, [&](int64_t L) { return L >= MaxWindowLayers; });
-    S.AttnDropout = R.number("attention_dropout", 0);
+    S.AttnDropout = R.probability("attention_dropout", 0);
     break;
   }
   case HfFamily::Gemma:
   case HfFamily::Gemma2: {
     bool Two = S.Family == HfFamily::Gemma2;
     readDecoder(R, S, 256000, Two ? 2304 : 3072, Two ? 9216 : 24576,
-                Two ? 26 : 28, Two ? 8 : 16, Two ? 4 : 16, 8192, 1e-6, true);
-    S.HeadDim = R.integer("head_dim", 256);
+                Two ? 26 : 28, Two ? 8 : 16, Two ? 4 : 16, 8192, 1e-6, true,
+                /*HeadDim=*/256);
     if (R.get("hidden_activation"))
       readActivation(R, "hidden_activation", "gelu_pytorch_tanh", S);
     else
       S.Act = HfActivation::GeluTanh; // transformers ignores hidden_act.
     S.QKVBias = S.OutBias = R.boolean("attention_bias", false);
     readRope(R, S, 10000);
-    S.AttnDropout = R.number("attention_dropout", 0);
+    S.AttnDropout = R.probability("attention_dropout", 0);
     if (Two) {
-      S.AttnScale = std::pow(R.number("query_pre_attn_scalar", 256), -0.5);
-      S.AttnSoftcap = R.number("attn_logit_softcapping", 50);
-      S.FinalSoftcap = R.number("final_logit_softcapping", 30);
+      S.AttnScale = std::pow(R.positive("query_pre_attn_scalar", 256), -0.5);
+      // null turns capping and the window off.
+      S.AttnSoftcap = R.isNull("attn_logit_softcapping")
+                          ? 0
+                          : R.positive("attn_logit_softcapping", 50);
+      S.FinalSoftcap = R.isNull("final_logit_softcapping")
+                           ? 0
+                           : R.positive("final_logit_softcapping", 30);
       S.SlidingWindow = R.integer("sliding_window", 4096);
       readLayerTypes(R, S, [](int64_t L) { return (L + 1) % 2 != 0; });
     }
@@ -301,13 +373,12 @@ void readFamily(Reader &R, HfModelSpec &S) {
     readDecoder(R, S, 32064, 3072, 8192, 32, 32, 0, 4096, 1e-5, false);
     readActivation(R, "hidden_act", "silu", S);
     readRope(R, S, 10000);
-    double Partial = R.number("partial_rotary_factor", 1);
-    S.Rope.Dims = int64_t(S.HeadDim * Partial);
+    readPartialRotary(R, S, "partial_rotary_factor", 1);
     S.SlidingWindow = R.integer("sliding_window", 0);
     readLayerTypes(R, S, [](int64_t) { return true; });
-    S.AttnDropout = R.number("attention_dropout", 0);
-    S.ResidDropout = R.number("resid_pdrop", 0);
-    if (R.number("embd_pdrop", 0) != 0)
+    S.AttnDropout = R.probability("attention_dropout", 0);
+    S.ResidDropout = R.probability("resid_pdrop", 0);
+    if (R.probability("embd_pdrop", 0) != 0)
       R.refuse("embd_pdrop", "Phi-3 defines an embedding dropout that "
                              "transformers' versions apply differently; set "
                              "it to 0");
@@ -318,22 +389,24 @@ void readFamily(Reader &R, HfModelSpec &S) {
     S.MaxPositions = R.integer("n_positions", 1024);
     S.Hidden = R.integer("n_embd", 768);
     S.Layers = R.integer("n_layer", 12);
+    if (S.Layers > MaxLayers)
+      R.refuse("n_layer", formatv("dsc builds up to {0} layers", MaxLayers)
+                              .str());
     S.Heads = R.integer("n_head", 12);
     S.KVHeads = S.Heads;
     S.FFN = R.integer("n_inner", 4 * S.Hidden);
-    S.NormEps = R.number("layer_norm_epsilon", 1e-5);
+    S.NormEps = R.positive("layer_norm_epsilon", 1e-5, true);
     readActivation(R, "activation_function", "gelu_new", S);
     S.QKVBias = S.OutBias = S.MLPBias = true;
     S.Tied = R.boolean("tie_word_embeddings", true);
-    if (!S.Tied)
-      R.refuse("tie_word_embeddings",
-               "GPT2LMHeadModel's lm_head is always the token embedding");
+    if (R.boolean("add_cross_attention", false))
+      R.refuse("add_cross_attention", "dsc builds decoder-only GPT-2");
     if (!R.boolean("scale_attn_weights", true))
       R.refuse("scale_attn_weights", "dsc builds scaled attention only");
     S.ScaleAttnByLayer = R.boolean("scale_attn_by_inverse_layer_idx", false);
-    S.EmbedDropout = R.number("embd_pdrop", 0.1);
-    S.AttnDropout = R.number("attn_pdrop", 0.1);
-    S.ResidDropout = R.number("resid_pdrop", 0.1);
+    S.EmbedDropout = R.probability("embd_pdrop", 0.1);
+    S.AttnDropout = R.probability("attn_pdrop", 0.1);
+    S.ResidDropout = R.probability("resid_pdrop", 0.1);
     if (S.Hidden % S.Heads)
       R.refuse("n_head", "n_embd must be a multiple of it");
     S.HeadDim = S.Hidden / S.Heads;
@@ -343,25 +416,29 @@ void readFamily(Reader &R, HfModelSpec &S) {
     S.Vocab = R.integer("vocab_size", 50432);
     S.Hidden = R.integer("hidden_size", 6144);
     S.Layers = R.integer("num_hidden_layers", 44);
+    if (S.Layers > MaxLayers)
+      R.refuse("num_hidden_layers", formatv("dsc builds up to {0} layers",
+                                            MaxLayers).str());
     S.Heads = R.integer("num_attention_heads", 64);
     S.KVHeads = S.Heads;
     S.FFN = R.integer("intermediate_size", 24576);
     S.MaxPositions = R.integer("max_position_embeddings", 2048);
-    S.NormEps = R.number("layer_norm_eps", 1e-5);
+    S.NormEps = R.positive("layer_norm_eps", 1e-5, true);
     readActivation(R, "hidden_act", "gelu", S);
     S.Tied = R.boolean("tie_word_embeddings", false);
     S.ParallelResidual = R.boolean("use_parallel_residual", true);
     S.QKVBias = S.OutBias = R.boolean("attention_bias", true);
     S.MLPBias = true;
-    readRope(R, S, R.number("rotary_emb_base", 10000));
-    S.AttnDropout = R.number("attention_dropout", 0);
-    S.ResidDropout = R.number("hidden_dropout", 0);
+    readRope(R, S, R.positive("rotary_emb_base", 10000));
+    S.AttnDropout = R.probability("attention_dropout", 0);
+    S.ResidDropout = R.probability("hidden_dropout", 0);
     if (S.Hidden % S.Heads)
       R.refuse("num_attention_heads", "hidden_size must be a multiple of it");
     S.HeadDim = S.Hidden / S.Heads;
-    double Partial = R.number("partial_rotary_factor",
-                              R.number("rotary_pct", 0.25));
-    S.Rope.Dims = int64_t(S.HeadDim * Partial);
+    readPartialRotary(R, S,
+                      R.get("partial_rotary_factor") ? "partial_rotary_factor"
+                                                     : "rotary_pct",
+                      0.25);
     break;
   }
   }
@@ -423,20 +500,43 @@ Expected<HfModelSpec> parseHfConfig(StringRef Text, StringRef Path) {
   readFamily(R, S);
   if (R.failed())
     return R.take();
-  if (!S.Rope.Dims)
+  if (!S.Rope.Dims && S.Family != HfFamily::GPT2) {
     S.Rope.Dims = S.HeadDim;
-  if (S.Rope.Dims % 2 || S.Rope.Dims > S.HeadDim)
-    R.refuse(S.Family == HfFamily::GPTNeoX ? "rotary_pct"
-                                           : "partial_rotary_factor",
-             "the rotated dims of a head must be even and at most head_dim");
+    if (S.HeadDim % 2)
+      R.refuse("head_dim", "rotary embeddings rotate pairs of dims; dsc "
+                           "builds an even head_dim");
+  }
   if (!S.AttnScale)
     S.AttnScale = 1 / std::sqrt(double(S.HeadDim));
-  for (double P : {S.EmbedDropout, S.AttnDropout, S.ResidDropout})
-    if (P < 0 || P >= 1)
-      return createStringError(inconvertibleErrorCode(),
-                               "%s: a dropout probability is %g; it must be "
-                               "in [0, 1)",
-                               Path.str().c_str(), P);
+  if (S.HeadDim > (int64_t(1) << 16))
+    R.refuse("head_dim", "dsc builds heads of up to 65536 dims");
+  if (R.failed())
+    return R.take();
+  // Every product the graph's shapes take, without overflow.
+  uint64_t Total = 0;
+  auto Add = [&](std::initializer_list<uint64_t> Factors) {
+    uint64_t P = 1;
+    for (uint64_t F : Factors)
+      if (__builtin_mul_overflow(P, F, &P))
+        P = MaxParameters + 1;
+    if (__builtin_add_overflow(Total, P, &Total))
+      Total = MaxParameters + 1;
+  };
+  uint64_t Q = uint64_t(S.Heads) * uint64_t(S.HeadDim),
+           KV = uint64_t(S.KVHeads) * uint64_t(S.HeadDim);
+  Add({uint64_t(S.Vocab), uint64_t(S.Hidden), 2});
+  Add({uint64_t(S.MaxPositions), uint64_t(S.Hidden)});
+  Add({uint64_t(S.Layers), uint64_t(S.Hidden), Q + 2 * KV});
+  Add({uint64_t(S.Layers), uint64_t(S.Hidden), Q});
+  Add({uint64_t(S.Layers), uint64_t(S.Hidden), uint64_t(S.FFN), 3});
+  if (Total > MaxParameters)
+    return createStringError(inconvertibleErrorCode(),
+                             "%s: the model this config describes has more "
+                             "than 2^50 parameters; check its sizes",
+                             Path.str().c_str());
+  if (R.get("quantization_config"))
+    R.refuse("quantization_config",
+             "dsc plans the dense weights of a model, not quantized ones");
   if (const JsonValue *V = R.get("pruned_heads"))
     if (!(V->Kind == JsonKind::Object && V->Members.empty()))
       R.refuse("pruned_heads", "dsc builds every head");

@@ -14,7 +14,6 @@
 #include "dsc/Graph/HfConfig.h"
 #include "dsc/Graph/Model.h"
 #include "dsc/Graph/OnnxWriter.h"
-#include "dsc/Version.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -68,8 +67,8 @@ std::vector<float> inverseFrequencies(const HfRope &R) {
 class Builder : OnnxWriter {
 public:
   explicit Builder(const HfModelSpec &S, StringRef WeightsFile)
-      : OnnxWriter(S.ModelType, std::string("dsc ") + Version, S.WeightType,
-                   WeightsFile, /*Opset=*/20),
+      : OnnxWriter(S.ModelType, "dsc", S.WeightType, WeightsFile,
+                   /*Opset=*/20),
         S(S), Gpt2(S.Family == HfFamily::GPT2),
         NeoX(S.Family == HfFamily::GPTNeoX),
         Gemma(S.Family == HfFamily::Gemma || S.Family == HfFamily::Gemma2),
@@ -153,10 +152,13 @@ private:
   void declareWeights() {
     int64_t H = S.Hidden, Q = S.Heads * S.HeadDim, KV = S.KVHeads * S.HeadDim;
     HeadName = "lm_head.weight"; // GPT-NeoX's embed_out in transformers 4.
-    EmbedName = S.Tied       ? HeadName
-                : NeoX       ? "gpt_neox.embed_in.weight"
-                             : "model.embed_tokens.weight";
+    EmbedName = S.Tied ? HeadName
+                : Gpt2 ? "transformer.wte.weight"
+                : NeoX ? "gpt_neox.embed_in.weight"
+                       : "model.embed_tokens.weight";
     if (Gpt2) {
+      if (!S.Tied)
+        weight(EmbedName, {S.Vocab, H});
       weight("transformer.wpe.weight", {S.MaxPositions, H});
       for (int64_t L = 0; L < S.Layers; ++L) {
         std::string B = formatv("transformer.h.{0}", L);

@@ -8,7 +8,6 @@
 
 #include "dsc/Graph/ModelGen.h"
 #include "dsc/Graph/OnnxWriter.h"
-#include "dsc/Version.h"
 
 #include "llvm/Support/FormatVariadic.h"
 

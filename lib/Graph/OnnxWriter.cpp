@@ -1,6 +1,7 @@
 //===- OnnxWriter.cpp -----------------------------------------------------===//
 
 #include "dsc/Graph/OnnxWriter.h"
+#include "dsc/Version.h"
 
 #include "onnx/onnx_pb.h"
 
@@ -15,6 +16,7 @@ OnnxWriter::OnnxWriter(StringRef GraphName, StringRef Producer,
       WeightsFile(WeightsFile.str()) {
   M->set_ir_version(8);
   M->set_producer_name(Producer.str());
+  M->set_producer_version(Version);
   auto *Op = M->add_opset_import();
   Op->set_domain("");
   Op->set_version(Opset);

@@ -49,7 +49,9 @@ def renumber(text):
 
 
 def show(path):
-    _, text = run("show", path)
+    rc, text = run("show", path)
+    if rc:
+        return [f"dsc show failed: {text.strip()[:300]}"]
     out, section = [], ""
     for line in text.splitlines():
         m = re.match(r"^([a-z_]+):", line)

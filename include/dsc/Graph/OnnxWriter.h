@@ -30,7 +30,8 @@ namespace dsc {
 class OnnxWriter {
 public:
   /// Weights of WeightType (Float32, Float16 or BFloat16) as external data
-  /// in WeightsFile; the default ONNX domain at Opset.
+  /// in WeightsFile; the default ONNX domain at Opset; produced by
+  /// Producer at dsc's version.
   OnnxWriter(llvm::StringRef GraphName, llvm::StringRef Producer,
              int WeightType, llvm::StringRef WeightsFile, int Opset = 17);
   ~OnnxWriter();
