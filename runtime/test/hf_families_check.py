@@ -20,17 +20,11 @@ import sys
 import torch
 import transformers
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, here)
+sys.path.insert(0, os.path.join(here, "..", "bench"))
+from hf_model import Logits  # noqa: E402
 from model_folder_check import validation_loss  # noqa: E402
-
-
-class Logits(torch.nn.Module):
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, input_ids):
-        return self.model(input_ids).logits
 
 
 def export(model, path):
