@@ -11,9 +11,11 @@
 
 #include "Checkpoint.h"
 #include "Preemption.h"
+#include "Reshard.h"
 #include "StateLayout.h"
 
 #include <cstring>
+#include <filesystem>
 
 namespace plan = dsc::plan;
 
@@ -167,10 +169,9 @@ int Executor::stopAgreed() {
   return Stop;
 }
 
-void Executor::saveCheckpoint(uint32_t Step) {
+bool Executor::writeCheckpointAt(const std::string &Dir, uint32_t Step,
+                                 std::string &Error) {
   CHECK_CUDA(cudaDeviceSynchronize());
-  std::string Dir = Options.SaveDir + "/" + checkpointName(Step);
-  std::string Error;
   CheckpointHeader H;
   H.ModelHash = P.Settings.ModelHash;
   H.ConfigHash = P.Settings.ConfigHash;
@@ -193,7 +194,7 @@ void Executor::saveCheckpoint(uint32_t Step) {
           },
           Error);
   if (!Ok)
-    fprintf(stderr, "dsrun: rank %d: --save: %s\n", Process.Rank,
+    fprintf(stderr, "dsrun: rank %d: %s: %s\n", Process.Rank, Dir.c_str(),
             Error.c_str());
   // Every rank takes part (stage 3 gathers the shards); rank 0 writes.
   // The weights in save_pretrained's layout, with the model's config.json:
@@ -203,6 +204,13 @@ void Executor::saveCheckpoint(uint32_t Step) {
     // The plan, so that dsrun-reshard can read the shards' layout.
     Ok = writeCheckpointPlan(Dir, P, Error);
   }
+  return Ok;
+}
+
+void Executor::saveCheckpoint(uint32_t Step) {
+  std::string Dir = Options.SaveDir + "/" + checkpointName(Step);
+  std::string Error;
+  bool Ok = writeCheckpointAt(Dir, Step, Error);
   if (!allRanksAgree(Ok)) {
     // Every rank has finished writing (or failing) by now: rank 0 removes
     // what was written, and the others wait for it before they exit.
@@ -223,6 +231,44 @@ void Executor::saveCheckpoint(uint32_t Step) {
     fprintf(stderr, "dsrun: saved the checkpoint of step %u in %s\n", Step,
             Dir.c_str());
   }
+}
+
+bool Executor::writeMasterWeights(const std::string &Path, uint32_t Step) {
+  // A checkpoint gathers each rank's masters from wherever the plan keeps
+  // them (device, pinned host, NVMe); dsrun-reshard's reader makes them
+  // whole tensors under the names --init gave them. Rank 0 reads every
+  // rank's shard: Path must be on storage every node sees.
+  std::string Dir = Path + ".masters", Error;
+  bool Ok = writeCheckpointAt(Dir, Step, Error);
+  if (!allRanksAgree(Ok)) {
+    if (Process.Rank == 0) {
+      std::error_code Ignored;
+      std::filesystem::remove_all(Dir, Ignored);
+    }
+    fprintf(stderr, "dsrun: rank %d: --save-dtype fp32: the masters could "
+                    "not be gathered in %s%s%s\n",
+            Process.Rank, Dir.c_str(), Error.empty() ? "" : ": ",
+            Error.c_str());
+    return false;
+  }
+  if (Process.Rank == 0) {
+    ReshardReport Report;
+    Ok = writeFp32Weights(Dir, P, Path, Options.MaxShardBytes, Report,
+                          Error);
+    if (!Ok)
+      fprintf(stderr, "dsrun: --save-dtype fp32: %s (every rank's shard "
+                      "must be in %s, on storage every node sees)\n",
+              Error.c_str(), Dir.c_str());
+    std::error_code Failed;
+    std::filesystem::remove_all(Dir, Failed);
+    if (Failed)
+      fprintf(stderr, "dsrun: %s could not be removed: %s\n", Dir.c_str(),
+              Failed.message().c_str());
+    if (Ok)
+      fprintf(stderr, "dsrun: wrote the fp32 master weights to %s\n",
+              Path.c_str());
+  }
+  return allRanksAgree(Ok);
 }
 
 } // namespace dsrun

@@ -708,7 +708,9 @@ int Executor::run() {
   if (real()) {
     reportLean(LeanMs, 0);
     bool Saved = Options.SaveWeightsPath.empty() ||
-                 writeWeights(Options.SaveWeightsPath);
+                 (Options.SaveMasters
+                      ? writeMasterWeights(Options.SaveWeightsPath, Last)
+                      : writeWeights(Options.SaveWeightsPath));
     return Saved && Reported ? 0 : 1;
   }
   runLeanSteps();

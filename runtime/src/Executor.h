@@ -111,6 +111,9 @@ struct RunOptions {
   /// Real training: the token file, the initial weights, the seed of the
   /// data order and of dropout, and where to save the trained weights.
   std::string DataPath, InitPath, SaveWeightsPath;
+  /// --save-dtype fp32: --save-weights writes the fp32 master weights
+  /// instead of the 16-bit ones the model computes with.
+  bool SaveMasters = false;
   /// The largest shard --save-weights and --save write (transformers'
   /// default, 5 GB).
   uint64_t MaxShardBytes = 5000000000ull;
@@ -367,6 +370,9 @@ private:
   /// Writes the 16-bit weights as safetensors to Path from rank 0 (every
   /// rank takes part: stage 3 gathers them).
   bool writeWeights(const std::string &Path);
+  /// --save-dtype fp32: the fp32 master weights to Path, through a
+  /// checkpoint at Path.masters that rank 0 reads whole and removes.
+  bool writeMasterWeights(const std::string &Path, uint32_t Step);
 
   // Checkpoints (Checkpointing.cpp).
   /// What carries this rank's training state from step to step, in the
@@ -380,6 +386,10 @@ private:
   void restoreCheckpoint();
   /// --save: this rank's shard, the consolidated weights, then latest.
   void saveCheckpoint(uint32_t Step);
+  /// A checkpoint of Step in Dir: this rank's shard, the consolidated
+  /// weights and (rank 0) the plan. Every rank takes part.
+  bool writeCheckpointAt(const std::string &Dir, uint32_t Step,
+                         std::string &Error);
   /// Whether Ok holds on every rank and every rank gives the same Value.
   bool allRanksAgree(bool Ok, uint32_t Value = 0);
   /// Mine reduced over the ranks by Op (an all-reduce of one word);

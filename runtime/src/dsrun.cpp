@@ -50,6 +50,9 @@ static const char *const Usage =
     "  --save-weights PATH        the trained 16-bit weights: a folder as\n"
     "                             save_pretrained writes it (shards, index,\n"
     "                             config.json), or PATH.safetensors, one file\n"
+    "  --save-dtype bf16|fp16|fp32  the type --save-weights writes: the\n"
+    "                             plan's 16-bit type (the default), or fp32\n"
+    "                             for the fp32 master weights\n"
     "  --max-shard-size SIZE      largest shard of a saved folder (default\n"
     "                             5GB, as transformers; 500MB, 2GiB, ...)\n"
     "  --save DIR                 checkpoints: DIR/global_stepN (per-rank\n"
@@ -110,7 +113,7 @@ int main(int argc, char **argv) {
   std::string Error;
   uint32_t TimedSteps = 3;
   bool LeanStepsGiven = false, TimedStepsGiven = false;
-  std::string PlanPath;
+  std::string PlanPath, SaveDType;
   // The ranks get the same arguments without the launch flags.
   std::vector<std::string> ChildArgs(argv, argv + argc);
   LaunchRequest Launch;
@@ -203,6 +206,12 @@ int main(int argc, char **argv) {
        : A == "--save"         ? Options.SaveDir
        : A == "--val-data"     ? Options.ValDataPath
                                : Options.ResumeDir) = ChildArgs[++I];
+    } else if (A == "--save-dtype") {
+      if (I + 1 >= ChildArgs.size() ||
+          (ChildArgs[I + 1] != "bf16" && ChildArgs[I + 1] != "fp16" &&
+           ChildArgs[I + 1] != "fp32"))
+        return usage("--save-dtype needs bf16, fp16 or fp32");
+      SaveDType = ChildArgs[++I];
     } else if (A == "--max-shard-size") {
       std::optional<uint64_t> Size =
           I + 1 < ChildArgs.size() ? parseShardSize(ChildArgs[I + 1])
@@ -251,6 +260,8 @@ int main(int argc, char **argv) {
     return usage("no plan file");
   if (Options.SaveEvery && Options.SaveDir.empty())
     return usage("--save-every needs --save DIR");
+  if (!SaveDType.empty() && Options.SaveWeightsPath.empty())
+    return usage("--save-dtype needs --save-weights PATH");
   if ((Options.EvalEvery || Options.EvalBatches) && Options.ValDataPath.empty())
     return usage("--eval-every and --eval-batches need --val-data FILE");
   if (!Options.DataPath.empty()) {
@@ -295,6 +306,26 @@ int main(int argc, char **argv) {
   if (!P) {
     fprintf(stderr, "dsrun: %s\n", Error.c_str());
     return Unreadable ? 2 : 1;
+  }
+  if (!SaveDType.empty()) {
+    // The 16-bit weights the model computes with, or the fp32 masters the
+    // optimizer keeps.
+    std::string Computes = plan::enumName(P->Settings.ParamDType);
+    if (SaveDType == "fp32" && P->Settings.ParamDType != plan::DType::F32) {
+      if (P->Settings.MasterDType != plan::DType::F32)
+        return usage(("--save-dtype fp32: the plan keeps its master weights "
+                      "in " + std::string(plan::enumName(
+                                  P->Settings.MasterDType)) +
+                      " (bf16_master_weights_and_grads); they save as " +
+                      Computes)
+                         .c_str());
+      Options.SaveMasters = true;
+    } else if (SaveDType != "fp32" && SaveDType != Computes) {
+      return usage(("--save-dtype " + SaveDType + ": the plan computes in " +
+                    Computes + "; its weights save as " + Computes +
+                    (Computes == "fp32" ? "" : " or, from the masters, fp32"))
+                       .c_str());
+    }
   }
   if (!Launch.Hostfile.Hostfile.empty())
     return launchNodes(Launch.Hostfile, P->Settings.Nodes,

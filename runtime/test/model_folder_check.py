@@ -84,9 +84,34 @@ def check(saved, single, tokens, seq, micro, world, dsrun_json):
     return ok and close
 
 
+def masters(fp32_dir, bf16_dir):
+    """dsrun --save-dtype fp32's folder: fp32 tensors that load in
+    transformers, and that round to nearest even to the bf16 weights the
+    same run saved (the parameters are the rounded masters)."""
+    model, info = transformers.AutoModelForCausalLM.from_pretrained(
+        fp32_dir, output_loading_info=True, torch_dtype=torch.float32)
+    problems = {k: v for k, v in info.items() if v}
+    def tensors(d):
+        out = {}
+        for f in os.listdir(d):
+            if f.endswith(".safetensors"):
+                out.update(load_file(os.path.join(d, f)))
+        return out
+    mine, theirs = tensors(fp32_dir), tensors(bf16_dir)
+    fp32 = all(t.dtype == torch.float32 for t in mine.values())
+    same = mine.keys() == theirs.keys() and all(
+        torch.equal(mine[k].to(torch.bfloat16), theirs[k]) for k in mine)
+    print(f"{fp32_dir}: {len(mine)} fp32 tensors: {fp32}; loading info "
+          f"{problems or 'clean'}; rounded to bf16, equal to the 16-bit "
+          f"save: {same}")
+    return fp32 and same and not problems
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "make":
         make(*sys.argv[2:5])
+    elif sys.argv[1] == "masters":
+        sys.exit(0 if masters(sys.argv[2], sys.argv[3]) else 1)
     else:
         a = sys.argv[2:]
         sys.exit(0 if check(a[0], a[1], a[2], int(a[3]), int(a[4]),

@@ -5,8 +5,9 @@
 # weights as one file; the losses must be equal bit for bit. The folder
 # dsrun then saves in 20 KB shards must load in transformers with no
 # missing or unexpected keys, hold the tensors of the one-file save, and
-# give dsrun's validation loss. Prints one line per check; exits 1 when
-# one fails.
+# give dsrun's validation loss. The same run with --save-dtype fp32 saves
+# the fp32 master weights, which load in transformers and round to the
+# 16-bit ones. Prints one line per check; exits 1 when one fails.
 #
 #   model_folder_check.sh DSRUN PLANS OUTDIR RANKS STEPS
 #   (PLANS: utils/gpu-test-plans.sh's output)
@@ -34,6 +35,19 @@ for model in llama gpt2; do
       > "$out/$model-$from.log" 2>&1 ||
       { echo "FAILED: $model from $from: dsrun exited $?"; tail -3 "$out/$model-$from.log"; failed=1; }
   done
+  # The same run saving its fp32 master weights (--save-dtype fp32, through
+  # a checkpoint): rounded to bf16 they are the 16-bit weights saved above.
+  timeout 300 "$dsrun" -n "$n" "$plan" --data "$tokens" --init "$out/$model-sharded" \
+    --deterministic --steps "$steps" --max-shard-size 20KB --save-dtype fp32 \
+    --save-weights "$out/$model-fp32-saved" > "$out/$model-fp32.log" 2>&1 ||
+    { echo "FAILED: $model --save-dtype fp32: dsrun exited $?"; tail -3 "$out/$model-fp32.log"; failed=1; }
+  if python3 "$here/model_folder_check.py" masters "$out/$model-fp32-saved" \
+       "$out/$model-sharded-saved" > "$out/$model.masters" 2>&1; then
+    sed "s/^/passed: $model: /" "$out/$model.masters"
+  else
+    sed "s/^/FAILED: $model: /" "$out/$model.masters" | tail -6
+    failed=1
+  fi
   if python3 "$here/../bench/resumed_losses.py" "$out/$model-single.json" \
        "$out/$model-sharded.json" 0 > "$out/$model.compare"; then
     echo "passed: $model, --init from shards: $(cat "$out/$model.compare")"
