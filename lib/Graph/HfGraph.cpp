@@ -431,28 +431,30 @@ private:
     if (!M.empty())
       return M;
     Dims Square = {"sequence", "sequence"};
-    std::string Rows = node("Unsqueeze", Scope, {Positions, ints({1})},
-                            {"sequence", "1"}, Int64);
-    std::string Cols = node("Unsqueeze", Scope, {Positions, ints({0})},
-                            {"1", "sequence"}, Int64);
-    std::string Seen = node("LessOrEqual", Scope, {Cols, Rows}, Square, Bool);
-    if (Window) {
-      std::string Near = node(
-          "Greater", Scope,
-          {Cols, node("Sub", Scope, {Rows, scalar(Window)}, {"sequence", "1"},
-                      Int64)},
-          Square, Bool);
-      Seen = node("And", Scope, {Seen, Near}, Square, Bool);
-    }
     // sdpa's boolean mask becomes -inf; eager attention (Gemma 2) adds
     // torch.finfo(dtype).min, exact in the weights' type.
     double Lowest = !S.AttnSoftcap            ? -INFINITY
                     : WeightType == Float16    ? -65504.0
                     : WeightType == BFloat16   ? -3.3895313892515355e38
                                                : -3.4028234663852886e38;
-    std::string Add = node("Where", Scope,
-                           {Seen, typed(Scope, 0), typed(Scope, Lowest)},
-                           Square);
+    // The same values the exporter's mask folds to, written as Trilu of a
+    // broadcast value: one pass over [sequence, sequence] to fold, where
+    // comparisons and Where take several (a long sequence's mask is
+    // hundreds of MB).
+    std::string Length = node("Shape", Scope, {Positions}, {"1"}, Int64);
+    std::string SquareShape = node("Concat", Scope, {Length, Length}, {"2"},
+                                   Int64);
+    intAttr("axis", 0);
+    std::string Full = node("Expand", Scope,
+                            {typed(Scope, Lowest), SquareShape}, Square);
+    // Lowest where a key is after its query...
+    std::string Add = node("Trilu", Scope, {Full, scalar(1)}, Square);
+    intAttr("upper", 1);
+    if (Window) { // ...or Window or more before it.
+      std::string Far = node("Trilu", Scope, {Full, scalar(-Window)}, Square);
+      intAttr("upper", 0);
+      Add = node("Add", Scope, {Add, Far}, Square);
+    }
     M = node("Unsqueeze", Scope, {Add, ints({0, 1})},
              {"1", "1", "sequence", "sequence"});
     // [batch, 1, sequence, sequence], as transformers makes its masks.
