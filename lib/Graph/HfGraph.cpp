@@ -84,10 +84,8 @@ public:
     std::string X = node("Gather", Root + (Gpt2 ? "/wte" : NeoX ? "/embed_in"
                                                                  : "/embed_tokens"),
                          {EmbedName, "input_ids"}, Act);
-    std::string Seq = node("Gather", Root, {node("Shape", Root, {"input_ids"},
-                                                 {"2"}, Int64),
-                                            scalar(1)},
-                           {}, Int64);
+    InputShape = node("Shape", Root, {"input_ids"}, {"2"}, Int64);
+    std::string Seq = node("Gather", Root, {InputShape, scalar(1)}, {}, Int64);
     Positions = node("Range", Root, {scalar(0), Seq, scalar(1)},
                      {"sequence"}, Int64);
     if (Gpt2) {
@@ -114,8 +112,7 @@ public:
     for (int64_t L = 0; L < S.Layers; ++L)
       X = layer(Root, L, X);
     X = norm(Root + (Gpt2 ? "/ln_f" : NeoX ? "/final_layer_norm" : "/norm"),
-             X, Gpt2 ? "transformer.ln_f" : NeoX ? "gpt_neox.final_layer_norm"
-                                                 : "model.norm");
+             X, FinalNorm);
     std::string Head = "model/lm_head";
     std::string Logits = node(
         "MatMul", Head,
@@ -151,16 +148,16 @@ private:
 
   void declareWeights() {
     int64_t H = S.Hidden, Q = S.Heads * S.HeadDim, KV = S.KVHeads * S.HeadDim;
-    HeadName = "lm_head.weight"; // GPT-NeoX's embed_out in transformers 4.
     EmbedName = S.Tied ? HeadName
                 : Gpt2 ? "transformer.wte.weight"
                 : NeoX ? "gpt_neox.embed_in.weight"
                        : "model.embed_tokens.weight";
-    if (Gpt2) {
-      if (!S.Tied)
-        weight(EmbedName, {S.Vocab, H});
+    if (!S.Tied)
+      weight(EmbedName, {S.Vocab, H});
+    if (Gpt2)
       weight("transformer.wpe.weight", {S.MaxPositions, H});
-      for (int64_t L = 0; L < S.Layers; ++L) {
+    for (int64_t L = 0; L < S.Layers; ++L) {
+      if (Gpt2) {
         std::string B = formatv("transformer.h.{0}", L);
         normWeight(B + ".ln_1");
         linearWeight(B + ".attn.c_attn", H, 3 * H, true);
@@ -168,15 +165,9 @@ private:
         normWeight(B + ".ln_2");
         linearWeight(B + ".mlp.c_fc", H, S.FFN, true);
         linearWeight(B + ".mlp.c_proj", S.FFN, H, true);
+        continue;
       }
-      normWeight("transformer.ln_f");
-      weight(HeadName, {S.Vocab, H});
-      return;
-    }
-    if (NeoX) {
-      if (!S.Tied)
-        weight(EmbedName, {S.Vocab, H});
-      for (int64_t L = 0; L < S.Layers; ++L) {
+      if (NeoX) {
         std::string B = formatv("gpt_neox.layers.{0}", L);
         normWeight(B + ".input_layernorm");
         normWeight(B + ".post_attention_layernorm");
@@ -184,14 +175,8 @@ private:
         linearWeight(B + ".attention.dense", H, H, S.OutBias);
         linearWeight(B + ".mlp.dense_h_to_4h", H, S.FFN, true);
         linearWeight(B + ".mlp.dense_4h_to_h", S.FFN, H, true);
+        continue;
       }
-      normWeight("gpt_neox.final_layer_norm");
-      weight(HeadName, {S.Vocab, H});
-      return;
-    }
-    if (!S.Tied)
-      weight(EmbedName, {S.Vocab, H});
-    for (int64_t L = 0; L < S.Layers; ++L) {
       std::string B = formatv("model.layers.{0}", L);
       if (Phi3) {
         linearWeight(B + ".self_attn.o_proj", Q, H, false);
@@ -214,7 +199,7 @@ private:
         normWeight(B + ".post_feedforward_layernorm");
       }
     }
-    normWeight("model.norm");
+    normWeight(FinalNorm);
     weight(HeadName, {S.Vocab, H});
   }
 
@@ -264,14 +249,16 @@ private:
                 Shape);
   }
 
-  /// X reshaped to its first Keep dims and then Tail, the target computed
-  /// from X's shape as torch's view records it (allowzero, no 0 dims).
+  /// X reshaped to the first Keep dims of From (rank Rank) and then Tail,
+  /// the target computed from From's shape as torch's view records it
+  /// (allowzero, no 0 dims).
   std::string reshape(const std::string &Scope, const std::string &X,
-                      int64_t Rank, int64_t Keep,
+                      const std::string &From, int64_t Rank, int64_t Keep,
                       const std::vector<int64_t> &Tail, const Dims &Shape) {
     std::string Kept = node(
         "Slice", Scope,
-        {node("Shape", Scope, {X}, {N(Rank)}, Int64), ints({0}), ints({Keep})},
+        {node("Shape", Scope, {From}, {N(Rank)}, Int64), ints({0}),
+         ints({Keep})},
         {N(Keep)}, Int64);
     std::string To = node("Concat", Scope, {Kept, ints(Tail)},
                           {N(Keep + int64_t(Tail.size()))}, Int64);
@@ -294,16 +281,7 @@ private:
                            {"rows", N(Out)});
       Y = node("Add", Scope, {Y, Name + ".bias"}, {"rows", N(Out)});
       // Back to [batch, sequence, out], the two dims taken from X.
-      std::string Kept = node(
-          "Slice", Scope,
-          {node("Shape", Scope, {X}, {"3"}, Int64), ints({0}), ints({2})},
-          {"2"}, Int64);
-      std::string To = node("Concat", Scope, {Kept, ints({Out})}, {"3"},
-                            Int64);
-      intAttr("axis", 0);
-      Y = node("Reshape", Scope, {Y, To}, Shape);
-      intAttr("allowzero", 1);
-      return Y;
+      return reshape(Scope, Y, X, 3, 2, {Out}, Shape);
     }
     std::string Y = node("MatMul", Scope,
                          {X, transposed(Scope, Name + ".weight", In, Out)},
@@ -458,11 +436,8 @@ private:
     M = node("Unsqueeze", Scope, {Add, ints({0, 1})},
              {"1", "1", "sequence", "sequence"});
     // [batch, 1, sequence, sequence], as transformers makes its masks.
-    std::string Batch = node(
-        "Slice", Scope,
-        {node("Shape", Scope, {"input_ids"}, {"2"}, Int64), ints({0}),
-         ints({1})},
-        {"1"}, Int64);
+    std::string Batch = node("Slice", Scope, {InputShape, ints({0}), ints({1})},
+                             {"1"}, Int64);
     std::string To = node("Concat", Scope, {Batch, ints({1, 1, 1})}, {"4"},
                           Int64);
     intAttr("axis", 0);
@@ -481,7 +456,7 @@ private:
   /// [batch, sequence, heads * head_dim] -> [batch, heads, sequence, head_dim].
   std::string splitHeads(const std::string &Scope, const std::string &X,
                          int64_t Heads) {
-    std::string R = reshape(Scope, X, 3, 2, {Heads, S.HeadDim},
+    std::string R = reshape(Scope, X, X, 3, 2, {Heads, S.HeadDim},
                             {"batch", "sequence", N(Heads), N(S.HeadDim)});
     std::string T = node("Transpose", Scope, {R},
                          {"batch", N(Heads), "sequence", N(S.HeadDim)});
@@ -507,7 +482,7 @@ private:
       std::string QKV = linear(Scope + "/query_key_value", X,
                                Prefix + ".query_key_value", H, 3 * H,
                                S.QKVBias);
-      std::string R = reshape(Scope, QKV, 3, 2, {S.Heads, 3 * D},
+      std::string R = reshape(Scope, QKV, QKV, 3, 2, {S.Heads, 3 * D},
                               {"batch", "sequence", N(S.Heads), N(3 * D)});
       std::string T = node("Transpose", Scope, {R},
                            {"batch", N(S.Heads), "sequence", N(3 * D)});
@@ -554,7 +529,7 @@ private:
                              {"batch", N(S.KVHeads), "1", "sequence", N(D)});
         std::string E = node("Expand", Scope, {U, ints({1, 1, Rep, 1, 1})},
                              {"batch", N(S.KVHeads), N(Rep), "sequence", N(D)});
-        return reshape(Scope, E, 5, 1, {S.Heads, -1, D},
+        return reshape(Scope, E, E, 5, 1, {S.Heads, -1, D},
                        {"batch", N(S.Heads), "sequence", N(D)});
       };
       Kh = Repeat(Kh);
@@ -586,7 +561,7 @@ private:
                          {"batch", N(S.Heads), "sequence", N(D)});
     O = node("Transpose", Scope, {O}, {"batch", "sequence", N(S.Heads), N(D)});
     intsAttr("perm", {0, 2, 1, 3});
-    O = reshape(Scope, O, 4, 2, {Q}, {"batch", "sequence", N(Q)});
+    O = reshape(Scope, O, O, 4, 2, {Q}, {"batch", "sequence", N(Q)});
     if (Gpt2)
       return dropout(Scope + "/resid_dropout",
                      linear(Scope + "/c_proj", O, Prefix + ".c_proj", H, H,
@@ -700,9 +675,16 @@ private:
 
   const HfModelSpec &S;
   bool Gpt2, NeoX, Gemma, Phi3;
+  /// The final norm's parameter prefix.
+  std::string FinalNorm = Gpt2   ? "transformer.ln_f"
+                          : NeoX ? "gpt_neox.final_layer_norm"
+                                 : "model.norm";
   Dims Act;
-  std::string EmbedName, HeadName, Positions, Cos, Sin, CausalMask,
+  std::string EmbedName, InputShape, Positions, Cos, Sin, CausalMask,
       WindowMask;
+  /// Where the head's weight is, tied or not (GPT-NeoX's embed_out in
+  /// transformers 4).
+  static constexpr const char *HeadName = "lm_head.weight";
 };
 
 } // namespace
