@@ -7,6 +7,7 @@
 
 #include "dsc/Graph/HfConfig.h"
 #include "dsc/Config/Json.h"
+#include "dsc/Support/Diagnostic.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -24,12 +25,11 @@ namespace dsc {
 
 namespace {
 
-/// "line:column" of Offset in Text, both from 1.
-std::string lineColumn(StringRef Text, uint32_t Offset) {
-  StringRef Before = Text.take_front(Offset);
-  size_t LineStart = Before.rfind('\n');
-  LineStart = LineStart == StringRef::npos ? 0 : LineStart + 1;
-  return formatv("{0}:{1}", Before.count('\n') + 1, Offset - LineStart + 1);
+/// "line:column" of Offset in Text, both from 1, the column in code points
+/// as lint counts them.
+std::string where(StringRef Text, uint32_t Offset) {
+  LineColumn LC = lineColumn(Text, Offset);
+  return formatv("{0}:{1}", LC.Line, LC.Column);
 }
 
 /// The largest dimension dsc reads (a vocabulary, a width, a count of
@@ -135,7 +135,8 @@ public:
 
   void fail(const JsonValue &At, const Twine &Message) {
     if (Problem.empty())
-      Problem = formatv("{0}:{1}: {2}", Path, where(At.Begin), Message).str();
+      Problem =
+          formatv("{0}:{1}: {2}", Path, where(Text, At.Begin), Message).str();
   }
 
   Error take() {
@@ -153,8 +154,6 @@ public:
   }
 
 private:
-  std::string where(uint32_t Offset) const { return lineColumn(Text, Offset); }
-
   StringRef Text, Path;
   const JsonValue &Root;
   std::string Problem;
@@ -184,6 +183,14 @@ void readActivation(Reader &R, StringRef Key, StringRef Default,
     S.Act = HfActivation::GeluErf;
   else
     R.refuse(Key, "dsc builds silu, gelu, gelu_new and gelu_pytorch_tanh");
+}
+
+/// The count of layers, under Key, up to MaxLayers.
+int64_t readLayers(Reader &R, StringRef Key, int64_t Default) {
+  int64_t Layers = R.integer(Key, Default);
+  if (Layers > MaxLayers)
+    R.refuse(Key, formatv("dsc builds up to {0} layers", MaxLayers).str());
+  return Layers;
 }
 
 /// rope_parameters (transformers 5) or rope_theta and rope_scaling (4.x).
@@ -263,10 +270,7 @@ void readDecoder(Reader &R, HfModelSpec &S, int64_t Vocab, int64_t Hidden,
   S.Vocab = R.integer("vocab_size", Vocab);
   S.Hidden = R.integer("hidden_size", Hidden);
   S.FFN = R.integer("intermediate_size", FFN);
-  S.Layers = R.integer("num_hidden_layers", Layers);
-  if (S.Layers > MaxLayers)
-    R.refuse("num_hidden_layers", formatv("dsc builds up to {0} layers",
-                                          MaxLayers).str());
+  S.Layers = readLayers(R, "num_hidden_layers", Layers);
   S.Heads = R.integer("num_attention_heads", Heads);
   S.KVHeads = R.integer("num_key_value_heads",
                         KV && !R.isNull("num_key_value_heads") ? KV : S.Heads);
@@ -388,10 +392,7 @@ void readFamily(Reader &R, HfModelSpec &S) {
     S.Vocab = R.integer("vocab_size", 50257);
     S.MaxPositions = R.integer("n_positions", 1024);
     S.Hidden = R.integer("n_embd", 768);
-    S.Layers = R.integer("n_layer", 12);
-    if (S.Layers > MaxLayers)
-      R.refuse("n_layer", formatv("dsc builds up to {0} layers", MaxLayers)
-                              .str());
+    S.Layers = readLayers(R, "n_layer", 12);
     S.Heads = R.integer("n_head", 12);
     S.KVHeads = S.Heads;
     S.FFN = R.integer("n_inner", 4 * S.Hidden);
@@ -415,10 +416,7 @@ void readFamily(Reader &R, HfModelSpec &S) {
   case HfFamily::GPTNeoX: {
     S.Vocab = R.integer("vocab_size", 50432);
     S.Hidden = R.integer("hidden_size", 6144);
-    S.Layers = R.integer("num_hidden_layers", 44);
-    if (S.Layers > MaxLayers)
-      R.refuse("num_hidden_layers", formatv("dsc builds up to {0} layers",
-                                            MaxLayers).str());
+    S.Layers = readLayers(R, "num_hidden_layers", 44);
     S.Heads = R.integer("num_attention_heads", 64);
     S.KVHeads = S.Heads;
     S.FFN = R.integer("intermediate_size", 24576);
@@ -450,10 +448,15 @@ bool isHfConfigPath(StringRef Path) {
   return sys::fs::is_directory(Path) || Path.endswith(".json");
 }
 
-Expected<HfModelSpec> readHfConfig(StringRef Path) {
+std::string modelFile(StringRef Path) {
   SmallString<256> File(Path);
   if (sys::fs::is_directory(Path))
     sys::path::append(File, "config.json");
+  return File.str().str();
+}
+
+Expected<HfModelSpec> readHfConfig(StringRef Path) {
+  std::string File = modelFile(Path);
   ErrorOr<std::unique_ptr<MemoryBuffer>> Buffer =
       MemoryBuffer::getFile(File, /*IsText=*/false,
                             /*RequiresNullTerminator=*/false);
@@ -471,7 +474,7 @@ Expected<HfModelSpec> parseHfConfig(StringRef Text, StringRef Path) {
   if (P.Error)
     return createStringError(inconvertibleErrorCode(),
                              "%s:%s: %s", Path.str().c_str(),
-                             lineColumn(Text, P.Error->Offset).c_str(),
+                             where(Text, P.Error->Offset).c_str(),
                              P.Error->Message.c_str());
   if (P.Root->Kind != JsonKind::Object)
     return createStringError(inconvertibleErrorCode(),

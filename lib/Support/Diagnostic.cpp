@@ -80,6 +80,15 @@ StringRef DiagnosticEngine::path(unsigned BufferID) const {
   return SM.getMemoryBuffer(BufferID)->getBufferIdentifier();
 }
 
+/// The 1-based column of the end of Line's text: its code points, UTF-8
+/// continuation bytes skipped.
+static unsigned codePointColumn(StringRef Line) {
+  unsigned Column = 1;
+  for (char C : Line)
+    Column += (static_cast<unsigned char>(C) & 0xC0) != 0x80;
+  return Column;
+}
+
 LineColumn lineColumn(const SourceMgr &SM, SMLoc Loc) {
   if (!Loc.isValid())
     return {};
@@ -87,13 +96,16 @@ LineColumn lineColumn(const SourceMgr &SM, SMLoc Loc) {
   if (!ID)
     return {};
   auto [Line, ByteColumn] = SM.getLineAndColumn(Loc, ID);
-  // Count code points: skip UTF-8 continuation bytes between the start of the
-  // line and Loc.
   const char *LineStart = Loc.getPointer() - (ByteColumn - 1);
-  unsigned Column = 1;
-  for (const char *P = LineStart; P < Loc.getPointer(); ++P)
-    Column += (static_cast<unsigned char>(*P) & 0xC0) != 0x80;
-  return {Line, Column};
+  return {Line, codePointColumn(StringRef(LineStart, ByteColumn - 1))};
+}
+
+LineColumn lineColumn(StringRef Text, size_t Offset) {
+  StringRef Before = Text.take_front(Offset);
+  size_t LineStart = Before.rfind('\n');
+  LineStart = LineStart == StringRef::npos ? 0 : LineStart + 1;
+  return {unsigned(Before.count('\n') + 1),
+          codePointColumn(Before.drop_front(LineStart))};
 }
 
 std::string applyFixIts(const DiagnosticEngine &Engine, unsigned BufferID,

@@ -434,12 +434,9 @@ static int runPlanOrEstimate(StringRef Tool, bool WritePlan) {
     return usage(Tool, toString(Facts.takeError()));
   // A checkpoint names its model by this hash: the ONNX file's bytes, or a
   // model folder's config.json.
-  SmallString<256> HashedFile(ModelPath);
-  if (sys::fs::is_directory(ModelPath))
-    sys::path::append(HashedFile, "config.json");
   uint64_t ModelHash = 0;
   if (ErrorOr<std::unique_ptr<MemoryBuffer>> B =
-          MemoryBuffer::getFile(HashedFile, false, false)) {
+          MemoryBuffer::getFile(modelFile(ModelPath), false, false)) {
     StringRef Bytes = (*B)->getBuffer();
     ModelHash = plan::fnv1a(reinterpret_cast<const uint8_t *>(Bytes.data()),
                             Bytes.size());

@@ -84,6 +84,9 @@ llvm::Expected<HfModelSpec> parseHfConfig(llvm::StringRef Text,
 /// file): a directory, or a file whose name ends in .json.
 bool isHfConfigPath(llvm::StringRef Path);
 
+/// The file that holds the model at Path: a folder's config.json, or Path.
+std::string modelFile(llvm::StringRef Path);
+
 /// The serialized ONNX model; WeightsFile names its external data.
 llvm::Expected<std::string> buildHfGraph(const HfModelSpec &S,
                                          llvm::StringRef WeightsFile);

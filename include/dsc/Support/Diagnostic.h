@@ -94,6 +94,8 @@ struct LineColumn {
   unsigned Column = 0;
 };
 LineColumn lineColumn(const llvm::SourceMgr &SM, llvm::SMLoc Loc);
+/// The same for the byte Offset of Text, for readers without a SourceMgr.
+LineColumn lineColumn(llvm::StringRef Text, size_t Offset);
 
 /// Replaces the bytes [Begin, End) of a text with Text.
 struct TextEdit {
