@@ -32,11 +32,16 @@ StringRef roleName(TensorRole R) {
   return "?";
 }
 
+/// What follows a name's last dot (the whole name without one).
+static StringRef lastComponent(StringRef Name) {
+  StringRef After = Name.rsplit('.').second;
+  return After.empty() ? Name : After;
+}
+
 bool isExporterName(StringRef Name) {
   // torch.export lifts tensors a forward makes into "lifted_tensor_N".
-  StringRef Last = Name.rsplit('.').second.empty() ? Name
-                                                    : Name.rsplit('.').second;
-  return Last.startswith("lifted_tensor_") || Name.startswith("onnx::") || Name.startswith("val_") ||
+  return lastComponent(Name).startswith("lifted_tensor_") ||
+         Name.startswith("onnx::") || Name.startswith("val_") ||
          Name.startswith("_val") || Name.startswith("const_") ||
          Name.startswith("/") || Name.startswith("_onnx_") ||
          Name.startswith("ortshared_") || Name.empty();
@@ -46,13 +51,11 @@ bool isExporterName(StringRef Name) {
 /// rotary frequencies, BatchNorm statistics, cached ids and masks, Gemma's
 /// embedding scale.
 static bool isKnownBufferName(StringRef Name) {
-  StringRef Last = Name.rsplit('.').second.empty() ? Name
-                                                    : Name.rsplit('.').second;
   static const StringRef Buffers[] = {
       "inv_freq",  "original_inv_freq",   "running_mean", "running_var",
       "num_batches_tracked", "position_ids", "token_type_ids", "masked_bias",
       "_float_tensor", "causal_mask", "attention_mask", "embed_scale"};
-  return is_contained(Buffers, Last);
+  return is_contained(Buffers, lastComponent(Name));
 }
 
 /// Ops that pass a tensor through (layout, dtype), so that a weight's real
