@@ -13,7 +13,6 @@
         missing, unexpected or mismatched keys, in several shards, and its
         loss on the first validation batch is dsrun's within 0.5 %.
 """
-import json
 import os
 import sys
 
@@ -24,7 +23,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, here)
 sys.path.insert(0, os.path.join(here, "..", "bench"))
 from hf_model import Logits  # noqa: E402
-from model_folder_check import validation_loss  # noqa: E402
+from model_folder_check import load_saved, loss_matches  # noqa: E402
 
 
 def export(model, path):
@@ -83,18 +82,8 @@ def make(configs, out):
 
 
 def check(saved, tokens, seq, micro, world, dsrun_json):
-    model, info = transformers.AutoModelForCausalLM.from_pretrained(
-        saved, output_loading_info=True, torch_dtype=torch.bfloat16)
-    problems = {k: v for k, v in info.items() if v}
-    shards = [f for f in os.listdir(saved) if f.endswith(".safetensors")]
-    print(f"{saved}: {len(shards)} weight files, loading info "
-          f"{problems or 'clean'}")
-    loss = validation_loss(model, tokens, seq, micro, world)
-    ran = [json.loads(l) for l in open(dsrun_json) if "val_loss" in l]
-    theirs = ran[-1]["val_loss"]
-    close = abs(loss - theirs) <= 0.005 * abs(theirs)
-    print(f"validation loss: transformers {loss:.6f}, dsrun {theirs:.6f}"
-          f" ({'within' if close else 'NOT within'} 0.5 %)")
+    model, problems, shards = load_saved(saved, torch.bfloat16)
+    close = loss_matches(model, tokens, seq, micro, world, dsrun_json)
     return not problems and len(shards) > 1 and close
 
 

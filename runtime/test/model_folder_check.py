@@ -59,51 +59,62 @@ def validation_loss(model, tokens, seq, micro, world):
     return float(torch.stack(losses).mean())
 
 
-def check(saved, single, tokens, seq, micro, world, dsrun_json):
+def load_saved(saved, dtype):
+    """A folder dsrun saved, through from_pretrained: the model, what the
+    loading reported (missing, unexpected, mismatched keys) and the weight
+    files; prints one line about them."""
     model, info = transformers.AutoModelForCausalLM.from_pretrained(
-        saved, output_loading_info=True, torch_dtype=torch.bfloat16)
+        saved, output_loading_info=True, torch_dtype=dtype)
     problems = {k: v for k, v in info.items() if v}
     shards = [f for f in os.listdir(saved) if f.endswith(".safetensors")]
     print(f"{saved}: {len(shards)} weight file(s), loading info "
           f"{problems or 'clean'}")
+    return model, problems, shards
+
+
+def folder_tensors(folder):
+    """Every tensor of a folder's safetensors files, by name."""
+    out = {}
+    for f in os.listdir(folder):
+        if f.endswith(".safetensors"):
+            out.update(load_file(os.path.join(folder, f)))
+    return out
+
+
+def loss_matches(model, tokens, seq, micro, world, dsrun_json):
+    """The model's loss on the first validation batch against the last
+    val_loss of dsrun's log, within 0.5 % (bf16 kernels on both sides)."""
+    loss = validation_loss(model, tokens, seq, micro, world)
+    ran = [json.loads(l) for l in open(dsrun_json) if "val_loss" in l]
+    theirs = ran[-1]["val_loss"]
+    close = abs(loss - theirs) <= 0.005 * abs(theirs)
+    print(f"validation loss: transformers {loss:.6f}, dsrun {theirs:.6f}"
+          f" ({'within' if close else 'NOT within'} 0.5 %)")
+    return close
+
+
+def check(saved, single, tokens, seq, micro, world, dsrun_json):
+    model, problems, shards = load_saved(saved, torch.bfloat16)
     ok = not problems and len(shards) > 1  # --max-shard-size cut it
-    mine = {}
-    for f in shards:
-        mine.update(load_file(os.path.join(saved, f)))
-    theirs = load_file(single)
+    mine, theirs = folder_tensors(saved), load_file(single)
     same = mine.keys() == theirs.keys() and all(
         torch.equal(mine[k], theirs[k]) for k in mine)
     print(f"tensors equal to the single file's: {same} ({len(mine)} tensors)")
     ok = ok and same
-    loss = validation_loss(model, tokens, seq, micro, world)
-    ran = [json.loads(l) for l in open(dsrun_json) if "val_loss" in l]
-    theirs_loss = ran[-1]["val_loss"]
-    close = abs(loss - theirs_loss) <= 0.005 * abs(theirs_loss)
-    print(f"validation loss: transformers {loss:.6f}, dsrun {theirs_loss:.6f}"
-          f" ({'within' if close else 'NOT within'} 0.5 %)")
-    return ok and close
+    return loss_matches(model, tokens, seq, micro, world, dsrun_json) and ok
 
 
 def masters(fp32_dir, bf16_dir):
     """dsrun --save-dtype fp32's folder: fp32 tensors that load in
     transformers, and that round to nearest even to the bf16 weights the
     same run saved (the parameters are the rounded masters)."""
-    model, info = transformers.AutoModelForCausalLM.from_pretrained(
-        fp32_dir, output_loading_info=True, torch_dtype=torch.float32)
-    problems = {k: v for k, v in info.items() if v}
-    def tensors(d):
-        out = {}
-        for f in os.listdir(d):
-            if f.endswith(".safetensors"):
-                out.update(load_file(os.path.join(d, f)))
-        return out
-    mine, theirs = tensors(fp32_dir), tensors(bf16_dir)
+    _, problems, _ = load_saved(fp32_dir, torch.float32)
+    mine, theirs = folder_tensors(fp32_dir), folder_tensors(bf16_dir)
     fp32 = all(t.dtype == torch.float32 for t in mine.values())
     same = mine.keys() == theirs.keys() and all(
         torch.equal(mine[k].to(torch.bfloat16), theirs[k]) for k in mine)
-    print(f"{fp32_dir}: {len(mine)} fp32 tensors: {fp32}; loading info "
-          f"{problems or 'clean'}; rounded to bf16, equal to the 16-bit "
-          f"save: {same}")
+    print(f"{len(mine)} fp32 tensors: {fp32}; rounded to bf16, equal to the "
+          f"16-bit save: {same}")
     return fp32 and same and not problems
 
 
