@@ -39,14 +39,18 @@ constexpr uint32_t NoIndex = std::numeric_limits<uint32_t>::max();
   X(Compute, "compute") X(Comm, "comm") X(CopyIn, "copy-in")                   \
   X(CopyOut, "copy-out") X(Host, "host")
 /// What an instruction does; its Arg indexes the table named here:
-/// Forward, Backward: op; Gather, Release: fetch unit (stage 3); Reduce:
-/// bucket; OptimizerStep: sub-group; GatherParams: unused (stage 1/2 param
-/// all-gather); Transfer: transfer (offload copy or NVMe I/O).
+/// Forward, Backward: op; Gather, GatherSecondary, Release: fetch unit
+/// (stage 3); Reduce: bucket; OptimizerStep: sub-group; GatherParams:
+/// unused (stage 1/2 param all-gather); Transfer: transfer (offload copy or
+/// NVMe I/O). A Gather all-gathers a unit over every rank and, with ZeRO++
+/// hpZ, keeps the rank's secondary partition of it; a GatherSecondary
+/// all-gathers the unit within the rank's hpZ group from those partitions.
 #define DSC_PLAN_INSTRKIND(X)                                                  \
   X(Forward, "forward") X(Backward, "backward") X(Gather, "gather")            \
   X(Release, "release") X(Reduce, "reduce")                                    \
   X(OptimizerStep, "optimizer-step") X(GatherParams, "gather-params")          \
-  X(Transfer, "transfer") X(ClipGradients, "clip-gradients")
+  X(Transfer, "transfer") X(ClipGradients, "clip-gradients")                   \
+  X(GatherSecondary, "gather-secondary")
 #define DSC_PLAN_MEMORYSPACE(X) X(Device, "device") X(Host, "host")
 /// What a buffer holds; estimates are broken down by these. Params16: the
 /// model-dtype parameters held; GatheredParams: stage-3 parameters
@@ -68,8 +72,8 @@ constexpr uint32_t NoIndex = std::numeric_limits<uint32_t>::max();
 /// What a buffer of the memory plan is for. The runtime finds the
 /// buffers it needs through views (Placement) and, for whole buffers of
 /// state, by role; never by name. Indexed roles (Buffer::Index): ipg the
-/// bucket buffer, gather and unit the fetch unit, grads_fp32 at stage 3
-/// the sub-group, value the compute value.
+/// bucket buffer, gather, unit and hpz_secondary the fetch unit,
+/// grads_fp32 at stage 3 the sub-group, value the compute value.
 #define DSC_PLAN_BUFFERROLE(X)                                                 \
   X(Params16, "params16") X(PersistentParams, "persistent_params")             \
   X(MasterParams, "master_params") X(OptimizerStates, "optimizer_states")      \
@@ -84,7 +88,8 @@ constexpr uint32_t NoIndex = std::numeric_limits<uint32_t>::max();
   X(GradStagingHost, "offload_grad_staging_host")                              \
   X(ParamStagingHost, "offload_param_staging_host")                            \
   X(NVMeOptimizerBuffers, "nvme_optimizer_buffers")                            \
-  X(NVMeParamBuffers, "nvme_param_buffers") X(SaveStaging, "save_staging")
+  X(NVMeParamBuffers, "nvme_param_buffers") X(SaveStaging, "save_staging")     \
+  X(HpzSecondary, "hpz_secondary")
 /// A host conversion is no copy: offloaded gradients that reached a pinned
 /// staging slot are converted (and accumulated) into their host partition.
 #define DSC_PLAN_TRANSFERKIND(X)                                               \

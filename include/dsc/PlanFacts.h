@@ -187,6 +187,7 @@ inline uint64_t viewOffset(const View &V, uint32_t Rank) {
 /// runs on (without overlap_comm, reductions run on the compute stream).
 inline bool isCommunication(const Instruction &In) {
   return In.Kind == InstrKind::Reduce || In.Kind == InstrKind::Gather ||
+         In.Kind == InstrKind::GatherSecondary ||
          In.Kind == InstrKind::GatherParams;
 }
 

@@ -32,7 +32,7 @@ namespace dsc::plan {
 constexpr char FileMagic[8] = {'D', 'S', 'C', 'P', 'L', 'A', 'N', '\0'};
 /// Bumped whenever an existing section's encoding or meaning changes; new
 /// sections do not need a bump (old readers skip them).
-constexpr uint32_t FormatVersion = 15;
+constexpr uint32_t FormatVersion = 16;
 /// Ranks of different layouts beyond this many are merged (see RankClass).
 constexpr uint32_t MaxRankClasses = 8;
 
@@ -254,6 +254,9 @@ struct Info {
   uint64_t ParamPersistenceThreshold = 0;
   uint64_t ModelPersistenceThreshold = 0;
   uint64_t SubGroupElems = 0;
+  /// ZeRO++ hpZ: ranks per group (consecutive ranks) that keep a secondary
+  /// partition of the gathered parameters; 1 is off.
+  uint32_t HpzPartition = 1;
   OffloadDevice OptimizerOffload = OffloadDevice::None;
   bool OptimizerOffloadPinned = true;
   OffloadDevice ParamOffload = OffloadDevice::None;
@@ -310,6 +313,7 @@ struct Info {
     F("param_persistence_threshold", ParamPersistenceThreshold);
     F("model_persistence_threshold", ModelPersistenceThreshold);
     F("sub_group_elems", SubGroupElems);
+    F("hpz_partition_size", HpzPartition);
     F("offload_optimizer", OptimizerOffload);
     F("offload_optimizer_pinned", OptimizerOffloadPinned);
     F("offload_param", ParamOffload);
@@ -628,13 +632,19 @@ struct TensorViews {
 /// the all-gather receives (Target: Whole itself, or the rank-major
 /// gather buffer a unit of several tensors is unpacked from) and what
 /// each rank sends (Send: its shards, side by side in params16, or its
-/// chunk of Target where they were copied in from the host).
+/// chunk of Target where they were copied in from the host). With ZeRO++
+/// hpZ, Secondary holds the rank's share of Target within its group: the
+/// hpZ group's rank g keeps Target's g-th of hpz_partition_size equal
+/// slices, which is what it sends to a GatherSecondary (NoIndex for a
+/// unit gathered once a step).
 struct UnitViews {
   uint32_t Whole = NoIndex, Target = NoIndex, Send = NoIndex;
+  uint32_t Secondary = NoIndex;
   template <class V> void visit(V &&F) {
     F("whole", Whole);
     F("target", Target);
     F("send", Send);
+    F("secondary", Secondary);
   }
 };
 

@@ -316,13 +316,17 @@ Error setInterNodeLink(plan::Hardware &H, StringRef Name, uint64_t Gbps,
 
 std::vector<plan::FixedCost> fixedCosts(const HardwareProfile &H,
                                         uint32_t WorldSize,
-                                        uint32_t GpusPerNode) {
+                                        uint32_t GpusPerNode,
+                                        uint32_t HpzPartition) {
   std::vector<plan::FixedCost> Costs = {
       {"cuda_context", H.CudaContextBytes, H.ContextBasis},
       {"cublas_workspace", H.CublasWorkspaceBytes, H.CublasBasis}};
   uint32_t Local = std::min(WorldSize, std::max(1u, GpusPerNode));
   bool Nodes = WorldSize > Local;
   const uint64_t *M = H.NcclMeasured;
+  // One ring neighbour's buffers on the node: the 2-rank measurement's
+  // difference from the 1-rank one (the H200's where this GPU has none).
+  uint64_t Peer = M[2] ? M[2] - M[1] : 899678208ull - 603979776ull;
   if (H.NcclBytes) {
     Costs.push_back({"nccl_buffers", H.NcclBytes, "calibrated"});
   } else if (M[1] && (WorldSize == 1 || (Local == 2 && !Nodes && M[2]))) {
@@ -331,9 +335,7 @@ std::vector<plan::FixedCost> fixedCosts(const HardwareProfile &H,
   } else if (M[1]) {
     // NCCL's own state and kernels (the one-rank figure), plus the
     // buffers of its peers: each channel receives from one ring neighbour
-    // on the node (the 2-rank measurement's difference; the H200's where
-    // this GPU has none), and one more across nodes.
-    uint64_t Peer = M[2] ? M[2] - M[1] : 899678208ull - 603979776ull;
+    // on the node, and one more across nodes.
     Costs.push_back({"nccl_buffers", M[1] + Peer * (Nodes ? 2 : 1),
                      "modelled: the 1-rank measurement plus one peer's "
                      "buffers" +
@@ -348,6 +350,18 @@ std::vector<plan::FixedCost> fixedCosts(const HardwareProfile &H,
                      H.NcclChannels * H.NcclBufferBytes * 2 *
                          (WorldSize > 2 ? 2 : 1),
                      "assumed: channels x NCCL_BUFFSIZE x neighbours"});
+  }
+  if (HpzPartition > 1 && !H.NcclBytes) {
+    // The hpZ group's communicator shares NCCL's state and kernels with
+    // the world's; it adds its ring's buffers, one peer's on the node.
+    Costs.push_back(
+        {"nccl_hpz_buffers",
+         M[1] ? Peer
+              : H.NcclChannels * H.NcclBufferBytes * 2 *
+                    (HpzPartition > 2 ? 2 : 1),
+         M[1] ? "modelled: one peer's buffers on the node (" + H.MeasuredOn +
+                    ")"
+              : "assumed: channels x NCCL_BUFFSIZE x neighbours"});
   }
   return Costs;
 }

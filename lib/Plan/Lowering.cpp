@@ -402,8 +402,9 @@ Expected<plan::Plan> lowerToPlan(const PlanInputs &In,
       In.ConfigText.size());
   P.Settings.ModelHash = In.ModelHash;
   P.Settings.ModelPath = In.Graph.Path;
-  P.Estimates.Fixed = fixedCosts(Options.Machine, P.Settings.WorldSize,
-                                 P.Settings.GpusPerNode);
+  P.Estimates.Fixed =
+      fixedCosts(Options.Machine, P.Settings.WorldSize,
+                 P.Settings.GpusPerNode, P.Settings.HpzPartition);
 
   Expected<DimBindings> Bindings =
       bindDims(In.Graph, P.Settings.MicroBatch, Options);

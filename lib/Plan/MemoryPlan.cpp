@@ -65,6 +65,9 @@ struct ProgramIndex {
   std::vector<std::vector<plan::Interval>> Gathered;
   /// Per fetch unit, the Gather instruction of each of those times.
   std::vector<std::vector<uint32_t>> GatherInstr;
+  /// Per fetch unit with ZeRO++ hpZ: its first gather of the step, which
+  /// fills its secondary partition, and the last GatherSecondary reading it.
+  std::vector<uint32_t> FirstGather, LastSecondaryGather;
   std::vector<uint32_t> StepInstr;                    ///< Per sub-group.
   std::vector<uint32_t> Reduces;
   /// Per bucket and micro step: the last instruction reading its
@@ -90,6 +93,8 @@ struct ProgramIndex {
     TransferInstrs.resize(P.Transfers.size());
     Gathered.resize(P.FetchUnits.size());
     GatherInstr.resize(P.FetchUnits.size());
+    FirstGather.assign(P.FetchUnits.size(), plan::NoIndex);
+    LastSecondaryGather.assign(P.FetchUnits.size(), plan::NoIndex);
     StepInstr.assign(P.Layout.SubGroups.size(), plan::NoIndex);
     LastBucketReadOf.assign(P.Buckets.size(),
                             std::vector<uint32_t>(Micros, plan::NoIndex));
@@ -114,9 +119,14 @@ struct ProgramIndex {
         Backward[M][In.Arg] = I;
         break;
       case plan::InstrKind::Gather:
+      case plan::InstrKind::GatherSecondary:
         GatherOpen[In.Arg] = std::min(I, CopiedIn[In.Arg]);
         CopiedIn[In.Arg] = plan::NoIndex;
         GatherInstr[In.Arg].push_back(I);
+        if (In.Kind == plan::InstrKind::GatherSecondary)
+          LastSecondaryGather[In.Arg] = I;
+        else if (FirstGather[In.Arg] == plan::NoIndex)
+          FirstGather[In.Arg] = I;
         break;
       case plan::InstrKind::Release:
         Gathered[In.Arg].push_back({GatherOpen[In.Arg], I + 1});
@@ -447,6 +457,17 @@ void MemoryPlanner::buckets() {
         MemorySpace::Device, Bytes, Live);
 }
 
+/// The first compute instruction after G, before Limit, that waits for
+/// it: where compute has what G gathered (Limit - 1 if none does).
+static uint32_t firstComputeWaitingFor(const plan::Plan &P, uint32_t G,
+                                       uint32_t Limit) {
+  for (uint32_t I = G + 1; I < Limit; ++I)
+    if (P.Program[I].On == plan::Stream::Compute &&
+        is_contained(P.Program[I].Waits, G))
+      return I;
+  return Limit - 1;
+}
+
 void MemoryPlanner::gatheredUnits() {
   for (uint32_t U = 0; U < P.FetchUnits.size(); ++U) {
     const std::vector<plan::Interval> &Held = X.Gathered[U];
@@ -457,6 +478,13 @@ void MemoryPlanner::gatheredUnits() {
     for (uint32_t T : P.FetchUnits[U].Tensors)
       Elems += P.Tensors[T].ShardElems * S.WorldSize;
     uint64_t Bytes = bytesOf(Elems, S.ParamDType);
+    // hpZ's secondary partition: the group's share of the unit, from the
+    // gather that fills it to where compute has the last one reading it
+    // (DeepSpeed keeps it to the step's end; its memory peaks no lower).
+    if (uint32_t Last = X.LastSecondaryGather[U]; Last != plan::NoIndex)
+      add(BufferRole::HpzSecondary, U, Category::Params16, MemorySpace::Device,
+          Bytes / S.HpzPartition,
+          {{X.FirstGather[U], firstComputeWaitingFor(P, Last, X.End) + 1}});
     if (!plan::unitGathersRankMajor(P, U)) {
       add(BufferRole::Unit, U, Category::GatheredParams,
           MemorySpace::Device, Bytes, Held);
@@ -471,13 +499,7 @@ void MemoryPlanner::gatheredUnits() {
     std::vector<plan::Interval> Staged, Unpacked;
     for (size_t K = 0; K < Held.size(); ++K) {
       uint32_t G = X.GatherInstr[U][K];
-      uint32_t Used = Held[K].End - 1;
-      for (uint32_t I = G + 1; I < Held[K].End; ++I)
-        if (P.Program[I].On == plan::Stream::Compute &&
-            is_contained(P.Program[I].Waits, G)) {
-          Used = I;
-          break;
-        }
+      uint32_t Used = firstComputeWaitingFor(P, G, Held[K].End);
       Staged.push_back({Held[K].Begin, Used + 1});
       Unpacked.push_back({G, Held[K].End});
     }

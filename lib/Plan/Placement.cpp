@@ -21,7 +21,8 @@
 //              tensors; the partition arrays (master, moments, gradients)
 //              the shards of trainable tensors in partition order; a
 //              gathered unit its padded tensors in unit order, and its
-//              rank-major gather buffer one chunk per rank.
+//              rank-major gather buffer one chunk per rank; with hpZ, a
+//              unit's secondary partition a slice of that buffer.
 //
 //===----------------------------------------------------------------------===//
 
@@ -282,6 +283,8 @@ void Placer::units() {
                           : Whole;
     UV.Whole = view(Whole, 0, UnitElems[U], ParamType);
     UV.Target = view(Target, 0, UnitElems[U], ParamType);
+    UV.Secondary = view(buffer(BufferRole::HpzSecondary, U), 0,
+                        UnitElems[U] / S.HpzPartition, ParamType);
     // Shards copied in from the host (or NVMe) land in this rank's chunk
     // and are gathered in place; on the device they are sent from params16,
     // where a unit's shards lie side by side.

@@ -30,13 +30,14 @@ inline uint64_t transferNanos(uint64_t Bytes, uint64_t BytesPerSec) {
                      : 0;
 }
 
-/// A collective over the plan's ranks carrying Bytes per rank, at the
-/// machine's bus bandwidth, the kind's measured one where there is one
-/// (nccl-tests' convention: all-reduce moves 2(n-1)/n of the buffer,
-/// reduce-scatter and all-gather (n-1)/n of the whole), or the link
-/// between nodes where that is slower and the ranks span nodes.
+/// A collective over the plan's ranks (or a group of Ranks consecutive
+/// ones) carrying Bytes per rank, at the machine's bus bandwidth, the
+/// kind's measured one where there is one (nccl-tests' convention:
+/// all-reduce moves 2(n-1)/n of the buffer, reduce-scatter and all-gather
+/// (n-1)/n of the whole), or the link between nodes where that is slower
+/// and the ranks span nodes.
 uint64_t collectiveNanos(plan::Collective Kind, uint64_t Bytes,
-                         const plan::Info &S);
+                         const plan::Info &S, uint32_t Ranks = 0);
 
 /// A collective kind's bus bandwidth within a node: measured, or the
 /// machine's figure.

@@ -130,6 +130,23 @@ void printEstimateText(raw_ostream &OS, const plan::Plan &P) {
                   "elements, max live {2}, reuse distance {3}\n",
                   P.FetchUnits.size(), S.PrefetchBucketElems, S.MaxLiveParams,
                   S.MaxReuseDistance);
+  if (S.HpzPartition > 1) {
+    size_t Gathers = 0, Within = 0;
+    for (const plan::Instruction &In : P.Program) {
+      Gathers += In.Kind == plan::InstrKind::Gather ||
+                 In.Kind == plan::InstrKind::GatherSecondary;
+      Within += In.Kind == plan::InstrKind::GatherSecondary;
+    }
+    uint64_t Held = 0;
+    for (const plan::Buffer &B : P.Buffers)
+      if (B.Role == plan::BufferRole::HpzSecondary && !B.Bytes.empty())
+        Held += B.Bytes[0];
+    bool InNode = S.GpusPerNode % S.HpzPartition == 0;
+    OS << formatv("hpZ: groups of {0} ranks ({1}) keep secondary partitions "
+                  "of {2}; {3} of {4} gathers run within a group\n",
+                  S.HpzPartition, InNode ? "within a node" : "across nodes",
+                  formatBytes(Held), Within, Gathers);
+  }
   if (!P.Transfers.empty())
     OS << formatv("offload: {0} transfers per step\n", P.Transfers.size());
   OS << formatv("program: {0} instructions; step ~{1} on {2} (exposed "

@@ -65,18 +65,21 @@ bool crossesNodes(const plan::Info &S) {
 }
 
 uint64_t collectiveNanos(plan::Collective Kind, uint64_t Bytes,
-                         const plan::Info &S) {
-  uint32_t World = S.WorldSize;
+                         const plan::Info &S, uint32_t Ranks) {
+  if (!Ranks)
+    Ranks = S.WorldSize;
   uint64_t Rate = withinNodeRate(Kind, S.Machine);
   // NCCL's rings and trees cross each node boundary with the same bytes a
-  // rank sends within a node: the slower link sets the pace.
-  if (uint64_t Between = betweenNodesRate(Kind, S))
+  // rank sends within a node: the slower link sets the pace. Groups of
+  // consecutive ranks stay in one node when they tile it.
+  if (uint64_t Between = betweenNodesRate(Kind, S);
+      Between && (Ranks > S.GpusPerNode || S.GpusPerNode % Ranks))
     Rate = std::min(Rate, Between);
   const plan::Hardware &H = S.Machine;
-  if (World <= 1 || !Rate)
+  if (Ranks <= 1 || !Rate)
     return 0;
   return H.CollectiveLatencyNanos +
-         transferNanos(uint64_t(double(Bytes) * plan::busFactor(Kind, World)),
+         transferNanos(uint64_t(double(Bytes) * plan::busFactor(Kind, Ranks)),
                        Rate);
 }
 
@@ -140,6 +143,8 @@ private:
   /// Stage 3: the Gather instruction of each live unit.
   DenseMap<uint32_t, uint32_t> Live;
   uint64_t LiveElems = 0;
+  /// Stage 3: the units gathered so far in the step.
+  std::vector<bool> GatheredOnce;
   /// Buckets: gradients still missing, and the reduce instructions.
   std::vector<uint32_t> Missing;
   std::vector<uint32_t> BucketOfTensor;
@@ -286,12 +291,20 @@ void Scheduler::gather(uint32_t Unit, uint32_t Micro) {
   if (!Copies.empty())
     Waits.push_back(Copies.back());
   uint64_t Bytes = bytesOf(P.FetchUnits[Unit].Elems, S.ParamDType);
-  uint64_t Nanos =
-      collectiveNanos(plan::Collective::AllGather, Bytes, S);
+  // ZeRO++ hpZ: the first gather of the step, over every rank, leaves each
+  // rank its group's share (a copy of a slice); the later ones gather
+  // those shares within the group.
+  bool Secondary = S.HpzPartition > 1 && GatheredOnce[Unit];
+  uint64_t Nanos = collectiveNanos(plan::Collective::AllGather, Bytes, S,
+                                   Secondary ? S.HpzPartition : 0);
+  if (S.HpzPartition > 1 && !Secondary)
+    Nanos += transferNanos(2 * Bytes / S.HpzPartition, H.MemoryBytesPerSec);
   // Unpacking a rank-major gather reads and writes the unit once.
   if (plan::unitGathersRankMajor(P, Unit))
     Nanos += transferNanos(2 * Bytes, H.MemoryBytesPerSec);
-  Live[Unit] = emit(InstrKind::Gather, Stream::Comm, Micro, Unit, Waits, Nanos);
+  Live[Unit] = emit(Secondary ? InstrKind::GatherSecondary : InstrKind::Gather,
+                    Stream::Comm, Micro, Unit, Waits, Nanos);
+  GatheredOnce[Unit] = true;
   LiveElems += P.FetchUnits[Unit].Elems;
 }
 
@@ -546,6 +559,7 @@ Error Scheduler::run() {
   std::vector<Turn> Turns = turnsOfMicroStep();
   std::vector<std::vector<uint32_t>> UnitsAt(Turns.size());
   UsesOfUnit.assign(P.FetchUnits.size(), {});
+  GatheredOnce.assign(P.FetchUnits.size(), false);
   ElemsBefore.assign(Turns.size() + 1, 0);
   for (size_t I = 0; I < Turns.size(); ++I) {
     UnitsAt[I] = unitsOf(Turns[I].Op);

@@ -288,6 +288,23 @@ Error readPlanSettings(plan::Info &I, const ConfigView &C,
   if (I.OptimizerOffload == plan::OffloadDevice::NVMe) {
     I.AioBufferCount = Count("zero_optimization.offload_optimizer.buffer_count");
   }
+  if (I.ZeroStage == 3) {
+    // ZeRO++ hpZ: DeepSpeed groups min(size, world) consecutive ranks
+    // (groups._create_zero_param_parallel_group); 0 and 1 are off.
+    uint32_t Hpz = std::min(Count("zero_optimization.zero_hpz_partition_size"),
+                            I.WorldSize);
+    if (Hpz > 1 && I.WorldSize % Hpz)
+      return settingError(formatv("zero_optimization.zero_hpz_partition_size "
+                                  "is {0}, which does not divide the world "
+                                  "size {1}; DeepSpeed asserts",
+                                  Hpz, I.WorldSize));
+    if (Hpz > 1 && I.ParamOffload != plan::OffloadDevice::None)
+      return settingError("zero_optimization.zero_hpz_partition_size with "
+                          "offload_param: DeepSpeed keeps hpZ's secondary "
+                          "partition on the offload device, which dsc does "
+                          "not plan; drop one of the two");
+    I.HpzPartition = std::max<uint32_t>(Hpz, 1);
+  }
   if (I.ParamOffload == plan::OffloadDevice::NVMe) {
     I.AioBufferCount = std::max<uint32_t>(
         I.AioBufferCount, Count("zero_optimization.offload_param.buffer_count"));

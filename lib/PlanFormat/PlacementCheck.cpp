@@ -129,8 +129,15 @@ std::string checkPlacementViews(const Plan &P) {
     R.check(V.Whole, Any, What);
     R.check(V.Target, Any, What);
     R.check(V.Send, Any, What);
+    R.check(V.Secondary, Any, What);
     if (!R.Error.empty())
       return R.Error;
+    if (V.Secondary != NoIndex &&
+        (V.Target == NoIndex ||
+         P.Views[V.Secondary].Elems * P.Settings.HpzPartition !=
+             P.Views[V.Target].Elems))
+      return What + ": its hpZ secondary partition is not its group's share "
+                    "of the gather";
     if (V.Target != NoIndex &&
         (V.Send == NoIndex || V.Whole == NoIndex ||
          P.Views[V.Send].Elems * W != P.Views[V.Target].Elems ||

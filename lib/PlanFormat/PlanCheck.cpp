@@ -173,6 +173,11 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
       S.GradAccum == 0 || uint64_t(S.Nodes) * S.GpusPerNode != S.WorldSize)
     return "settings: world size 0, ZeRO stage above 3, micro batch or "
            "accumulation 0, or nodes x GPUs per node is not the world size";
+  if (S.HpzPartition == 0 || S.WorldSize % S.HpzPartition ||
+      (S.HpzPartition > 1 &&
+       (S.ZeroStage != 3 || S.ParamOffload != OffloadDevice::None)))
+    return "settings: the hpZ group size is 0, does not divide the world "
+           "size, or is set outside stage 3 or with parameter offload";
   const uint64_t W = S.WorldSize;
   const std::vector<KernelRate> &Rates = S.Machine.KernelRates;
   for (size_t I = 0; I < Rates.size(); ++I) {
@@ -349,7 +354,7 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
       return Bad("the point of staged transfer", I);
   }
 
-  std::vector<bool> Gathered(NU, false);
+  std::vector<bool> Gathered(NU, false), GatheredOnce(NU, false);
   for (size_t I = 0; I < NI; ++I) {
     const Instruction &In = P.Program[I];
     size_t Limit = 0;
@@ -361,10 +366,11 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
       StreamOK = In.On == Stream::Compute;
       break;
     case InstrKind::Gather:
+    case InstrKind::GatherSecondary:
     case InstrKind::Release:
       Limit = NU;
-      StreamOK = In.On == (In.Kind == InstrKind::Gather ? Stream::Comm
-                                                        : Stream::Compute);
+      StreamOK = In.On == (In.Kind == InstrKind::Release ? Stream::Compute
+                                                         : Stream::Comm);
       break;
     case InstrKind::Reduce:
       Limit = NB;
@@ -403,14 +409,27 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
         return Bad("a wait of instruction", I);
     if (In.Micro >= S.GradAccum)
       return Bad("the micro step of instruction", I);
-    if (In.Kind == InstrKind::Gather || In.Kind == InstrKind::Release) {
-      bool Gather = In.Kind == InstrKind::Gather;
+    if (In.Kind == InstrKind::Gather ||
+        In.Kind == InstrKind::GatherSecondary ||
+        In.Kind == InstrKind::Release) {
+      bool Gather = In.Kind != InstrKind::Release;
       if (Gathered[In.Arg] == Gather)
         return "instruction " + std::to_string(I) +
                (Gather ? " gathers a unit already gathered"
                        : " releases a unit that is not gathered");
       Gathered[In.Arg] = Gather;
     }
+    // A secondary partition exists from the unit's first gather of the
+    // step on, and only where the plan gave the unit one.
+    if (In.Kind == InstrKind::Gather)
+      GatheredOnce[In.Arg] = true;
+    if (In.Kind == InstrKind::GatherSecondary &&
+        (S.HpzPartition < 2 || !GatheredOnce[In.Arg] ||
+         (Has(PlanStage::Placed) &&
+          (In.Arg >= P.Places.Units.size() ||
+           P.Places.Units[In.Arg].Secondary == NoIndex))))
+      return "instruction " + std::to_string(I) + " gathers a unit from an "
+             "hpZ secondary partition it does not have";
   }
   for (bool G : Gathered)
     if (G)

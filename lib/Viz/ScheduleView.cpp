@@ -77,6 +77,7 @@ uint32_t ScheduleDrawer::layerOf(const plan::Instruction &In) const {
   case plan::InstrKind::Backward:
     return P.Ops[In.Arg].Layer;
   case plan::InstrKind::Gather:
+  case plan::InstrKind::GatherSecondary:
   case plan::InstrKind::Release:
     return L.OfModule[P.FetchUnits[In.Arg].Module];
   case plan::InstrKind::Reduce:
@@ -106,6 +107,8 @@ std::string ScheduleDrawer::whatOf(const plan::Instruction &In,
     return "backward";
   case plan::InstrKind::Gather:
     return "gather";
+  case plan::InstrKind::GatherSecondary:
+    return "gather in hpZ group";
   case plan::InstrKind::Release:
     return "release";
   case plan::InstrKind::Reduce:
@@ -128,6 +131,7 @@ uint64_t ScheduleDrawer::bytesOf(const plan::Instruction &In) const {
   unsigned PB = plan::dtypeBytes(P.Settings.ParamDType);
   switch (In.Kind) {
   case plan::InstrKind::Gather:
+  case plan::InstrKind::GatherSecondary:
     return P.FetchUnits[In.Arg].Elems * PB;
   case plan::InstrKind::Reduce:
     return P.Buckets[In.Arg].Elems *

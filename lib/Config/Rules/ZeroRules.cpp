@@ -36,6 +36,12 @@ void checkZero(LintContext &C) {
              "parameter offload exists only in ZeRO stage 3; at stage " +
                  StageText + " DeepSpeed ignores offload_param without a "
                              "word");
+  if (V.getInt("zero_optimization.zero_hpz_partition_size").value_or(1) > 1 &&
+      *Stage < 3)
+    C.report(Rule::UnusedKey,
+             C.rangeOf("zero_optimization.zero_hpz_partition_size"),
+             "ZeRO++ hpZ exists only in ZeRO stage 3; at stage " + StageText +
+                 " DeepSpeed ignores zero_hpz_partition_size");
   if (OptDevice != "none" && *Stage == 0)
     C.report(Rule::ZeroStage, C.rangeOf("zero_optimization.offload_optimizer"),
              "optimizer offload needs ZeRO stage 1, 2 or 3; at stage 0 no "

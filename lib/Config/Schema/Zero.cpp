@@ -138,8 +138,9 @@ static const KeySpec Keys[] = {
     key("zero_optimization.zero_hpz_partition_size", Int).def("1").min(0)
         .doc("ZeRO++ hpZ: ranks holding a secondary parameter partition "
              "(1 = off)")
-        .refused("ZeRO++ hpZ keeps a secondary parameter partition within each "
-                 "node"),
+        .planned("stage 3: a secondary partition of the gathered parameters "
+                 "per group of this many ranks, and the gathers after a "
+                 "parameter's first within the group"),
     key("zero_optimization.zero_quantized_weights", Bool).def("false")
         .doc("ZeRO++ qwZ: all-gather int8-quantized weights")
         .refused("ZeRO++ qwZ all-gathers int8 weights"),
