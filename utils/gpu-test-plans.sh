@@ -20,6 +20,8 @@
 #                 the same way;
 #   OUT/nodes/    the fixture Llama at ZeRO 3 for 2 nodes of 1 GPU, which
 #                 hostfile_check.sh launches with dsrun --hostfile;
+#   OUT/hpz/      the same at 2 nodes of 2 GPUs, plain and with ZeRO++ hpZ
+#                 groups of 2, for hpz_check.sh;
 #   OUT/families/ plans at ZeRO 2, 2 ranks, of each tiny model family of
 #                 test/Graph/Inputs/hf-tiny, made from its config.json
 #                 alone, and the configs, for hf_families_check.sh.
@@ -50,6 +52,10 @@ ACCUMULATION=1 VARIANTS="s2-l2sum s2-l2sum-bf16m" utils/training-plans.sh "$dsc"
 # Two nodes of one GPU for dsrun --hostfile (hostfile_check.sh).
 NODES=2 ACCUMULATION=1 VARIANTS=s3 utils/training-plans.sh "$dsc" "$model" \
   llama-fixture "$out/nodes" 2 32 30 1e-3 > /dev/null
+# Two nodes of two GPUs, ZeRO 3 plain and with hpZ (hpz_check.sh); two
+# micro steps, so that forward gathers come from the secondary too.
+NODES=2 VARIANTS="s3 s3-hpz" utils/training-plans.sh "$dsc" "$model" \
+  llama-fixture "$out/hpz" 4 32 30 1e-3 > /dev/null
 # Model folders in and out (model_folder_check.sh): the fixture Llama at
 # ZeRO 2 and the fixture GPT-2 (tied embeddings) at ZeRO 3, 2 ranks.
 ACCUMULATION=1 VARIANTS=s2 utils/training-plans.sh "$dsc" "$model" llama \

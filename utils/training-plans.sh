@@ -12,7 +12,8 @@
 # (s3-nvmeparam): dsrun needs --nvme-path for those; and stage 2 with
 # Adam adding the decay to the gradient (adam_w_mode false), without bias
 # correction, gradients summed across ranks (s2-l2sum), and the same with
-# bf16 master weights, gradients and Adam moments (s2-l2sum-bf16m).
+# bf16 master weights, gradients and Adam moments (s2-l2sum-bf16m); and
+# stage 3 with ZeRO++ hpZ over groups of 2 ranks (s3-hpz).
 #
 # VARIANTS names the variants to write (default: all).
 #
@@ -38,7 +39,7 @@ mkdir -p "$out"
 for variant in ${VARIANTS:-s0 s1 s2 s3 s2-cpu s3-cpuparam s1-fp16 s1-fp32 \
     s1-ckpt s3-ckpt s3-nvme s3-nvmeparam s2-l2sum s2-l2sum-bf16m}; do
   stage=${variant%%-*}; stage=${stage#s}
-  opt=none par=none precision='"bf16": {"enabled": true}' ckpt=
+  opt=none par=none precision='"bf16": {"enabled": true}' ckpt= hpz=
   adam='"type": "AdamW", "params": {'
   case $variant in
     *-bf16m) precision='"bf16": {"enabled": true,
@@ -56,6 +57,7 @@ for variant in ${VARIANTS:-s0 s1 s2 s3 s2-cpu s3-cpuparam s1-fp16 s1-fp32 \
     *-fp16) precision='"fp16": {"enabled": true}' ;;
     *-fp32) precision='"bf16": {"enabled": false}' ;;
     *-ckpt) ckpt=--checkpoint-layers ;;
+    *-hpz) hpz='"zero_hpz_partition_size": 2,' ;;
   esac
   cfg="$out/$name-$variant.json"
   cat > "$cfg" <<JSON
@@ -64,7 +66,7 @@ for variant in ${VARIANTS:-s0 s1 s2 s3 s2-cpu s3-cpuparam s1-fp16 s1-fp32 \
  $precision,
  "zero_optimization": {"stage": $stage, "reduce_bucket_size": 5e6,
    "stage3_prefetch_bucket_size": 5e6, "stage3_param_persistence_threshold": 1e4,
-   "offload_optimizer": {"device": "$opt", "nvme_path": "/local_nvme"},
+   $hpz "offload_optimizer": {"device": "$opt", "nvme_path": "/local_nvme"},
    "offload_param": {"device": "$par", "nvme_path": "/local_nvme"}},
  "optimizer": {$adam
    "lr": $lr, "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.1}},

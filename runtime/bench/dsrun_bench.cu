@@ -401,10 +401,14 @@ static void planCollectives(const dsc::plan::Plan &P, const ProcessInfo &Me,
   uint64_t Bytes = P.Estimates.Ranks[L.Class].DeviceArenaBytes;
   CHECK(cudaMalloc(reinterpret_cast<void **>(&Arena), Bytes));
   CHECK(cudaMemset(Arena, 0, Bytes));
+  // ZeRO++ hpZ's group gathers run on the group's communicator, as dsrun's.
+  ncclComm_t HpzComm = nullptr;
+  if (uint32_t Hpz = P.Settings.HpzPartition; Hpz > 1)
+    CHECK(ncclCommSplit(Comm, Me.Rank / int(Hpz), Me.Rank, &HpzComm, nullptr));
   IssueFn Issue = [&](const std::vector<CollectiveCall> &Group,
                       cudaStream_t On) {
     const char *Failed = nullptr;
-    if (ncclResult_t R = issueGroup(Group, Arena, Comm, On, Failed)) {
+    if (ncclResult_t R = issueGroup(Group, Arena, Comm, On, Failed, HpzComm)) {
       fprintf(stderr, "dsrun-bench: %s failed: %s\n", Failed,
               ncclGetErrorString(R));
       exit(1);
@@ -445,6 +449,8 @@ static void planCollectives(const dsc::plan::Plan &P, const ProcessInfo &Me,
   besideCompute(P, L, Step, Arena, Bytes, Comm, Issue);
   planCopies(P, L, Arena, S);
   CHECK(cudaFree(Arena));
+  if (HpzComm)
+    ncclCommDestroy(HpzComm);
 }
 
 static int writeWorkload(const dsc::plan::Plan &P, const std::string &Path) {

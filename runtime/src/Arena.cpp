@@ -232,7 +232,9 @@ std::string checkRunnable(const plan::Plan &P) {
   for (uint32_t U = 0; U < P.FetchUnits.size(); ++U)
     if (!P.FetchUnits[U].Tensors.empty() && X.Units[U].Target == None)
       for (const plan::Instruction &In : P.Program)
-        if (In.Kind == plan::InstrKind::Gather && In.Arg == U)
+        if ((In.Kind == plan::InstrKind::Gather ||
+             In.Kind == plan::InstrKind::GatherSecondary) &&
+            In.Arg == U)
           return "fetch unit " + std::to_string(U) +
                  " is gathered into no buffer";
   return "";

@@ -42,7 +42,7 @@ uint64_t CollectiveCall::messageBytes(unsigned World) const {
   uint64_t Bytes = Count * elementBytes(Type);
   return Kind == CollectiveKind::AllGather ||
                  Kind == CollectiveKind::ReduceScatter
-             ? Bytes * World
+             ? Bytes * ranks(World)
              : Bytes;
 }
 
@@ -59,7 +59,7 @@ double busBytes(const std::vector<CollectiveCall> &Group, unsigned World) {
   for (const CollectiveCall &C : Group) {
     double Bytes = double(C.messageBytes(World));
     Sum += Bytes * (SeveralRoots ? busFactor(CollectiveKind::ReduceScatter, World)
-                                 : busFactor(C.Kind, World));
+                                 : busFactor(C.Kind, C.ranks(World)));
     PerRoot[C.Root] += Bytes;
   }
   if (SeveralRoots)
@@ -70,7 +70,8 @@ double busBytes(const std::vector<CollectiveCall> &Group, unsigned World) {
 
 void addGroup(TotalsByKind &ByKind, const std::vector<CollectiveCall> &Group,
               double Ms, unsigned World) {
-  CollectiveTotals &T = ByKind[collectiveName(Group[0].Kind)];
+  CollectiveTotals &T = ByKind[std::string(collectiveName(Group[0].Kind)) +
+                               (Group[0].Group ? "-hpz" : "")];
   for (const CollectiveCall &C : Group)
     T.Bytes += double(C.messageBytes(World));
   T.BusBytes += busBytes(Group, World);
@@ -120,6 +121,17 @@ void gatherCalls(const Arena &A, uint32_t U, std::vector<CollectiveCall> &Out) {
                        A.elems(V.Send)));
 }
 
+void gatherSecondaryCalls(const Arena &A, uint32_t U,
+                          std::vector<CollectiveCall> &Out) {
+  // ZeRO++ hpZ: one all-gather within the rank's group, of the slices of
+  // the unit's gather that each member keeps; member g's lands at slice g.
+  const plan::UnitViews &V = A.P.Places.Units[U];
+  CollectiveCall C = call(A, CollectiveKind::AllGather, V.Secondary, V.Target,
+                          A.elems(V.Secondary));
+  C.Group = A.P.Settings.HpzPartition;
+  Out.push_back(C);
+}
+
 void gatherParamsCalls(const Arena &A, std::vector<CollectiveCall> &Out) {
   const plan::Plan &P = A.P;
   if (P.Settings.ZeroStage < 3) {
@@ -151,6 +163,9 @@ std::vector<CollectiveCall> collectiveCalls(const Arena &A, uint32_t I) {
     break;
   case plan::InstrKind::Gather:
     gatherCalls(A, In.Arg, Out);
+    break;
+  case plan::InstrKind::GatherSecondary:
+    gatherSecondaryCalls(A, In.Arg, Out);
     break;
   case plan::InstrKind::GatherParams:
     gatherParamsCalls(A, Out);

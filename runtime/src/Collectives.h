@@ -38,7 +38,11 @@ struct CollectiveCall {
   uint64_t Count = 0;
   ElementType Type = ElementType::BF16;
   int Root = -1;
+  /// The size of the ZeRO++ hpZ group it runs within (on the group's
+  /// communicator); 0: it runs over every rank.
+  unsigned Group = 0;
 
+  unsigned ranks(unsigned World) const { return Group ? Group : World; }
   /// Bytes of the whole message, nccl-tests' "size".
   uint64_t messageBytes(unsigned World) const;
 };
@@ -63,7 +67,8 @@ struct CollectiveTotals {
 };
 using TotalsByKind = std::map<std::string, CollectiveTotals>;
 
-/// Adds a group that took Ms to its kind's totals.
+/// Adds a group that took Ms to its kind's totals (its kind's name, with
+/// "-hpz" after it for calls within the hpZ group).
 void addGroup(TotalsByKind &ByKind, const std::vector<CollectiveCall> &Group,
               double Ms, unsigned World);
 

@@ -79,6 +79,7 @@ void Executor::evaluate(uint32_t Step) {
       if (In.Micro == 0 &&
           (In.Kind == plan::InstrKind::Forward ||
            In.Kind == plan::InstrKind::Gather ||
+           In.Kind == plan::InstrKind::GatherSecondary ||
            In.Kind == plan::InstrKind::Release || Fetch))
         issue(Timing.instr(I, Step));
     }

@@ -72,9 +72,19 @@ Executor::Executor(const plan::Plan &P, const ProcessInfo &Process,
 Executor::~Executor() {
   if (StepGraph)
     cudaGraphExecDestroy(StepGraph);
+  if (HpzComm)
+    ncclCommDestroy(HpzComm);
   if (Comm)
     ncclCommDestroy(Comm);
   Current = nullptr;
+}
+
+void Executor::abortCommunicators() {
+  for (ncclComm_t *C : {&HpzComm, &Comm})
+    if (*C) {
+      ncclCommAbort(*C);
+      *C = nullptr;
+    }
 }
 
 std::string Executor::where() const {
@@ -286,13 +296,26 @@ bool Executor::setUp() {
             Process.Rank, ncclGetErrorString(E), ncclGetLastError(nullptr));
     return false;
   }
+  if (uint32_t Hpz = P.Settings.HpzPartition; Hpz > 1) {
+    // DeepSpeed's hpZ groups: consecutive ranks, Hpz at a time.
+    if (ncclResult_t E = ncclCommSplit(Comm, int(Process.Rank / Hpz),
+                                       Process.Rank, &HpzComm, nullptr);
+        E != ncclSuccess) {
+      fprintf(stderr, "dsrun: rank %d: ncclCommSplit for the hpZ group "
+                      "failed: %s (%s)\n",
+              Process.Rank, ncclGetErrorString(E), ncclGetLastError(nullptr));
+      return false;
+    }
+  }
   {
-    // NCCL sets up its buffers on the first collective: one now, so that
-    // they are counted with NCCL's fixed cost.
+    // NCCL sets up its buffers on the first collective: one now on each
+    // communicator, so that they are counted with NCCL's fixed cost.
     void *One = nullptr;
     CHECK_CUDA(cudaMalloc(&One, 4096));
     cudaStream_t S = Timing.stream(plan::Stream::Comm);
-    CHECK_NCCL(ncclAllReduce(One, One, 1024, ncclFloat32, ncclSum, Comm, S));
+    for (ncclComm_t C : {Comm, HpzComm})
+      if (C)
+        CHECK_NCCL(ncclAllReduce(One, One, 1024, ncclFloat32, ncclSum, C, S));
     CHECK_CUDA(cudaStreamSynchronize(S));
     CHECK_CUDA(cudaFree(One));
   }
@@ -415,6 +438,7 @@ void Executor::issue(const Instr &C) {
     gradients(C);
     break;
   case plan::InstrKind::Gather:
+  case plan::InstrKind::GatherSecondary:
     gatherUnit(C);
     break;
   case plan::InstrKind::GatherParams:
@@ -573,9 +597,10 @@ bool Executor::waitUntil(const std::function<cudaError_t()> &Status,
             std::to_string(Process.Rank) + ")");
     ncclResult_t Async = ncclSuccess;
     ncclCommGetAsyncError(Comm, &Async);
+    if (HpzComm && (Async == ncclSuccess || Async == ncclInProgress))
+      ncclCommGetAsyncError(HpzComm, &Async);
     if (Async != ncclSuccess && Async != ncclInProgress) {
-      ncclCommAbort(Comm);
-      Comm = nullptr;
+      abortCommunicators();
       fatalError("rank " + std::to_string(Process.Rank) +
             ": NCCL reports an error (a peer may have died): " +
             ncclGetErrorString(Async));
@@ -615,8 +640,7 @@ void Executor::abortStuck(const char *Agreeing, int Seconds) {
               ? "every rank still answers the watch, so one is stuck inside "
                 "the GPU or NCCL"
               : "no watch of the ranks names one";
-  ncclCommAbort(Comm);
-  Comm = nullptr;
+  abortCommunicators();
   fatalError("rank " + std::to_string(Process.Rank) + ": " + What + "; " +
              Who + "; the communicator is aborted");
 }

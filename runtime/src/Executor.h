@@ -423,6 +423,10 @@ private:
 
   // Communication.
   ncclComm_t Comm = nullptr;
+  /// ZeRO++ hpZ: the communicator of this rank's group (split from Comm).
+  ncclComm_t HpzComm = nullptr;
+  /// Both communicators aborted, after a failure.
+  void abortCommunicators();
   /// Beats to rank 0 beside NCCL, to name a rank that stops (Watch.h).
   Watch Watcher;
   /// The step being issued or waited for, for messages.

@@ -35,15 +35,23 @@ inline ncclConfig_t commConfig(unsigned MinCTAs) {
 }
 
 /// Issues Group as one NCCL group on stream S; offsets are into Arena.
+/// Calls within the hpZ group run on HpzComm, the others on Comm.
 /// Returns the first error and sets Failed to the NCCL function's name.
 inline ncclResult_t issueGroup(const std::vector<CollectiveCall> &Group,
-                               char *Arena, ncclComm_t Comm, cudaStream_t S,
-                               const char *&Failed) {
+                               char *Arena, ncclComm_t WorldComm,
+                               cudaStream_t S, const char *&Failed,
+                               ncclComm_t HpzComm = nullptr) {
   Failed = "ncclGroupStart";
   ncclResult_t R = ncclGroupStart();
   for (const CollectiveCall &C : Group) {
     if (R != ncclSuccess)
       break;
+    ncclComm_t Comm = C.Group ? HpzComm : WorldComm;
+    if (!Comm) {
+      Failed = "the hpZ group's communicator (none was made)";
+      R = ncclInvalidUsage;
+      break;
+    }
     char *Send = Arena + C.Send, *Recv = Arena + C.Recv;
     ncclDataType_t T = ncclTypeOf(C.Type);
     switch (C.Kind) {

@@ -206,26 +206,32 @@ void Executor::fitCollectiveRates(plan::Hardware &Rates) const {
   struct Sum {
     double BusBytes = 0, Ms = 0, Calls = 0;
   };
-  std::map<std::string, Sum> ByKind;
+  // Over several nodes every collective over all ranks crosses the link
+  // between them: what was measured is that link's rate. hpZ's group
+  // gathers ("-hpz") stay within a node where the groups tile it.
+  const plan::Info &S = P.Settings;
+  bool GroupsInNode = S.HpzPartition > 1 && S.GpusPerNode % S.HpzPartition == 0;
+  std::map<std::pair<bool, std::string>, Sum> ByKind;
   for (size_t I = firstSteadyStep(); I < Timings.size(); ++I)
     for (const auto &[Name, T] : Timings[I].Collectives) {
-      Sum &S = ByKind[Name == "reduce" ? "reduce-scatter" : Name];
-      S.BusBytes += T.BusBytes;
-      S.Ms += T.Ms;
-      S.Calls += T.Calls;
+      std::string Kind = Name == "reduce" ? "reduce-scatter" : Name;
+      bool Group = Kind.size() > 4 && Kind.compare(Kind.size() - 4, 4, "-hpz") == 0;
+      if (Group)
+        Kind.resize(Kind.size() - 4);
+      Sum &Into = ByKind[{S.Nodes > 1 && !(Group && GroupsInNode), Kind}];
+      Into.BusBytes += T.BusBytes;
+      Into.Ms += T.Ms;
+      Into.Calls += T.Calls;
     }
-  double Latency = double(P.Settings.Machine.CollectiveLatencyNanos) / 1e6;
-  for (const auto &[Name, S] : ByKind) {
-    double Ms = S.Ms - S.Calls * Latency;
-    if (S.BusBytes <= 0 || Ms <= 0)
+  double Latency = double(S.Machine.CollectiveLatencyNanos) / 1e6;
+  for (const auto &[Key, Total] : ByKind) {
+    double Ms = Total.Ms - Total.Calls * Latency;
+    if (Total.BusBytes <= 0 || Ms <= 0)
       continue;
     plan::CollectiveRate R;
-    R.Kind = Name;
-    R.BusBytesPerSec = uint64_t(S.BusBytes / Ms * 1e3);
-    // Over several nodes every collective crosses the link between them:
-    // what was measured is that link's rate.
-    (P.Settings.Nodes > 1 ? Rates.InterNodeRates : Rates.CollectiveRates)
-        .push_back(R);
+    R.Kind = Key.second;
+    R.BusBytesPerSec = uint64_t(Total.BusBytes / Ms * 1e3);
+    (Key.first ? Rates.InterNodeRates : Rates.CollectiveRates).push_back(R);
   }
 }
 

@@ -147,7 +147,8 @@ void Executor::collectives(const Instr &C) {
     return; // A stage-3 step with no persistent parameters gathers none.
   Timing.measureBegin(C);
   const char *Failed = nullptr;
-  if (ncclResult_t R = issueGroup(Group, Buffers.deviceBase(), Comm, C.S, Failed))
+  if (ncclResult_t R = issueGroup(Group, Buffers.deviceBase(), Comm, C.S,
+                                  Failed, HpzComm))
     fatalError(std::string(Failed) + " failed: " + ncclGetErrorString(R) +
                whereNow());
   Timing.measureEnd(C);
@@ -156,13 +157,22 @@ void Executor::collectives(const Instr &C) {
 void Executor::gatherUnit(const Instr &C) {
   uint32_t U = C.In.Arg;
   collectives(C);
+  const plan::UnitViews &UV = P.Places.Units[U];
+  if (C.In.Kind == plan::InstrKind::Gather && UV.Secondary != plan::NoIndex) {
+    // ZeRO++ hpZ: keep this rank's slice of the gather for the unit's
+    // later gathers in the step, which stay within its group.
+    uint64_t Bytes = Buffers.elems(UV.Secondary) * elementBytes(ParamType);
+    uint32_t Member = uint32_t(Process.Rank) % P.Settings.HpzPartition;
+    CHECK_CUDA(cudaMemcpyAsync(Buffers.at(UV.Secondary),
+                               Buffers.at(UV.Target) + Member * Bytes, Bytes,
+                               cudaMemcpyDeviceToDevice, C.S));
+  }
   if (!plan::unitGathersRankMajor(P, U))
     return;
   // Rank r's shard of a tensor sits at r * chunk + the tensor's offset in
   // the chunk. One kernel for up to eight tensors: at a step's hundreds of
   // gathers, launches on the communication stream are what it costs (a
   // strided cudaMemcpy2DAsync, or copy-engine copies, were slower).
-  const plan::UnitViews &UV = P.Places.Units[U];
   unsigned PB = elementBytes(ParamType);
   uint64_t Chunk = Buffers.elems(UV.Send);
   UnpackTable Table;

@@ -262,6 +262,7 @@ bool Executor::verify(uint32_t Steps) {
       issue(C);
     };
     std::vector<uint32_t> GatherOf(P.FetchUnits.size(), plan::NoIndex),
+        SecondaryOf(P.FetchUnits.size(), plan::NoIndex),
         CopyBefore(P.FetchUnits.size(), plan::NoIndex),
         ReadBefore(P.FetchUnits.size(), plan::NoIndex);
     for (uint32_t I = 0; I < P.Program.size(); ++I) {
@@ -269,6 +270,9 @@ bool Executor::verify(uint32_t Steps) {
       if (In.Kind == plan::InstrKind::Gather &&
           GatherOf[In.Arg] == plan::NoIndex)
         GatherOf[In.Arg] = I;
+      if (In.Kind == plan::InstrKind::GatherSecondary &&
+          SecondaryOf[In.Arg] == plan::NoIndex)
+        SecondaryOf[In.Arg] = I;
       if (In.Kind != plan::InstrKind::Transfer)
         continue;
       const plan::Transfer &Tr = P.Transfers[In.Arg];
@@ -290,16 +294,33 @@ bool Executor::verify(uint32_t Steps) {
       }
       if (HostParams && CopyBefore[U] != plan::NoIndex)
         Run(CopyBefore[U]);
+      auto CheckGathered = [&](const char *What) {
+        CHECK_CUDA(cudaStreamSynchronize(Comm));
+        for (uint32_t Tn : P.FetchUnits[U].Tensors) {
+          std::vector<char> Whole = download(Buffers.at(X.Tensors[Tn].Param),
+                                             P.Tensors[Tn].Elems * PB);
+          Mismatch Bad =
+              CheckStored(Whole.data(), Tn, 0, P.Tensors[Tn].Elems, What);
+          if (Bad.Found)
+            return Bad;
+        }
+        return Mismatch{};
+      };
       Run(GatherOf[U]);
-      CHECK_CUDA(cudaStreamSynchronize(Comm));
-      for (uint32_t Tn : P.FetchUnits[U].Tensors) {
-        std::vector<char> Whole =
-            download(Buffers.at(X.Tensors[Tn].Param), P.Tensors[Tn].Elems * PB);
-        Mismatch Bad = CheckStored(Whole.data(), Tn, 0, P.Tensors[Tn].Elems,
-                                   "gathered parameter");
-        if (Bad.Found)
-          return Fail(Bad);
-      }
+      if (Mismatch Bad = CheckGathered("gathered parameter"); Bad.Found)
+        return Fail(Bad);
+      if (SecondaryOf[U] == plan::NoIndex)
+        continue;
+      // ZeRO++ hpZ: the same unit again, from the group's secondary
+      // partitions the gather just kept, over what it left (scribbled).
+      const plan::UnitViews &UV = X.Units[U];
+      for (uint32_t V : {UV.Whole, UV.Target})
+        CHECK_CUDA(cudaMemsetAsync(Buffers.at(V), 0xff,
+                                   Buffers.elems(V) * PB, Comm));
+      Run(SecondaryOf[U]);
+      if (Mismatch Bad = CheckGathered("parameter gathered in its hpZ group");
+          Bad.Found)
+        return Fail(Bad);
     }
     Timing.Lean = Lean;
   }

@@ -58,6 +58,7 @@ static void collectiveChecks(const char *Path, const plan::Plan &P) {
     const plan::Instruction &In = P.Program[I];
     bool Collective = In.Kind == plan::InstrKind::Reduce ||
                       In.Kind == plan::InstrKind::Gather ||
+                      In.Kind == plan::InstrKind::GatherSecondary ||
                       In.Kind == plan::InstrKind::GatherParams;
     EXPECT(Collective == !First.empty() ||
            In.Kind == plan::InstrKind::GatherParams);
@@ -76,6 +77,12 @@ static void collectiveChecks(const char *Path, const plan::Plan &P) {
       EXPECT(First.size() == 1 &&
              First[0].Count * S.WorldSize == P.Views[U.Target].Elems);
     }
+    if (In.Kind == plan::InstrKind::GatherSecondary) {
+      // One all-gather within the hpZ group of each member's slice.
+      const plan::UnitViews &U = P.Places.Units[In.Arg];
+      EXPECT(First.size() == 1 && First[0].Group == S.HpzPartition &&
+             First[0].Count * S.HpzPartition == P.Views[U.Target].Elems);
+    }
     for (const Arena &A : Ranks) {
       std::vector<CollectiveCall> Mine = collectiveCalls(A, I);
       if (Mine.size() != First.size()) {
@@ -93,13 +100,14 @@ static void collectiveChecks(const char *Path, const plan::Plan &P) {
         bool Gathered = C.Kind == CollectiveKind::AllGather;
         bool Scattered = C.Kind == CollectiveKind::ReduceScatter;
         uint64_t SendBytes = C.Count * Elem * (Scattered ? S.WorldSize : 1);
-        uint64_t RecvBytes = C.Count * Elem * (Gathered ? S.WorldSize : 1);
+        uint64_t RecvBytes =
+            C.Count * Elem * (Gathered ? C.ranks(S.WorldSize) : 1);
         EXPECT(C.Send + SendBytes <= A.deviceBytes() &&
                C.Recv + RecvBytes <= A.deviceBytes());
         // What a rank sends or receives as its part is its own.
         if (Gathered)
           EXPECT(C.Send == C.Recv + A.Rank * C.Count * Elem ||
-                 S.ParamOffload == plan::OffloadDevice::None);
+                 S.ParamOffload == plan::OffloadDevice::None || C.Group);
         if (Scattered)
           EXPECT(C.Recv == C.Send + A.Rank * C.Count * Elem);
       }
