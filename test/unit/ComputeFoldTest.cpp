@@ -95,3 +95,52 @@ TEST(ComputeFold, ImpossibleShapesAreRefused) {
                 .find("more elements than int64 holds"),
             std::string::npos);
 }
+
+// Trilu keeps, in each row of each matrix, the columns on its side of the
+// diagonal shifted by k: dense inputs of both element kinds element by
+// element against the definition, and a value broadcast over the square
+// (a causal model's mask) read once.
+TEST(ComputeFold, TriluKeepsOneSideOfTheDiagonal) {
+  auto Trilu = [](const HostTensor &A, int64_t K, bool Upper) {
+    Graph G;
+    ValueId X = G.addConstant(A);
+    ValueId KV = G.addConstant(HostTensor::fromInts(DType::I64, Shape{}, {K}));
+    Attributes Attrs;
+    Attrs.set("upper", int64_t(Upper));
+    auto Out = G.addNode("Trilu", {X, KV}, Attrs, 1);
+    EXPECT_TRUE(bool(Out));
+    if (!Out) {
+      llvm::consumeError(Out.takeError());
+      return HostTensor();
+    }
+    std::vector<HostTensor> R;
+    llvm::Error E = evaluate(
+        G, G.Nodes.back(), {G.Values[X].Data.get(), G.Values[KV].Data.get()}, R);
+    EXPECT_FALSE(bool(E));
+    llvm::consumeError(std::move(E));
+    return R.at(0);
+  };
+  const int64_t B = 2, Rows = 3, Cols = 5;
+  std::vector<float> F;
+  std::vector<int64_t> I;
+  for (int64_t N = 0; N < B * Rows * Cols; ++N) {
+    F.push_back(float(N) + 0.5f);
+    I.push_back(N + 1);
+  }
+  HostTensor Dense[] = {HostTensor::fromFloats(Shape{B, Rows, Cols}, F),
+                        HostTensor::fromInts(DType::I64, Shape{B, Rows, Cols}, I)};
+  HostTensor Broadcast =
+      HostTensor::scalar(DType::F32, -7.0).expanded(Shape{B, Rows, Cols});
+  for (bool Upper : {false, true})
+    for (int64_t K : {int64_t(-4), int64_t(-1), int64_t(0), int64_t(2), int64_t(6)})
+      for (const HostTensor &X : {Dense[0], Dense[1], Broadcast}) {
+        HostTensor Y = Trilu(X, K, Upper);
+        ASSERT_EQ(Y.shape(), X.shape());
+        for (int64_t N = 0; N < X.numel(); ++N) {
+          int64_t Col = N % Cols, Row = (N / Cols) % Rows;
+          bool Keep = Upper ? Col - Row >= K : Col - Row <= K;
+          EXPECT_EQ(Y.at(N), Keep ? X.at(N) : 0.0)
+              << "element " << N << ", k " << K << (Upper ? ", upper" : "");
+        }
+      }
+}

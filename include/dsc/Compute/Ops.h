@@ -61,9 +61,7 @@ struct EvalContext {
   /// A fresh output tensor of the shape and type inference gave it.
   HostTensor &fresh(unsigned I) {
     const Value &V = outValue(I);
-    Out[I] = HostTensor(V.isFloat() ? DType::F32 : V.Type, V.Dims);
-    if (V.isFloat())
-      Out[I] = Out[I].cast(V.Type);
+    Out[I] = HostTensor(V.Type, V.Dims); // Zeros, in float storage for floats.
     return Out[I];
   }
   llvm::Error error(const llvm::Twine &Message) const {
