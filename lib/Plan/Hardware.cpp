@@ -108,12 +108,17 @@ struct MeasuredFixed {
   StringRef Gpu;
   uint64_t Context, Cublas, Nccl1, Nccl2;
   StringRef When;
+  /// A 2-rank hpZ group communicator beside the world's (dsrun's NCCL
+  /// figure with hpZ less without, on every rank).
+  uint64_t NcclHpz = 0;
+  StringRef HpzWhen = "";
 };
 const MeasuredFixed Measured[] = {
     {"H100-80GB", 552402944, 75497472, 610271232, 0,
      "dsrun on an H100, 2026-11-23"},
     {"H200", 552402944, 75497472, 603979776, 899678208,
-     "dsrun on 1 and 2 NVLink H200s, 2026-11-22"},
+     "dsrun on 1 and 2 NVLink H200s, 2026-11-22", 509607936,
+     "dsrun on 4 H200s as 2 nodes of 2, 2026-11-27"},
 };
 
 const Preset Presets[] = {
@@ -154,6 +159,8 @@ std::optional<HardwareProfile> hardwarePreset(StringRef Name) {
           H.NcclMeasured[1] = M.Nccl1;
           H.NcclMeasured[2] = M.Nccl2;
           H.MeasuredOn = M.When.str();
+          H.NcclHpzMeasured = M.NcclHpz;
+          H.HpzMeasuredOn = M.HpzWhen.str();
           H.ContextBasis = H.CublasBasis = "measured: " + M.When.str();
         }
       return H;
@@ -351,17 +358,27 @@ std::vector<plan::FixedCost> fixedCosts(const HardwareProfile &H,
                          (WorldSize > 2 ? 2 : 1),
                      "assumed: channels x NCCL_BUFFSIZE x neighbours"});
   }
-  if (HpzPartition > 1 && !H.NcclBytes) {
-    // The hpZ group's communicator shares NCCL's state and kernels with
-    // the world's; it adds its ring's buffers, one peer's on the node.
-    Costs.push_back(
-        {"nccl_hpz_buffers",
-         M[1] ? Peer
-              : H.NcclChannels * H.NcclBufferBytes * 2 *
-                    (HpzPartition > 2 ? 2 : 1),
-         M[1] ? "modelled: one peer's buffers on the node (" + H.MeasuredOn +
-                    ")"
-              : "assumed: channels x NCCL_BUFFSIZE x neighbours"});
+  // A group of every rank runs on the world's communicator.
+  if (HpzPartition > 1 && HpzPartition < WorldSize && !H.NcclBytes) {
+    // The hpZ group's communicator: measured for a group of 2 (more than
+    // one peer's buffers: a communicator keeps state of its own); a larger
+    // group's ring has a second neighbour.
+    uint64_t Second = HpzPartition > 2 ? (M[1] ? Peer : 0) : 0;
+    if (H.NcclHpzMeasured)
+      Costs.push_back({"nccl_hpz_buffers", H.NcclHpzMeasured + Second,
+                       (HpzPartition > 2 ? "modelled: the measured 2-rank "
+                                           "group plus one peer's buffers ("
+                                         : "measured: ") +
+                           H.HpzMeasuredOn + (HpzPartition > 2 ? ")" : "")});
+    else
+      Costs.push_back(
+          {"nccl_hpz_buffers",
+           M[1] ? Peer + Second
+                : H.NcclChannels * H.NcclBufferBytes * 2 *
+                      (HpzPartition > 2 ? 2 : 1),
+           M[1] ? "modelled: its peers' buffers on the node (" + H.MeasuredOn +
+                      ")"
+                : "assumed: channels x NCCL_BUFFSIZE x neighbours"});
   }
   return Costs;
 }

@@ -403,12 +403,13 @@ static void planCollectives(const dsc::plan::Plan &P, const ProcessInfo &Me,
   CHECK(cudaMemset(Arena, 0, Bytes));
   // ZeRO++ hpZ's group gathers run on the group's communicator, as dsrun's.
   ncclComm_t HpzComm = nullptr;
-  if (uint32_t Hpz = P.Settings.HpzPartition; Hpz > 1)
+  if (uint32_t Hpz = P.Settings.HpzPartition; Hpz > 1 && Hpz < P.Settings.WorldSize)
     CHECK(ncclCommSplit(Comm, Me.Rank / int(Hpz), Me.Rank, &HpzComm, nullptr));
   IssueFn Issue = [&](const std::vector<CollectiveCall> &Group,
                       cudaStream_t On) {
     const char *Failed = nullptr;
-    if (ncclResult_t R = issueGroup(Group, Arena, Comm, On, Failed, HpzComm)) {
+    if (ncclResult_t R = issueGroup(Group, Arena, Comm, On, Failed,
+                                    HpzComm ? HpzComm : Comm)) {
       fprintf(stderr, "dsrun-bench: %s failed: %s\n", Failed,
               ncclGetErrorString(R));
       exit(1);

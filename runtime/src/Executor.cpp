@@ -296,8 +296,10 @@ bool Executor::setUp() {
             Process.Rank, ncclGetErrorString(E), ncclGetLastError(nullptr));
     return false;
   }
-  if (uint32_t Hpz = P.Settings.HpzPartition; Hpz > 1) {
-    // DeepSpeed's hpZ groups: consecutive ranks, Hpz at a time.
+  if (uint32_t Hpz = P.Settings.HpzPartition;
+      Hpz > 1 && Hpz < uint32_t(Process.WorldSize)) {
+    // DeepSpeed's hpZ groups: consecutive ranks, Hpz at a time (a group
+    // of every rank runs on the world's communicator).
     if (ncclResult_t E = ncclCommSplit(Comm, int(Process.Rank / Hpz),
                                        Process.Rank, &HpzComm, nullptr);
         E != ncclSuccess) {

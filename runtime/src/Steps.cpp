@@ -148,7 +148,7 @@ void Executor::collectives(const Instr &C) {
   Timing.measureBegin(C);
   const char *Failed = nullptr;
   if (ncclResult_t R = issueGroup(Group, Buffers.deviceBase(), Comm, C.S,
-                                  Failed, HpzComm))
+                                  Failed, HpzComm ? HpzComm : Comm))
     fatalError(std::string(Failed) + " failed: " + ncclGetErrorString(R) +
                whereNow());
   Timing.measureEnd(C);

@@ -36,6 +36,10 @@ struct HardwareProfile {
   /// per rank with 1 and 2 ranks on the node (0: not measured), and where
   /// the context and cuBLAS figures come from.
   uint64_t NcclMeasured[3] = {0, 0, 0};
+  /// What a ZeRO++ hpZ group communicator of 2 NVLink ranks adds beside
+  /// the world's, measured (0: not measured on this GPU kind).
+  uint64_t NcclHpzMeasured = 0;
+  std::string HpzMeasuredOn;
   /// The attention algorithms in the order the planner tries them (the
   /// fastest measured first); math, which runs every kernel, is the last
   /// resort and needs no entry.
@@ -67,7 +71,8 @@ std::vector<std::string> fabricNames();
 /// Device memory outside the arena for each rank: the CUDA context,
 /// cuBLAS's workspace and NCCL's buffers, each with its basis (measured,
 /// calibrated, modelled or assumed); with ZeRO++ hpZ groups of
-/// HpzPartition ranks, the buffers of the group's communicator too.
+/// HpzPartition ranks (fewer than the world), the buffers of the group's
+/// communicator too.
 std::vector<plan::FixedCost> fixedCosts(const HardwareProfile &H,
                                         uint32_t WorldSize,
                                         uint32_t GpusPerNode,
