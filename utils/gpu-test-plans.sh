@@ -54,7 +54,7 @@ NODES=2 ACCUMULATION=1 VARIANTS=s3 utils/training-plans.sh "$dsc" "$model" \
   llama-fixture "$out/nodes" 2 32 30 1e-3 > /dev/null
 # Two nodes of two GPUs, ZeRO 3 plain and with hpZ (hpz_check.sh); two
 # micro steps, so that forward gathers come from the secondary too.
-NODES=2 VARIANTS="s3 s3-hpz" utils/training-plans.sh "$dsc" "$model" \
+NODES=2 VARIANTS="s3 s3-hpz s3-hpzsync" utils/training-plans.sh "$dsc" "$model" \
   llama-fixture "$out/hpz" 4 32 30 1e-3 > /dev/null
 # Model folders in and out (model_folder_check.sh): the fixture Llama at
 # ZeRO 2 and the fixture GPT-2 (tied embeddings) at ZeRO 3, 2 ranks.

@@ -13,7 +13,9 @@
 # Adam adding the decay to the gradient (adam_w_mode false), without bias
 # correction, gradients summed across ranks (s2-l2sum), and the same with
 # bf16 master weights, gradients and Adam moments (s2-l2sum-bf16m); and
-# stage 3 with ZeRO++ hpZ over groups of 2 ranks (s3-hpz).
+# stage 3 with ZeRO++ hpZ over groups of 2 ranks (s3-hpz), also without
+# overlap_comm (s3-hpzsync: reductions on the compute stream beside the
+# group's gathers, two communicators at once).
 #
 # VARIANTS names the variants to write (default: all).
 #
@@ -58,6 +60,7 @@ for variant in ${VARIANTS:-s0 s1 s2 s3 s2-cpu s3-cpuparam s1-fp16 s1-fp32 \
     *-fp32) precision='"bf16": {"enabled": false}' ;;
     *-ckpt) ckpt=--checkpoint-layers ;;
     *-hpz) hpz='"zero_hpz_partition_size": 2,' ;;
+    *-hpzsync) hpz='"zero_hpz_partition_size": 2, "overlap_comm": false,' ;;
   esac
   cfg="$out/$name-$variant.json"
   cat > "$cfg" <<JSON

@@ -635,8 +635,7 @@ struct TensorViews {
 /// chunk of Target where they were copied in from the host). With ZeRO++
 /// hpZ, Secondary holds the rank's share of Target within its group: the
 /// hpZ group's rank g keeps Target's g-th of hpz_partition_size equal
-/// slices, which is what it sends to a GatherSecondary (NoIndex for a
-/// unit gathered once a step).
+/// slices, which is what it sends to a GatherSecondary.
 struct UnitViews {
   uint32_t Whole = NoIndex, Target = NoIndex, Send = NoIndex;
   uint32_t Secondary = NoIndex;

@@ -66,8 +66,8 @@ struct ProgramIndex {
   /// Per fetch unit, the Gather instruction of each of those times.
   std::vector<std::vector<uint32_t>> GatherInstr;
   /// Per fetch unit with ZeRO++ hpZ: its first gather of the step, which
-  /// fills its secondary partition, and the last GatherSecondary reading it.
-  std::vector<uint32_t> FirstGather, LastSecondaryGather;
+  /// fills its secondary partition.
+  std::vector<uint32_t> FirstGather;
   std::vector<uint32_t> StepInstr;                    ///< Per sub-group.
   std::vector<uint32_t> Reduces;
   /// Per bucket and micro step: the last instruction reading its
@@ -94,7 +94,6 @@ struct ProgramIndex {
     Gathered.resize(P.FetchUnits.size());
     GatherInstr.resize(P.FetchUnits.size());
     FirstGather.assign(P.FetchUnits.size(), plan::NoIndex);
-    LastSecondaryGather.assign(P.FetchUnits.size(), plan::NoIndex);
     StepInstr.assign(P.Layout.SubGroups.size(), plan::NoIndex);
     LastBucketReadOf.assign(P.Buckets.size(),
                             std::vector<uint32_t>(Micros, plan::NoIndex));
@@ -123,9 +122,8 @@ struct ProgramIndex {
         GatherOpen[In.Arg] = std::min(I, CopiedIn[In.Arg]);
         CopiedIn[In.Arg] = plan::NoIndex;
         GatherInstr[In.Arg].push_back(I);
-        if (In.Kind == plan::InstrKind::GatherSecondary)
-          LastSecondaryGather[In.Arg] = I;
-        else if (FirstGather[In.Arg] == plan::NoIndex)
+        if (In.Kind == plan::InstrKind::Gather &&
+            FirstGather[In.Arg] == plan::NoIndex)
           FirstGather[In.Arg] = I;
         break;
       case plan::InstrKind::Release:
@@ -479,12 +477,12 @@ void MemoryPlanner::gatheredUnits() {
       Elems += P.Tensors[T].ShardElems * S.WorldSize;
     uint64_t Bytes = bytesOf(Elems, S.ParamDType);
     // hpZ's secondary partition: the group's share of the unit, from the
-    // gather that fills it to where compute has the last one reading it
-    // (DeepSpeed keeps it to the step's end; its memory peaks no lower).
-    if (uint32_t Last = X.LastSecondaryGather[U]; Last != plan::NoIndex)
+    // gather that fills it to the step's end. DeepSpeed makes one for
+    // every parameter it releases and drops them after the optimizer step
+    // (invalidate_secondary_tensor), so they are part of that step's peak.
+    if (S.HpzPartition > 1 && X.FirstGather[U] != plan::NoIndex)
       add(BufferRole::HpzSecondary, U, Category::Params16, MemorySpace::Device,
-          Bytes / S.HpzPartition,
-          {{X.FirstGather[U], firstComputeWaitingFor(P, Last, X.End) + 1}});
+          Bytes / S.HpzPartition, {{X.FirstGather[U], X.End}});
     if (!plan::unitGathersRankMajor(P, U)) {
       add(BufferRole::Unit, U, Category::GatheredParams,
           MemorySpace::Device, Bytes, Held);

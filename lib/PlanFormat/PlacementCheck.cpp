@@ -138,6 +138,15 @@ std::string checkPlacementViews(const Plan &P) {
              P.Views[V.Target].Elems))
       return What + ": its hpZ secondary partition is not its group's share "
                     "of the gather";
+    // NCCL moves these views' bytes by their type: the parameters', in
+    // device memory (a host shard is copied into the target first).
+    for (uint32_t Id : {V.Whole, V.Target, V.Send, V.Secondary})
+      if (Id != NoIndex &&
+          (P.Views[Id].Type != P.Settings.ParamDType ||
+           (Id != V.Send &&
+            P.Buffers[P.Views[Id].Buffer].Space != MemorySpace::Device)))
+        return What + ": a view of its gather is not of the parameters' type "
+                      "on the device";
     if (V.Target != NoIndex &&
         (V.Send == NoIndex || V.Whole == NoIndex ||
          P.Views[V.Send].Elems * W != P.Views[V.Target].Elems ||

@@ -347,6 +347,39 @@ static void editedPlans(const char *Path, const plan::Plan &Good) {
                std::string::npos ||
            !plan::checkPlan(P).empty());
   }
+  // ZeRO++ hpZ: a gather from a secondary partition the plan does not
+  // have, or one of the wrong size or type, and group sizes DeepSpeed
+  // would not run.
+  for (uint32_t I = 0; I < Good.Program.size(); ++I) {
+    if (Good.Program[I].Kind != plan::InstrKind::GatherSecondary)
+      continue;
+    uint32_t U = Good.Program[I].Arg;
+    uint32_t Secondary = Good.Places.Units[U].Secondary;
+    plan::Plan P = Good;
+    P.Settings.HpzPartition = 1;
+    EXPECT(!Refusal(P).empty());
+    P = Good;
+    P.Places.Units[U].Secondary = plan::NoIndex;
+    EXPECT(Refusal(P).find("hpZ secondary partition it does not have") !=
+           std::string::npos);
+    P = Good;
+    P.Views[Secondary].Elems /= 2;
+    EXPECT(Refusal(P).find("not its group's share") != std::string::npos);
+    P = Good;
+    P.Views[Secondary].Type = plan::DType::F32;
+    EXPECT(Refusal(P).find("not of the parameters' type") !=
+               std::string::npos ||
+           Refusal(P).find("reaches past the end") != std::string::npos);
+    P = Good;
+    P.Settings.HpzPartition = 3;
+    EXPECT(Refusal(P).find("hpZ group size") != std::string::npos);
+    P = Good;
+    for (plan::Instruction &In : P.Program)
+      if (In.Kind == plan::InstrKind::Gather && In.Arg == U)
+        In.Kind = plan::InstrKind::GatherSecondary; // Before any gather.
+    EXPECT(!Refusal(P).empty());
+    break;
+  }
   if (!Good.Views.empty()) {
     plan::Plan P = Good;
     P.Views[0].RankStride = uint64_t(1) << 40;
