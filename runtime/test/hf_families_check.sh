@@ -15,6 +15,7 @@ set -u
 dsrun=$1 plans=$2 out=$3 n=$4 steps=$5
 here=$(dirname "$0")
 bench=$here/../bench
+. "$here/report.sh"
 rm -rf "$out"; mkdir -p "$out"
 python3 "$here/hf_families_check.py" make "$plans/families/configs" "$out" ||
   { echo "FAILED: transformers could not build the families"; exit 1; }
@@ -41,13 +42,8 @@ for dir in "$plans"/families/configs/*/; do
     echo "FAILED: $family, losses: $(tail -2 "$out/$family.compare" | tr '\n' ' ')"
     failed=1
   fi
-  micro=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['train_micro_batch_size_per_gpu'])" "$plan.json")
-  if python3 "$here/hf_families_check.py" check "$out/$family-saved" \
-       "$tokens" 32 "$micro" "$n" "$out/$family.json" > "$out/$family.check" 2>&1; then
-    sed "s/^/passed: $family: /" "$out/$family.check"
-  else
-    sed "s/^/FAILED: $family: /" "$out/$family.check" | tail -6
-    failed=1
-  fi
+  checked "$family" "$out/$family.check" python3 "$here/hf_families_check.py" \
+    check "$out/$family-saved" "$tokens" 32 "$(micro_batch "$plan.json")" "$n" \
+    "$out/$family.json"
 done
 exit $failed

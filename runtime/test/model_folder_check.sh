@@ -14,6 +14,7 @@
 set -u
 dsrun=$1 plans=$2 out=$3 n=$4 steps=$5
 here=$(dirname "$0")
+. "$here/report.sh"
 rm -rf "$out"; mkdir -p "$out"
 failed=0
 python3 "$here/model_folder_check.py" make "$out" \
@@ -41,13 +42,8 @@ for model in llama gpt2; do
     --deterministic --steps "$steps" --max-shard-size 20KB --save-dtype fp32 \
     --save-weights "$out/$model-fp32-saved" > "$out/$model-fp32.log" 2>&1 ||
     { echo "FAILED: $model --save-dtype fp32: dsrun exited $?"; tail -3 "$out/$model-fp32.log"; failed=1; }
-  if python3 "$here/model_folder_check.py" masters "$out/$model-fp32-saved" \
-       "$out/$model-sharded-saved" > "$out/$model.masters" 2>&1; then
-    sed "s/^/passed: $model: /" "$out/$model.masters"
-  else
-    sed "s/^/FAILED: $model: /" "$out/$model.masters" | tail -6
-    failed=1
-  fi
+  checked "$model" "$out/$model.masters" python3 "$here/model_folder_check.py" \
+    masters "$out/$model-fp32-saved" "$out/$model-sharded-saved"
   if python3 "$here/../bench/resumed_losses.py" "$out/$model-single.json" \
        "$out/$model-sharded.json" 0 > "$out/$model.compare"; then
     echo "passed: $model, --init from shards: $(cat "$out/$model.compare")"
@@ -55,14 +51,9 @@ for model in llama gpt2; do
     echo "FAILED: $model, --init from shards: $(cat "$out/$model.compare")"
     failed=1
   fi
-  micro=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['train_micro_batch_size_per_gpu'])" "${plan%.bin}.json")
-  if python3 "$here/model_folder_check.py" check "$out/$model-sharded-saved" \
-       "$out/$model-single-saved.safetensors" "$tokens" 32 "$micro" "$n" \
-       "$out/$model-sharded.json" > "$out/$model.check" 2>&1; then
-    sed "s/^/passed: $model: /" "$out/$model.check"
-  else
-    sed "s/^/FAILED: $model: /" "$out/$model.check" | tail -6
-    failed=1
-  fi
+  checked "$model" "$out/$model.check" python3 "$here/model_folder_check.py" \
+    check "$out/$model-sharded-saved" "$out/$model-single-saved.safetensors" \
+    "$tokens" 32 "$(micro_batch "${plan%.bin}.json")" "$n" \
+    "$out/$model-sharded.json"
 done
 exit $failed
