@@ -71,7 +71,7 @@ double busBytes(const std::vector<CollectiveCall> &Group, unsigned World) {
 void addGroup(TotalsByKind &ByKind, const std::vector<CollectiveCall> &Group,
               double Ms, unsigned World) {
   CollectiveTotals &T = ByKind[std::string(collectiveName(Group[0].Kind)) +
-                               (Group[0].Group ? "-hpz" : "")];
+                               (Group[0].Group ? HpzKindSuffix : "")];
   for (const CollectiveCall &C : Group)
     T.Bytes += double(C.messageBytes(World));
   T.BusBytes += busBytes(Group, World);

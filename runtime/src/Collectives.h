@@ -67,8 +67,11 @@ struct CollectiveTotals {
 };
 using TotalsByKind = std::map<std::string, CollectiveTotals>;
 
+/// What follows a kind's name in the totals of calls within the hpZ group.
+constexpr char HpzKindSuffix[] = "-hpz";
+
 /// Adds a group that took Ms to its kind's totals (its kind's name, with
-/// "-hpz" after it for calls within the hpZ group).
+/// HpzKindSuffix after it for calls within the hpZ group).
 void addGroup(TotalsByKind &ByKind, const std::vector<CollectiveCall> &Group,
               double Ms, unsigned World);
 

@@ -208,16 +208,18 @@ void Executor::fitCollectiveRates(plan::Hardware &Rates) const {
   };
   // Over several nodes every collective over all ranks crosses the link
   // between them: what was measured is that link's rate. hpZ's group
-  // gathers ("-hpz") stay within a node where the groups tile it.
+  // gathers (HpzKindSuffix) stay within a node where the groups tile it.
   const plan::Info &S = P.Settings;
   bool GroupsInNode = S.HpzPartition > 1 && S.GpusPerNode % S.HpzPartition == 0;
   std::map<std::pair<bool, std::string>, Sum> ByKind;
   for (size_t I = firstSteadyStep(); I < Timings.size(); ++I)
     for (const auto &[Name, T] : Timings[I].Collectives) {
       std::string Kind = Name == "reduce" ? "reduce-scatter" : Name;
-      bool Group = Kind.size() > 4 && Kind.compare(Kind.size() - 4, 4, "-hpz") == 0;
+      size_t Suffix = sizeof(HpzKindSuffix) - 1;
+      bool Group = Kind.size() > Suffix &&
+                   Kind.compare(Kind.size() - Suffix, Suffix, HpzKindSuffix) == 0;
       if (Group)
-        Kind.resize(Kind.size() - 4);
+        Kind.resize(Kind.size() - Suffix);
       Sum &Into = ByKind[{S.Nodes > 1 && !(Group && GroupsInNode), Kind}];
       Into.BusBytes += T.BusBytes;
       Into.Ms += T.Ms;
