@@ -26,7 +26,7 @@ constexpr uint32_t NoIndex = std::numeric_limits<uint32_t>::max();
 /// and targets (int32), index values (int64) and masks (uint8).
 #define DSC_PLAN_DTYPE(X)                                                      \
   X(F32, "fp32") X(F16, "fp16") X(BF16, "bf16") X(I32, "int32")                \
-  X(I64, "int64") X(U8, "uint8")
+  X(I64, "int64") X(U8, "uint8") X(I8, "int8")
 #define DSC_PLAN_OFFLOADDEVICE(X) X(None, "none") X(CPU, "cpu") X(NVMe, "nvme")
 #define DSC_PLAN_TENSORROLE(X) X(Trainable, "trainable") X(Frozen, "frozen")
 #define DSC_PLAN_COLLECTIVE(X)                                                 \
@@ -72,7 +72,7 @@ constexpr uint32_t NoIndex = std::numeric_limits<uint32_t>::max();
 /// What a buffer of the memory plan is for. The runtime finds the
 /// buffers it needs through views (Placement) and, for whole buffers of
 /// state, by role; never by name. Indexed roles (Buffer::Index): ipg the
-/// bucket buffer, gather, unit and hpz_secondary the fetch unit,
+/// bucket buffer, gather, unit, hpz_secondary and qwz_gather the fetch unit,
 /// grads_fp32 at stage 3 the sub-group, value the compute value.
 #define DSC_PLAN_BUFFERROLE(X)                                                 \
   X(Params16, "params16") X(PersistentParams, "persistent_params")             \
@@ -89,7 +89,7 @@ constexpr uint32_t NoIndex = std::numeric_limits<uint32_t>::max();
   X(ParamStagingHost, "offload_param_staging_host")                            \
   X(NVMeOptimizerBuffers, "nvme_optimizer_buffers")                            \
   X(NVMeParamBuffers, "nvme_param_buffers") X(SaveStaging, "save_staging")     \
-  X(HpzSecondary, "hpz_secondary")
+  X(HpzSecondary, "hpz_secondary") X(QwzGather, "qwz_gather")
 /// A host conversion is no copy: offloaded gradients that reached a pinned
 /// staging slot are converted (and accumulated) into their host partition.
 #define DSC_PLAN_TRANSFERKIND(X)                                               \
@@ -230,6 +230,7 @@ inline unsigned dtypeBytes(DType T) {
   case DType::I64:
     return 8;
   case DType::U8:
+  case DType::I8:
     return 1;
   default:
     return 4;

@@ -111,6 +111,47 @@ inline bool unitGathersRankMajor(const Plan &P, uint32_t Unit) {
   return P.FetchUnits[Unit].Tensors.size() > 1 && P.Settings.WorldSize > 1;
 }
 
+/// ZeRO++ qwZ: whether the unit's gathers move int8 weights. As in
+/// DeepSpeed, a single rank gathers nothing, so quantizes nothing.
+inline bool unitGathersQuantized(const Plan &P) {
+  return P.Settings.QuantizedWeights && P.Settings.ZeroStage == 3 &&
+         P.Settings.WorldSize > 1;
+}
+
+/// ZeRO++ qwZ: how many groups, each with its own scale, DeepSpeed's
+/// CUDAQuantizer cuts a rank's partition of Elems elements into: the
+/// fewest of at most 8000 elements whose size is a multiple of 8, then
+/// doubled while groups stay above 8000 (partition_parameters.py). 0
+/// where its assertions fail: Elems is not a multiple of 8.
+inline uint64_t qwzGroups(uint64_t Elems) {
+  constexpr uint64_t Target = 8000;
+  if (Elems == 0 || Elems % 8)
+    return 0;
+  // The smallest divisor of Elems / 8 not below ceil(Elems / Target):
+  // DeepSpeed counts up to it one at a time; the divisors come in pairs.
+  uint64_t Eighths = Elems / 8, Least = (Elems + Target - 1) / Target;
+  uint64_t Groups = Eighths;
+  for (uint64_t D = 1; D * D <= Eighths; ++D)
+    if (Eighths % D == 0) {
+      if (D >= Least)
+        Groups = std::min(Groups, D);
+      else if (Eighths / D >= Least)
+        Groups = std::min(Groups, Eighths / D);
+    }
+  while (Elems % (16 * Groups) == 0 && Elems > Target * Groups)
+    Groups *= 2;
+  return Groups;
+}
+
+/// ZeRO++ qwZ: where the scales start in a unit's qwz_gather buffer, after
+/// every rank's int8 chunk of Chunk elements, and the buffer's size.
+inline uint64_t qwzScalesOffset(uint64_t Chunk, uint32_t World) {
+  return (Chunk * World + 3) / 4 * 4;
+}
+inline uint64_t qwzGatherBytes(uint64_t Chunk, uint32_t World) {
+  return qwzScalesOffset(Chunk, World) + qwzGroups(Chunk) * World * 4;
+}
+
 /// Elements [Begin, End) of a trainable tensor that a rank owns and
 /// updates, and where they sit among the rank's partition elements.
 struct OwnedPiece {

@@ -32,7 +32,7 @@ namespace dsc::plan {
 constexpr char FileMagic[8] = {'D', 'S', 'C', 'P', 'L', 'A', 'N', '\0'};
 /// Bumped whenever an existing section's encoding or meaning changes; new
 /// sections do not need a bump (old readers skip them).
-constexpr uint32_t FormatVersion = 16;
+constexpr uint32_t FormatVersion = 17;
 /// Ranks of different layouts beyond this many are merged (see RankClass).
 constexpr uint32_t MaxRankClasses = 8;
 
@@ -257,6 +257,9 @@ struct Info {
   /// ZeRO++ hpZ: ranks per group (consecutive ranks) that keep a secondary
   /// partition of the gathered parameters; 1 is off.
   uint32_t HpzPartition = 1;
+  /// ZeRO++ qwZ: stage-3 gathers move int8 weights and fp32 scales (see
+  /// plan::unitGathersQuantized).
+  bool QuantizedWeights = false;
   OffloadDevice OptimizerOffload = OffloadDevice::None;
   bool OptimizerOffloadPinned = true;
   OffloadDevice ParamOffload = OffloadDevice::None;
@@ -314,6 +317,7 @@ struct Info {
     F("model_persistence_threshold", ModelPersistenceThreshold);
     F("sub_group_elems", SubGroupElems);
     F("hpz_partition_size", HpzPartition);
+    F("quantized_weights", QuantizedWeights);
     F("offload_optimizer", OptimizerOffload);
     F("offload_optimizer_pinned", OptimizerOffloadPinned);
     F("offload_param", ParamOffload);
@@ -635,15 +639,25 @@ struct TensorViews {
 /// chunk of Target where they were copied in from the host). With ZeRO++
 /// hpZ, Secondary holds the rank's share of Target within its group: the
 /// hpZ group's rank g keeps Target's g-th of hpz_partition_size equal
-/// slices, which is what it sends to a GatherSecondary.
+/// slices, which is what it sends to a GatherSecondary. With ZeRO++ qwZ
+/// (plan::unitGathersQuantized), a rank quantizes Send into its chunk of
+/// Quantized (QuantizedSend, int8) and of Scales (ScalesSend, fp32: one
+/// per plan::qwzGroups of the chunk), both are all-gathered in place, and
+/// Target is what they dequantize to.
 struct UnitViews {
   uint32_t Whole = NoIndex, Target = NoIndex, Send = NoIndex;
   uint32_t Secondary = NoIndex;
+  uint32_t Quantized = NoIndex, QuantizedSend = NoIndex;
+  uint32_t Scales = NoIndex, ScalesSend = NoIndex;
   template <class V> void visit(V &&F) {
     F("whole", Whole);
     F("target", Target);
     F("send", Send);
     F("secondary", Secondary);
+    F("quantized", Quantized);
+    F("quantized_send", QuantizedSend);
+    F("scales", Scales);
+    F("scales_send", ScalesSend);
   }
 };
 

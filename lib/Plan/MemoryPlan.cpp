@@ -483,6 +483,21 @@ void MemoryPlanner::gatheredUnits() {
     if (S.HpzPartition > 1 && X.FirstGather[U] != plan::NoIndex)
       add(BufferRole::HpzSecondary, U, Category::Params16, MemorySpace::Device,
           Bytes / S.HpzPartition, {{X.FirstGather[U], X.End}});
+    // ZeRO++ qwZ: the int8 weights and their scales, every rank's, from
+    // each gather to where compute has waited for it (the dequantization
+    // that reads them runs within the gather).
+    if (plan::unitGathersQuantized(P)) {
+      std::vector<plan::Interval> Quantized;
+      for (size_t K = 0; K < Held.size(); ++K) {
+        uint32_t G = X.GatherInstr[U][K];
+        Quantized.push_back(
+            {G, firstComputeWaitingFor(P, G, Held[K].End) + 1});
+      }
+      add(BufferRole::QwzGather, U, Category::GatheredParams,
+          MemorySpace::Device,
+          plan::qwzGatherBytes(Elems / S.WorldSize, S.WorldSize),
+          std::move(Quantized));
+    }
     if (!plan::unitGathersRankMajor(P, U)) {
       add(BufferRole::Unit, U, Category::GatheredParams,
           MemorySpace::Device, Bytes, Held);

@@ -292,6 +292,17 @@ void Placer::units() {
                                 ChunkElems[U] * PB)
                          : view(Params, ShardOffset[Tensors[0]] * PB,
                                 ChunkElems[U], ParamType);
+    // ZeRO++ qwZ: every rank's int8 chunk, then every rank's scales; a
+    // rank quantizes into its own and the ranks gather them in place.
+    if (!plan::unitGathersQuantized(P))
+      continue;
+    uint32_t Q = buffer(BufferRole::QwzGather, U);
+    uint64_t Chunk = ChunkElems[U], Groups = plan::qwzGroups(Chunk);
+    uint64_t ScalesAt = plan::qwzScalesOffset(Chunk, World);
+    UV.Quantized = view(Q, 0, Chunk * World, DType::I8);
+    UV.QuantizedSend = view(Q, 0, Chunk, DType::I8, Chunk);
+    UV.Scales = view(Q, ScalesAt, Groups * World, DType::F32);
+    UV.ScalesSend = view(Q, ScalesAt, Groups, DType::F32, Groups * 4);
   }
 }
 

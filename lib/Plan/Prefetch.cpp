@@ -10,6 +10,10 @@
 
 #include "PlanInternal.h"
 
+#include "dsc/PlanFacts.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
 using namespace llvm;
 
 namespace dsc {
@@ -26,8 +30,20 @@ Error runPrefetchPass(plan::Plan &P) {
         U.Tensors.push_back(T);
         U.Elems += P.Tensors[T].Elems;
       }
-    if (!U.Tensors.empty())
-      P.FetchUnits.push_back(std::move(U));
+    if (U.Tensors.empty())
+      continue;
+    // ZeRO++ qwZ quantizes a rank's chunk of the unit in groups whose size
+    // is a multiple of 8; DeepSpeed's quantizer asserts otherwise.
+    uint64_t Chunk = 0;
+    for (uint32_t T : U.Tensors)
+      Chunk += P.Tensors[T].ShardElems;
+    if (plan::unitGathersQuantized(P) && !plan::qwzGroups(Chunk))
+      return planError(formatv(
+          "zero_optimization.zero_quantized_weights: module '{0}' leaves each "
+          "rank {1} elements to quantize, not a multiple of 8, where "
+          "DeepSpeed's int8 quantizer asserts",
+          P.Modules[M].Name, Chunk));
+    P.FetchUnits.push_back(std::move(U));
   }
   return Error::success();
 }

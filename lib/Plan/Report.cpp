@@ -3,6 +3,8 @@
 #include "dsc/Plan/Report.h"
 #include "PlanInternal.h"
 
+#include "dsc/PlanFacts.h"
+
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/WithColor.h"
@@ -146,6 +148,23 @@ void printEstimateText(raw_ostream &OS, const plan::Plan &P) {
                   "of {2}; {3} of {4} gathers run within a group\n",
                   S.HpzPartition, InNode ? "within a node" : "across nodes",
                   formatBytes(Held), Within, Gathers);
+  }
+  if (plan::unitGathersQuantized(P)) {
+    // Each unit's gathers in the step, at int8 with their scales against
+    // the parameters' type.
+    uint64_t Moved = 0, Unquantized = 0;
+    for (const plan::Instruction &In : P.Program) {
+      if (In.Kind != plan::InstrKind::Gather)
+        continue;
+      uint64_t Chunk = 0;
+      for (uint32_t T : P.FetchUnits[In.Arg].Tensors)
+        Chunk += P.Tensors[T].ShardElems;
+      Moved += plan::qwzGatherBytes(Chunk, S.WorldSize);
+      Unquantized += Chunk * S.WorldSize * plan::dtypeBytes(S.ParamDType);
+    }
+    OS << formatv("qwZ: gathers move int8 weights and a scale per group: "
+                  "{0} a step instead of {1}\n",
+                  formatBytes(Moved), formatBytes(Unquantized));
   }
   if (!P.Transfers.empty())
     OS << formatv("offload: {0} transfers per step\n", P.Transfers.size());

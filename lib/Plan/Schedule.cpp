@@ -295,8 +295,24 @@ void Scheduler::gather(uint32_t Unit, uint32_t Micro) {
   // rank its group's share (a copy of a slice); the later ones gather
   // those shares within the group.
   bool Secondary = S.HpzPartition > 1 && GatheredOnce[Unit];
-  uint64_t Nanos = collectiveNanos(plan::Collective::AllGather, Bytes, S,
-                                   Secondary ? S.HpzPartition : 0);
+  uint64_t Nanos = 0;
+  if (plan::unitGathersQuantized(P)) {
+    // ZeRO++ qwZ: a rank quantizes its chunk (reads it, writes a byte an
+    // element), the ranks gather the bytes and a scale per group, and the
+    // whole is dequantized (a byte read, the parameter written).
+    uint64_t Chunk = 0;
+    for (uint32_t T : P.FetchUnits[Unit].Tensors)
+      Chunk += P.Tensors[T].ShardElems;
+    uint64_t Whole = Chunk * S.WorldSize, PB = plan::dtypeBytes(S.ParamDType);
+    Nanos = collectiveNanos(plan::Collective::AllGather,
+                            Whole + plan::qwzGroups(Chunk) * S.WorldSize * 4,
+                            S) +
+            transferNanos(Chunk * (PB + 1) + Whole * (PB + 1),
+                          H.MemoryBytesPerSec);
+  } else {
+    Nanos = collectiveNanos(plan::Collective::AllGather, Bytes, S,
+                            Secondary ? S.HpzPartition : 0);
+  }
   if (S.HpzPartition > 1 && !Secondary)
     Nanos += transferNanos(2 * Bytes / S.HpzPartition, H.MemoryBytesPerSec);
   // Unpacking a rank-major gather reads and writes the unit once.

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dsc/PlanCheck.h"
+#include "dsc/PlanFacts.h"
 
 #include <algorithm>
 #include <array>
@@ -69,6 +70,38 @@ struct ViewRule {
     return Error.empty();
   }
 };
+
+/// ZeRO++ qwZ: a gathered unit has int8 and scale views, each rank's
+/// chunk of them what it sends, in one device buffer of the unit's.
+static std::string checkQuantizedGather(const Plan &P, const UnitViews &V) {
+  uint32_t Ids[] = {V.Quantized, V.QuantizedSend, V.Scales, V.ScalesSend};
+  bool Wanted = unitGathersQuantized(P) && V.Target != NoIndex;
+  for (uint32_t Id : Ids)
+    if ((Id != NoIndex) != Wanted || (Id != NoIndex && Id >= P.Views.size()))
+      return Wanted ? "its quantized gather lacks a view"
+                    : "it has quantized-gather views without ZeRO++ qwZ";
+  if (!Wanted)
+    return "";
+  const uint64_t W = P.Settings.WorldSize;
+  const View &Q = P.Views[V.Quantized], &QS = P.Views[V.QuantizedSend],
+             &Sc = P.Views[V.Scales], &SS = P.Views[V.ScalesSend];
+  uint64_t Chunk = P.Views[V.Target].Elems / W;
+  if (Q.Type != DType::I8 || QS.Type != DType::I8 || Sc.Type != DType::F32 ||
+      SS.Type != DType::F32 || Q.Elems != Chunk * W || QS.Elems != Chunk ||
+      QS.RankStride != Chunk || Sc.Elems != SS.Elems * W ||
+      !SS.Elems || SS.Elems != qwzGroups(Chunk) ||
+      SS.RankStride != SS.Elems * 4 ||
+      QS.Offset != Q.Offset || SS.Offset != Sc.Offset)
+    return "its int8 weights or scales are not every rank's chunk of the "
+           "gather, of int8 and fp32, a scale per quantization group";
+  for (uint32_t Id : Ids) {
+    const Buffer &B = P.Buffers[P.Views[Id].Buffer];
+    if (B.Role != BufferRole::QwzGather || B.Space != MemorySpace::Device)
+      return "its int8 weights or scales are not in its qwz_gather buffer on "
+             "the device";
+  }
+  return "";
+}
 
 std::string checkPlacementViews(const Plan &P) {
   const Placement &X = P.Places;
@@ -152,6 +185,8 @@ std::string checkPlacementViews(const Plan &P) {
          P.Views[V.Send].Elems * W != P.Views[V.Target].Elems ||
          P.Views[V.Whole].Elems != P.Views[V.Target].Elems))
       return What + ": what each rank sends is not its share of the gather";
+    if (std::string Problem = checkQuantizedGather(P, V); !Problem.empty())
+      return What + ": " + Problem;
   }
   for (size_t B = 0; B < X.Buckets.size(); ++B) {
     const BucketViews &V = X.Buckets[B];

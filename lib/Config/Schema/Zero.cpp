@@ -143,7 +143,8 @@ static const KeySpec Keys[] = {
                  "parameter's first within the group"),
     key("zero_optimization.zero_quantized_weights", Bool).def("false")
         .doc("ZeRO++ qwZ: all-gather int8-quantized weights")
-        .refused("ZeRO++ qwZ all-gathers int8 weights"),
+        .planned("stage 3: each fetch unit's gathers move int8 weights "
+                 "and a scale per group of about 8000, dequantized after"),
     key("zero_optimization.zero_quantized_nontrainable_weights", Bool)
         .def("false").doc("Store frozen weights quantized")
         .refused("frozen weights are stored quantized"),
