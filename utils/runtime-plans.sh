@@ -60,7 +60,9 @@ done
 # Adam's other settings, on the device and the host optimizer paths; and
 # bf16 master weights, gradients and moments (-bf16m) on the device; and at
 # an even world size ZeRO++ hpZ over groups of 2 ranks (-hpz), gathering
-# in the backward and the second micro step from the secondary partition.
+# in the backward and the second micro step from the secondary partition,
+# and ZeRO++ qwZ (-qwz), every gather int8, also of parameters copied in
+# from the host.
 for variant in s2-ovtrue-ga2-none-none-l2sum s1-ovfalse-ga1-cpu-none-l2sum \
     s3-ovtrue-ga1-cpu-none-l2 s1-ovfalse-ga2-none-none-bf16m \
     s2-ovtrue-ga2-none-none-l2sum-bf16m s3-ovtrue-ga2-none-none-bf16m; do
@@ -92,18 +94,22 @@ JSON
     --seq-len "$seq" "$@" -o "$out/$variant.bin" > /dev/null
 done
 if [ $((world % 2)) = 0 ]; then
-  for variant in s3-ovtrue-ga2-none-none-hpz s3-ovfalse-ga1-none-none-hpz-ckpt; do
-    overlap=false ga=1 extra=
+  for variant in s3-ovtrue-ga2-none-none-hpz s3-ovfalse-ga1-none-none-hpz-ckpt \
+      s3-ovtrue-ga2-none-none-qwz s3-ovfalse-ga1-cpu-cpu-qwz; do
+    overlap=false ga=1 extra= zpp='"zero_hpz_partition_size": 2' opt=none
     case $variant in *-ovtrue-*) overlap=true ;; esac
     case $variant in *-ga2-*) ga=2 ;; esac
     case $variant in *-ckpt) extra=--checkpoint-layers ;; esac
+    case $variant in *-qwz) zpp='"zero_quantized_weights": true' ;; esac
+    case $variant in *-cpu-cpu-*) opt=cpu ;; esac
     cat > "$out/config.json" <<JSON
 {"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": $ga,
  $precision
  "zero_optimization": {"stage": 3, "overlap_comm": $overlap,
    "reduce_bucket_size": $bucket, "stage3_param_persistence_threshold": 500,
    "stage3_prefetch_bucket_size": $bucket, "stage3_max_reuse_distance": $bucket,
-   "zero_hpz_partition_size": 2},
+   "offload_optimizer": {"device": "$opt"}, "offload_param": {"device": "$opt"},
+   $zpp},
  "optimizer": {"type": "AdamW", "params": {"lr": 0.001, "weight_decay": 0.01}}}
 JSON
     "$dsc" plan "$out/config.json" "$model" --world-size "$world" \

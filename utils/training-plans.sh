@@ -15,7 +15,8 @@
 # bf16 master weights, gradients and Adam moments (s2-l2sum-bf16m); and
 # stage 3 with ZeRO++ hpZ over groups of 2 ranks (s3-hpz), also without
 # overlap_comm (s3-hpzsync: reductions on the compute stream beside the
-# group's gathers, two communicators at once).
+# group's gathers, two communicators at once); and stage 3 with ZeRO++ qwZ,
+# int8 weights in every gather (s3-qwz).
 #
 # VARIANTS names the variants to write (default: all).
 #
@@ -41,7 +42,7 @@ mkdir -p "$out"
 for variant in ${VARIANTS:-s0 s1 s2 s3 s2-cpu s3-cpuparam s1-fp16 s1-fp32 \
     s1-ckpt s3-ckpt s3-nvme s3-nvmeparam s2-l2sum s2-l2sum-bf16m}; do
   stage=${variant%%-*}; stage=${stage#s}
-  opt=none par=none precision='"bf16": {"enabled": true}' ckpt= hpz=
+  opt=none par=none precision='"bf16": {"enabled": true}' ckpt= zpp=
   adam='"type": "AdamW", "params": {'
   case $variant in
     *-bf16m) precision='"bf16": {"enabled": true,
@@ -59,8 +60,9 @@ for variant in ${VARIANTS:-s0 s1 s2 s3 s2-cpu s3-cpuparam s1-fp16 s1-fp32 \
     *-fp16) precision='"fp16": {"enabled": true}' ;;
     *-fp32) precision='"bf16": {"enabled": false}' ;;
     *-ckpt) ckpt=--checkpoint-layers ;;
-    *-hpz) hpz='"zero_hpz_partition_size": 2,' ;;
-    *-hpzsync) hpz='"zero_hpz_partition_size": 2, "overlap_comm": false,' ;;
+    *-hpz) zpp='"zero_hpz_partition_size": 2,' ;;
+    *-hpzsync) zpp='"zero_hpz_partition_size": 2, "overlap_comm": false,' ;;
+    *-qwz) zpp='"zero_quantized_weights": true,' ;;
   esac
   cfg="$out/$name-$variant.json"
   cat > "$cfg" <<JSON
@@ -69,7 +71,7 @@ for variant in ${VARIANTS:-s0 s1 s2 s3 s2-cpu s3-cpuparam s1-fp16 s1-fp32 \
  $precision,
  "zero_optimization": {"stage": $stage, "reduce_bucket_size": 5e6,
    "stage3_prefetch_bucket_size": 5e6, "stage3_param_persistence_threshold": 1e4,
-   $hpz "offload_optimizer": {"device": "$opt", "nvme_path": "/local_nvme"},
+   $zpp "offload_optimizer": {"device": "$opt", "nvme_path": "/local_nvme"},
    "offload_param": {"device": "$par", "nvme_path": "/local_nvme"}},
  "optimizer": {$adam
    "lr": $lr, "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.1}},

@@ -116,9 +116,19 @@ void gatherCalls(const Arena &A, uint32_t U, std::vector<CollectiveCall> &Out) {
   // which sit together in params16, or were copied from the host into
   // this rank's chunk.
   const plan::UnitViews &V = A.P.Places.Units[U];
-  if (V.Target != plan::NoIndex)
-    Out.push_back(call(A, CollectiveKind::AllGather, V.Send, V.Target,
-                       A.elems(V.Send)));
+  if (V.Target == plan::NoIndex)
+    return;
+  if (V.Quantized != plan::NoIndex) {
+    // ZeRO++ qwZ: every rank's int8 chunk and its scales instead, each
+    // gathered in place.
+    Out.push_back(call(A, CollectiveKind::AllGather, V.QuantizedSend,
+                       V.Quantized, A.elems(V.QuantizedSend)));
+    Out.push_back(call(A, CollectiveKind::AllGather, V.ScalesSend, V.Scales,
+                       A.elems(V.ScalesSend)));
+    return;
+  }
+  Out.push_back(call(A, CollectiveKind::AllGather, V.Send, V.Target,
+                     A.elems(V.Send)));
 }
 
 void gatherSecondaryCalls(const Arena &A, uint32_t U,

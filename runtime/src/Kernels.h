@@ -45,6 +45,16 @@ void launchUnpackUnit(void *Unit, const void *Chunks, unsigned ElementBytes,
                       const UnpackTable &Elems, uint32_t World,
                       uint64_t ChunkElems, cudaStream_t S);
 
+/// ZeRO++ qwZ (Quantize.h): N values of type T, in Groups equal groups,
+/// into N int8 bytes and a kept scale per group.
+void launchQuantizeInt8(void *Out, void *Kept, const void *In, ElementType T,
+                        uint64_t N, uint64_t Groups, cudaStream_t S);
+/// And back: N bytes (a multiple of 8), a kept scale per GroupSize (a
+/// multiple of 8), stored as T.
+void launchDequantizeInt8(void *Out, ElementType T, const void *In,
+                          const void *Kept, uint64_t N, uint64_t GroupSize,
+                          cudaStream_t S);
+
 /// One AdamW step over N elements of master weights and moments held as
 /// StateT (fp32, or bf16 where A.BF16State), with the bias corrections of
 /// the step Now holds. The gradient is read as GradT (float, or 16-bit

@@ -18,6 +18,7 @@ namespace dsrun {
 inline ncclDataType_t ncclTypeOf(ElementType T) {
   return T == ElementType::F32   ? ncclFloat32
          : T == ElementType::F16 ? ncclFloat16
+         : T == ElementType::I8  ? ncclInt8
                                  : ncclBfloat16;
 }
 

@@ -156,8 +156,20 @@ void Executor::collectives(const Instr &C) {
 
 void Executor::gatherUnit(const Instr &C) {
   uint32_t U = C.In.Arg;
-  collectives(C);
   const plan::UnitViews &UV = P.Places.Units[U];
+  // ZeRO++ qwZ: this rank's chunk goes as int8 bytes and a scale per
+  // group; every rank's come back and are dequantized into the target.
+  bool Quantized = UV.Quantized != plan::NoIndex;
+  uint64_t Chunk = Quantized ? Buffers.elems(UV.QuantizedSend) : 0;
+  uint64_t Groups = Quantized ? Buffers.elems(UV.ScalesSend) : 0;
+  if (Quantized)
+    launchQuantizeInt8(Buffers.at(UV.QuantizedSend), Buffers.at(UV.ScalesSend),
+                       Buffers.at(UV.Send), ParamType, Chunk, Groups, C.S);
+  collectives(C);
+  if (Quantized)
+    launchDequantizeInt8(Buffers.at(UV.Target), ParamType,
+                         Buffers.at(UV.Quantized), Buffers.at(UV.Scales),
+                         Chunk * World, Chunk / Groups, C.S);
   if (C.In.Kind == plan::InstrKind::Gather && UV.Secondary != plan::NoIndex) {
     // ZeRO++ hpZ: keep this rank's slice of the gather for the unit's
     // later gathers in the step, which stay within its group.
@@ -174,7 +186,7 @@ void Executor::gatherUnit(const Instr &C) {
   // gathers, launches on the communication stream are what it costs (a
   // strided cudaMemcpy2DAsync, or copy-engine copies, were slower).
   unsigned PB = elementBytes(ParamType);
-  uint64_t Chunk = Buffers.elems(UV.Send);
+  Chunk = Buffers.elems(UV.Send);
   UnpackTable Table;
   auto Flush = [&] {
     launchUnpackUnit(Buffers.at(UV.Whole), Buffers.at(UV.Target), PB, Table, World, Chunk,

@@ -181,10 +181,11 @@ DSRUN_HD float fromFP16(uint16_t H) {
 }
 
 /// Element types as the plan names them (plan::DType order): the three
-/// floating-point ones, and the compute program's token ids and targets
-/// (int32), index values (int64) and masks (uint8).
+/// floating-point ones, the compute program's token ids and targets
+/// (int32), index values (int64) and masks (uint8), and ZeRO++ qwZ's
+/// quantized weights (int8).
 enum class ElementType : uint8_t { F32 = 0, F16 = 1, BF16 = 2, I32 = 3,
-                                   I64 = 4, U8 = 5 };
+                                   I64 = 4, U8 = 5, I8 = 6 };
 
 DSRUN_HD float loadAs(const void *Base, uint64_t I, ElementType T) {
   switch (T) {
@@ -198,6 +199,8 @@ DSRUN_HD float loadAs(const void *Base, uint64_t I, ElementType T) {
     return float(static_cast<const int32_t *>(Base)[I]);
   case ElementType::I64:
     return float(static_cast<const int64_t *>(Base)[I]);
+  case ElementType::I8:
+    return float(static_cast<const int8_t *>(Base)[I]);
   default:
     return float(static_cast<const uint8_t *>(Base)[I]);
   }
@@ -221,6 +224,9 @@ DSRUN_HD void storeAs(void *Base, uint64_t I, ElementType T, float V) {
   case ElementType::I64:
     static_cast<int64_t *>(Base)[I] = int64_t(V);
     break;
+  case ElementType::I8:
+    static_cast<int8_t *>(Base)[I] = int8_t(V);
+    break;
   default:
     static_cast<uint8_t *>(Base)[I] = V != 0.0f;
   }
@@ -233,6 +239,7 @@ DSRUN_HD unsigned elementBytes(ElementType T) {
   case ElementType::I64:
     return 8;
   case ElementType::U8:
+  case ElementType::I8:
     return 1;
   default:
     return 4;

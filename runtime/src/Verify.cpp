@@ -12,6 +12,7 @@
 #include "Executor.h"
 
 #include "HostMath.h"
+#include "Quantize.h"
 #include "dsc/PlanFacts.h"
 
 #include <cstring>
@@ -194,17 +195,19 @@ bool Executor::verify(uint32_t Steps) {
   }
 
   // The parameters as the next forward would read them.
+  auto StoredWant = [&](uint32_t T, uint64_t E) {
+    const plan::Tensor &Tn = P.Tensors[T];
+    return E >= Tn.Elems ? 0.0f
+           : Tn.Role == plan::TensorRole::Frozen
+               ? storedValue(initialWeight(T, E), ParamType)
+               : storedValue(expectedState(P, T, E, Schedule).Master,
+                             ParamType);
+  };
   auto CheckStored = [&](const char *Stored, uint32_t T, uint64_t From,
                          uint64_t Count, const char *What) {
-    const plan::Tensor &Tn = P.Tensors[T];
-    bool Frozen = Tn.Role == plan::TensorRole::Frozen;
     return parallelCheck(Count, Threads, [&](uint64_t I, Mismatch &Out) {
       uint64_t E = From + I;
-      float Want = E >= Tn.Elems ? 0.0f
-                   : Frozen      ? storedValue(initialWeight(T, E), ParamType)
-                                 : storedValue(
-                                       expectedState(P, T, E, Schedule).Master,
-                                       ParamType);
+      float Want = StoredWant(T, E);
       float Have = loadAs(Stored, I, ParamType);
       if (sameBits(Want, Have))
         return false;
@@ -294,13 +297,58 @@ bool Executor::verify(uint32_t Steps) {
       }
       if (HostParams && CopyBefore[U] != plan::NoIndex)
         Run(CopyBefore[U]);
+      const plan::UnitViews &UV = X.Units[U];
+      // ZeRO++ qwZ: each rank's chunk of the stored weights through the
+      // host reference's quantizer, in the gather's layout.
+      std::vector<float> Quantized;
+      auto ChunkOffset = [&](uint32_t Tn) -> uint64_t {
+        return plan::unitGathersRankMajor(P, U)
+                   ? (Buffers.wholeOffset(X.Tensors[Tn].Chunk) -
+                      Buffers.offset(UV.Target)) / PB
+                   : 0;
+      };
+      uint64_t Chunk = Buffers.elems(UV.Send);
+      if (UV.Quantized != plan::NoIndex) {
+        Quantized.assign(Chunk * World, 0.0f);
+        for (uint32_t Tn : P.FetchUnits[U].Tensors) {
+          uint64_t Shard = P.Tensors[Tn].ShardElems, Off = ChunkOffset(Tn);
+          parallelFor(Shard * World, Threads, [&](uint64_t B, uint64_t E) {
+            for (; B < E; ++B)
+              Quantized[B / Shard * Chunk + Off + B % Shard] =
+                  StoredWant(Tn, B);
+          });
+        }
+        uint64_t Groups = Buffers.elems(UV.ScalesSend);
+        for (uint32_t R = 0; R < World; ++R) {
+          std::vector<float> Back =
+              qwzRoundTrip(&Quantized[R * Chunk], Chunk, Groups);
+          std::copy(Back.begin(), Back.end(), &Quantized[R * Chunk]);
+        }
+      }
       auto CheckGathered = [&](const char *What) {
         CHECK_CUDA(cudaStreamSynchronize(Comm));
         for (uint32_t Tn : P.FetchUnits[U].Tensors) {
-          std::vector<char> Whole = download(Buffers.at(X.Tensors[Tn].Param),
-                                             P.Tensors[Tn].Elems * PB);
+          uint64_t N = P.Tensors[Tn].Elems;
+          std::vector<char> Whole =
+              download(Buffers.at(X.Tensors[Tn].Param), N * PB);
+          if (Quantized.empty()) {
+            if (Mismatch Bad = CheckStored(Whole.data(), Tn, 0, N, What);
+                Bad.Found)
+              return Bad;
+            continue;
+          }
+          uint64_t Shard = P.Tensors[Tn].ShardElems, Off = ChunkOffset(Tn);
           Mismatch Bad =
-              CheckStored(Whole.data(), Tn, 0, P.Tensors[Tn].Elems, What);
+              parallelCheck(N, Threads, [&](uint64_t E, Mismatch &Out) {
+                float Want = storedValue(
+                    Quantized[E / Shard * Chunk + Off + E % Shard], ParamType);
+                float Have = loadAs(Whole.data(), E, ParamType);
+                if (sameBits(Want, Have))
+                  return false;
+                Out = {true, "parameter gathered through the int8 quantizer",
+                       Tn, E, Want, Have};
+                return true;
+              });
           if (Bad.Found)
             return Bad;
         }
@@ -313,7 +361,6 @@ bool Executor::verify(uint32_t Steps) {
         continue;
       // ZeRO++ hpZ: the same unit again, from the group's secondary
       // partitions the gather just kept, over what it left (scribbled).
-      const plan::UnitViews &UV = X.Units[U];
       for (uint32_t V : {UV.Whole, UV.Target})
         CHECK_CUDA(cudaMemsetAsync(Buffers.at(V), 0xff,
                                    Buffers.elems(V) * PB, Comm));

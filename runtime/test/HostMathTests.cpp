@@ -17,6 +17,7 @@
 #include "Launch.h"
 #include "Arena.h"
 #include "LossScaler.h"
+#include "Quantize.h"
 #include "dsc/KernelTime.h"
 #include "dsc/PlanCheck.h"
 #include "dsc/PlanCodec.h"
@@ -393,6 +394,41 @@ TEST(HostMath, AdamWithBF16State) {
 }
 
 /// fp16 loss scaling, step by step as DeepSpeed's DynamicLossScaler goes.
+// ZeRO++ qwZ: DeepSpeed's group count (its loop, written out) and its
+// quantizer's arithmetic on values whose bytes are known.
+TEST(HostMath, QwzGroupsAndRoundTrip) {
+  auto DeepSpeedGroups = [](uint64_t N) -> uint64_t {
+    if (N % 8) // Its loop counts up to N, where the assertion fails.
+      return 0;
+    uint64_t G = (N + 7999) / 8000;
+    while (G < N && N % (8 * G))
+      ++G;
+    while (N % (16 * G) == 0 && N > 8000 * G)
+      G *= 2;
+    return N % (8 * G) == 0 && N < 16000 * G && N > G ? G : 0;
+  };
+  for (uint64_t N = 1; N < 40000; ++N)
+    ASSERT_EQ(dsc::plan::qwzGroups(N), DeepSpeedGroups(N)) << N;
+  for (uint64_t N : {80056ull, 2048ull * 4096, 8ull * 1000003, 128256ull * 2048})
+    EXPECT_EQ(dsc::plan::qwzGroups(N), DeepSpeedGroups(N)) << N;
+  EXPECT_EQ(dsc::plan::qwzGroups(80056), 10007u); // 8 x a prime
+  EXPECT_EQ(dsc::plan::qwzGroups(100), 0u);
+
+  // Largest magnitude 1: scale 128, 1 clamps to 127; 2.5 rounds to even
+  // 2; an all-zero group stays zero (scale 1).
+  const float In[8] = {1.0f, -0.5f, 0.25f, 2.5f / 128, 0, 0, 0, 0};
+  std::vector<float> Out = qwzRoundTrip(In, 8, 2);
+  const float Want[8] = {127.0f / 128, -0.5f, 0.25f, 2.0f / 128, 0, 0, 0, 0};
+  for (int I = 0; I < 8; ++I)
+    EXPECT_EQ(Out[I], Want[I]) << I;
+  // Values pass through fp16 on both sides: 1/3 becomes the half nearest
+  // it before it is scaled, and the result is a half.
+  const float Third[8] = {1.0f / 3, 1, 1, 1, 1, 1, 1, 1};
+  float Q = qwzRoundTrip(Third, 8, 1)[0];
+  EXPECT_EQ(Q, qwzHalf(std::rint(qwzHalf(1.0f / 3) * 128) / 128));
+  EXPECT_EQ(Q, 43.0f / 128);
+}
+
 TEST(HostMath, LossScaling) {
   plan::Info S;
   S.ParamDType = plan::DType::F16;

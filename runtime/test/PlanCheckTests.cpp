@@ -72,10 +72,17 @@ static void collectiveChecks(const char *Path, const plan::Plan &P) {
     }
     if (In.Kind == plan::InstrKind::Gather) {
       // One all-gather of every rank's chunk: its shards of the unit, side
-      // by side in the chunk.
+      // by side in the chunk; with qwZ, the chunk's int8 bytes and then
+      // its scales, one per quantization group.
       const plan::UnitViews &U = P.Places.Units[In.Arg];
-      EXPECT(First.size() == 1 &&
-             First[0].Count * S.WorldSize == P.Views[U.Target].Elems);
+      uint64_t Chunk = P.Views[U.Target].Elems / S.WorldSize;
+      if (U.Quantized == plan::NoIndex)
+        EXPECT(First.size() == 1 && First[0].Count == Chunk);
+      else
+        EXPECT(First.size() == 2 && First[0].Count == Chunk &&
+               First[0].Type == ElementType::I8 &&
+               First[1].Count == plan::qwzGroups(Chunk) &&
+               First[1].Type == ElementType::F32);
     }
     if (In.Kind == plan::InstrKind::GatherSecondary) {
       // One all-gather within the hpZ group of each member's slice.
@@ -107,7 +114,9 @@ static void collectiveChecks(const char *Path, const plan::Plan &P) {
         // What a rank sends or receives as its part is its own.
         if (Gathered)
           EXPECT(C.Send == C.Recv + A.Rank * C.Count * Elem ||
-                 S.ParamOffload == plan::OffloadDevice::None || C.Group);
+                 (S.ParamOffload == plan::OffloadDevice::None &&
+                  !plan::unitGathersQuantized(P)) ||
+                 C.Group);
         if (Scattered)
           EXPECT(C.Recv == C.Send + A.Rank * C.Count * Elem);
       }
@@ -377,6 +386,32 @@ static void editedPlans(const char *Path, const plan::Plan &Good) {
     for (plan::Instruction &In : P.Program)
       if (In.Kind == plan::InstrKind::Gather && In.Arg == U)
         In.Kind = plan::InstrKind::GatherSecondary; // Before any gather.
+    EXPECT(!Refusal(P).empty());
+    break;
+  }
+  // ZeRO++ qwZ: a quantized gather without its views, with views of the
+  // wrong type or count, or where the settings do not ask for one.
+  for (uint32_t U = 0; U < Good.Places.Units.size(); ++U) {
+    const plan::UnitViews &V = Good.Places.Units[U];
+    if (V.Quantized == plan::NoIndex)
+      continue;
+    plan::Plan P = Good;
+    P.Places.Units[U].Scales = plan::NoIndex;
+    EXPECT(Refusal(P).find("quantized gather lacks a view") !=
+           std::string::npos);
+    P = Good;
+    P.Views[V.QuantizedSend].Type = plan::DType::U8;
+    EXPECT(Refusal(P).find("not every rank's chunk of the gather") !=
+           std::string::npos);
+    P = Good;
+    P.Views[V.ScalesSend].Elems += 1;
+    P.Views[V.Scales].Elems += Good.Settings.WorldSize;
+    EXPECT(!Refusal(P).empty());
+    P = Good;
+    P.Settings.QuantizedWeights = false;
+    EXPECT(Refusal(P).find("without ZeRO++ qwZ") != std::string::npos);
+    P = Good;
+    P.Settings.HpzPartition = 2;
     EXPECT(!Refusal(P).empty());
     break;
   }
