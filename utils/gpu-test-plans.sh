@@ -23,7 +23,8 @@
 #   OUT/hpz/      the same at 2 nodes of 2 GPUs, plain and with ZeRO++ hpZ
 #                 groups of 2, for hpz_check.sh;
 #   OUT/qwz/      the fixture Llama at ZeRO 3, 2 ranks, plain and with
-#                 ZeRO++ qwZ, scheduled for 200 steps, for qwz_check.sh;
+#                 ZeRO++ qwZ, no parameter persistent (so that every one
+#                 is gathered), scheduled for 200 steps, for qwz_check.sh;
 #   OUT/families/ plans at ZeRO 2, 2 ranks, of each tiny model family of
 #                 test/Graph/Inputs/hf-tiny, made from its config.json
 #                 alone, and the configs, for hf_families_check.sh.
@@ -59,7 +60,7 @@ NODES=2 ACCUMULATION=1 VARIANTS=s3 utils/training-plans.sh "$dsc" "$model" \
 NODES=2 VARIANTS="s3 s3-hpz s3-hpzsync" utils/training-plans.sh "$dsc" "$model" \
   llama-fixture "$out/hpz" 4 32 30 1e-3 > /dev/null
 # ZeRO 3 plain and with qwZ's int8 gathers over 200 steps (qwz_check.sh).
-VARIANTS="s3 s3-qwz" utils/training-plans.sh "$dsc" "$model" llama-fixture \
+PERSISTENCE=0 VARIANTS="s3 s3-qwz" utils/training-plans.sh "$dsc" "$model" llama-fixture \
   "$out/qwz" 2 32 200 1e-3 > /dev/null
 # Model folders in and out (model_folder_check.sh): the fixture Llama at
 # ZeRO 2 and the fixture GPT-2 (tied embeddings) at ZeRO 3, 2 ranks.

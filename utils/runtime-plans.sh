@@ -62,7 +62,8 @@ done
 # an even world size ZeRO++ hpZ over groups of 2 ranks (-hpz), gathering
 # in the backward and the second micro step from the secondary partition,
 # and ZeRO++ qwZ (-qwz), every gather int8, also of parameters copied in
-# from the host.
+# from the host, and both (-hpz-qwz: the gathers within the group int8
+# too).
 for variant in s2-ovtrue-ga2-none-none-l2sum s1-ovfalse-ga1-cpu-none-l2sum \
     s3-ovtrue-ga1-cpu-none-l2 s1-ovfalse-ga2-none-none-bf16m \
     s2-ovtrue-ga2-none-none-l2sum-bf16m s3-ovtrue-ga2-none-none-bf16m; do
@@ -95,12 +96,16 @@ JSON
 done
 if [ $((world % 2)) = 0 ]; then
   for variant in s3-ovtrue-ga2-none-none-hpz s3-ovfalse-ga1-none-none-hpz-ckpt \
-      s3-ovtrue-ga2-none-none-qwz s3-ovfalse-ga1-cpu-cpu-qwz; do
+      s3-ovtrue-ga2-none-none-qwz s3-ovfalse-ga1-cpu-cpu-qwz \
+      s3-ovtrue-ga2-none-none-hpz-qwz; do
     overlap=false ga=1 extra= zpp='"zero_hpz_partition_size": 2' opt=none
     case $variant in *-ovtrue-*) overlap=true ;; esac
     case $variant in *-ga2-*) ga=2 ;; esac
     case $variant in *-ckpt) extra=--checkpoint-layers ;; esac
-    case $variant in *-qwz) zpp='"zero_quantized_weights": true' ;; esac
+    case $variant in
+      *-hpz-qwz) zpp="$zpp, \"zero_quantized_weights\": true" ;;
+      *-qwz) zpp='"zero_quantized_weights": true' ;;
+    esac
     case $variant in *-cpu-cpu-*) opt=cpu ;; esac
     cat > "$out/config.json" <<JSON
 {"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": $ga,

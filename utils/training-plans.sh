@@ -30,6 +30,9 @@
 # size 1 and accumulation 4 a step reads the samples of world size 2 and
 # accumulation 2 (docs/training.md, "Data").
 #
+# PERSISTENCE sets stage3_param_persistence_threshold (default 1e4, which
+# keeps every parameter of the fixture models whole: none is gathered).
+#
 # NODES (default 1) spreads WORLD ranks over that many nodes of equal size
 # (dsc plan --nodes, --gpus-per-node), for dsrun --hostfile.
 #
@@ -70,7 +73,7 @@ for variant in ${VARIANTS:-s0 s1 s2 s3 s2-cpu s3-cpuparam s1-fp16 s1-fp32 \
  "gradient_clipping": 1.0,
  $precision,
  "zero_optimization": {"stage": $stage, "reduce_bucket_size": 5e6,
-   "stage3_prefetch_bucket_size": 5e6, "stage3_param_persistence_threshold": 1e4,
+   "stage3_prefetch_bucket_size": 5e6, "stage3_param_persistence_threshold": ${PERSISTENCE:-1e4},
    $zpp "offload_optimizer": {"device": "$opt", "nvme_path": "/local_nvme"},
    "offload_param": {"device": "$par", "nvme_path": "/local_nvme"}},
  "optimizer": {$adam

@@ -143,13 +143,51 @@ inline uint64_t qwzGroups(uint64_t Elems) {
   return Groups;
 }
 
-/// ZeRO++ qwZ: where the scales start in a unit's qwz_gather buffer, after
-/// every rank's int8 chunk of Chunk elements, and the buffer's size.
-inline uint64_t qwzScalesOffset(uint64_t Chunk, uint32_t World) {
-  return (Chunk * World + 3) / 4 * 4;
+/// A stage-3 unit's chunk: a rank's shards of its tensors, side by side.
+inline uint64_t unitChunkElems(const Plan &P, uint32_t Unit) {
+  uint64_t Chunk = 0;
+  for (uint32_t T : P.FetchUnits[Unit].Tensors)
+    Chunk += P.Tensors[T].ShardElems;
+  return Chunk;
 }
-inline uint64_t qwzGatherBytes(uint64_t Chunk, uint32_t World) {
-  return qwzScalesOffset(Chunk, World) + qwzGroups(Chunk) * World * 4;
+
+/// ZeRO++ qwZ: what one gather of a unit moves. Each of Ranks ranks (all
+/// of them, or the hpZ group's members for a GatherSecondary, which
+/// quantizes the secondary partition) sends Send elements as bytes and a
+/// scale per quantization group.
+struct QwzGather {
+  uint64_t Send = 0, Groups = 0;
+  uint32_t Ranks = 0;
+  uint64_t bytes() const { return (Send + Groups * 4) * Ranks; }
+};
+inline QwzGather qwzGather(const Plan &P, uint32_t Unit, bool Secondary) {
+  uint32_t Ranks = Secondary ? P.Settings.HpzPartition : P.Settings.WorldSize;
+  uint64_t Send = unitChunkElems(P, Unit) * P.Settings.WorldSize / Ranks;
+  return {Send, qwzGroups(Send), Ranks};
+}
+
+/// ZeRO++ qwZ: a unit's qwz_gather buffer, in bytes: every rank's int8
+/// chunk (which a GatherSecondary receives too), from ScalesAt the
+/// scales of every rank (or of every group member, the larger), and with
+/// hpZ the rank's quantized secondary partition at SecondaryAt and its
+/// scales at SecondaryScalesAt.
+struct QwzLayout {
+  uint64_t ScalesAt = 0, SecondaryAt = 0, SecondaryScalesAt = 0, Bytes = 0;
+};
+inline QwzLayout qwzLayout(const Plan &P, uint32_t Unit) {
+  auto Align4 = [](uint64_t N) { return (N + 3) / 4 * 4; };
+  QwzGather Full = qwzGather(P, Unit, false);
+  QwzLayout L;
+  L.ScalesAt = Align4(Full.Send * Full.Ranks);
+  uint64_t Scales = Full.Groups * Full.Ranks;
+  if (P.Settings.HpzPartition < 2)
+    return L.Bytes = L.ScalesAt + Scales * 4, L;
+  QwzGather Group = qwzGather(P, Unit, true);
+  Scales = std::max(Scales, Group.Groups * Group.Ranks);
+  L.SecondaryAt = L.ScalesAt + Scales * 4;
+  L.SecondaryScalesAt = Align4(L.SecondaryAt + Group.Send);
+  L.Bytes = L.SecondaryScalesAt + Group.Groups * 4;
+  return L;
 }
 
 /// Elements [Begin, End) of a trainable tensor that a rank owns and

@@ -643,12 +643,17 @@ struct TensorViews {
 /// (plan::unitGathersQuantized), a rank quantizes Send into its chunk of
 /// Quantized (QuantizedSend, int8) and of Scales (ScalesSend, fp32: one
 /// per plan::qwzGroups of the chunk), both are all-gathered in place, and
-/// Target is what they dequantize to.
+/// Target is what they dequantize to. With hpZ too, a GatherSecondary
+/// quantizes Secondary into QuantizedSecondarySend and
+/// ScalesSecondarySend, and the group's members gather them into
+/// Quantized and ScalesSecondary (plan::qwzLayout).
 struct UnitViews {
   uint32_t Whole = NoIndex, Target = NoIndex, Send = NoIndex;
   uint32_t Secondary = NoIndex;
   uint32_t Quantized = NoIndex, QuantizedSend = NoIndex;
   uint32_t Scales = NoIndex, ScalesSend = NoIndex;
+  uint32_t QuantizedSecondarySend = NoIndex, ScalesSecondary = NoIndex,
+           ScalesSecondarySend = NoIndex;
   template <class V> void visit(V &&F) {
     F("whole", Whole);
     F("target", Target);
@@ -658,6 +663,9 @@ struct UnitViews {
     F("quantized_send", QuantizedSend);
     F("scales", Scales);
     F("scales_send", ScalesSend);
+    F("quantized_secondary_send", QuantizedSecondarySend);
+    F("scales_secondary", ScalesSecondary);
+    F("scales_secondary_send", ScalesSecondarySend);
   }
 };
 

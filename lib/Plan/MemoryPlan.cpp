@@ -495,7 +495,7 @@ void MemoryPlanner::gatheredUnits() {
       }
       add(BufferRole::QwzGather, U, Category::GatheredParams,
           MemorySpace::Device,
-          plan::qwzGatherBytes(Elems / S.WorldSize, S.WorldSize),
+          plan::qwzLayout(P, U).Bytes,
           std::move(Quantized));
     }
     if (!plan::unitGathersRankMajor(P, U)) {

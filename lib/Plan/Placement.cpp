@@ -297,12 +297,23 @@ void Placer::units() {
     if (!plan::unitGathersQuantized(P))
       continue;
     uint32_t Q = buffer(BufferRole::QwzGather, U);
-    uint64_t Chunk = ChunkElems[U], Groups = plan::qwzGroups(Chunk);
-    uint64_t ScalesAt = plan::qwzScalesOffset(Chunk, World);
-    UV.Quantized = view(Q, 0, Chunk * World, DType::I8);
-    UV.QuantizedSend = view(Q, 0, Chunk, DType::I8, Chunk);
-    UV.Scales = view(Q, ScalesAt, Groups * World, DType::F32);
-    UV.ScalesSend = view(Q, ScalesAt, Groups, DType::F32, Groups * 4);
+    plan::QwzLayout L = plan::qwzLayout(P, U);
+    plan::QwzGather Full = plan::qwzGather(P, U, false);
+    UV.Quantized = view(Q, 0, Full.Send * World, DType::I8);
+    UV.QuantizedSend = view(Q, 0, Full.Send, DType::I8, Full.Send);
+    UV.Scales = view(Q, L.ScalesAt, Full.Groups * World, DType::F32);
+    UV.ScalesSend = view(Q, L.ScalesAt, Full.Groups, DType::F32,
+                         Full.Groups * 4);
+    if (UV.Secondary == NoIndex)
+      continue;
+    // With hpZ, the gathers within the group send the rank's secondary
+    // partition, quantized apart, and receive into the same int8 chunks.
+    plan::QwzGather Group = plan::qwzGather(P, U, true);
+    UV.QuantizedSecondarySend = view(Q, L.SecondaryAt, Group.Send, DType::I8);
+    UV.ScalesSecondary =
+        view(Q, L.ScalesAt, Group.Groups * Group.Ranks, DType::F32);
+    UV.ScalesSecondarySend =
+        view(Q, L.SecondaryScalesAt, Group.Groups, DType::F32);
   }
 }
 

@@ -37,6 +37,8 @@ Error runPrefetchPass(plan::Plan &P) {
     uint64_t Chunk = 0;
     for (uint32_t T : U.Tensors)
       Chunk += P.Tensors[T].ShardElems;
+    // (An hpZ group's secondary partition, Chunk x world / group, is then a
+    // multiple of 8 too.)
     if (plan::unitGathersQuantized(P) && !plan::qwzGroups(Chunk))
       return planError(formatv(
           "zero_optimization.zero_quantized_weights: module '{0}' leaves each "

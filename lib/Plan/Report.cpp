@@ -154,17 +154,20 @@ void printEstimateText(raw_ostream &OS, const plan::Plan &P) {
     // the parameters' type.
     uint64_t Moved = 0, Unquantized = 0;
     for (const plan::Instruction &In : P.Program) {
-      if (In.Kind != plan::InstrKind::Gather)
+      bool Secondary = In.Kind == plan::InstrKind::GatherSecondary;
+      if (In.Kind != plan::InstrKind::Gather && !Secondary)
         continue;
-      uint64_t Chunk = 0;
-      for (uint32_t T : P.FetchUnits[In.Arg].Tensors)
-        Chunk += P.Tensors[T].ShardElems;
-      Moved += plan::qwzGatherBytes(Chunk, S.WorldSize);
-      Unquantized += Chunk * S.WorldSize * plan::dtypeBytes(S.ParamDType);
+      plan::QwzGather Q = plan::qwzGather(P, In.Arg, Secondary);
+      Moved += Q.bytes();
+      Unquantized += Q.Send * Q.Ranks * plan::dtypeBytes(S.ParamDType);
     }
-    OS << formatv("qwZ: gathers move int8 weights and a scale per group: "
-                  "{0} a step instead of {1}\n",
-                  formatBytes(Moved), formatBytes(Unquantized));
+    if (Moved)
+      OS << formatv("qwZ: gathers move int8 weights and a scale per group: "
+                    "{0} a step instead of {1}\n",
+                    formatBytes(Moved), formatBytes(Unquantized));
+    else
+      OS << "qwZ: nothing to quantize: every parameter persists, none is "
+            "gathered\n";
   }
   if (!P.Transfers.empty())
     OS << formatv("offload: {0} transfers per step\n", P.Transfers.size());

@@ -297,18 +297,14 @@ void Scheduler::gather(uint32_t Unit, uint32_t Micro) {
   bool Secondary = S.HpzPartition > 1 && GatheredOnce[Unit];
   uint64_t Nanos = 0;
   if (plan::unitGathersQuantized(P)) {
-    // ZeRO++ qwZ: a rank quantizes its chunk (reads it, writes a byte an
-    // element), the ranks gather the bytes and a scale per group, and the
-    // whole is dequantized (a byte read, the parameter written).
-    uint64_t Chunk = 0;
-    for (uint32_t T : P.FetchUnits[Unit].Tensors)
-      Chunk += P.Tensors[T].ShardElems;
-    uint64_t Whole = Chunk * S.WorldSize, PB = plan::dtypeBytes(S.ParamDType);
-    Nanos = collectiveNanos(plan::Collective::AllGather,
-                            Whole + plan::qwzGroups(Chunk) * S.WorldSize * 4,
-                            S) +
-            transferNanos(Chunk * (PB + 1) + Whole * (PB + 1),
-                          H.MemoryBytesPerSec);
+    // ZeRO++ qwZ: a rank quantizes what it sends (reads it, writes a byte
+    // an element), the ranks gather the bytes and a scale per group, and
+    // the whole is dequantized (a byte read, the parameter written).
+    plan::QwzGather Q = plan::qwzGather(P, Unit, Secondary);
+    uint64_t Whole = Q.Send * Q.Ranks, PB = plan::dtypeBytes(S.ParamDType);
+    Nanos = collectiveNanos(plan::Collective::AllGather, Q.bytes(), S,
+                            Secondary ? S.HpzPartition : 0) +
+            transferNanos((Q.Send + Whole) * (PB + 1), H.MemoryBytesPerSec);
   } else {
     Nanos = collectiveNanos(plan::Collective::AllGather, Bytes, S,
                             Secondary ? S.HpzPartition : 0);

@@ -304,13 +304,9 @@ Error readPlanSettings(plan::Info &I, const ConfigView &C,
                           "partition on the offload device, which dsc does "
                           "not plan; drop one of the two");
     I.HpzPartition = std::max<uint32_t>(Hpz, 1);
-    // ZeRO++ qwZ: every gather of a fetch unit moves int8 weights.
+    // ZeRO++ qwZ: every gather of a fetch unit moves int8 weights, those
+    // within an hpZ group too.
     I.QuantizedWeights = Flag("zero_optimization.zero_quantized_weights");
-    if (I.QuantizedWeights && I.HpzPartition > 1)
-      return settingError("zero_optimization.zero_quantized_weights with "
-                          "zero_hpz_partition_size: DeepSpeed quantizes the "
-                          "gathers within the hpZ group too, which dsc does "
-                          "not plan yet; drop one of the two");
   }
   if (I.ParamOffload == plan::OffloadDevice::NVMe) {
     I.AioBufferCount = std::max<uint32_t>(

@@ -72,31 +72,67 @@ struct ViewRule {
 };
 
 /// ZeRO++ qwZ: a gathered unit has int8 and scale views, each rank's
-/// chunk of them what it sends, in one device buffer of the unit's.
-static std::string checkQuantizedGather(const Plan &P, const UnitViews &V) {
-  uint32_t Ids[] = {V.Quantized, V.QuantizedSend, V.Scales, V.ScalesSend};
+/// chunk of them what it sends, in one device buffer of the unit's laid
+/// out as plan::qwzLayout says; with hpZ, those of its secondary gathers.
+static std::string checkQuantizedGather(const Plan &P, uint32_t U,
+                                        const UnitViews &V) {
+  uint32_t Primary[] = {V.Quantized, V.QuantizedSend, V.Scales, V.ScalesSend};
+  uint32_t Group[] = {V.QuantizedSecondarySend, V.ScalesSecondary,
+                      V.ScalesSecondarySend};
   bool Wanted = unitGathersQuantized(P) && V.Target != NoIndex;
-  for (uint32_t Id : Ids)
+  bool WantedInGroup = Wanted && V.Secondary != NoIndex;
+  for (uint32_t Id : Primary)
     if ((Id != NoIndex) != Wanted || (Id != NoIndex && Id >= P.Views.size()))
       return Wanted ? "its quantized gather lacks a view"
                     : "it has quantized-gather views without ZeRO++ qwZ";
+  for (uint32_t Id : Group)
+    if ((Id != NoIndex) != WantedInGroup ||
+        (Id != NoIndex && Id >= P.Views.size()))
+      return WantedInGroup ? "its quantized gather within the hpZ group "
+                             "lacks a view"
+                           : "it has views of a quantized gather within an "
+                             "hpZ group it does not gather in";
   if (!Wanted)
     return "";
-  const uint64_t W = P.Settings.WorldSize;
-  const View &Q = P.Views[V.Quantized], &QS = P.Views[V.QuantizedSend],
-             &Sc = P.Views[V.Scales], &SS = P.Views[V.ScalesSend];
-  uint64_t Chunk = P.Views[V.Target].Elems / W;
-  if (Q.Type != DType::I8 || QS.Type != DType::I8 || Sc.Type != DType::F32 ||
-      SS.Type != DType::F32 || Q.Elems != Chunk * W || QS.Elems != Chunk ||
-      QS.RankStride != Chunk || Sc.Elems != SS.Elems * W ||
-      !SS.Elems || SS.Elems != qwzGroups(Chunk) ||
-      SS.RankStride != SS.Elems * 4 ||
-      QS.Offset != Q.Offset || SS.Offset != Sc.Offset)
+  // The unit's chunk from the gather's target, which the views above
+  // check against the tensors.
+  if (P.Views[V.Target].Elems != unitChunkElems(P, U) * P.Settings.WorldSize)
+    return "its gather's target is not every rank's chunk";
+  QwzLayout L = qwzLayout(P, U);
+  QwzGather Full = qwzGather(P, U, false);
+  auto Is = [&](uint32_t Id, DType T, uint64_t Offset, uint64_t Elems,
+                uint64_t RankStride) {
+    const View &X = P.Views[Id];
+    return X.Type == T && X.Offset == Offset && X.Elems == Elems &&
+           X.RankStride == RankStride;
+  };
+  uint64_t W = Full.Ranks;
+  if (!Full.Groups || !Is(V.Quantized, DType::I8, 0, Full.Send * W, 0) ||
+      !Is(V.QuantizedSend, DType::I8, 0, Full.Send, Full.Send) ||
+      !Is(V.Scales, DType::F32, L.ScalesAt, Full.Groups * W, 0) ||
+      !Is(V.ScalesSend, DType::F32, L.ScalesAt, Full.Groups, Full.Groups * 4))
     return "its int8 weights or scales are not every rank's chunk of the "
            "gather, of int8 and fp32, a scale per quantization group";
-  for (uint32_t Id : Ids) {
+  if (WantedInGroup) {
+    QwzGather G = qwzGather(P, U, true);
+    if (!G.Groups ||
+        !Is(V.QuantizedSecondarySend, DType::I8, L.SecondaryAt, G.Send, 0) ||
+        !Is(V.ScalesSecondary, DType::F32, L.ScalesAt, G.Groups * G.Ranks,
+            0) ||
+        !Is(V.ScalesSecondarySend, DType::F32, L.SecondaryScalesAt, G.Groups,
+            0) ||
+        P.Views[V.Secondary].Elems != G.Send)
+      return "its int8 secondary partition or its scales are not what the "
+             "gather within the hpZ group quantizes";
+  }
+  for (uint32_t Id : {V.Quantized, V.QuantizedSend, V.Scales, V.ScalesSend,
+                      V.QuantizedSecondarySend, V.ScalesSecondary,
+                      V.ScalesSecondarySend}) {
+    if (Id == NoIndex)
+      continue;
     const Buffer &B = P.Buffers[P.Views[Id].Buffer];
-    if (B.Role != BufferRole::QwzGather || B.Space != MemorySpace::Device)
+    if (B.Role != BufferRole::QwzGather || B.Index != U ||
+        B.Space != MemorySpace::Device)
       return "its int8 weights or scales are not in its qwz_gather buffer on "
              "the device";
   }
@@ -185,7 +221,8 @@ std::string checkPlacementViews(const Plan &P) {
          P.Views[V.Send].Elems * W != P.Views[V.Target].Elems ||
          P.Views[V.Whole].Elems != P.Views[V.Target].Elems))
       return What + ": what each rank sends is not its share of the gather";
-    if (std::string Problem = checkQuantizedGather(P, V); !Problem.empty())
+    if (std::string Problem = checkQuantizedGather(P, uint32_t(U), V);
+        !Problem.empty())
       return What + ": " + Problem;
   }
   for (size_t B = 0; B < X.Buckets.size(); ++B) {

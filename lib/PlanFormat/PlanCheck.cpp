@@ -178,9 +178,8 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
        (S.ZeroStage != 3 || S.ParamOffload != OffloadDevice::None)))
     return "settings: the hpZ group size is 0, does not divide the world "
            "size, or is set outside stage 3 or with parameter offload";
-  if (S.QuantizedWeights && (S.ZeroStage != 3 || S.HpzPartition > 1))
-    return "settings: qwZ's quantized gathers are set outside stage 3 or "
-           "with hpZ";
+  if (S.QuantizedWeights && S.ZeroStage != 3)
+    return "settings: qwZ's quantized gathers are set outside stage 3";
   const uint64_t W = S.WorldSize;
   const std::vector<KernelRate> &Rates = S.Machine.KernelRates;
   for (size_t I = 0; I < Rates.size(); ++I) {

@@ -135,11 +135,18 @@ void gatherSecondaryCalls(const Arena &A, uint32_t U,
                           std::vector<CollectiveCall> &Out) {
   // ZeRO++ hpZ: one all-gather within the rank's group, of the slices of
   // the unit's gather that each member keeps; member g's lands at slice g.
+  // With qwZ, those slices quantized and their scales.
   const plan::UnitViews &V = A.P.Places.Units[U];
-  CollectiveCall C = call(A, CollectiveKind::AllGather, V.Secondary, V.Target,
-                          A.elems(V.Secondary));
-  C.Group = A.P.Settings.HpzPartition;
-  Out.push_back(C);
+  auto Within = [&](uint32_t Send, uint32_t Recv) {
+    CollectiveCall C =
+        call(A, CollectiveKind::AllGather, Send, Recv, A.elems(Send));
+    C.Group = A.P.Settings.HpzPartition;
+    Out.push_back(C);
+  };
+  if (V.QuantizedSecondarySend == plan::NoIndex)
+    return Within(V.Secondary, V.Target);
+  Within(V.QuantizedSecondarySend, V.Quantized);
+  Within(V.ScalesSecondarySend, V.ScalesSecondary);
 }
 
 void gatherParamsCalls(const Arena &A, std::vector<CollectiveCall> &Out) {

@@ -157,19 +157,25 @@ void Executor::collectives(const Instr &C) {
 void Executor::gatherUnit(const Instr &C) {
   uint32_t U = C.In.Arg;
   const plan::UnitViews &UV = P.Places.Units[U];
-  // ZeRO++ qwZ: this rank's chunk goes as int8 bytes and a scale per
-  // group; every rank's come back and are dequantized into the target.
-  bool Quantized = UV.Quantized != plan::NoIndex;
-  uint64_t Chunk = Quantized ? Buffers.elems(UV.QuantizedSend) : 0;
-  uint64_t Groups = Quantized ? Buffers.elems(UV.ScalesSend) : 0;
+  // ZeRO++ qwZ: what this rank sends (its chunk, or within an hpZ group
+  // its secondary partition) goes as int8 bytes and a scale per group;
+  // every sender's come back and are dequantized into the target.
+  bool InGroup = C.In.Kind == plan::InstrKind::GatherSecondary;
+  uint32_t From = InGroup ? UV.Secondary : UV.Send;
+  uint32_t Bytes = InGroup ? UV.QuantizedSecondarySend : UV.QuantizedSend;
+  uint32_t Kept = InGroup ? UV.ScalesSecondarySend : UV.ScalesSend;
+  uint32_t AllKept = InGroup ? UV.ScalesSecondary : UV.Scales;
+  bool Quantized = Bytes != plan::NoIndex;
   if (Quantized)
-    launchQuantizeInt8(Buffers.at(UV.QuantizedSend), Buffers.at(UV.ScalesSend),
-                       Buffers.at(UV.Send), ParamType, Chunk, Groups, C.S);
+    launchQuantizeInt8(Buffers.at(Bytes), Buffers.at(Kept), Buffers.at(From),
+                       ParamType, Buffers.elems(Bytes), Buffers.elems(Kept),
+                       C.S);
   collectives(C);
   if (Quantized)
     launchDequantizeInt8(Buffers.at(UV.Target), ParamType,
-                         Buffers.at(UV.Quantized), Buffers.at(UV.Scales),
-                         Chunk * World, Chunk / Groups, C.S);
+                         Buffers.at(UV.Quantized), Buffers.at(AllKept),
+                         Buffers.elems(UV.Quantized),
+                         Buffers.elems(Bytes) / Buffers.elems(Kept), C.S);
   if (C.In.Kind == plan::InstrKind::Gather && UV.Secondary != plan::NoIndex) {
     // ZeRO++ hpZ: keep this rank's slice of the gather for the unit's
     // later gathers in the step, which stay within its group.
@@ -186,7 +192,7 @@ void Executor::gatherUnit(const Instr &C) {
   // gathers, launches on the communication stream are what it costs (a
   // strided cudaMemcpy2DAsync, or copy-engine copies, were slower).
   unsigned PB = elementBytes(ParamType);
-  Chunk = Buffers.elems(UV.Send);
+  uint64_t Chunk = Buffers.elems(UV.Send);
   UnpackTable Table;
   auto Flush = [&] {
     launchUnpackUnit(Buffers.at(UV.Whole), Buffers.at(UV.Target), PB, Table, World, Chunk,

@@ -318,13 +318,21 @@ bool Executor::verify(uint32_t Steps) {
                   StoredWant(Tn, B);
           });
         }
-        uint64_t Groups = Buffers.elems(UV.ScalesSend);
-        for (uint32_t R = 0; R < World; ++R) {
-          std::vector<float> Back =
-              qwzRoundTrip(&Quantized[R * Chunk], Chunk, Groups);
-          std::copy(Back.begin(), Back.end(), &Quantized[R * Chunk]);
-        }
       }
+      // Each sender's slice of the reference in the gather's layout,
+      // through the host's quantizer and stored as the parameters' type:
+      // every rank's chunk, or within an hpZ group each member's secondary
+      // partition (what the first gather left, quantized again).
+      auto Requantize = [&](uint32_t SendView, uint32_t KeptView) {
+        uint64_t N = Buffers.elems(SendView), Groups = Buffers.elems(KeptView);
+        for (uint64_t At = 0; At < Quantized.size(); At += N) {
+          std::vector<float> Back = qwzRoundTrip(&Quantized[At], N, Groups);
+          for (uint64_t I = 0; I < N; ++I)
+            Quantized[At + I] = storedValue(Back[I], ParamType);
+        }
+      };
+      if (!Quantized.empty())
+        Requantize(UV.QuantizedSend, UV.ScalesSend);
       auto CheckGathered = [&](const char *What) {
         CHECK_CUDA(cudaStreamSynchronize(Comm));
         for (uint32_t Tn : P.FetchUnits[U].Tensors) {
@@ -340,8 +348,7 @@ bool Executor::verify(uint32_t Steps) {
           uint64_t Shard = P.Tensors[Tn].ShardElems, Off = ChunkOffset(Tn);
           Mismatch Bad =
               parallelCheck(N, Threads, [&](uint64_t E, Mismatch &Out) {
-                float Want = storedValue(
-                    Quantized[E / Shard * Chunk + Off + E % Shard], ParamType);
+                float Want = Quantized[E / Shard * Chunk + Off + E % Shard];
                 float Have = loadAs(Whole.data(), E, ParamType);
                 if (sameBits(Want, Have))
                   return false;
@@ -364,6 +371,8 @@ bool Executor::verify(uint32_t Steps) {
       for (uint32_t V : {UV.Whole, UV.Target})
         CHECK_CUDA(cudaMemsetAsync(Buffers.at(V), 0xff,
                                    Buffers.elems(V) * PB, Comm));
+      if (!Quantized.empty())
+        Requantize(UV.QuantizedSecondarySend, UV.ScalesSecondarySend);
       Run(SecondaryOf[U]);
       if (Mismatch Bad = CheckGathered("parameter gathered in its hpZ group");
           Bad.Found)

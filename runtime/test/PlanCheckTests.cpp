@@ -85,10 +85,17 @@ static void collectiveChecks(const char *Path, const plan::Plan &P) {
                First[1].Type == ElementType::F32);
     }
     if (In.Kind == plan::InstrKind::GatherSecondary) {
-      // One all-gather within the hpZ group of each member's slice.
+      // One all-gather within the hpZ group of each member's slice; with
+      // qwZ, its int8 bytes and then its scales.
       const plan::UnitViews &U = P.Places.Units[In.Arg];
-      EXPECT(First.size() == 1 && First[0].Group == S.HpzPartition &&
-             First[0].Count * S.HpzPartition == P.Views[U.Target].Elems);
+      uint64_t Slice = P.Views[U.Target].Elems / S.HpzPartition;
+      bool Quantized = U.QuantizedSecondarySend != plan::NoIndex;
+      EXPECT(First.size() == (Quantized ? 2u : 1u) &&
+             First[0].Group == S.HpzPartition && First[0].Count == Slice &&
+             (!Quantized ||
+              (First[0].Type == ElementType::I8 &&
+               First[1].Group == S.HpzPartition &&
+               First[1].Count == plan::qwzGroups(Slice))));
     }
     for (const Arena &A : Ranks) {
       std::vector<CollectiveCall> Mine = collectiveCalls(A, I);
@@ -390,7 +397,7 @@ static void editedPlans(const char *Path, const plan::Plan &Good) {
     break;
   }
   // ZeRO++ qwZ: a quantized gather without its views, with views of the
-  // wrong type or count, or where the settings do not ask for one.
+  // wrong type, count or place, or where the settings do not ask for one.
   for (uint32_t U = 0; U < Good.Places.Units.size(); ++U) {
     const plan::UnitViews &V = Good.Places.Units[U];
     if (V.Quantized == plan::NoIndex)
@@ -410,9 +417,18 @@ static void editedPlans(const char *Path, const plan::Plan &Good) {
     P = Good;
     P.Settings.QuantizedWeights = false;
     EXPECT(Refusal(P).find("without ZeRO++ qwZ") != std::string::npos);
-    P = Good;
-    P.Settings.HpzPartition = 2;
-    EXPECT(!Refusal(P).empty());
+    if (V.Secondary == plan::NoIndex) {
+      P = Good;
+      P.Places.Units[U].QuantizedSecondarySend = V.QuantizedSend;
+      EXPECT(Refusal(P).find("hpZ group it does not gather in") !=
+             std::string::npos);
+    } else {
+      P = Good;
+      P.Views[V.ScalesSecondarySend].Offset += 4;
+      EXPECT(Refusal(P).find("what the gather within the hpZ group") !=
+                 std::string::npos ||
+             Refusal(P).find("reaches past the end") != std::string::npos);
+    }
     break;
   }
   if (!Good.Views.empty()) {

@@ -6,6 +6,7 @@
 #   2. How far qwZ's losses part from plain ZeRO 3's: printed, the
 #      largest relative difference over the steps and the mean of the
 #      last ten (DeepSpeed reports ZeRO++ converging as ZeRO 3 does).
+#      Losses equal to plain's at every step fail: nothing was quantized.
 #   3. The qwZ run's arena within 0.5 % of its plan, or 2 MiB.
 # Exits 1 when one fails.
 #
@@ -28,6 +29,9 @@ if len(common) != steps:
     print(f"FAILED: qwZ against plain ZeRO 3: {steps - len(common)} steps missing")
     sys.exit(1)
 rel = [abs(qwz[s] - plain[s]) / abs(plain[s]) for s in common]
+if max(rel) == 0:
+    print("FAILED: qwZ's losses equal plain ZeRO 3's at every step: nothing was quantized")
+    sys.exit(1)
 last = common[-10:]
 mean = lambda d: sum(d[s] for s in last) / len(last)
 print(f"passed: qwZ against plain ZeRO 3 over {steps} steps: largest relative "

@@ -6,8 +6,11 @@ For each fetch unit: a rank's chunk (its shards of the unit's tensors),
 the quantization groups DeepSpeed's CUDAQuantizer would cut it into
 (its loop, written out here as partition_parameters.py has it), and the
 unit's qwz_gather buffer, which must hold every rank's int8 chunk (padded
-to 4 bytes) and a fp32 scale per group of every rank. Prints how many
-units there are, how many buffers match, and the views' types.
+to 4 bytes) and a fp32 scale per group of every rank; with hpZ groups,
+room for the scales of every group member (where more), then the rank's
+quantized secondary partition (chunk x world / group, padded to 4 bytes)
+and its scales. Prints how many units there are, how many buffers
+match, and the views' types.
 """
 import math
 import re
@@ -16,6 +19,7 @@ import sys
 text = open(sys.argv[1]).read()
 section = lambda name, after: text[text.index("\n" + name + ":"):text.index("\n" + after + ":")]
 world = int(re.search(r"\n  world_size: +(\d+)", text).group(1))
+hpz = int(re.search(r"\n  hpz_partition_size: +(\d+)", text).group(1))
 shards = [int(s) for s in re.findall(r"\n    shard_elems: +(\d+)", section("tensors", "modules"))]
 units = [[int(t) for t in ts.split(",")]
          for ts in re.findall(r"\n    tensors: +\[ ([0-9, ]+) \]", section("fetch_units", "transfers"))]
@@ -40,7 +44,13 @@ for buffer in re.split(r"\n  - name: +", section("buffers", "estimate"))[1:]:
 right = 0
 for u, tensors in enumerate(units):
     chunk = sum(shards[t] for t in tensors)
-    want = (chunk * world + 3) // 4 * 4 + groups(chunk) * world * 4
+    pad = lambda n: (n + 3) // 4 * 4
+    scales = groups(chunk) * world
+    want = pad(chunk * world) + scales * 4
+    if hpz > 1:
+        secondary = chunk * world // hpz
+        scales = max(scales, groups(secondary) * hpz)
+        want = pad(pad(chunk * world) + scales * 4 + secondary) + groups(secondary) * 4
     right += sizes.get(u) == want
 types = sorted(set(re.findall(r"dtype: (int8|fp32)", section("views", "placement"))))
 print(f"units: {len(units)}; qwz_gather buffers: {len(sizes)}, of DeepSpeed's "
