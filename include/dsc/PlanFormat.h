@@ -260,6 +260,9 @@ struct Info {
   /// ZeRO++ qwZ: stage-3 gathers move int8 weights and fp32 scales (see
   /// plan::unitGathersQuantized).
   bool QuantizedWeights = false;
+  /// ZeRO++ qgZ was asked for. DeepSpeed quantizes only the reduction
+  /// between nodes, so on the one node dsc plans it changes nothing.
+  bool QuantizedGradients = false;
   OffloadDevice OptimizerOffload = OffloadDevice::None;
   bool OptimizerOffloadPinned = true;
   OffloadDevice ParamOffload = OffloadDevice::None;
@@ -318,6 +321,7 @@ struct Info {
     F("sub_group_elems", SubGroupElems);
     F("hpz_partition_size", HpzPartition);
     F("quantized_weights", QuantizedWeights);
+    F("quantized_gradients", QuantizedGradients);
     F("offload_optimizer", OptimizerOffload);
     F("offload_optimizer_pinned", OptimizerOffloadPinned);
     F("offload_param", ParamOffload);

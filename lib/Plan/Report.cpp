@@ -169,6 +169,10 @@ void printEstimateText(raw_ostream &OS, const plan::Plan &P) {
       OS << "qwZ: nothing to quantize: every parameter persists, none is "
             "gathered\n";
   }
+  if (S.QuantizedGradients)
+    OS << "qgZ: on one node DeepSpeed reduces gradients unquantized (its "
+          "quantized all-to-all runs between nodes): planned as ZeRO 3's "
+          "reduce-scatter\n";
   if (!P.Transfers.empty())
     OS << formatv("offload: {0} transfers per step\n", P.Transfers.size());
   OS << formatv("program: {0} instructions; step ~{1} on {2} (exposed "

@@ -307,6 +307,18 @@ Error readPlanSettings(plan::Info &I, const ConfigView &C,
     // ZeRO++ qwZ: every gather of a fetch unit moves int8 weights, those
     // within an hpZ group too.
     I.QuantizedWeights = Flag("zero_optimization.zero_quantized_weights");
+    // ZeRO++ qgZ: DeepSpeed quantizes the gradient reduction only between
+    // nodes (stage3.py __avg_scatter_grads, num_nodes > 1); on one node it
+    // runs the plain reduce-scatter, which is what the plan does.
+    I.QuantizedGradients =
+        Flag("zero_optimization.zero_quantized_gradients");
+    if (I.QuantizedGradients && I.Nodes > 1)
+      return settingError(
+          "zero_optimization.zero_quantized_gradients across nodes: "
+          "DeepSpeed then reduces gradients by 4-bit all-to-alls within and "
+          "between nodes, which dsc does not plan; on one node it has no "
+          "effect");
+
   }
   if (I.ParamOffload == plan::OffloadDevice::NVMe) {
     I.AioBufferCount = std::max<uint32_t>(

@@ -180,6 +180,8 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
            "size, or is set outside stage 3 or with parameter offload";
   if (S.QuantizedWeights && S.ZeroStage != 3)
     return "settings: qwZ's quantized gathers are set outside stage 3";
+  if (S.QuantizedGradients && (S.ZeroStage != 3 || S.Nodes > 1))
+    return "settings: qgZ is set outside stage 3 or across nodes";
   const uint64_t W = S.WorldSize;
   const std::vector<KernelRate> &Rates = S.Machine.KernelRates;
   for (size_t I = 0; I < Rates.size(); ++I) {

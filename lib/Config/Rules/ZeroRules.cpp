@@ -48,6 +48,13 @@ void checkZero(LintContext &C) {
              C.rangeOf("zero_optimization.zero_quantized_weights"),
              "ZeRO++ qwZ quantizes only ZeRO stage 3's parameter gathers; at "
              "stage " + StageText + " DeepSpeed ignores zero_quantized_weights");
+  if (V.getBool("zero_optimization.zero_quantized_gradients").value_or(false) &&
+      *Stage < 3)
+    C.report(Rule::UnusedKey,
+             C.rangeOf("zero_optimization.zero_quantized_gradients"),
+             "ZeRO++ qgZ quantizes only ZeRO stage 3's gradient reduction; "
+             "at stage " + StageText +
+                 " DeepSpeed ignores zero_quantized_gradients");
   if (OptDevice != "none" && *Stage == 0)
     C.report(Rule::ZeroStage, C.rangeOf("zero_optimization.offload_optimizer"),
              "optimizer offload needs ZeRO stage 1, 2 or 3; at stage 0 no "

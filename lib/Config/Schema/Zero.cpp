@@ -150,7 +150,9 @@ static const KeySpec Keys[] = {
         .refused("frozen weights are stored quantized"),
     key("zero_optimization.zero_quantized_gradients", Bool).def("false")
         .doc("ZeRO++ qgZ: reduce quantized gradients")
-        .refused("ZeRO++ qgZ reduces quantized gradients all-to-all"),
+        .planned("stage 3 on one node, where DeepSpeed's quantized "
+                 "all-to-all does not run (it reduces between nodes): the "
+                 "plain reduce-scatter; across nodes refused"),
     key("zero_optimization.zeropp_loco_param", Dict).def("null").nullable()
         .doc("LoCo-ZeRO++ error feedback, e.g. {\"err_beta\": 0.8, "
              "\"reset_T\": 1024}")
