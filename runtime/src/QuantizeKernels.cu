@@ -38,8 +38,11 @@ __global__ void quantizeGroups(int8_t *Out, float *Kept, const void *In,
     Out[Base + I] = qwzQuantize(qwzHalf(loadAs(In, Base + I, T)), Scale);
 }
 
-/// Eight bytes a thread: groups are multiples of eight, so one scale.
-__global__ void dequantizeEights(void *Out, ElementType T, const int8_t *In,
+/// Eight bytes a thread (groups are multiples of eight, so one scale),
+/// stored as eight values of T in one 16-byte word (two for fp32), or one
+/// at a time where the target is not aligned to words.
+template <ElementType T, bool Words>
+__global__ void dequantizeEights(void *Out, const int8_t *In,
                                  const float *Kept, uint64_t Eights,
                                  uint64_t GroupEights) {
   for (uint64_t E = blockIdx.x * uint64_t(Threads) + threadIdx.x; E < Eights;
@@ -47,8 +50,17 @@ __global__ void dequantizeEights(void *Out, ElementType T, const int8_t *In,
     uint2 Word = reinterpret_cast<const uint2 *>(In)[E];
     const int8_t *Bytes = reinterpret_cast<const int8_t *>(&Word);
     float Scale = Kept[E / GroupEights];
+    constexpr unsigned Size = T == ElementType::F32 ? 4 : 2;
+    uint4 Values[Size / 2];
     for (unsigned K = 0; K < 8; ++K)
-      storeAs(Out, E * 8 + K, T, qwzDequantize(Bytes[K], Scale));
+      storeAs(Values, K, T, qwzDequantize(Bytes[K], Scale));
+    if (Words) {
+      for (unsigned W = 0; W < Size / 2; ++W)
+        reinterpret_cast<uint4 *>(Out)[E * (Size / 2) + W] = Values[W];
+    } else {
+      for (unsigned K = 0; K < 8; ++K)
+        storeAs(Out, E * 8 + K, T, loadAs(Values, K, T));
+    }
   }
 }
 
@@ -70,10 +82,27 @@ void launchDequantizeInt8(void *Out, ElementType T, const void *In,
   if (!N)
     return;
   uint64_t Eights = N / 8;
-  uint64_t Blocks = std::min<uint64_t>((Eights + Threads - 1) / Threads, 65536);
-  dequantizeEights<<<unsigned(Blocks), Threads, 0, S>>>(
-      Out, T, static_cast<const int8_t *>(In), static_cast<const float *>(Kept),
-      Eights, GroupSize / 8);
+  unsigned Blocks =
+      unsigned(std::min<uint64_t>((Eights + Threads - 1) / Threads, 65536));
+  auto Launch = [&](auto Kernel) {
+    Kernel<<<Blocks, Threads, 0, S>>>(Out, static_cast<const int8_t *>(In),
+                                      static_cast<const float *>(Kept), Eights,
+                                      GroupSize / 8);
+  };
+  bool Words = uintptr_t(Out) % 16 == 0;
+  switch (T) {
+  case ElementType::F32:
+    Words ? Launch(dequantizeEights<ElementType::F32, true>)
+          : Launch(dequantizeEights<ElementType::F32, false>);
+    break;
+  case ElementType::F16:
+    Words ? Launch(dequantizeEights<ElementType::F16, true>)
+          : Launch(dequantizeEights<ElementType::F16, false>);
+    break;
+  default:
+    Words ? Launch(dequantizeEights<ElementType::BF16, true>)
+          : Launch(dequantizeEights<ElementType::BF16, false>);
+  }
   CHECK_LAUNCH();
 }
 
