@@ -23,7 +23,8 @@ constexpr uint32_t NoIndex = std::numeric_limits<uint32_t>::max();
 
 /// Element types. Parameters, gradients and optimizer states are one of
 /// the three floating-point ones; the compute program also holds token ids
-/// and targets (int32), index values (int64) and masks (uint8).
+/// and targets (int32), index values (int64) and masks (uint8); ZeRO++
+/// qwZ's gathers move int8 weights.
 #define DSC_PLAN_DTYPE(X)                                                      \
   X(F32, "fp32") X(F16, "fp16") X(BF16, "bf16") X(I32, "int32")                \
   X(I64, "int64") X(U8, "uint8") X(I8, "int8")

@@ -120,9 +120,10 @@ inline bool unitGathersQuantized(const Plan &P) {
 
 /// ZeRO++ qwZ: how many groups, each with its own scale, DeepSpeed's
 /// CUDAQuantizer cuts a rank's partition of Elems elements into: the
-/// fewest of at most 8000 elements whose size is a multiple of 8, then
-/// doubled while groups stay above 8000 (partition_parameters.py). 0
-/// where its assertions fail: Elems is not a multiple of 8.
+/// fewest of at most 8000 elements whose size is a multiple of 8
+/// (partition_parameters.py). Its second loop, doubling the count while
+/// a group holds more than 8000, never runs after the first; it is kept
+/// as written. 0 where its assertions fail: Elems is not a multiple of 8.
 inline uint64_t qwzGroups(uint64_t Elems) {
   constexpr uint64_t Target = 8000;
   if (Elems == 0 || Elems % 8)

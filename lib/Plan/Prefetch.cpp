@@ -32,20 +32,36 @@ Error runPrefetchPass(plan::Plan &P) {
       }
     if (U.Tensors.empty())
       continue;
+    P.FetchUnits.push_back(std::move(U));
+    if (!plan::unitGathersQuantized(P))
+      continue;
     // ZeRO++ qwZ quantizes a rank's chunk of the unit in groups whose size
-    // is a multiple of 8; DeepSpeed's quantizer asserts otherwise.
-    uint64_t Chunk = 0;
-    for (uint32_t T : U.Tensors)
-      Chunk += P.Tensors[T].ShardElems;
-    // (An hpZ group's secondary partition, Chunk x world / group, is then a
+    // is a multiple of 8; DeepSpeed's quantizer asserts otherwise. (An hpZ
+    // group's secondary partition, chunk x world / group, is then a
     // multiple of 8 too.)
-    if (plan::unitGathersQuantized(P) && !plan::qwzGroups(Chunk))
+    const uint32_t Unit = uint32_t(P.FetchUnits.size() - 1);
+    uint64_t Chunk = plan::unitChunkElems(P, Unit);
+    if (!plan::qwzGroups(Chunk))
       return planError(formatv(
           "zero_optimization.zero_quantized_weights: module '{0}' leaves each "
           "rank {1} elements to quantize, not a multiple of 8, where "
           "DeepSpeed's int8 quantizer asserts",
           P.Modules[M].Name, Chunk));
-    P.FetchUnits.push_back(std::move(U));
+    // With hpZ groups smaller than the world, DeepSpeed's secondary
+    // partition is each parameter's slice in turn, which it quantizes as
+    // one piece; dsc's is a slice of the rank-major gather, which for a
+    // unit of several tensors puts other elements in each group.
+    uint32_t Hpz = P.Settings.HpzPartition;
+    if (Hpz > 1 && Hpz < P.Settings.WorldSize &&
+        P.FetchUnits[Unit].Tensors.size() > 1)
+      return planError(formatv(
+          "zero_optimization.zero_quantized_weights with "
+          "zero_hpz_partition_size {0} below the world size: module '{1}' "
+          "gathers {2} parameters together, whose hpZ secondary partition "
+          "DeepSpeed quantizes parameter by parameter, which dsc does not "
+          "plan yet; set zero_hpz_partition_size to the world size or drop "
+          "one of the two",
+          Hpz, P.Modules[M].Name, P.FetchUnits[Unit].Tensors.size()));
   }
   return Error::success();
 }

@@ -135,6 +135,10 @@ static std::string checkQuantizedGather(const Plan &P, uint32_t U,
         B.Space != MemorySpace::Device)
       return "its int8 weights or scales are not in its qwz_gather buffer on "
              "the device";
+    // dsrun reads the bytes eight at a time.
+    for (uint64_t Offset : B.Offsets)
+      if (Offset % 16)
+        return "its qwz_gather buffer is not aligned to 16 bytes";
   }
   return "";
 }

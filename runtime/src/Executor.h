@@ -251,6 +251,9 @@ private:
   /// Stage 3: gathers a unit and unpacks a rank-major gather into the
   /// unit's tensor order.
   void gatherUnit(const Instr &C);
+  /// Where tensor Tn's shard sits in a rank's chunk of unit U's gather, in
+  /// elements: 0 for a unit of one tensor, which is gathered in place.
+  uint64_t chunkOffset(uint32_t U, uint32_t Tn) const;
   /// Synthetic compute: the op's GEMM kernels on their real operands.
   void gemms(const dsc::plan::Op &Op, bool Backward);
 

@@ -12,6 +12,10 @@
 //   - the scale kept and sent is the inverse of that scale;
 //   - a dequantized element is the byte times the kept scale, rounded to
 //     fp16, then stored in the parameters' type.
+// DeepSpeed compiles its kernel with --use_fast_math, so its two
+// divisions may land an ulp from these, which are IEEE's. A value beyond
+// fp16's range makes its group's scale 0 and the product NaN, which both
+// turn into 0.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,6 +39,8 @@ DSRUN_HD float qwzScale(float AbsMax) {
 
 DSRUN_HD int8_t qwzQuantize(float Half, float Scale) {
   float R = rintf(Half * Scale);
+  if (R != R)
+    return 0;
   return int8_t(R < -128.0f ? -128.0f : R > 127.0f ? 127.0f : R);
 }
 

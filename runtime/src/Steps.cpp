@@ -203,13 +203,20 @@ void Executor::gatherUnit(const Instr &C) {
     const plan::TensorViews &V = P.Places.Tensors[Tn];
     Table.UnitOffset[Table.Count] =
         (Buffers.offset(V.Param) - Buffers.offset(UV.Whole)) / PB;
-    Table.ChunkOffset[Table.Count] =
-        (Buffers.wholeOffset(V.Chunk) - Buffers.offset(UV.Target)) / PB;
+    Table.ChunkOffset[Table.Count] = chunkOffset(U, Tn);
     Table.Shard[Table.Count] = P.Tensors[Tn].ShardElems;
     if (++Table.Count == UnpackTable::Capacity)
       Flush();
   }
   Flush();
+}
+
+uint64_t Executor::chunkOffset(uint32_t U, uint32_t Tn) const {
+  if (!plan::unitGathersRankMajor(P, U))
+    return 0;
+  return (Buffers.wholeOffset(P.Places.Tensors[Tn].Chunk) -
+          Buffers.offset(P.Places.Units[U].Target)) /
+         elementBytes(ParamType);
 }
 
 void Executor::clipGradients(const Instr &C) {

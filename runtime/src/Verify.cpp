@@ -301,17 +301,11 @@ bool Executor::verify(uint32_t Steps) {
       // ZeRO++ qwZ: each rank's chunk of the stored weights through the
       // host reference's quantizer, in the gather's layout.
       std::vector<float> Quantized;
-      auto ChunkOffset = [&](uint32_t Tn) -> uint64_t {
-        return plan::unitGathersRankMajor(P, U)
-                   ? (Buffers.wholeOffset(X.Tensors[Tn].Chunk) -
-                      Buffers.offset(UV.Target)) / PB
-                   : 0;
-      };
       uint64_t Chunk = Buffers.elems(UV.Send);
       if (UV.Quantized != plan::NoIndex) {
         Quantized.assign(Chunk * World, 0.0f);
         for (uint32_t Tn : P.FetchUnits[U].Tensors) {
-          uint64_t Shard = P.Tensors[Tn].ShardElems, Off = ChunkOffset(Tn);
+          uint64_t Shard = P.Tensors[Tn].ShardElems, Off = chunkOffset(U, Tn);
           parallelFor(Shard * World, Threads, [&](uint64_t B, uint64_t E) {
             for (; B < E; ++B)
               Quantized[B / Shard * Chunk + Off + B % Shard] =
@@ -345,7 +339,7 @@ bool Executor::verify(uint32_t Steps) {
               return Bad;
             continue;
           }
-          uint64_t Shard = P.Tensors[Tn].ShardElems, Off = ChunkOffset(Tn);
+          uint64_t Shard = P.Tensors[Tn].ShardElems, Off = chunkOffset(U, Tn);
           Mismatch Bad =
               parallelCheck(N, Threads, [&](uint64_t E, Mismatch &Out) {
                 float Want = Quantized[E / Shard * Chunk + Off + E % Shard];

@@ -393,7 +393,6 @@ TEST(HostMath, AdamWithBF16State) {
   EXPECT(Rounded > 1000); // The rounding is there, not a no-op.
 }
 
-/// fp16 loss scaling, step by step as DeepSpeed's DynamicLossScaler goes.
 // ZeRO++ qwZ: DeepSpeed's group count (its loop, written out) and its
 // quantizer's arithmetic on values whose bytes are known.
 TEST(HostMath, QwzGroupsAndRoundTrip) {
@@ -427,8 +426,16 @@ TEST(HostMath, QwzGroupsAndRoundTrip) {
   float Q = qwzRoundTrip(Third, 8, 1)[0];
   EXPECT_EQ(Q, qwzHalf(std::rint(qwzHalf(1.0f / 3) * 128) / 128));
   EXPECT_EQ(Q, 43.0f / 128);
+  // Beyond fp16's range: an infinite magnitude makes the scale 0, its
+  // product NaN, stored as byte 0 (DeepSpeed's __float2int_rn does the
+  // same), and the kept scale infinite: the group dequantizes to NaN.
+  const float Huge[8] = {1e6f, 1, 1, 1, 1, 1, 1, 1};
+  EXPECT_EQ(qwzScale(qwzHalf(1e6f)), 0.0f);
+  EXPECT_EQ(qwzQuantize(qwzHalf(1e6f), 0.0f), 0);
+  EXPECT_TRUE(std::isnan(qwzRoundTrip(Huge, 8, 1)[0]));
 }
 
+/// fp16 loss scaling, step by step as DeepSpeed's DynamicLossScaler goes.
 TEST(HostMath, LossScaling) {
   plan::Info S;
   S.ParamDType = plan::DType::F16;
