@@ -2,6 +2,10 @@
 
 #include "Edits.h"
 
+#include "dsc/Config/ConfigEdit.h"
+
+#include "llvm/ADT/SmallVector.h"
+
 #include "llvm/Support/Format.h"
 
 #include <algorithm>
@@ -93,6 +97,41 @@ TextEdit appendMember(StringRef Text, const JsonValue &Object, StringRef Key,
   std::string Insert =
       Indent ? ",\n" + *Indent + Member : ", " + Member;
   return {Last.Value.End, Last.Value.End, Insert};
+}
+
+Expected<std::string> setConfigValue(StringRef Text, StringRef Path,
+                                     StringRef ValueText) {
+  JsonParseResult R = parseJson(Text);
+  if (!R.Root || R.Root->Kind != JsonKind::Object)
+    return createStringError(inconvertibleErrorCode(),
+                             "the config is not a JSON object");
+  SmallVector<StringRef, 4> Keys;
+  Path.split(Keys, '.');
+  // The members still missing from Keys[From] on, nested around the value.
+  auto Nested = [&](size_t From) {
+    std::string Value = ValueText.str();
+    for (size_t J = Keys.size(); J-- > From;)
+      Value = "{" + quoteJson(Keys[J]) + ": " + Value + "}";
+    return Value;
+  };
+  const JsonValue *Object = &*R.Root;
+  for (size_t I = 0; I < Keys.size(); ++I) {
+    const JsonMember *M = Object->member(Keys[I]);
+    if (!M)
+      return applyEdits(Text, {appendMember(Text, *Object, Keys[I],
+                                            Nested(I + 1))});
+    if (I + 1 == Keys.size())
+      return applyEdits(Text, {replaceValue(*M, ValueText)});
+    if (M->Value.Kind == JsonKind::Null)
+      return applyEdits(Text, {replaceValue(*M, Nested(I + 1))});
+    if (M->Value.Kind != JsonKind::Object)
+      return createStringError(
+          inconvertibleErrorCode(), "%s is %s, not an object",
+          Path.take_front(Keys[I].end() - Path.begin()).str().c_str(),
+          describe(M->Value.Kind).str().c_str());
+    Object = &M->Value;
+  }
+  return Text.str();
 }
 
 } // namespace dsc

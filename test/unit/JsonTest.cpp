@@ -1,5 +1,6 @@
 //===- JsonTest.cpp - The position-keeping JSON reader --------------------===//
 
+#include "dsc/Config/ConfigEdit.h"
 #include "dsc/Config/Json.h"
 
 #include "gtest/gtest.h"
@@ -143,3 +144,22 @@ TEST(JsonTest, TriviaSkipsSeparatorsAndComments) {
 }
 
 } // namespace
+
+// dsc tune's edits: a key set where it is, added with the objects on its
+// way where it is not, and every other byte (comments, order) kept.
+TEST(JsonTest, SetConfigValueKeepsTheRest) {
+  auto Set = [](llvm::StringRef Text, llvm::StringRef Path,
+                llvm::StringRef Value) {
+    llvm::Expected<std::string> Out = dsc::setConfigValue(Text, Path, Value);
+    return Out ? *Out : "error: " + llvm::toString(Out.takeError());
+  };
+  EXPECT_EQ(Set("{\"a\": 1, // one\n \"b\": {\"c\": 2}}", "b.c", "3"),
+            "{\"a\": 1, // one\n \"b\": {\"c\": 3}}");
+  EXPECT_EQ(Set("{\"a\": 1}", "b.c.d", "\"x\""),
+            "{\"a\": 1, \"b\": {\"c\": {\"d\": \"x\"}}}");
+  EXPECT_EQ(Set("{\"b\": {}}", "b.c", "true"), "{\"b\": {\"c\": true}}");
+  EXPECT_EQ(Set("{\"b\": null}", "b.c", "4"), "{\"b\": {\"c\": 4}}");
+  EXPECT_EQ(Set("{\"b\": 5}", "b.c", "4"),
+            "error: b is an integer, not an object");
+  EXPECT_EQ(Set("[1]", "b", "4"), "error: the config is not a JSON object");
+}

@@ -10,6 +10,8 @@
 #include "dsc/Plan/PlanYAML.h"
 #include "dsc/Plan/Planner.h"
 #include "dsc/Plan/Report.h"
+#include "dsc/Plan/Tune.h"
+#include "dsc/Config/ConfigEdit.h"
 #include "dsc/PlanCodec.h"
 #include "dsc/Support/DiagnosticEmitter.h"
 #include "dsc/Viz/Draw.h"
@@ -21,6 +23,9 @@
 #include "llvm/Support/Process.h"
 #include "llvm/Support/WithColor.h"
 
+#include <atomic>
+#include <thread>
+
 using namespace llvm;
 
 namespace dsc::tool {
@@ -30,6 +35,10 @@ cl::SubCommand PlanCommand("plan", "Lower a config and a model to a plan "
 cl::SubCommand EstimateCommand("estimate",
                                "The memory and time estimate of a plan, "
                                "without writing it");
+cl::SubCommand TuneCommand("tune",
+                           "Plan the ZeRO stages, offloads, micro batches and "
+                           "checkpointing around a config and rank those "
+                           "that fit by planned speed");
 cl::SubCommand ShowCommand("show", "Print a plan (plan.bin or YAML) as YAML, "
                                    "or convert it");
 
@@ -71,7 +80,8 @@ static cl::opt<std::string> DotOutputFile("o",
 
 
 static cl::OptionCategory PlanOptionsCategory("Planning options");
-#define PLAN_SUBS cl::sub(PlanCommand), cl::sub(EstimateCommand)
+#define PLAN_SUBS                                                              \
+  cl::sub(PlanCommand), cl::sub(EstimateCommand), cl::sub(TuneCommand)
 
 static cl::opt<std::string> ConfigPath(cl::Positional, cl::desc("<ds_config>"),
                                        cl::Required, PLAN_SUBS);
@@ -196,6 +206,17 @@ static cl::list<std::string> PrintAfter(
 static cl::opt<bool> PrintAfterAll("print-after-all",
                                    cl::desc("Print the plan after every pass"),
                                    PLAN_SUBS);
+
+static cl::opt<uint64_t> GlobalBatch(
+    "global-batch",
+    cl::desc("Samples a step over every rank (default: the config's "
+             "train_batch_size, or micro batch x accumulation x world)"),
+    cl::init(0), cl::sub(TuneCommand));
+static cl::opt<unsigned> Top("top", cl::desc("Configs to list"), cl::init(10),
+                             cl::sub(TuneCommand));
+static cl::opt<std::string> TuneOutput(
+    "o", cl::desc("Write the fastest config that fits here"),
+    cl::value_desc("ds_config.json"), cl::sub(TuneCommand));
 
 static cl::opt<std::string> ShowInput(cl::Positional,
                                       cl::desc("<plan.bin|plan.yaml>"),
@@ -368,35 +389,26 @@ static Expected<PlanOptions> planOptions(StringRef Tool) {
   return O;
 }
 
-static int runPlanOrEstimate(StringRef Tool, bool WritePlan) {
-  Expected<PlanOptions> Options = planOptions(Tool);
-  if (!Options)
-    return usage(Tool, toString(Options.takeError()));
+/// What plan, estimate and tune read besides the options: the config,
+/// linted as DeepSpeed reads it (its diagnostics printed), and the model.
+struct LoadedInputs {
+  std::unique_ptr<MemoryBuffer> ConfigBuffer;
+  StringRef ConfigText;
+  JsonParseResult Parsed;
+  std::optional<Model> M;
+  std::optional<ModelFacts> Facts;
+  uint64_t ModelHash = 0;
+};
 
-  // The config: lint it as DeepSpeed reads it; any error stops here.
-  DiagnosticEngine Engine;
-  ErrorOr<std::unique_ptr<MemoryBuffer>> Config =
-      MemoryBuffer::getFileOrSTDIN(ConfigPath, /*IsText=*/false,
-                                   /*RequiresNullTerminator=*/false);
-  if (!Config)
-    return usage(Tool, ConfigPath + ": " + Config.getError().message());
-  StringRef ConfigText = (*Config)->getBuffer();
-  unsigned ID = Engine.addFile(std::move(*Config));
-  JsonParseResult Parsed = parseJson(ConfigText);
-  if (Parsed.Root && Parsed.Root->Kind == JsonKind::Object &&
-      hasAutoPlaceholder(*Parsed.Root))
-    return usage(Tool, ConfigPath +
-                           " still holds \"auto\" values: fill them first "
-                           "with dsc resolve " +
-                           ConfigPath + " " + ModelPath +
-                           " --world-size N ... -o resolved.json");
+/// Lints Text as DeepSpeed reads it for a plan of World ranks into
+/// Engine; -W decides which warnings stop it.
+static Error lintForPlan(DiagnosticEngine &Engine, unsigned ID,
+                         uint32_t World) {
   LintOptions L;
   L.Target = LintTarget::DeepSpeed;
-  L.WorldSize = Options->WorldSize;
+  L.WorldSize = World;
   L.ForPlan = true;
   lintConfig(Engine, ID, L);
-  // What lint says, the plan's user sees: warnings too, as dsc lint
-  // prints them; -Werror makes them stop the plan.
   Engine.discard("json-extension");
   bool WarningsAreErrors = false;
   for (const std::string &W : PlanWarnings) {
@@ -406,18 +418,48 @@ static int runPlanOrEstimate(StringRef Tool, bool WritePlan) {
     else if (Flag.consume_front("no-") && !Flag.empty())
       Engine.discard(Flag);
     else
-      return usage(Tool, "-W" + W + ": use -Werror or -Wno-CODE");
+      return createStringError(inconvertibleErrorCode(),
+                               "-W%s: use -Werror or -Wno-CODE", W.c_str());
   }
   if (WarningsAreErrors)
     Engine.promoteWarningsToErrors();
+  return Error::success();
+}
+
+/// Reads the config and the model; an exit code where they cannot be
+/// planned (the reason printed), ExitClean otherwise.
+static int loadInputs(StringRef Tool, const PlanOptions &Options,
+                      LoadedInputs &In) {
+  // The config: lint it as DeepSpeed reads it; any error stops here.
+  DiagnosticEngine Engine;
+  ErrorOr<std::unique_ptr<MemoryBuffer>> Config =
+      MemoryBuffer::getFileOrSTDIN(ConfigPath, /*IsText=*/false,
+                                   /*RequiresNullTerminator=*/false);
+  if (!Config)
+    return usage(Tool, ConfigPath + ": " + Config.getError().message());
+  In.ConfigText = (*Config)->getBuffer();
+  In.ConfigBuffer = MemoryBuffer::getMemBufferCopy(In.ConfigText, ConfigPath);
+  In.ConfigText = In.ConfigBuffer->getBuffer();
+  unsigned ID = Engine.addFile(std::move(*Config));
+  In.Parsed = parseJson(In.ConfigText);
+  if (In.Parsed.Root && In.Parsed.Root->Kind == JsonKind::Object &&
+      hasAutoPlaceholder(*In.Parsed.Root))
+    return usage(Tool, ConfigPath +
+                           " still holds \"auto\" values: fill them first "
+                           "with dsc resolve " +
+                           ConfigPath + " " + ModelPath +
+                           " --world-size N ... -o resolved.json");
+  // What lint says, the plan's user sees: warnings too, as dsc lint
+  // prints them; -Werror makes them stop the plan.
+  if (Error E = lintForPlan(Engine, ID, Options.WorldSize))
+    return usage(Tool, toString(std::move(E)));
   emitText(Engine, errs(), sys::Process::StandardErrHasColors());
   if (Engine.count(Severity::Error)) {
     errs() << Tool << ": the config has errors; nothing planned\n";
     return ExitFindings;
   }
-  if (!Parsed.Root)
+  if (!In.Parsed.Root)
     return usage(Tool, ConfigPath + ": not a JSON object");
-  ConfigView View(*Parsed.Root);
 
   // The model.
   if (!sys::fs::exists(ModelPath))
@@ -427,22 +469,34 @@ static int runPlanOrEstimate(StringRef Tool, bool WritePlan) {
     WithColor::error(errs(), Tool) << toString(M.takeError()) << "\n";
     return ExitFindings;
   }
+  In.M = std::move(*M);
   AnalysisOptions Analysis;
   Analysis.FreezeRegex = Freeze;
-  Expected<ModelFacts> Facts = analyzeModel(*M, Analysis);
+  Expected<ModelFacts> Facts = analyzeModel(*In.M, Analysis);
   if (!Facts)
     return usage(Tool, toString(Facts.takeError()));
+  In.Facts = std::move(*Facts);
   // A checkpoint names its model by this hash: the ONNX file's bytes, or a
   // model folder's config.json.
-  uint64_t ModelHash = 0;
   if (ErrorOr<std::unique_ptr<MemoryBuffer>> B =
           MemoryBuffer::getFile(modelFile(ModelPath), false, false)) {
     StringRef Bytes = (*B)->getBuffer();
-    ModelHash = plan::fnv1a(reinterpret_cast<const uint8_t *>(Bytes.data()),
-                            Bytes.size());
+    In.ModelHash = plan::fnv1a(
+        reinterpret_cast<const uint8_t *>(Bytes.data()), Bytes.size());
   }
+  return ExitClean;
+}
 
-  PlanInputs In{View, ConfigText, *M, *Facts, ModelHash};
+static int runPlanOrEstimate(StringRef Tool, bool WritePlan) {
+  Expected<PlanOptions> Options = planOptions(Tool);
+  if (!Options)
+    return usage(Tool, toString(Options.takeError()));
+  LoadedInputs Loaded;
+  if (int Code = loadInputs(Tool, *Options, Loaded))
+    return Code;
+  ConfigView View(*Loaded.Parsed.Root);
+  Model *M = &*Loaded.M;
+  PlanInputs In{View, Loaded.ConfigText, *M, *Loaded.Facts, Loaded.ModelHash};
   auto After = [&](StringRef Pass, const plan::Plan &P) {
     if (PrintAfterAll || is_contained(PrintAfter, Pass.str())) {
       errs() << "# *** plan after " << Pass << " ***\n";
@@ -501,6 +555,218 @@ static int runPlanOrEstimate(StringRef Tool, bool WritePlan) {
 
 int runPlan() { return runPlanOrEstimate("dsc plan", true); }
 int runEstimate() { return runPlanOrEstimate("dsc estimate", false); }
+
+namespace {
+/// A choice dsc tune planned: its config, and what the plan says of it.
+struct TuneResult {
+  TuneChoice Choice;
+  std::string ConfigText;
+  bool Fits = false;
+  uint64_t StepNanos = 0, PeakBytes = 0;
+  std::string Limit;
+};
+} // namespace
+
+/// The value DeepSpeed takes for one of the keys tune sets, as JSON text
+/// (its default where the config leaves it out).
+static std::string effectiveText(const ConfigView &V, StringRef Path) {
+  if (Path == "zero_optimization.stage")
+    return std::to_string(V.zeroStage().value_or(0));
+  if (Path == "zero_optimization.offload_optimizer.device")
+    return "\"" + V.offloadOptimizerDevice() + "\"";
+  if (Path == "zero_optimization.offload_param.device")
+    return "\"" + V.offloadParamDevice() + "\"";
+  std::optional<int64_t> I = V.getInt(Path);
+  return I ? std::to_string(*I) : "(unset)";
+}
+
+/// 16.8 M, 512.0 k, 12.
+static std::string perSecond(double N) {
+  return N >= 1e6 ? formatv("{0:F1} M", N / 1e6).str()
+         : N >= 1e3 ? formatv("{0:F1} k", N / 1e3).str()
+                    : formatv("{0:F0}", N).str();
+}
+
+int runTune() {
+  StringRef Tool = "dsc tune";
+  Expected<PlanOptions> Options = planOptions(Tool);
+  if (!Options)
+    return usage(Tool, toString(Options.takeError()));
+  if (!Options->Machine.Figures.GpuMemoryBytes)
+    return usage(Tool, "tune needs the memory to fit in: --gpu NAME or "
+                       "--gpu-memory SIZE");
+  LoadedInputs Loaded;
+  if (int Code = loadInputs(Tool, *Options, Loaded))
+    return Code;
+  const JsonValue &Root = *Loaded.Parsed.Root;
+  ConfigView User(Root);
+  uint32_t World = Options->WorldSize;
+  uint64_t Batch = GlobalBatch;
+  if (!Batch)
+    Batch = User.getInt("train_batch_size")
+                .value_or(User.getInt("train_micro_batch_size_per_gpu")
+                              .value_or(1) *
+                          User.getInt("gradient_accumulation_steps")
+                              .value_or(1) *
+                          World);
+  if (!Batch || Batch % World)
+    return usage(Tool, formatv("a global batch of {0} samples does not "
+                               "divide among {1} ranks; give "
+                               "--global-batch",
+                               Batch, World)
+                           .str());
+
+  // The keys a choice sets where DeepSpeed would take another value.
+  auto Changes = [&](const TuneChoice &C) {
+    std::vector<std::pair<std::string, std::string>> Out;
+    for (auto &[Path, Value] : C.settings())
+      if (effectiveText(User, Path) != Value)
+        Out.push_back({Path, Value});
+    return Out;
+  };
+  // One choice planned: its result, or why it was not planned.
+  auto Evaluate = [&](const TuneChoice &C, TuneResult &R) -> std::string {
+    R = TuneResult{C, Loaded.ConfigText.str()};
+    std::vector<std::pair<std::string, std::string>> Settings = Changes(C);
+    if (Root.get("train_batch_size"))
+      Settings.push_back({"train_batch_size", std::to_string(Batch)});
+    for (const auto &[Path, Value] : Settings) {
+      Expected<std::string> Edited = setConfigValue(R.ConfigText, Path, Value);
+      if (!Edited)
+        return C.describe() + ": " + toString(Edited.takeError());
+      R.ConfigText = std::move(*Edited);
+    }
+    // A choice DeepSpeed would refuse, or dsc does not plan, is left out.
+    DiagnosticEngine Engine;
+    unsigned ID = Engine.addFile(
+        MemoryBuffer::getMemBufferCopy(R.ConfigText, ConfigPath));
+    if (Error E = lintForPlan(Engine, ID, World))
+      return toString(std::move(E));
+    JsonParseResult Parsed = parseJson(R.ConfigText);
+    if (Engine.count(Severity::Error) || !Parsed.Root)
+      return C.describe() + ": the config it makes has errors";
+    ConfigView View(*Parsed.Root);
+    PlanOptions O = *Options;
+    O.CheckpointLayers = C.Checkpoint;
+    PlanInputs In{View, R.ConfigText, *Loaded.M, *Loaded.Facts,
+                  Loaded.ModelHash};
+    Expected<plan::Plan> P = buildPlan(In, O, nullptr);
+    if (!P)
+      return C.describe() + ": " + toString(P.takeError());
+    R.Fits = planFits(*P);
+    R.StepNanos = P->Estimates.StepNanos;
+    for (const plan::RankEstimate &E : P->Estimates.Ranks)
+      R.PeakBytes = std::max(R.PeakBytes, E.DevicePeakBytes);
+    R.Limit = stepLimit(*P);
+    return "";
+  };
+  // The choices that differ only in the micro batch, ascending, form a
+  // group: a larger micro batch needs more memory, so past one that does
+  // not fit the group is not planned. Groups are planned side by side,
+  // one thread each (planning reads the model and the options only).
+  std::vector<TuneChoice> Choices = tuneChoices(Batch / World);
+  std::vector<size_t> GroupStart;
+  for (size_t I = 0; I < Choices.size(); ++I) {
+    const TuneChoice &A = Choices[I], *B = I ? &Choices[I - 1] : nullptr;
+    if (!B || A.Stage != B->Stage || A.Optimizer != B->Optimizer ||
+        A.Params != B->Params || A.Checkpoint != B->Checkpoint)
+      GroupStart.push_back(I);
+  }
+  GroupStart.push_back(Choices.size());
+  enum class Outcome { Planned, Skipped, Refused };
+  std::vector<TuneResult> Planned(Choices.size());
+  std::vector<Outcome> Outcomes(Choices.size(), Outcome::Skipped);
+  std::vector<std::string> Why(Choices.size());
+  std::atomic<size_t> NextGroup{0};
+  auto Worker = [&] {
+    for (size_t G; (G = NextGroup++) + 1 < GroupStart.size();)
+      for (size_t I = GroupStart[G]; I < GroupStart[G + 1]; ++I) {
+        Why[I] = Evaluate(Choices[I], Planned[I]);
+        Outcomes[I] = Why[I].empty() ? Outcome::Planned : Outcome::Refused;
+        if (Outcomes[I] == Outcome::Planned && !Planned[I].Fits)
+          break;
+      }
+  };
+  std::vector<std::thread> Threads;
+  unsigned Count = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+  for (unsigned T = 1; T < Count; ++T)
+    Threads.emplace_back(Worker);
+  Worker();
+  for (std::thread &T : Threads)
+    T.join();
+  std::vector<TuneResult> Results;
+  unsigned Refused = 0, Skipped = 0;
+  std::string FirstRefusal;
+  for (size_t I = 0; I < Choices.size(); ++I)
+    if (Outcomes[I] == Outcome::Planned)
+      Results.push_back(std::move(Planned[I]));
+    else if (Outcomes[I] == Outcome::Skipped)
+      ++Skipped;
+    else if (!Refused++)
+      FirstRefusal = Why[I];
+
+  // Fastest first among those that fit; the rest by memory.
+  std::stable_sort(Results.begin(), Results.end(),
+                   [](const TuneResult &A, const TuneResult &B) {
+                     if (A.Fits != B.Fits)
+                       return A.Fits;
+                     return A.Fits ? A.StepNanos < B.StepNanos
+                                   : A.PeakBytes < B.PeakBytes;
+                   });
+  size_t Fitting = std::count_if(Results.begin(), Results.end(),
+                                 [](const TuneResult &R) { return R.Fits; });
+  const plan::Hardware &H = Options->Machine.Figures;
+  outs() << formatv("{0} configs planned for {1} ranks of {2} ({3}), a "
+                    "global batch of {4}: {5} fit",
+                    Results.size(), World, H.GpuName,
+                    formatBytes(H.GpuMemoryBytes), Batch, Fitting);
+  if (Skipped)
+    outs() << formatv("; {0} with a larger micro batch than one that does "
+                      "not fit, not planned",
+                      Skipped);
+  if (Refused)
+    outs() << formatv("; {0} refused (first: {1})", Refused, FirstRefusal);
+  outs() << "\n";
+  int64_t Seq = Options->SeqLen.value_or(0);
+  StringRef Unit = Seq ? "tokens/s" : "samples/s";
+  if (Fitting)
+    outs() << formatv("{0,4}  {1,12}  {2,11}  {3,10}  {4,-21}  {5}\n", "rank",
+                      Unit, "step", "peak", "limit", "config");
+  for (size_t I = 0; I < Results.size() && I < Top; ++I) {
+    const TuneResult &R = Results[I];
+    if (!R.Fits)
+      break;
+    double PerSec = double(Batch) * double(Seq ? Seq : 1) /
+                    (double(R.StepNanos) / 1e9);
+    outs() << formatv("{0,4}  {1,12}  {2,8:F2} ms  {3,10}  {4,-21}  {5}\n",
+                      I + 1, perSecond(PerSec), R.StepNanos / 1e6,
+                      formatBytes(R.PeakBytes), R.Limit, R.Choice.describe());
+  }
+  if (!Fitting) {
+    if (!Results.empty())
+      outs() << formatv("nothing fits: the smallest, {0}, needs {1}\n",
+                        Results[0].Choice.describe(),
+                        formatBytes(Results[0].PeakBytes));
+    return ExitDoesNotFit;
+  }
+  // The fastest, as the keys it changes in the user's config.
+  const TuneResult &Best = Results[0];
+  outs() << "fastest: " << Best.Choice.describe() << "\n";
+  for (const auto &[Path, Value] : Changes(Best.Choice))
+    outs() << "  " << Path << ": " << effectiveText(User, Path) << " -> "
+           << Value << "\n";
+  if (Best.Choice.Checkpoint)
+    outs() << "  every layer checkpointed (HF gradient_checkpointing; dsc "
+              "plan --checkpoint-layers)\n";
+  if (!TuneOutput.empty()) {
+    std::error_code EC;
+    raw_fd_ostream OS(TuneOutput, EC);
+    if (EC)
+      return usage(Tool, TuneOutput + ": " + EC.message());
+    OS << Best.ConfigText;
+  }
+  return ExitClean;
+}
 
 int runShow() {
   Expected<plan::Plan> P = readPlanFile(ShowInput);

@@ -31,6 +31,7 @@ int main(int argc, char **argv) {
           "  dsc resolve ds_config.json [model.onnx]  fill every \"auto\"\n"
           "  dsc plan ds_config.json model.onnx -o plan.bin  lower to a plan\n"
           "  dsc estimate ds_config.json model.onnx  memory per rank\n"
+          "  dsc tune ds_config.json model.onnx --gpu H100  the fastest config that fits\n"
           "  dsc show plan.bin            print a plan as YAML\n"
           "  dsc dot plan.bin -o plan.svg draw a plan\n"
           "  dsc opt plan.yaml --pass=P   run planner passes one by one\n",
@@ -52,6 +53,8 @@ int main(int argc, char **argv) {
     return runPlan();
   if (EstimateCommand)
     return runEstimate();
+  if (TuneCommand)
+    return runTune();
   if (ShowCommand)
     return runShow();
   if (DotCommand)

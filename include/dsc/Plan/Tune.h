@@ -1,0 +1,49 @@
+//===- Tune.h - The configs dsc tune plans and how it ranks them -*- C++ -*-===//
+//
+// dsc tune plans the configs DeepSpeed lets a user choose around theirs and
+// ranks those that fit by the planned tokens a second. Each choice is a
+// few keys set on the user's config; every other key stays as written.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSC_PLAN_TUNE_H
+#define DSC_PLAN_TUNE_H
+
+#include "dsc/PlanFormat.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dsc {
+
+struct TuneChoice {
+  uint32_t Stage = 0;
+  plan::OffloadDevice Optimizer = plan::OffloadDevice::None;
+  plan::OffloadDevice Params = plan::OffloadDevice::None;
+  /// Every layer's activations recomputed (dsc plan --checkpoint-layers).
+  bool Checkpoint = false;
+  uint32_t MicroBatch = 1, GradAccum = 1;
+
+  /// The config keys it sets: dotted path, JSON value.
+  std::vector<std::pair<std::string, std::string>> settings() const;
+  /// "ZeRO 3, micro batch 4 x 2, optimizer on the CPU, checkpointed".
+  std::string describe() const;
+};
+
+/// Every choice for SamplesPerRank samples a rank takes in a step (the
+/// global batch over the world size): ZeRO 0-3; the optimizer on the
+/// device or the CPU (stage 1-3), the parameters too at stage 3; layers
+/// checkpointed or not; each micro batch that divides SamplesPerRank, up
+/// to MaxMicroBatch, with the accumulation that makes up the rest.
+std::vector<TuneChoice> tuneChoices(uint64_t SamplesPerRank,
+                                    uint32_t MaxMicroBatch = 64);
+
+/// What a plan's step spends its time on beyond the compute: "compute",
+/// "exposed communication" or "offload", whichever the estimate says
+/// holds up the step most (more than a tenth of it), else "compute".
+std::string stepLimit(const plan::Plan &P);
+
+} // namespace dsc
+
+#endif

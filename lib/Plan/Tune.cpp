@@ -1,0 +1,74 @@
+//===- Tune.cpp - The configs dsc tune plans ------------------------------===//
+
+#include "dsc/Plan/Tune.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace llvm;
+
+namespace dsc {
+
+std::vector<std::pair<std::string, std::string>> TuneChoice::settings() const {
+  auto Device = [](plan::OffloadDevice D) {
+    return std::string("\"") + plan::enumName(D) + "\"";
+  };
+  return {{"zero_optimization.stage", std::to_string(Stage)},
+          {"zero_optimization.offload_optimizer.device", Device(Optimizer)},
+          {"zero_optimization.offload_param.device", Device(Params)},
+          {"train_micro_batch_size_per_gpu", std::to_string(MicroBatch)},
+          {"gradient_accumulation_steps", std::to_string(GradAccum)}};
+}
+
+std::string TuneChoice::describe() const {
+  std::string S = formatv("ZeRO {0}, micro batch {1} x {2}", Stage,
+                          MicroBatch, GradAccum);
+  if (Params == plan::OffloadDevice::CPU)
+    S += ", optimizer and parameters on the CPU";
+  else if (Optimizer == plan::OffloadDevice::CPU)
+    S += ", optimizer on the CPU";
+  if (Checkpoint)
+    S += ", checkpointed";
+  return S;
+}
+
+std::vector<TuneChoice> tuneChoices(uint64_t SamplesPerRank,
+                                    uint32_t MaxMicroBatch) {
+  using plan::OffloadDevice;
+  std::vector<TuneChoice> Out;
+  for (uint32_t Stage = 0; Stage <= 3; ++Stage)
+    for (unsigned Offload = 0; Offload < 3; ++Offload) {
+      // Optimizer offload needs stage 1-3; the parameters' stage 3 and the
+      // optimizer's with them (what dsc plans).
+      if ((Offload > 0 && Stage == 0) || (Offload == 2 && Stage < 3))
+        continue;
+      for (bool Checkpoint : {false, true})
+        for (uint64_t Micro = 1; Micro <= std::min<uint64_t>(
+                                              SamplesPerRank, MaxMicroBatch);
+             ++Micro) {
+          if (SamplesPerRank % Micro)
+            continue;
+          TuneChoice C;
+          C.Stage = Stage;
+          C.Optimizer = Offload ? OffloadDevice::CPU : OffloadDevice::None;
+          C.Params = Offload == 2 ? OffloadDevice::CPU : OffloadDevice::None;
+          C.Checkpoint = Checkpoint;
+          C.MicroBatch = uint32_t(Micro);
+          C.GradAccum = uint32_t(SamplesPerRank / Micro);
+          Out.push_back(C);
+        }
+    }
+  return Out;
+}
+
+std::string stepLimit(const plan::Plan &P) {
+  const plan::Estimate &E = P.Estimates;
+  uint64_t Tenth = E.StepNanos / 10;
+  if (E.ExposedOffloadNanos > Tenth &&
+      E.ExposedOffloadNanos >= E.ExposedCommNanos)
+    return "offload";
+  if (E.ExposedCommNanos > Tenth)
+    return "exposed communication";
+  return "compute";
+}
+
+} // namespace dsc
