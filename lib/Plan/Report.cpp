@@ -80,6 +80,70 @@ std::string millis(uint64_t Nanos) {
 
 } // namespace
 
+std::vector<std::string> planAdvice(const plan::Plan &P) {
+  const plan::Info &S = P.Settings;
+  const plan::Estimate &E = P.Estimates;
+  std::vector<std::string> Out;
+  auto Share = [&](uint64_t Nanos) {
+    return formatv("{0} ({1:F0} % of the step)", millis(Nanos),
+                   100.0 * double(Nanos) / double(std::max<uint64_t>(
+                                               E.StepNanos, 1)))
+        .str();
+  };
+  // A bucket of every gradient does the reductions a larger one does.
+  uint64_t Trainable = 0, BucketBytes = 0;
+  for (const plan::Tensor &T : P.Tensors)
+    Trainable += T.Role == plan::TensorRole::Trainable ? T.Elems : 0;
+  for (const plan::Buffer &B : P.Buffers)
+    if (B.Role == plan::BufferRole::ReduceBucket && !B.Bytes.empty())
+      BucketBytes += *std::max_element(B.Bytes.begin(), B.Bytes.end());
+  if (S.ZeroStage > 0 && S.ReduceBucketElems > 2 * Trainable &&
+      BucketBytes >= (64ull << 20))
+    Out.push_back(formatv(
+        "reduce_bucket_size {0} is {1:F0}x the model's {2} trainable "
+        "parameters: its buckets hold {3}; {2} reduces the same gradients "
+        "the same way in less",
+        S.ReduceBucketElems, double(S.ReduceBucketElems) / Trainable,
+        Trainable, formatBytes(BucketBytes)));
+  // Compute held up by a gather: the wait that starts a compute
+  // instruction late is a gather's.
+  if (S.ZeroStage == 3) {
+    std::vector<plan::PlannedSpan> Spans = plan::replaySpans(P);
+    uint64_t Held = 0, ComputeFree = 0, CommBusy = 0;
+    for (size_t I = 0; I < P.Program.size(); ++I) {
+      const plan::Instruction &In = P.Program[I];
+      if (In.On == plan::Stream::Comm)
+        CommBusy += Spans[I].Finish - Spans[I].Start;
+      if (In.On != plan::Stream::Compute)
+        continue;
+      uint32_t Last = plan::NoIndex;
+      for (uint32_t W : In.Waits)
+        if (W < I && (Last == plan::NoIndex ||
+                      Spans[W].Finish > Spans[Last].Finish))
+          Last = W;
+      if (Last != plan::NoIndex && Spans[I].Start > ComputeFree &&
+          (P.Program[Last].Kind == plan::InstrKind::Gather ||
+           P.Program[Last].Kind == plan::InstrKind::GatherSecondary))
+        Held += Spans[I].Start - ComputeFree;
+      ComputeFree = Spans[I].Finish;
+    }
+    // A step gathers the model whatever its micro batch: a larger one, or
+    // a lower stage, moves fewer bytes a token.
+    if (Held * 10 > E.StepNanos)
+      Out.push_back(formatv("stage-3 gathers hold compute up for {0}, with "
+                            "communication busy {1:F0} % of the step (dsc "
+                            "tune compares larger micro batches and lower "
+                            "stages)",
+                            Share(Held), 100.0 * CommBusy / E.StepNanos));
+  }
+  if (E.ExposedOffloadNanos * 10 > E.StepNanos)
+    Out.push_back(formatv("the offload adds {0} the step cannot hide behind "
+                          "compute (dsc tune compares keeping the optimizer "
+                          "on the GPU, and larger micro batches)",
+                          Share(E.ExposedOffloadNanos)));
+  return Out;
+}
+
 bool planFits(const plan::Plan &P) {
   uint64_t Limit = P.Settings.Machine.GpuMemoryBytes;
   return !Limit || largestDevicePeak(P) <= Limit;
@@ -198,6 +262,8 @@ void printEstimateText(raw_ostream &OS, const plan::Plan &P) {
                                     "collective over the ranks"
                                   : "the link within a node limits them");
   }
+  for (const std::string &A : planAdvice(P))
+    OS << "speed: " << A << "\n";
   size_t Backward = 0;
   for (const plan::Kernel &K : P.Kernels)
     Backward += K.Backward;
@@ -362,6 +428,7 @@ json::Value estimateJSON(const plan::Plan &P) {
       {"step_time_ns", int64_t(P.Estimates.StepNanos)},
       {"exposed_comm_ns", int64_t(P.Estimates.ExposedCommNanos)},
       {"exposed_offload_ns", int64_t(P.Estimates.ExposedOffloadNanos)},
+      {"advice", json::Array(planAdvice(P))},
       {"fit", std::move(Fit)},
   };
 }

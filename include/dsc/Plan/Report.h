@@ -22,6 +22,11 @@ void printEstimateText(llvm::raw_ostream &OS, const plan::Plan &P);
 /// deepspeed_estimate, step time and the fit verdict.
 llvm::json::Value estimateJSON(const plan::Plan &P);
 
+/// What the estimate says the config could do better, a sentence each: a
+/// reduction bucket far larger than the model, stage-3 gathers that hold
+/// compute up, an offload the step cannot hide.
+std::vector<std::string> planAdvice(const plan::Plan &P);
+
 /// 1.50 GiB, 12.0 MiB, 512 B.
 std::string formatBytes(uint64_t Bytes);
 
