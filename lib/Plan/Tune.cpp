@@ -12,11 +12,26 @@ std::vector<std::pair<std::string, std::string>> TuneChoice::settings() const {
   auto Device = [](plan::OffloadDevice D) {
     return std::string("\"") + plan::enumName(D) + "\"";
   };
-  return {{"zero_optimization.stage", std::to_string(Stage)},
-          {"zero_optimization.offload_optimizer.device", Device(Optimizer)},
-          {"zero_optimization.offload_param.device", Device(Params)},
-          {"train_micro_batch_size_per_gpu", std::to_string(MicroBatch)},
-          {"gradient_accumulation_steps", std::to_string(GradAccum)}};
+  std::vector<std::pair<std::string, std::string>> Out = {
+      {"zero_optimization.stage", std::to_string(Stage)},
+      {"zero_optimization.offload_optimizer.device", Device(Optimizer)},
+      {"zero_optimization.offload_param.device", Device(Params)},
+      {"train_micro_batch_size_per_gpu", std::to_string(MicroBatch)},
+      {"gradient_accumulation_steps", std::to_string(GradAccum)}};
+  if (Bucket) {
+    Out.push_back({"zero_optimization.reduce_bucket_size",
+                   std::to_string(Bucket)});
+    if (Stage == 1 || Stage == 2)
+      Out.push_back({"zero_optimization.allgather_bucket_size",
+                     std::to_string(Bucket)});
+  }
+  if (Prefetch)
+    Out.push_back({"zero_optimization.stage3_prefetch_bucket_size",
+                   std::to_string(Prefetch)});
+  if (OverlapComm >= 0)
+    Out.push_back({"zero_optimization.overlap_comm",
+                   OverlapComm ? "true" : "false"});
+  return Out;
 }
 
 std::string TuneChoice::describe() const {
@@ -28,7 +43,38 @@ std::string TuneChoice::describe() const {
     S += ", optimizer on the CPU";
   if (Checkpoint)
     S += ", checkpointed";
+  // 5e8, as configs write them.
+  auto Short = [](uint64_t N) {
+    unsigned Exponent = 0;
+    while (N >= 10 && N % 10 == 0)
+      N /= 10, ++Exponent;
+    return std::to_string(N) + (Exponent ? "e" + std::to_string(Exponent) : "");
+  };
+  if (Bucket)
+    S += ", buckets " + Short(Bucket);
+  if (Prefetch)
+    S += ", prefetch " + Short(Prefetch);
+  if (OverlapComm >= 0)
+    S += OverlapComm ? ", overlap_comm" : ", no overlap_comm";
   return S;
+}
+
+std::vector<TuneChoice> tuneRefinements(const TuneChoice &Best) {
+  std::vector<TuneChoice> Out;
+  const uint64_t Sizes[] = {50000000, 200000000, 500000000};
+  for (uint64_t Bucket : Sizes)
+    for (uint64_t Prefetch : Sizes) {
+      if (Best.Stage < 3 && Prefetch != Sizes[0])
+        continue;
+      for (int Overlap : {1, 0}) {
+        TuneChoice C = Best;
+        C.Bucket = Bucket;
+        C.Prefetch = Best.Stage == 3 ? Prefetch : 0;
+        C.OverlapComm = Overlap;
+        Out.push_back(C);
+      }
+    }
+  return Out;
 }
 
 std::vector<TuneChoice> tuneChoices(uint64_t SamplesPerRank,

@@ -24,6 +24,7 @@
 #include "llvm/Support/WithColor.h"
 
 #include <atomic>
+#include <numeric>
 #include <thread>
 
 using namespace llvm;
@@ -576,8 +577,10 @@ static std::string effectiveText(const ConfigView &V, StringRef Path) {
     return "\"" + V.offloadOptimizerDevice() + "\"";
   if (Path == "zero_optimization.offload_param.device")
     return "\"" + V.offloadParamDevice() + "\"";
-  std::optional<int64_t> I = V.getInt(Path);
-  return I ? std::to_string(*I) : "(unset)";
+  if (Path == "zero_optimization.overlap_comm")
+    return V.overlapComm().value_or(false) ? "true" : "false";
+  std::optional<double> N = V.getNumber(Path);
+  return N ? std::to_string(int64_t(*N)) : "(unset)";
 }
 
 /// 16.8 M, 512.0 k, 12.
@@ -660,10 +663,54 @@ int runTune() {
     R.Limit = stepLimit(*P);
     return "";
   };
+  std::vector<TuneResult> Results;
+  unsigned Refused = 0, Skipped = 0;
+  std::string FirstRefusal;
+  // Plans Choices in groups (Start: where each begins), side by side, a
+  // thread each (planning reads the model and the options only). Within
+  // a group, past a choice that does not fit, the rest are not planned.
+  auto PlanAll = [&](const std::vector<TuneChoice> &Choices,
+                     std::vector<size_t> Start) {
+    Start.push_back(Choices.size());
+    enum class Outcome { Planned, Skipped, Refused };
+    std::vector<TuneResult> Planned(Choices.size());
+    std::vector<Outcome> Outcomes(Choices.size(), Outcome::Skipped);
+    std::vector<std::string> Why(Choices.size());
+    std::atomic<size_t> NextGroup{0};
+    auto Worker = [&] {
+      for (size_t G; (G = NextGroup++) + 1 < Start.size();)
+        for (size_t I = Start[G]; I < Start[G + 1]; ++I) {
+          Why[I] = Evaluate(Choices[I], Planned[I]);
+          Outcomes[I] = Why[I].empty() ? Outcome::Planned : Outcome::Refused;
+          if (Outcomes[I] == Outcome::Planned && !Planned[I].Fits)
+            break;
+        }
+    };
+    std::vector<std::thread> Threads;
+    unsigned Count = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+    for (unsigned T = 1; T < Count; ++T)
+      Threads.emplace_back(Worker);
+    Worker();
+    for (std::thread &T : Threads)
+      T.join();
+    for (size_t I = 0; I < Choices.size(); ++I)
+      if (Outcomes[I] == Outcome::Planned)
+        Results.push_back(std::move(Planned[I]));
+      else if (Outcomes[I] == Outcome::Skipped)
+        ++Skipped;
+      else if (!Refused++)
+        FirstRefusal = Why[I];
+    // Fastest first among those that fit; the rest by memory.
+    std::stable_sort(Results.begin(), Results.end(),
+                     [](const TuneResult &A, const TuneResult &B) {
+                       if (A.Fits != B.Fits)
+                         return A.Fits;
+                       return A.Fits ? A.StepNanos < B.StepNanos
+                                     : A.PeakBytes < B.PeakBytes;
+                     });
+  };
   // The choices that differ only in the micro batch, ascending, form a
-  // group: a larger micro batch needs more memory, so past one that does
-  // not fit the group is not planned. Groups are planned side by side,
-  // one thread each (planning reads the model and the options only).
+  // group: a larger micro batch needs more memory.
   std::vector<TuneChoice> Choices = tuneChoices(Batch / World);
   std::vector<size_t> GroupStart;
   for (size_t I = 0; I < Choices.size(); ++I) {
@@ -672,47 +719,18 @@ int runTune() {
         A.Params != B->Params || A.Checkpoint != B->Checkpoint)
       GroupStart.push_back(I);
   }
-  GroupStart.push_back(Choices.size());
-  enum class Outcome { Planned, Skipped, Refused };
-  std::vector<TuneResult> Planned(Choices.size());
-  std::vector<Outcome> Outcomes(Choices.size(), Outcome::Skipped);
-  std::vector<std::string> Why(Choices.size());
-  std::atomic<size_t> NextGroup{0};
-  auto Worker = [&] {
-    for (size_t G; (G = NextGroup++) + 1 < GroupStart.size();)
-      for (size_t I = GroupStart[G]; I < GroupStart[G + 1]; ++I) {
-        Why[I] = Evaluate(Choices[I], Planned[I]);
-        Outcomes[I] = Why[I].empty() ? Outcome::Planned : Outcome::Refused;
-        if (Outcomes[I] == Outcome::Planned && !Planned[I].Fits)
-          break;
-      }
-  };
-  std::vector<std::thread> Threads;
-  unsigned Count = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
-  for (unsigned T = 1; T < Count; ++T)
-    Threads.emplace_back(Worker);
-  Worker();
-  for (std::thread &T : Threads)
-    T.join();
-  std::vector<TuneResult> Results;
-  unsigned Refused = 0, Skipped = 0;
-  std::string FirstRefusal;
-  for (size_t I = 0; I < Choices.size(); ++I)
-    if (Outcomes[I] == Outcome::Planned)
-      Results.push_back(std::move(Planned[I]));
-    else if (Outcomes[I] == Outcome::Skipped)
-      ++Skipped;
-    else if (!Refused++)
-      FirstRefusal = Why[I];
-
-  // Fastest first among those that fit; the rest by memory.
-  std::stable_sort(Results.begin(), Results.end(),
-                   [](const TuneResult &A, const TuneResult &B) {
-                     if (A.Fits != B.Fits)
-                       return A.Fits;
-                     return A.Fits ? A.StepNanos < B.StepNanos
-                                   : A.PeakBytes < B.PeakBytes;
-                   });
+  PlanAll(Choices, GroupStart);
+  // Where exposed communication holds the fastest up, its buckets and
+  // overlap_comm are what change that: each variant planned on its own.
+  size_t Refinements = 0;
+  if (!Results.empty() && Results[0].Fits &&
+      Results[0].Limit == "exposed communication") {
+    std::vector<TuneChoice> Variants = tuneRefinements(Results[0].Choice);
+    std::vector<size_t> Each(Variants.size());
+    std::iota(Each.begin(), Each.end(), 0);
+    Refinements = Variants.size();
+    PlanAll(Variants, Each);
+  }
   size_t Fitting = std::count_if(Results.begin(), Results.end(),
                                  [](const TuneResult &R) { return R.Fits; });
   const plan::Hardware &H = Options->Machine.Figures;
@@ -724,6 +742,10 @@ int runTune() {
     outs() << formatv("; {0} with a larger micro batch than one that does "
                       "not fit, not planned",
                       Skipped);
+  if (Refinements)
+    outs() << formatv("; {0} of them the fastest's bucket sizes and "
+                      "overlap_comm (exposed communication held it up)",
+                      Refinements);
   if (Refused)
     outs() << formatv("; {0} refused (first: {1})", Refused, FirstRefusal);
   outs() << "\n";

@@ -24,6 +24,10 @@ struct TuneChoice {
   /// Every layer's activations recomputed (dsc plan --checkpoint-layers).
   bool Checkpoint = false;
   uint32_t MicroBatch = 1, GradAccum = 1;
+  /// Where set (not 0 or -1): the reduction (and stage 1/2 all-gather)
+  /// buckets, the stage-3 prefetch bucket, overlap_comm.
+  uint64_t Bucket = 0, Prefetch = 0;
+  int OverlapComm = -1;
 
   /// The config keys it sets: dotted path, JSON value.
   std::vector<std::pair<std::string, std::string>> settings() const;
@@ -38,6 +42,11 @@ struct TuneChoice {
 /// to MaxMicroBatch, with the accumulation that makes up the rest.
 std::vector<TuneChoice> tuneChoices(uint64_t SamplesPerRank,
                                     uint32_t MaxMicroBatch = 64);
+
+/// The choices that differ from Best in the bucket sizes (5e7, 2e8 and
+/// 5e8 elements: reduction, stage 1/2 all-gather, stage-3 prefetch) and
+/// overlap_comm: what communication that holds the step up depends on.
+std::vector<TuneChoice> tuneRefinements(const TuneChoice &Best);
 
 /// What a plan's step spends its time on beyond the compute: "compute",
 /// "exposed communication" or "offload", whichever the estimate says
