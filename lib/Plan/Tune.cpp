@@ -106,14 +106,39 @@ std::vector<TuneChoice> tuneChoices(uint64_t SamplesPerRank,
   return Out;
 }
 
-std::string stepLimit(const plan::Plan &P) {
+std::vector<size_t> microBatchGroups(const std::vector<TuneChoice> &Choices) {
+  std::vector<size_t> Start;
+  for (size_t I = 0; I < Choices.size(); ++I) {
+    const TuneChoice &A = Choices[I], *B = I ? &Choices[I - 1] : nullptr;
+    if (!B || A.Stage != B->Stage || A.Optimizer != B->Optimizer ||
+        A.Params != B->Params || A.Checkpoint != B->Checkpoint ||
+        A.Bucket != B->Bucket || A.Prefetch != B->Prefetch ||
+        A.OverlapComm != B->OverlapComm || A.MicroBatch <= B->MicroBatch)
+      Start.push_back(I);
+  }
+  return Start;
+}
+
+StepLimit stepLimit(const plan::Plan &P) {
   const plan::Estimate &E = P.Estimates;
   uint64_t Tenth = E.StepNanos / 10;
   if (E.ExposedOffloadNanos > Tenth &&
       E.ExposedOffloadNanos >= E.ExposedCommNanos)
-    return "offload";
+    return StepLimit::Offload;
   if (E.ExposedCommNanos > Tenth)
+    return StepLimit::Communication;
+  return StepLimit::Compute;
+}
+
+const char *stepLimitName(StepLimit L) {
+  switch (L) {
+  case StepLimit::Communication:
     return "exposed communication";
+  case StepLimit::Offload:
+    return "offload";
+  case StepLimit::Compute:
+    break;
+  }
   return "compute";
 }
 

@@ -160,22 +160,23 @@ void Executor::gatherUnit(const Instr &C) {
   // ZeRO++ qwZ: what this rank sends (its chunk, or within an hpZ group
   // its secondary partition) goes as int8 bytes and a scale per group;
   // every sender's come back and are dequantized into the target.
+  // Views: what is sent, its int8 bytes and scales, every sender's scales.
   bool InGroup = C.In.Kind == plan::InstrKind::GatherSecondary;
   uint32_t From = InGroup ? UV.Secondary : UV.Send;
-  uint32_t Bytes = InGroup ? UV.QuantizedSecondarySend : UV.QuantizedSend;
+  uint32_t Sent = InGroup ? UV.QuantizedSecondarySend : UV.QuantizedSend;
   uint32_t Kept = InGroup ? UV.ScalesSecondarySend : UV.ScalesSend;
   uint32_t AllKept = InGroup ? UV.ScalesSecondary : UV.Scales;
-  bool Quantized = Bytes != plan::NoIndex;
+  bool Quantized = Sent != plan::NoIndex;
   if (Quantized)
-    launchQuantizeInt8(Buffers.at(Bytes), Buffers.at(Kept), Buffers.at(From),
-                       ParamType, Buffers.elems(Bytes), Buffers.elems(Kept),
+    launchQuantizeInt8(Buffers.at(Sent), Buffers.at(Kept), Buffers.at(From),
+                       ParamType, Buffers.elems(Sent), Buffers.elems(Kept),
                        C.S);
   collectives(C);
   if (Quantized)
     launchDequantizeInt8(Buffers.at(UV.Target), ParamType,
                          Buffers.at(UV.Quantized), Buffers.at(AllKept),
                          Buffers.elems(UV.Quantized),
-                         Buffers.elems(Bytes) / Buffers.elems(Kept), C.S);
+                         Buffers.elems(Sent) / Buffers.elems(Kept), C.S);
   if (C.In.Kind == plan::InstrKind::Gather && UV.Secondary != plan::NoIndex) {
     // ZeRO++ hpZ: keep this rank's slice of the gather for the unit's
     // later gathers in the step, which stay within its group.

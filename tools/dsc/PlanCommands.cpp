@@ -24,7 +24,6 @@
 #include "llvm/Support/WithColor.h"
 
 #include <atomic>
-#include <numeric>
 #include <thread>
 
 using namespace llvm;
@@ -438,8 +437,9 @@ static int loadInputs(StringRef Tool, const PlanOptions &Options,
                                    /*RequiresNullTerminator=*/false);
   if (!Config)
     return usage(Tool, ConfigPath + ": " + Config.getError().message());
-  In.ConfigText = (*Config)->getBuffer();
-  In.ConfigBuffer = MemoryBuffer::getMemBufferCopy(In.ConfigText, ConfigPath);
+  // The engine keeps the file's buffer; the inputs keep their own copy.
+  In.ConfigBuffer =
+      MemoryBuffer::getMemBufferCopy((*Config)->getBuffer(), ConfigPath);
   In.ConfigText = In.ConfigBuffer->getBuffer();
   unsigned ID = Engine.addFile(std::move(*Config));
   In.Parsed = parseJson(In.ConfigText);
@@ -564,7 +564,7 @@ struct TuneResult {
   std::string ConfigText;
   bool Fits = false;
   uint64_t StepNanos = 0, PeakBytes = 0;
-  std::string Limit;
+  StepLimit Limit = StepLimit::Compute;
 };
 } // namespace
 
@@ -709,27 +709,16 @@ int runTune() {
                                      : A.PeakBytes < B.PeakBytes;
                      });
   };
-  // The choices that differ only in the micro batch, ascending, form a
-  // group: a larger micro batch needs more memory.
   std::vector<TuneChoice> Choices = tuneChoices(Batch / World);
-  std::vector<size_t> GroupStart;
-  for (size_t I = 0; I < Choices.size(); ++I) {
-    const TuneChoice &A = Choices[I], *B = I ? &Choices[I - 1] : nullptr;
-    if (!B || A.Stage != B->Stage || A.Optimizer != B->Optimizer ||
-        A.Params != B->Params || A.Checkpoint != B->Checkpoint)
-      GroupStart.push_back(I);
-  }
-  PlanAll(Choices, GroupStart);
+  PlanAll(Choices, microBatchGroups(Choices));
   // Where exposed communication holds the fastest up, its buckets and
-  // overlap_comm are what change that: each variant planned on its own.
+  // overlap_comm are what change that (each variant a group of its own).
   size_t Refinements = 0;
   if (!Results.empty() && Results[0].Fits &&
-      Results[0].Limit == "exposed communication") {
+      Results[0].Limit == StepLimit::Communication) {
     std::vector<TuneChoice> Variants = tuneRefinements(Results[0].Choice);
-    std::vector<size_t> Each(Variants.size());
-    std::iota(Each.begin(), Each.end(), 0);
     Refinements = Variants.size();
-    PlanAll(Variants, Each);
+    PlanAll(Variants, microBatchGroups(Variants));
   }
   size_t Fitting = std::count_if(Results.begin(), Results.end(),
                                  [](const TuneResult &R) { return R.Fits; });
@@ -762,7 +751,8 @@ int runTune() {
                     (double(R.StepNanos) / 1e9);
     outs() << formatv("{0,4}  {1,12}  {2,8:F2} ms  {3,10}  {4,-21}  {5}\n",
                       I + 1, perSecond(PerSec), R.StepNanos / 1e6,
-                      formatBytes(R.PeakBytes), R.Limit, R.Choice.describe());
+                      formatBytes(R.PeakBytes), stepLimitName(R.Limit),
+                      R.Choice.describe());
   }
   if (!Fitting) {
     if (!Results.empty())

@@ -43,15 +43,24 @@ struct TuneChoice {
 std::vector<TuneChoice> tuneChoices(uint64_t SamplesPerRank,
                                     uint32_t MaxMicroBatch = 64);
 
+/// Where each group of Choices begins: consecutive choices that differ
+/// only in the micro batch, ascending (as tuneChoices lists them). A
+/// larger micro batch needs more memory, so a group can stop at the first
+/// that does not fit.
+std::vector<size_t> microBatchGroups(const std::vector<TuneChoice> &Choices);
+
 /// The choices that differ from Best in the bucket sizes (5e7, 2e8 and
 /// 5e8 elements: reduction, stage 1/2 all-gather, stage-3 prefetch) and
 /// overlap_comm: what communication that holds the step up depends on.
 std::vector<TuneChoice> tuneRefinements(const TuneChoice &Best);
 
-/// What a plan's step spends its time on beyond the compute: "compute",
-/// "exposed communication" or "offload", whichever the estimate says
-/// holds up the step most (more than a tenth of it), else "compute".
-std::string stepLimit(const plan::Plan &P);
+/// What holds a plan's step up: exposed communication or offload,
+/// whichever the estimate says holds it up most (more than a tenth of
+/// it), else compute.
+enum class StepLimit { Compute, Communication, Offload };
+StepLimit stepLimit(const plan::Plan &P);
+/// "compute", "exposed communication", "offload".
+const char *stepLimitName(StepLimit L);
 
 } // namespace dsc
 
