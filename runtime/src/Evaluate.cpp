@@ -61,9 +61,7 @@ void Executor::evaluate(uint32_t Step) {
   Model.setProfiling(false);
   Evaluating = true;
   double Sum = 0;
-  char *Half = Buffers.at(P.Places.Runtime.Inputs,
-                    uint64_t(Step % 2) * P.Settings.GradAccum *
-                        MicroInputBytes);
+  char *Half = stagedInputs(Step);
   for (uint64_t K = 0; K < EvalBatches; ++K) {
     // The step is over, so its half of the staging is free.
     std::vector<uint64_t> Starts(B);

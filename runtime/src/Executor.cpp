@@ -512,6 +512,7 @@ void Executor::launchLeanStep(uint32_t Step) {
   CurrentStep = Step;
   Watcher.progress(Step, uint32_t(P.Program.size()));
   if (!StepGraph && Options.Graph && NoGraphReason.empty()) {
+    uint64_t Before = usedDeviceMemory();
     CHECK_CUDA(
         cudaStreamBeginCapture(Compute, cudaStreamCaptureModeThreadLocal));
     Timing.Capturing = true;
@@ -527,6 +528,9 @@ void Executor::launchLeanStep(uint32_t Step) {
     CHECK_CUDA(cudaGraphDestroy(Graph));
     // Uploaded now, so that the first launch is timed like the others.
     CHECK_CUDA(cudaGraphUpload(StepGraph, Compute));
+    CHECK_CUDA(cudaStreamSynchronize(Compute));
+    uint64_t After = usedDeviceMemory();
+    GraphBytes = After > Before ? After - Before : 0;
   }
   if (!StepGraph) {
     step(Step);
@@ -540,7 +544,6 @@ void Executor::runLeanSteps() {
   if (!Options.LeanSteps)
     return;
   Timing.Lean = true;
-  uint64_t Before = usedDeviceMemory();
   std::vector<float> Ms;
   for (uint32_t K = 1; K <= Options.LeanSteps; ++K) {
     launchLeanStep(Options.Steps + K);
@@ -548,10 +551,8 @@ void Executor::runLeanSteps() {
     finishStep(Options.Steps + K);
     Ms.push_back(Timing.stepMs());
   }
-  // What the graph took (its launch resources), apart from the plan.
-  uint64_t After = usedDeviceMemory();
   Timing.Lean = false;
-  reportLean(Ms, StepGraph && After > Before ? After - Before : 0);
+  reportLean(Ms);
 }
 
 void Executor::step(uint32_t Step) {
@@ -682,7 +683,10 @@ int Executor::run() {
       fillInputs(Step);
     Model.setProfiling(Step == Options.ProfileStep);
     auto Enqueue = std::chrono::steady_clock::now();
-    step(Step);
+    if (Timing.Lean && Step != Options.ProfileStep)
+      launchLeanStep(Step);
+    else
+      step(Step);
     double EnqueueMs = std::chrono::duration<double, std::milli>(
                            std::chrono::steady_clock::now() - Enqueue)
                            .count();
@@ -732,7 +736,7 @@ int Executor::run() {
   // both), even where rank 0 could not write its calibration.
   bool Reported = reportSummary();
   if (real()) {
-    reportLean(LeanMs, 0);
+    reportLean(LeanMs);
     bool Saved = Options.SaveWeightsPath.empty() ||
                  (Options.SaveMasters
                       ? writeMasterWeights(Options.SaveWeightsPath, Last)

@@ -143,6 +143,20 @@ static double densePeakFlops() {
   return dsc::denseBf16PeakFlops(Prop.name);
 }
 
+/// Whether a kernel of the plan drops values at random in training.
+static bool drawsDropout(const plan::Plan &P) {
+  for (const plan::Kernel &K : P.Kernels) {
+    if (K.kind() != plan::KernelKind::Pointwise)
+      continue;
+    const plan::PointwiseAttrs &A = K.attrs<plan::KernelKind::Pointwise>();
+    for (const plan::PointwiseInstr &X : A.Program)
+      if (X.Op == plan::PointwiseOp::Dropout && X.B < A.Constants.size() &&
+          A.Constants[X.B] != 0)
+        return true;
+  }
+  return false;
+}
+
 bool Executor::setUpTraining() {
   const plan::Compute &C = P.Training;
   auto Fail = [&](const std::string &Why) { return failOnRankZero(Why); };
@@ -154,6 +168,9 @@ bool Executor::setUpTraining() {
   if (Buffers.elems(RV.Inputs) < 2 * uint64_t(P.Settings.GradAccum) * MicroInputBytes)
     return Fail("the plan places no room for the step's token ids and "
                 "targets (input_staging)");
+  if (NoGraphReason.empty() && drawsDropout(P))
+    NoGraphReason = "the model draws dropout, whose seed the host passes "
+                    "each step";
 
   // Every value's address, resolved once.
   std::vector<char *> Values(P.Values.size(), nullptr);
@@ -227,10 +244,18 @@ void Executor::initWeights(void *Params, ElementType T, float *Master,
   CHECK_CUDA(cudaStreamSynchronize(S));
 }
 
+char *Executor::stagedInputs(uint32_t Step) {
+  // The plan stages two steps, so that the host could fill one while the
+  // device reads the other. A captured step reads the half it was
+  // captured with; the host fills it after the step before has finished.
+  uint64_t Half = Options.Graph ? 0 : Step % 2;
+  return Buffers.at(P.Places.Runtime.Inputs,
+                    Half * P.Settings.GradAccum * MicroInputBytes);
+}
+
 void Executor::fillInputs(uint32_t Step) {
   uint32_t B = P.Settings.MicroBatch, GAS = P.Settings.GradAccum;
-  char *Half = Buffers.at(P.Places.Runtime.Inputs,
-                    uint64_t(Step % 2) * GAS * MicroInputBytes);
+  char *Half = stagedInputs(Step);
   for (uint32_t M = 0; M < GAS; ++M) {
     uint64_t First = ((uint64_t(Step - 1) * GAS + M) * Process.WorldSize +
                       Process.Rank) * B;
@@ -267,13 +292,10 @@ void Executor::writeMicroInputs(char *Out, const TokenFile &From,
 void Executor::runKernels(const Instr &C, bool Backward) {
   const plan::Compute &Training = P.Training;
   const plan::Instruction &In = C.In;
-  uint32_t GAS = P.Settings.GradAccum;
   if (!Backward && In.Arg == 0) {
     // The micro step's tokens, from this step's half of the staging.
     const char *From =
-        Buffers.at(P.Places.Runtime.Inputs, uint64_t(C.Step % 2) * GAS *
-                                              MicroInputBytes +
-                                          uint64_t(In.Micro) * MicroInputBytes);
+        stagedInputs(C.Step) + uint64_t(In.Micro) * MicroInputBytes;
     for (int Target = 0; Target < 2; ++Target)
       for (uint32_t V : Target ? Training.Targets : Training.Inputs) {
         uint64_t Bytes = P.Values[V].Elems * plan::dtypeBytes(P.Values[V].Type);

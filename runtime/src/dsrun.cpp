@@ -79,8 +79,8 @@ static const char *const Usage =
     "  --compute synthetic|none   GEMMs and known gradients, or gradients only\n"
     "  --verify                   check every update bit for bit on the host\n"
     "  --lean-steps N             untimed steps after the measured ones (3)\n"
-    "  --graph on|off             run the lean steps as one CUDA graph\n"
     "Both:\n"
+    "  --graph on|off             run the lean steps as one CUDA graph\n"
     "  --steps N                  steps to run (3)\n"
     "  --json FILE                one JSON line per step (%r: per rank)\n"
     "  --trace FILE               the last timed step, measured and as\n"
@@ -269,9 +269,6 @@ int main(int argc, char **argv) {
       return usage("--data needs --init MODEL: the model's starting "
                    "weights (an HF model folder or model.safetensors of the "
                    "exported model)");
-    if (Options.Graph)
-      return usage("--graph on is not available with --data yet: each "
-                   "step's tokens are copied from the host as it is issued");
     if (Options.Verify)
       return usage("--verify checks the synthetic modes bit for bit; with "
                    "--data, compare losses with runtime/bench/train_compare.sh");
