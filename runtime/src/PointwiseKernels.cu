@@ -240,6 +240,51 @@ __global__ void pointwiseFlatKernel(const __grid_constant__ PointwiseArgs A) {
   }
 }
 
+/// Every operand dense and 16-byte aligned, N a multiple of 8: each
+/// thread runs eight consecutive elements, every operand one 16-byte
+/// access. Two-byte accesses, four elements a thread, kept a plain add
+/// of two [50257, 768] bf16 tensors at 513 GB/s on an H200.
+template <typename Registers>
+__global__ void pointwiseVectorKernel(const __grid_constant__ PointwiseArgs A) {
+  uint64_t Groups = uint64_t(A.N) / 8;
+  for (uint64_t G = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x;
+       G < Groups; G += uint64_t(gridDim.x) * blockDim.x) {
+    Registers R[8];
+#pragma unroll
+    for (int J = 0; J < (Registers::Size < 8 ? Registers::Size : 8); ++J)
+      if (J < A.NumIn) {
+        float V[8];
+        load8(A.In[J].Ptr, G * 8, A.In[J].Type, V);
+#pragma unroll
+        for (int B = 0; B < 8; ++B)
+          R[B].V[J] = V[B];
+      }
+    runProgramBatch<8>(A, int64_t(G * 8), 1, R);
+#pragma unroll
+    for (int J = 0; J < 4; ++J)
+      if (J < A.NumOut) {
+        float V[8];
+#pragma unroll
+        for (int B = 0; B < 8; ++B)
+          V[B] = R[B].get(A.OutReg[J]);
+        store8(A.Out[J].Ptr, G * 8, A.Out[J].Type, V);
+      }
+  }
+}
+
+/// Whether the vector kernel runs A: dense operands of float types, each
+/// 16-byte aligned, a multiple of 8 elements.
+static bool vectorizable(const PointwiseArgs &A) {
+  bool Ok = A.Flat && A.N % 8 == 0;
+  for (int J = 0; J < A.NumIn; ++J)
+    Ok = Ok && dense(A.InDiv[J], A.InPeriod[J], A.N) &&
+         rowsOf8(A.In[J].Ptr, A.In[J].Type, 8);
+  for (int J = 0; J < A.NumOut; ++J)
+    Ok = Ok && dense(A.OutDiv[J], A.OutPeriod[J], A.N) &&
+         rowsOf8(A.Out[J].Ptr, A.Out[J].Type, 8);
+  return Ok;
+}
+
 /// The flat kernel for a program of Regs registers, its index type
 /// chosen by the element count.
 template <typename Registers>
@@ -459,7 +504,13 @@ std::string pointwise(const plan::Kernel &K, const KernelOperands &Ops,
   // Inputs take the first registers; a program of few registers keeps
   // them in the thread's own.
   int64_t Registers = std::max<int64_t>(Regs, A.NumIn);
-  if (A.Flat) {
+  if (Registers <= 8 && vectorizable(A)) {
+    unsigned VectorBlocks = blocksFor(uint64_t(A.N) / 8);
+    if (Registers <= 4)
+      pointwiseVectorKernel<SelectRegisters<4>><<<VectorBlocks, Threads, 0, S>>>(A);
+    else
+      pointwiseVectorKernel<SelectRegisters<8>><<<VectorBlocks, Threads, 0, S>>>(A);
+  } else if (A.Flat) {
     if (Registers <= 4)
       launchFlat<SelectRegisters<4>>(A, FlatBlocks, S);
     else if (Registers <= 8)

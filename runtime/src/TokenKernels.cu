@@ -53,30 +53,60 @@ __global__ void iotaKeysKernel(const void *Idx, ElementType IT, int64_t Dim,
   }
 }
 
+/// Columns of the table a block of runScatterKernel sums at once: a
+/// warp's 32 lanes, two each.
+constexpr int ScatterColumns = 64;
+/// Warps of a runScatterKernel block, each summing every ScatterWarps-th
+/// position of the run.
+constexpr int ScatterWarps = 8;
+
 /// Rows of the table: run R of equal sorted ids (its id Unique[R], its
-/// positions Sorted[Offset[R] .. + Length[R]]) sums their gradients in
-/// position order. The bounds are known before the loop, so a long run
-/// (a common token: hundreds of positions) has its loads in flight
-/// together; testing each next id as the loop went made it one load at a
-/// time.
+/// positions Positions[Offset[R] .. + Length[R]]) sums their gradients. A
+/// block takes one run and ScatterColumns columns; its warps split the
+/// positions, lane by lane over the columns, and add their partial sums
+/// in warp order, so the sum is the same every run. A thread per column
+/// walking a whole run made a common token (thousands of positions among
+/// 16 k) cost GPT-2 small 2.2 ms of a 35 ms step.
 __global__ void runScatterKernel(const int32_t *Unique, const int32_t *Offset,
                                  const int32_t *Length, const int32_t *Runs,
                                  const int32_t *Positions, const void *Dout,
                                  ElementType DT, void *Dx, ElementType XT,
                                  int64_t Dim, int64_t Inner) {
-  int64_t N = int64_t(*Runs) * Inner;
-  for (int64_t E = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; E < N;
-       E += int64_t(gridDim.x) * blockDim.x) {
-    int64_t Run = E / Inner, I = E % Inner;
+  __shared__ float Partial[ScatterWarps][ScatterColumns];
+  int Warp = int(threadIdx.x) / 32, Lane = int(threadIdx.x) % 32;
+  int64_t Tiles = (Inner + ScatterColumns - 1) / ScatterColumns;
+  int64_t Items = int64_t(*Runs) * Tiles;
+  for (int64_t Item = blockIdx.x; Item < Items; Item += gridDim.x) {
+    int64_t Run = Item / Tiles;
+    int64_t Column = (Item % Tiles) * ScatterColumns + 2 * Lane;
     int32_t Key = Unique[Run];
-    if (Key < 0 || Key >= Dim)
+    if (Key < 0 || Key >= Dim) // The same for the whole block.
       continue;
     int64_t Begin = Offset[Run], End = Begin + Length[Run];
-    float Sum = 0;
-#pragma unroll 8
-    for (int64_t R = Begin; R < End; ++R)
-      Sum += loadAs(Dout, uint64_t(Positions[R]) * Inner + I, DT);
-    storeAs(Dx, uint64_t(Key) * Inner + I, XT, Sum);
+    float Sum0 = 0, Sum1 = 0;
+#pragma unroll 4
+    for (int64_t R = Begin + Warp; R < End; R += ScatterWarps) {
+      uint64_t Row = uint64_t(Positions[R]) * uint64_t(Inner);
+      if (Column < Inner)
+        Sum0 += loadAs(Dout, Row + uint64_t(Column), DT);
+      if (Column + 1 < Inner)
+        Sum1 += loadAs(Dout, Row + uint64_t(Column) + 1, DT);
+    }
+    Partial[Warp][2 * Lane] = Sum0;
+    Partial[Warp][2 * Lane + 1] = Sum1;
+    __syncthreads();
+    if (Warp == 0)
+      for (int K = 0; K < 2; ++K) {
+        int64_t C = Column + K;
+        float Total = 0;
+#pragma unroll
+        for (int W = 0; W < ScatterWarps; ++W)
+          Total += Partial[W][2 * Lane + K];
+        if (C < Inner)
+          storeAs(Dx, uint64_t(Key) * uint64_t(Inner) + uint64_t(C), XT,
+                  Total);
+      }
+    __syncthreads();
   }
 }
 
@@ -172,7 +202,11 @@ std::string gather(const plan::Kernel &K, const KernelOperands &Ops,
       cub::DeviceScan::ExclusiveSum(Temp, TempBytes, Length, Offset,
                                     int(Count), S) != cudaSuccess)
     return "sorting the token ids of an embedding's gradient failed";
-  runScatterKernel<<<blocksFor(uint64_t(Count * Inner)), Threads, 0, S>>>(
+  // The run count is on the device: enough blocks for every run when
+  // ids are few, a few per SM for each to loop over many.
+  int64_t Items = Count * ((Inner + ScatterColumns - 1) / ScatterColumns);
+  runScatterKernel<<<unsigned(std::min<int64_t>(Items, 4096)),
+                     32 * ScatterWarps, 0, S>>>(
       Unique, Offset, Length, Runs, PosOut, Ops.In[1], Ops.InType[1],
       Ops.Out[0], Ops.OutType[0], Dim, Inner);
   return "";
