@@ -4,6 +4,8 @@
 #include "PlanInternal.h"
 
 #include "dsc/PlanFacts.h"
+#include "dsc/KernelTime.h"
+#include "dsc/Plan/TimeTables.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -76,6 +78,48 @@ uint64_t largestDevicePeak(const plan::Plan &P, size_t *Which = nullptr) {
 
 std::string millis(uint64_t Nanos) {
   return formatv("{0:f1} ms", double(Nanos) / 1e6).str();
+}
+
+/// Where the kernels' times come from: the calibration's kinds, the
+/// shipped table's products and attention kernels, the machine's rates.
+std::string timeBasis(const plan::Plan &P) {
+  const plan::Hardware &H = P.Settings.Machine;
+  const TimeTable *T = shippedTimeTable(H.GpuName);
+  unsigned Calibrated = 0, Products = 0, Attention = 0, Kinds = 0, Rest = 0;
+  for (const plan::Kernel &K : P.Kernels) {
+    if (plan::measuredRate(K, H)) {
+      ++Calibrated;
+      continue;
+    }
+    const plan::GemmAttrs *G = std::get_if<plan::GemmAttrs>(&K.Attrs);
+    const plan::AttentionAttrs *A = K.as<plan::AttentionAttrs>();
+    bool Grad = K.kind() == plan::KernelKind::AttentionGrad;
+    auto KindRate = [&] {
+      for (const plan::KernelRate &R : T->KernelRates)
+        if (R.Backward == K.Backward && R.Kind == plan::enumName(K.kind()))
+          return true;
+      return false;
+    };
+    if (T && G && productTflops(T->Products, *G) > 0)
+      ++Products;
+    else if (T && A && attentionTflops(*T, *A, Grad) > 0)
+      ++Attention;
+    else if (T && KindRate())
+      ++Kinds;
+    else
+      ++Rest;
+  }
+  if (P.Kernels.empty())
+    return "";
+  std::string Text = "time: ";
+  if (Calibrated)
+    Text += formatv("{0} kernels at the calibration's rates; ", Calibrated);
+  if (T)
+    Text += formatv("{0} products and {1} attention kernels from dsc's {2} "
+                    "time table, {3} kernels at its measured kind rates ({4}); ",
+                    Products, Attention, T->Gpu, Kinds, T->Source);
+  Text += formatv("{0} at the machine's dense and memory rates\n", Rest);
+  return Text;
 }
 
 } // namespace
@@ -244,6 +288,7 @@ void printEstimateText(raw_ostream &OS, const plan::Plan &P) {
                 P.Program.size(), millis(P.Estimates.StepNanos),
                 S.Machine.GpuName, millis(P.Estimates.ExposedCommNanos),
                 millis(P.Estimates.ExposedOffloadNanos));
+  OS << timeBasis(P);
   if (S.Nodes > 1) {
     // Measured kinds first; the modelled figure serves the others.
     std::string Rates;

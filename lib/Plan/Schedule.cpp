@@ -22,7 +22,7 @@
 
 #include "PlanInternal.h"
 
-#include "dsc/KernelTime.h"
+#include "dsc/Plan/TimeTables.h"
 #include "dsc/PlanFacts.h"
 
 #include <array>
@@ -133,6 +133,8 @@ private:
   plan::Plan &P;
   const plan::Info &S;
   const plan::Hardware &H;
+  /// The kernels' measured times on this GPU kind, where dsc ships them.
+  const TimeTable *Table = shippedTimeTable(H.GpuName);
   std::vector<uint32_t> UnitOfModule;
   /// Last instruction emitted on each stream (NoIndex: none yet).
   std::array<uint32_t, plan::NumStreams> LastOn = [] {
@@ -231,7 +233,7 @@ uint64_t Scheduler::computeNanos(const plan::Op &Op, bool Backward) const {
   const plan::Interval &R = Backward ? Op.Backward : Op.Forward;
   uint64_t Total = 0;
   for (uint32_t K = R.Begin; K < R.End; ++K)
-    Total += plan::kernelNanos(P.Kernels[K], H);
+    Total += estimateKernelNanos(P.Kernels[K], H, Table);
   return Total;
 }
 

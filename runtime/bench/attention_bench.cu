@@ -1,6 +1,7 @@
 //===- attention_bench.cu - dsrun's attention kernels, timed alone --------===//
 //
 //   dsrun-attention-bench [--json OUT.jsonl] [--reps R] [--algorithm A]...
+//   dsrun-attention-bench --grid [--reps R] [--algorithm A]...
 //
 // For each shape dsrun trains (the models of the README's table, and head
 // sizes 80, 96 and 256), each attention algorithm that runs it (flash:
@@ -13,7 +14,8 @@
 // launches after 5 warm-ups as TFLOP/s (4 B H T S D, halved when causal;
 // the backward 2.5 times that), and how far cuDNN's outputs are from
 // flash's. runtime/bench/attention_compare.sh prints these beside
-// PyTorch's kernels in the same run.
+// PyTorch's kernels in the same run. --grid prints the attention section
+// of a time table instead (runtime/bench/time_tables.sh).
 //
 //===----------------------------------------------------------------------===//
 
@@ -72,16 +74,34 @@ plan::TensorRef bthd(uint32_t Value, int64_t B, int64_t H, int64_t T,
   return {Value, 0, {B, H, T, D}, {T * H * D, D, H * D, 1}};
 }
 
+/// A hash of I, 64 bits.
+__device__ uint64_t mixBits(uint64_t I) {
+  I = (I + 1) * 0x9E3779B97F4A7C15ull;
+  I ^= I >> 29;
+  I *= 0xBF58476D1CE4E5B9ull;
+  return I ^ (I >> 32);
+}
+
+/// Standard normal bf16 values from a hash of (Seed, index), Box-Muller:
+/// drawn on the device, so that the grid's shapes (hundreds of millions
+/// of values) do not wait on the host.
+__global__ void fillNormal(__nv_bfloat16 *P, uint64_t N, uint64_t Seed) {
+  for (uint64_t I = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; I < N;
+       I += uint64_t(gridDim.x) * blockDim.x) {
+    float U1 = (float(mixBits(Seed ^ (2 * I)) >> 40) + 1) / 16777217.0f;
+    float U2 = float(mixBits(Seed ^ (2 * I + 1)) >> 40) / 16777216.0f;
+    P[I] = __float2bfloat16(sqrtf(-2 * logf(U1)) * cospif(2 * U2));
+  }
+}
+
 /// Device memory of N elements of Bytes each, random where Fill.
 void *buffer(uint64_t N, unsigned Bytes, std::mt19937 &Rng, bool Fill) {
   void *P = nullptr;
   CHECK(cudaMalloc(&P, std::max<uint64_t>(N * Bytes, 256)));
   if (Fill) {
-    std::vector<__nv_bfloat16> H(N);
-    std::normal_distribution<float> Dist(0, 1);
-    for (auto &X : H)
-      X = __float2bfloat16(Dist(Rng));
-    CHECK(cudaMemcpy(P, H.data(), N * 2, cudaMemcpyHostToDevice));
+    fillNormal<<<1024, 256>>>(static_cast<__nv_bfloat16 *>(P), N,
+                              (uint64_t(Rng()) << 32) | Rng());
+    CHECK(cudaGetLastError());
   } else {
     CHECK(cudaMemset(P, 0, N * Bytes));
   }
@@ -100,6 +120,157 @@ double maxDiff(const void *A, const void *B, uint64_t N) {
   return M;
 }
 
+/// The operands of one attention shape, random bf16 q, k, v and dout.
+struct Operands {
+  Operands(const Shape &Sh, std::mt19937 &Rng)
+      : NQ(uint64_t(Sh.B * Sh.T * Sh.Hq * Sh.D)),
+        NK(uint64_t(Sh.B * Sh.T * Sh.Hkv * Sh.D)),
+        Rows(uint64_t(Sh.B * Sh.Hq * Sh.T)), Q(buffer(NQ, 2, Rng, true)),
+        K(buffer(NK, 2, Rng, true)), V(buffer(NK, 2, Rng, true)),
+        Do(buffer(NQ, 2, Rng, true)) {}
+  ~Operands() {
+    for (void *P : {Q, K, V, Do})
+      cudaFree(P);
+  }
+  uint64_t NQ, NK, Rows;
+  void *Q, *K, *V, *Do;
+};
+
+/// One algorithm's forward and backward at shape Sh: the median of Reps
+/// launches after 5 warm-ups, in Ms; its outputs (out, dq, dk, dv, lse)
+/// in Results, which the caller frees. Returns "" or why it cannot run.
+std::string timeAttention(const Shape &Sh, plan::AttentionAlgorithm Algo,
+                          const Operands &In, int Reps, std::mt19937 &Rng,
+                          cudaStream_t S, double (&Ms)[2],
+                          std::vector<void *> &Results) {
+  int64_t B = Sh.B, Hq = Sh.Hq, Hkv = Sh.Hkv, T = Sh.T, D = Sh.D;
+  plan::AttentionAttrs A;
+  A.Batch = B, A.QHeads = Hq, A.KVHeads = Hkv, A.QLen = T, A.KVLen = T;
+  A.HeadDim = A.ValueDim = D, A.Causal = Sh.Causal;
+  A.Scale = 1 / std::sqrt(double(D));
+  A.Algorithm = Algo;
+  // Values: 0 q, 1 k, 2 v, 3 out, 4 lse, 5 dout, 6 dq, 7 dk, 8 dv.
+  void *O = buffer(In.NQ, 2, Rng, false), *Lse = buffer(In.Rows, 4, Rng, false),
+       *Dq = buffer(In.NQ, 2, Rng, false), *Dk = buffer(In.NK, 2, Rng, false),
+       *Dv = buffer(In.NK, 2, Rng, false);
+  Results = {O, Dq, Dk, Dv, Lse};
+  uint64_t WorkBytes = std::max(plan::attentionWorkspace(A, false, 2),
+                                plan::attentionWorkspace(A, true, 2));
+  void *Work = nullptr;
+  CHECK(cudaMalloc(&Work, std::max<uint64_t>(WorkBytes, 256)));
+  plan::Kernel Fwd, Bwd;
+  Fwd.Name = Bwd.Name = Sh.Name;
+  Fwd.Attrs = A;
+  Bwd.Attrs = plan::AttentionGradAttrs{A};
+  plan::TensorRef LseRef{4, 0, {B, Hq, T}, {Hq * T, T, 1}};
+  Fwd.Inputs = {bthd(0, B, Hq, T, D), bthd(1, B, Hkv, T, D),
+                bthd(2, B, Hkv, T, D)};
+  Fwd.Outputs = {bthd(3, B, Hq, T, D), LseRef};
+  Bwd.Inputs = {bthd(5, B, Hq, T, D), bthd(0, B, Hq, T, D),
+                bthd(1, B, Hkv, T, D), bthd(2, B, Hkv, T, D),
+                bthd(3, B, Hq, T, D), LseRef};
+  Bwd.Outputs = {bthd(6, B, Hq, T, D), bthd(7, B, Hkv, T, D),
+                 bthd(8, B, Hkv, T, D)};
+  using E = ElementType;
+  KernelOperands FwdOps{{In.Q, In.K, In.V}, {O, Lse},
+                        {E::BF16, E::BF16, E::BF16}, {E::BF16, E::F32}};
+  KernelOperands BwdOps{{In.Do, In.Q, In.K, In.V, O, Lse},
+                        {Dq, Dk, Dv},
+                        {E::BF16, E::BF16, E::BF16, E::BF16, E::BF16, E::F32},
+                        {E::BF16, E::BF16, E::BF16}};
+  KernelContext C;
+  C.Workspace = Work;
+  C.WorkspaceBytes = WorkBytes;
+  cudaEvent_t Begin, End;
+  CHECK(cudaEventCreate(&Begin));
+  CHECK(cudaEventCreate(&End));
+  Ms[0] = Ms[1] = 0;
+  std::string Problem;
+  for (int Dir = 0; Dir < 2 && Problem.empty(); ++Dir) {
+    const plan::Kernel &Kr = Dir ? Bwd : Fwd;
+    const KernelOperands &Ops = Dir ? BwdOps : FwdOps;
+    std::vector<float> Times;
+    for (int R = 0; R < Reps + 5 && Problem.empty(); ++R) {
+      CHECK(cudaEventRecord(Begin, S));
+      // cuDNN's directly: the launch would fall back to flash.
+      Problem = Algo == plan::AttentionAlgorithm::Cudnn
+                    ? cudnnAttention(Kr, Ops, C, S)
+                    : launchComputeKernel(Kr, Ops, C, S);
+      CHECK(cudaEventRecord(End, S));
+      CHECK(cudaEventSynchronize(End));
+      CHECK(cudaGetLastError());
+      float Took = 0;
+      CHECK(cudaEventElapsedTime(&Took, Begin, End));
+      if (R >= 5)
+        Times.push_back(Took);
+    }
+    if (!Times.empty()) {
+      std::sort(Times.begin(), Times.end());
+      Ms[Dir] = Times[Times.size() / 2];
+    }
+  }
+  CHECK(cudaEventDestroy(Begin));
+  CHECK(cudaEventDestroy(End));
+  CHECK(cudaFree(Work));
+  return Problem;
+}
+
+/// Forward FLOPs as the plan counts them: 4 B H T S D, halved when causal.
+double attentionFlops(const Shape &Sh) {
+  double F = 4.0 * double(Sh.B * Sh.Hq) * double(Sh.T) * double(Sh.T) *
+             double(Sh.D);
+  return Sh.Causal ? F / 2 : F;
+}
+
+/// The attention section of a time table: each algorithm's TFLOP/s
+/// forward and backward, at head sizes 64, 128 and 256, causal or not,
+/// over sequences of 256 to 8192 tokens, 16 heads, as many sequences as
+/// make 16 k tokens.
+int printGrid(const std::vector<plan::AttentionAlgorithm> &Algos, int Reps) {
+  const int64_t Seqs[] = {256, 512, 1024, 2048, 4096, 8192};
+  std::mt19937 Rng(1234);
+  cudaStream_t S;
+  CHECK(cudaStreamCreate(&S));
+  fprintf(stderr, "cuDNN: %s\n", cudnnAttentionLibrary().c_str());
+  printf("attention:\n  sequences: [256, 512, 1024, 2048, 4096, 8192]\n"
+         "  entries:\n");
+  for (plan::AttentionAlgorithm Algo : Algos)
+    for (int64_t D : {64, 128, 256})
+      for (bool Causal : {true, false}) {
+        if (Algo == plan::AttentionAlgorithm::Flash &&
+            D > plan::FlashMaxHeadDim)
+          continue;
+        std::string Rates[2];
+        for (int64_t T : Seqs) {
+          Shape Sh{"grid", std::max<int64_t>(1, 16384 / T), 16, 16, T, D,
+                   Causal};
+          Operands In(Sh, Rng);
+          double Ms[2];
+          std::vector<void *> Results;
+          std::string Problem =
+              timeAttention(Sh, Algo, In, Reps, Rng, S, Ms, Results);
+          for (void *P : Results)
+            CHECK(cudaFree(P));
+          for (int Dir = 0; Dir < 2; ++Dir) {
+            double Tf = Problem.empty() && Ms[Dir] > 0
+                            ? (Dir ? 2.5 : 1.0) * attentionFlops(Sh) /
+                                  Ms[Dir] / 1e9
+                            : 0.0;
+            char Text[32];
+            snprintf(Text, sizeof(Text), "%s%.1f", Rates[Dir].empty() ? "" : ", ",
+                     Tf);
+            Rates[Dir] += Text;
+          }
+        }
+        printf("    - { algorithm: %s, head_dim: %lld, causal: %s, forward: "
+               "[%s], backward: [%s] }\n",
+               plan::enumName(Algo), (long long)D, Causal ? "true" : "false",
+               Rates[0].c_str(), Rates[1].c_str());
+        fflush(stdout);
+      }
+  return 0;
+}
+
 } // namespace
 
 int main(int Argc, char **Argv) {
@@ -107,13 +278,15 @@ int main(int Argc, char **Argv) {
   int Reps = 20;
   std::vector<plan::AttentionAlgorithm> Algos = {
       plan::AttentionAlgorithm::Flash, plan::AttentionAlgorithm::Cudnn};
-  bool AlgosGiven = false;
+  bool AlgosGiven = false, Grid = false;
   for (int I = 1; I < Argc; ++I) {
     std::string A = Argv[I];
     if (A == "--json" && I + 1 < Argc) {
       Json = Argv[++I];
     } else if (A == "--reps" && I + 1 < Argc) {
       Reps = std::max(1, atoi(Argv[++I]));
+    } else if (A == "--grid") {
+      Grid = true;
     } else if (A == "--algorithm" && I + 1 < Argc) {
       std::string Name = Argv[++I];
       if (!AlgosGiven)
@@ -129,10 +302,12 @@ int main(int Argc, char **Argv) {
       }
     } else {
       fprintf(stderr, "usage: dsrun-attention-bench [--json OUT.jsonl] "
-                      "[--reps R] [--algorithm flash|cudnn]...\n");
+                      "[--grid] [--reps R] [--algorithm flash|cudnn]...\n");
       return 2;
     }
   }
+  if (Grid)
+    return printGrid(Algos, Reps);
   FILE *Out = Json.empty() ? nullptr : fopen(Json.c_str(), "w");
   if (!Json.empty() && !Out) {
     fprintf(stderr, "dsrun-attention-bench: cannot write %s\n", Json.c_str());
@@ -147,91 +322,25 @@ int main(int Argc, char **Argv) {
   std::mt19937 Rng(1234);
   cudaStream_t S;
   CHECK(cudaStreamCreate(&S));
-  cudaEvent_t Begin, End;
-  CHECK(cudaEventCreate(&Begin));
-  CHECK(cudaEventCreate(&End));
   for (const Shape &Sh : Shapes) {
-    int64_t B = Sh.B, Hq = Sh.Hq, Hkv = Sh.Hkv, T = Sh.T, D = Sh.D;
-    uint64_t NQ = uint64_t(B * T * Hq * D), NK = uint64_t(B * T * Hkv * D),
-             Rows = uint64_t(B * Hq * T);
-    // Values: 0 q, 1 k, 2 v, 3 out, 4 lse, 5 dout, 6 dq, 7 dk, 8 dv.
-    void *Q = buffer(NQ, 2, Rng, true), *K = buffer(NK, 2, Rng, true),
-         *V = buffer(NK, 2, Rng, true), *Do = buffer(NQ, 2, Rng, true);
-    plan::AttentionAttrs A;
-    A.Batch = B, A.QHeads = Hq, A.KVHeads = Hkv, A.QLen = T, A.KVLen = T;
-    A.HeadDim = A.ValueDim = D, A.Causal = Sh.Causal;
-    A.Scale = 1 / std::sqrt(double(D));
-    double Flops = 4.0 * double(B * Hq) * double(T) * double(T) * double(D);
-    if (Sh.Causal)
-      Flops /= 2;
+    Operands In(Sh, Rng);
     // Each algorithm's outputs, kept to compare cuDNN's with flash's.
     std::vector<std::vector<void *>> Results;
     for (plan::AttentionAlgorithm Algo : Algos) {
       if (Algo == plan::AttentionAlgorithm::Flash &&
-          D > plan::FlashMaxHeadDim)
+          Sh.D > plan::FlashMaxHeadDim)
         continue;
-      A.Algorithm = Algo;
-      void *O = buffer(NQ, 2, Rng, false), *Lse = buffer(Rows, 4, Rng, false),
-           *Dq = buffer(NQ, 2, Rng, false), *Dk = buffer(NK, 2, Rng, false),
-           *Dv = buffer(NK, 2, Rng, false);
-      uint64_t WorkBytes = std::max(plan::attentionWorkspace(A, false, 2),
-                                    plan::attentionWorkspace(A, true, 2));
-      void *Work = nullptr;
-      CHECK(cudaMalloc(&Work, std::max<uint64_t>(WorkBytes, 256)));
-      plan::Kernel Fwd, Bwd;
-      Fwd.Name = Bwd.Name = Sh.Name;
-      Fwd.Attrs = A;
-      Bwd.Attrs = plan::AttentionGradAttrs{A};
-      plan::TensorRef LseRef{4, 0, {B, Hq, T}, {Hq * T, T, 1}};
-      Fwd.Inputs = {bthd(0, B, Hq, T, D), bthd(1, B, Hkv, T, D),
-                    bthd(2, B, Hkv, T, D)};
-      Fwd.Outputs = {bthd(3, B, Hq, T, D), LseRef};
-      Bwd.Inputs = {bthd(5, B, Hq, T, D), bthd(0, B, Hq, T, D),
-                    bthd(1, B, Hkv, T, D), bthd(2, B, Hkv, T, D),
-                    bthd(3, B, Hq, T, D), LseRef};
-      Bwd.Outputs = {bthd(6, B, Hq, T, D), bthd(7, B, Hkv, T, D),
-                     bthd(8, B, Hkv, T, D)};
-      using E = ElementType;
-      KernelOperands FwdOps{{Q, K, V}, {O, Lse}, {E::BF16, E::BF16, E::BF16},
-                            {E::BF16, E::F32}};
-      KernelOperands BwdOps{{Do, Q, K, V, O, Lse},
-                            {Dq, Dk, Dv},
-                            {E::BF16, E::BF16, E::BF16, E::BF16, E::BF16,
-                             E::F32},
-                            {E::BF16, E::BF16, E::BF16}};
-      KernelContext C;
-      C.Workspace = Work;
-      C.WorkspaceBytes = WorkBytes;
-      double Ms[2] = {0, 0};
-      std::string Problem;
-      for (int Dir = 0; Dir < 2 && Problem.empty(); ++Dir) {
-        const plan::Kernel &Kr = Dir ? Bwd : Fwd;
-        const KernelOperands &Ops = Dir ? BwdOps : FwdOps;
-        std::vector<float> Times;
-        for (int R = 0; R < Reps + 5 && Problem.empty(); ++R) {
-          CHECK(cudaEventRecord(Begin, S));
-          // cuDNN's directly: the launch would fall back to flash.
-          Problem = Algo == plan::AttentionAlgorithm::Cudnn
-                        ? cudnnAttention(Kr, Ops, C, S)
-                        : launchComputeKernel(Kr, Ops, C, S);
-          CHECK(cudaEventRecord(End, S));
-          CHECK(cudaEventSynchronize(End));
-          CHECK(cudaGetLastError());
-          float T = 0;
-          CHECK(cudaEventElapsedTime(&T, Begin, End));
-          if (R >= 5)
-            Times.push_back(T);
-        }
-        if (!Times.empty()) {
-          std::sort(Times.begin(), Times.end());
-          Ms[Dir] = Times[Times.size() / 2];
-        }
-      }
+      double Ms[2];
+      std::vector<void *> Kept;
+      std::string Problem = timeAttention(Sh, Algo, In, Reps, Rng, S, Ms, Kept);
       const char *Name = plan::enumName(Algo);
       if (!Problem.empty()) {
         printf("%-20s %-6s cannot run: %s\n", Sh.Name, Name, Problem.c_str());
+        for (void *P : Kept)
+          CHECK(cudaFree(P));
         continue;
       }
+      double Flops = attentionFlops(Sh);
       double FwdTf = Flops / Ms[0] / 1e9, BwdTf = 2.5 * Flops / Ms[1] / 1e9;
       printf("%-20s %-6s fwd %7.3f ms %6.1f TFLOP/s  bwd %7.3f ms %6.1f "
              "TFLOP/s\n",
@@ -242,21 +351,18 @@ int main(int Argc, char **Argv) {
                 "\"bwd_ms\": %.4f, \"fwd_tflops\": %.1f, \"bwd_tflops\": "
                 "%.1f}\n",
                 Sh.Name, Name, Ms[0], Ms[1], FwdTf, BwdTf);
-      Results.push_back({O, Dq, Dk, Dv, Lse});
-      CHECK(cudaFree(Work));
+      Results.push_back(Kept);
     }
     if (Results.size() == 2)
       printf("%-20s cudnn vs flash: largest difference out %.3g, dq %.3g, "
              "dk %.3g, dv %.3g\n",
-             Sh.Name, maxDiff(Results[0][0], Results[1][0], NQ),
-             maxDiff(Results[0][1], Results[1][1], NQ),
-             maxDiff(Results[0][2], Results[1][2], NK),
-             maxDiff(Results[0][3], Results[1][3], NK));
+             Sh.Name, maxDiff(Results[0][0], Results[1][0], In.NQ),
+             maxDiff(Results[0][1], Results[1][1], In.NQ),
+             maxDiff(Results[0][2], Results[1][2], In.NK),
+             maxDiff(Results[0][3], Results[1][3], In.NK));
     for (auto &R : Results)
       for (void *P : R)
         CHECK(cudaFree(P));
-    for (void *P : {Q, K, V, Do})
-      CHECK(cudaFree(P));
   }
   if (Out)
     fclose(Out);

@@ -1,6 +1,7 @@
 //===- gemm_bench.cu - Each product of a plan under each algorithm --------===//
 //
 //   dsrun-gemm-bench PLAN.bin [--candidates N] [--reps R]
+//   dsrun-gemm-bench --grid [--reps R]
 //
 // Prints, for each distinct product of the plan's compute program, the
 // time a launch takes under the algorithm cuBLASLt's heuristic puts first
@@ -8,6 +9,13 @@
 // weighted by how often a micro step runs each product: what dsrun
 // --calibration-out would have the plan choose, and what it saves. Needs
 // the plan alone (operands of random values).
+//
+// --grid times bf16 products over a grid of sizes instead, M, N and K each
+// from 128 to 32768, in the three layouts training runs (nt: x W^T, the
+// forward; nn: dy W, the input's gradient; tn: dy^T x, the weight's),
+// under the heuristic's first algorithm, and prints the rates as the
+// products section of a time table (lib/Plan/TimeTables/, made by
+// runtime/bench/time_tables.sh).
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,11 +30,77 @@
 namespace plan = dsc::plan;
 using namespace dsrun;
 
+namespace {
+
+/// The grid's sizes, each dimension alike: powers of two and GPT-2's 768.
+const int64_t GridSizes[] = {128, 256, 512, 768, 1024, 2048, 4096, 8192,
+                             16384, 32768};
+
+/// The products section of a time table: per layout, TFLOP/s at every
+/// (m, n, k) of the grid, m slowest, k fastest.
+int printGrid(int Reps) {
+  Matmuls Products;
+  if (std::string E = Products.init(); !E.empty()) {
+    fprintf(stderr, "dsrun-gemm-bench: %s\n", E.c_str());
+    return 2;
+  }
+  cudaStream_t S;
+  cudaStreamCreate(&S);
+  printf("products:\n  sizes: [");
+  for (size_t I = 0; I < std::size(GridSizes); ++I)
+    printf("%s%lld", I ? ", " : "", (long long)GridSizes[I]);
+  printf("]\n");
+  const struct {
+    const char *Name;
+    bool TransA, TransB;
+  } Layouts[] = {{"nt", false, true}, {"nn", false, false}, {"tn", true, false}};
+  for (const auto &L : Layouts) {
+    plan::Plan P;
+    P.Values.resize(1);
+    P.Values[0].Type = plan::DType::BF16;
+    for (int64_t M : GridSizes)
+      for (int64_t N : GridSizes)
+        for (int64_t K : GridSizes) {
+          plan::GemmAttrs G;
+          G.M = M, G.N = N, G.K = K;
+          G.TransA = L.TransA, G.TransB = L.TransB;
+          G.LdA = L.TransA ? M : K;
+          G.LdB = L.TransB ? K : N;
+          G.LdC = N;
+          plan::Kernel Kr;
+          Kr.Name = L.Name;
+          Kr.Attrs.emplace<size_t(plan::KernelKind::Gemm)>(G);
+          Kr.Inputs.push_back({0, 0, {M, K}, {K, 1}});
+          P.Kernels.push_back(std::move(Kr));
+        }
+    std::vector<ProductTiming> Timed;
+    if (std::string E = timeProducts(P, Products, 1, Reps, S, Timed);
+        !E.empty()) {
+      fprintf(stderr, "dsrun-gemm-bench: %s\n", E.c_str());
+      return 1;
+    }
+    printf("  %s: [", L.Name);
+    for (size_t I = 0; I < Timed.size(); ++I) {
+      const plan::GemmAttrs &G = Timed[I].Kernel->attrs<plan::KernelKind::Gemm>();
+      double Ms = Timed[I].Ms.empty() ? 0 : Timed[I].Ms[0];
+      double Tflops = Ms > 0 ? 2.0 * G.M * G.N * G.K / Ms / 1e9 : 0;
+      printf("%s%s%.1f", I ? "," : "", I % 10 ? " " : "\n    ", Tflops);
+    }
+    printf("]\n");
+    fflush(stdout);
+  }
+  return 0;
+}
+
+} // namespace
+
 int main(int Argc, char **Argv) {
   const char *Usage =
-      "usage: dsrun-gemm-bench PLAN.bin [--candidates N] [--reps R]\n";
+      "usage: dsrun-gemm-bench PLAN.bin [--candidates N] [--reps R]\n"
+      "       dsrun-gemm-bench --grid [--reps R]\n";
   std::string Path;
   int Candidates = 8, Reps = 20;
+  bool Grid = false;
   for (int I = 1; I < Argc; ++I) {
     std::string A = Argv[I];
     if ((A == "--candidates" || A == "--reps") && I + 1 < Argc) {
@@ -36,6 +110,8 @@ int main(int Argc, char **Argv) {
         return 2;
       }
       (A == "--reps" ? Reps : Candidates) = V;
+    } else if (A == "--grid") {
+      Grid = true;
     } else if (A[0] != '-' && Path.empty()) {
       Path = A;
     } else {
@@ -43,7 +119,9 @@ int main(int Argc, char **Argv) {
       return 2;
     }
   }
-  if (Path.empty()) {
+  if (Grid && Path.empty())
+    return printGrid(Reps);
+  if (Path.empty() || Grid) {
     fputs(Usage, stderr);
     return 2;
   }

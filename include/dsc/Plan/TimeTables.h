@@ -1,0 +1,81 @@
+//===- TimeTables.h - Kernel times measured on each GPU kind -----*- C++ -*-===//
+//
+// How long a kernel takes without a calibration run: tables measured on
+// the project's GPU machines and shipped with dsc, one per GPU kind
+// (lib/Plan/TimeTables/GPU.yaml, made by runtime/bench/time_tables.sh):
+//   - products: bf16 TFLOP/s over a grid of m, n and k in each of the
+//     three layouts training runs, interpolated in log2 of each size;
+//   - attention: TFLOP/s per algorithm, head size and causality, forward
+//     and backward, over sequence lengths, interpolated likewise;
+//   - the other kinds (norms, pointwise, losses): the rate a profiled
+//     training step measured;
+//   - the gap between two kernels on the compute stream.
+// A kind a calibration file measured (dsc plan --calibration) keeps its
+// measured rate; a kind the table lacks runs at the machine's dense and
+// memory rates (KernelTime.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSC_PLAN_TIMETABLES_H
+#define DSC_PLAN_TIMETABLES_H
+
+#include "dsc/PlanFormat.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <vector>
+
+namespace dsc {
+
+/// Products' TFLOP/s at every (m, n, k) of Sizes, m slowest, per layout:
+/// nt (x W^T), nn (dy W), tn (dy^T x).
+struct ProductGrid {
+  std::vector<int64_t> Sizes;
+  std::vector<double> NT, NN, TN;
+};
+
+/// One attention algorithm's TFLOP/s at each of the table's sequences.
+struct AttentionRates {
+  std::string Algorithm;
+  int64_t HeadDim = 0;
+  bool Causal = false;
+  std::vector<double> Forward, Backward;
+};
+
+struct TimeTable {
+  std::string Gpu;
+  /// Where the figures come from: machine, driver, libraries, date.
+  std::string Source;
+  ProductGrid Products;
+  std::vector<int64_t> Sequences;
+  std::vector<AttentionRates> Attention;
+  std::vector<plan::KernelRate> KernelRates;
+  uint64_t KernelGapNanos = 0;
+};
+
+/// Reads a table; an error names the place in Path.
+llvm::Expected<TimeTable> parseTimeTable(llvm::StringRef Text,
+                                         llvm::StringRef Path);
+
+/// The table shipped for GPU kind Gpu (a preset's name), or null.
+const TimeTable *shippedTimeTable(llvm::StringRef Gpu);
+
+/// A product's TFLOP/s from the grid (0: the grid is empty).
+double productTflops(const ProductGrid &G, const plan::GemmAttrs &A);
+
+/// An attention kernel's TFLOP/s (0: no entry of its algorithm).
+double attentionTflops(const TimeTable &T, const plan::AttentionAttrs &A,
+                       bool Backward);
+
+/// What the planner expects kernel K to take on machine H: a rate the
+/// calibration measured for its kind, else the table's (null: none),
+/// else the machine's dense and memory rates; then the gap between two
+/// kernels (the calibration's, else the table's).
+uint64_t estimateKernelNanos(const plan::Kernel &K, const plan::Hardware &H,
+                             const TimeTable *Table);
+
+} // namespace dsc
+
+#endif

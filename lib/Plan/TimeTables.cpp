@@ -1,0 +1,242 @@
+//===- TimeTables.cpp - Kernel times measured on each GPU kind ------------===//
+
+#include "dsc/Plan/TimeTables.h"
+
+#include "dsc/KernelTime.h"
+#include "dsc/Plan/MeasuredRatesYAML.h"
+#include "dsc/Support/YAMLInput.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <utility>
+
+using namespace llvm;
+
+LLVM_YAML_IS_SEQUENCE_VECTOR(dsc::AttentionRates)
+
+namespace llvm::yaml {
+template <> struct MappingTraits<dsc::ProductGrid> {
+  static void mapping(IO &IO, dsc::ProductGrid &G) {
+    IO.mapRequired("sizes", G.Sizes);
+    IO.mapRequired("nt", G.NT);
+    IO.mapRequired("nn", G.NN);
+    IO.mapRequired("tn", G.TN);
+  }
+  static std::string validate(IO &, dsc::ProductGrid &G) {
+    if (G.Sizes.empty() || !std::is_sorted(G.Sizes.begin(), G.Sizes.end()) ||
+        G.Sizes.front() <= 0 ||
+        std::adjacent_find(G.Sizes.begin(), G.Sizes.end()) != G.Sizes.end())
+      return "products' sizes must be positive and ascending";
+    size_t N = G.Sizes.size() * G.Sizes.size() * G.Sizes.size();
+    for (const std::vector<double> *L : {&G.NT, &G.NN, &G.TN})
+      if (L->size() != N)
+        return "each layout of the products has one rate per (m, n, k): " +
+               std::to_string(N);
+    return "";
+  }
+};
+
+template <> struct MappingTraits<dsc::AttentionRates> {
+  static void mapping(IO &IO, dsc::AttentionRates &A) {
+    IO.mapRequired("algorithm", A.Algorithm);
+    IO.mapRequired("head_dim", A.HeadDim);
+    IO.mapRequired("causal", A.Causal);
+    IO.mapRequired("forward", A.Forward);
+    IO.mapRequired("backward", A.Backward);
+  }
+  static const bool flow = true;
+};
+
+struct AttentionSection {
+  std::vector<int64_t> &Sequences;
+  std::vector<dsc::AttentionRates> &Entries;
+};
+template <> struct MappingTraits<AttentionSection> {
+  static void mapping(IO &IO, AttentionSection &A) {
+    IO.mapRequired("sequences", A.Sequences);
+    IO.mapRequired("entries", A.Entries);
+  }
+  static std::string validate(IO &, AttentionSection &A) {
+    if (A.Sequences.empty() ||
+        !std::is_sorted(A.Sequences.begin(), A.Sequences.end()) ||
+        A.Sequences.front() <= 0)
+      return "attention's sequences must be positive and ascending";
+    for (const dsc::AttentionRates &E : A.Entries)
+      if (E.Forward.size() != A.Sequences.size() ||
+          E.Backward.size() != A.Sequences.size() || E.HeadDim <= 0)
+        return "each attention entry has a head size and one rate per "
+               "sequence, forward and backward";
+    return "";
+  }
+};
+
+template <> struct MappingTraits<dsc::TimeTable> {
+  static void mapping(IO &IO, dsc::TimeTable &T) {
+    IO.mapRequired("gpu", T.Gpu);
+    IO.mapRequired("source", T.Source);
+    IO.mapOptional("products", T.Products);
+    AttentionSection A{T.Sequences, T.Attention};
+    IO.mapOptional("attention", A);
+    IO.mapOptional("kernel_rates", T.KernelRates);
+    IO.mapOptional("kernel_gap_ns", T.KernelGapNanos);
+  }
+};
+} // namespace llvm::yaml
+
+namespace dsc {
+
+namespace {
+
+/// Where X falls among ascending Sizes, in log2: the lower index and the
+/// upper one's weight; clamped to the ends (a size beyond the table runs
+/// at its nearest edge's rate).
+std::pair<size_t, double> bracket(const std::vector<int64_t> &Sizes,
+                                  double X) {
+  if (X <= double(Sizes.front()))
+    return {0, 0.0};
+  if (X >= double(Sizes.back()))
+    return {Sizes.size() - 1, 0.0};
+  size_t I = size_t(std::upper_bound(Sizes.begin(), Sizes.end(), X) -
+                    Sizes.begin()) -
+             1;
+  double Lo = std::log2(double(Sizes[I])), Hi = std::log2(double(Sizes[I + 1]));
+  return {I, (std::log2(X) - Lo) / (Hi - Lo)};
+}
+
+/// Rates at the sequence lengths of the table, at length X.
+double alongSequences(const std::vector<int64_t> &Sequences,
+                      const std::vector<double> &Rates, double X) {
+  auto [I, W] = bracket(Sequences, X);
+  double R = Rates[I];
+  if (W > 0)
+    R = R * (1 - W) + Rates[I + 1] * W;
+  return R;
+}
+
+struct Shipped {
+  const char *Gpu;
+  const char *Text;
+};
+
+// The tables, each lib/Plan/TimeTables/GPU.yaml as text (CMakeLists.txt).
+#include "TimeTablesData.inc"
+
+} // namespace
+
+Expected<TimeTable> parseTimeTable(StringRef Text, StringRef Path) {
+  TimeTable T;
+  if (Error E = readYAMLInto(T, Text, Path, "a time table"))
+    return E;
+  return T;
+}
+
+const TimeTable *shippedTimeTable(StringRef Gpu) {
+  // Parsed once; a shipped table that does not parse (a unit test reads
+  // every one) serves as none.
+  static const std::vector<std::pair<std::string, std::optional<TimeTable>>>
+      Tables = [] {
+        std::vector<std::pair<std::string, std::optional<TimeTable>>> All;
+        for (const Shipped &S : ShippedTables) {
+          if (!S.Gpu)
+            break;
+          Expected<TimeTable> T = parseTimeTable(S.Text, S.Gpu);
+          if (!T) {
+            consumeError(T.takeError());
+            All.emplace_back(S.Gpu, std::nullopt);
+          } else {
+            All.emplace_back(S.Gpu, std::move(*T));
+          }
+        }
+        return All;
+      }();
+  for (const auto &[Name, T] : Tables)
+    if (Name == Gpu && T)
+      return &*T;
+  return nullptr;
+}
+
+double productTflops(const ProductGrid &G, const plan::GemmAttrs &A) {
+  const std::vector<double> &Rates = A.TransA ? G.TN : A.TransB ? G.NT : G.NN;
+  size_t N = G.Sizes.size();
+  if (!N || Rates.size() != N * N * N)
+    return 0;
+  std::pair<size_t, double> At[3] = {
+      bracket(G.Sizes, double(A.M) * double(std::max<int64_t>(A.Batch, 1))),
+      bracket(G.Sizes, double(A.N)), bracket(G.Sizes, double(A.K))};
+  // Trilinear in log2 of each size.
+  double Rate = 0;
+  for (int Corner = 0; Corner < 8; ++Corner) {
+    double Weight = 1;
+    size_t Index[3];
+    for (int D = 0; D < 3; ++D) {
+      bool Upper = Corner >> D & 1;
+      auto [I, W] = At[D];
+      Weight *= Upper ? W : 1 - W;
+      Index[D] = std::min(I + (Upper ? 1 : 0), N - 1);
+    }
+    if (Weight > 0)
+      Rate += Weight * Rates[(Index[0] * N + Index[1]) * N + Index[2]];
+  }
+  return Rate;
+}
+
+double attentionTflops(const TimeTable &T, const plan::AttentionAttrs &A,
+                       bool Backward) {
+  // The entries of the algorithm and masking, by head size.
+  std::vector<const AttentionRates *> Of;
+  for (const AttentionRates &E : T.Attention)
+    if (E.Algorithm == plan::enumName(A.Algorithm) && E.Causal == A.Causal)
+      Of.push_back(&E);
+  if (Of.empty() || T.Sequences.empty())
+    return 0;
+  std::sort(Of.begin(), Of.end(),
+            [](const AttentionRates *X, const AttentionRates *Y) {
+              return X->HeadDim < Y->HeadDim;
+            });
+  std::vector<int64_t> Dims;
+  for (const AttentionRates *E : Of)
+    Dims.push_back(E->HeadDim);
+  double Seq = double(std::max<int64_t>(A.QLen, 1));
+  auto RateOf = [&](size_t I) {
+    return alongSequences(T.Sequences,
+                          Backward ? Of[I]->Backward : Of[I]->Forward, Seq);
+  };
+  auto [I, W] = bracket(Dims, double(A.HeadDim));
+  double Rate = RateOf(I);
+  if (W > 0)
+    Rate = Rate * (1 - W) + RateOf(I + 1) * W;
+  return Rate;
+}
+
+uint64_t estimateKernelNanos(const plan::Kernel &K, const plan::Hardware &H,
+                             const TimeTable *Table) {
+  uint64_t FlopRate = H.DenseFlopsPerSec, ByteRate = H.MemoryBytesPerSec;
+  uint64_t Gap = H.KernelGapNanos;
+  if (const plan::KernelRate *R = plan::measuredRate(K, H)) {
+    FlopRate = R->FlopsPerSec, ByteRate = R->BytesPerSec;
+  } else if (Table) {
+    double Tflops = 0;
+    if (const plan::GemmAttrs *G = std::get_if<plan::GemmAttrs>(&K.Attrs))
+      Tflops = productTflops(Table->Products, *G);
+    else if (const plan::AttentionAttrs *A = K.as<plan::AttentionAttrs>())
+      Tflops = attentionTflops(*Table, *A,
+                               K.kind() == plan::KernelKind::AttentionGrad);
+    if (Tflops > 0) {
+      FlopRate = uint64_t(Tflops * 1e12);
+    } else {
+      for (const plan::KernelRate &R : Table->KernelRates)
+        if (R.Backward == K.Backward && R.Kind == plan::enumName(K.kind())) {
+          FlopRate = R.FlopsPerSec, ByteRate = R.BytesPerSec;
+          break;
+        }
+    }
+  }
+  if (Table && !Gap)
+    Gap = Table->KernelGapNanos;
+  return std::max(plan::nanosAt(K.Flops, FlopRate),
+                  plan::nanosAt(K.Bytes, ByteRate)) +
+         Gap;
+}
+
+} // namespace dsc

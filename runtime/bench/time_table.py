@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Assembles a time table (lib/Plan/TimeTables/GPU.yaml) from what
+runtime/bench/time_tables.sh measured: the products' and attention's
+grids as the benches print them, the kernel kinds' rates from dsrun
+--calibration-out files, and the gap between two kernels from the same
+runs' logs: the profiled step's idle time between the kernels of one
+instruction (nothing waited for there) over its gaps. Products and
+attention come from the grids alone; a kind two runs measured takes the
+first run's rate; the gap is the runs' mean. Writes the table to stdout.
+
+    time_table.py --gpu H200 --products P.yaml --attention A.yaml \
+        --library-log LOG [--calibration FILE:LOG:NAME]...
+"""
+import argparse
+import datetime
+import re
+import subprocess
+
+
+def calibration(path):
+    """The kernel rates: (kind, backward, flops, bytes)."""
+    rates = []
+    for line in open(path):
+        m = re.match(r"\s*- \{ kind: ([\w-]+), backward: (\w+), "
+                     r"flops_per_sec: (\d+), bytes_per_sec: (\d+) \}", line)
+        if m:
+            rates.append((m[1], m[2], int(m[3]), int(m[4])))
+    return rates
+
+
+def kernel_gap_ns(log):
+    """The profiled step's idle time inside instructions over its gaps."""
+    m = re.search(r"idle inside instructions: ([\d.]+) ms in (\d+) gaps",
+                  open(log).read())
+    return float(m[1]) * 1e6 / int(m[2]) if m and int(m[2]) else None
+
+
+def query(cmd):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gpu", required=True)
+    ap.add_argument("--products", required=True)
+    ap.add_argument("--attention", required=True)
+    ap.add_argument("--library-log", required=True)
+    ap.add_argument("--calibration", action="append", default=[])
+    a = ap.parse_args()
+    device = query(["nvidia-smi", "--query-gpu=name,driver_version",
+                    "--format=csv,noheader"]).splitlines()[0]
+    cuda = re.search(r"release ([\d.]+)", query(["nvcc", "--version"]))
+    cudnn = re.search(r"cuDNN: ([^\n]*)", open(a.library_log).read())
+    kinds, gaps, names = {}, [], []
+    for spec in a.calibration:
+        path, log, name = spec.split(":")
+        names.append(name)
+        gap = kernel_gap_ns(log)
+        for kind, backward, flops, bytes_ in calibration(path):
+            # Products and attention come from the grids.
+            if kind in ("gemm", "attention", "attention-grad"):
+                continue
+            kinds.setdefault((kind, backward), (flops, bytes_))
+        if gap:
+            gaps.append(gap)
+    source = (f"{device} (name, driver); CUDA {cuda[1] if cuda else 'unknown'}; "
+              f"{cudnn[1].strip() if cudnn else 'cuDNN unknown'}; "
+              f"dsrun-gemm-bench --grid, dsrun-attention-bench --grid, "
+              f"dsrun --calibration-out of {', '.join(names) or 'no run'}; "
+              f"{datetime.date.today().isoformat()}")
+    print(f"# Kernel times dsc plan uses on {a.gpu} without a calibration run,")
+    print("# made by runtime/bench/time_tables.sh (include/dsc/Plan/TimeTables.h).")
+    print(f"gpu: {a.gpu}")
+    print(f"source: \"{source}\"")
+    print(open(a.products).read().rstrip())
+    print(open(a.attention).read().rstrip())
+    if kinds:
+        print("kernel_rates:")
+        for (kind, backward), (flops, bytes_) in sorted(kinds.items()):
+            print(f"  - {{ kind: {kind}, backward: {backward}, "
+                  f"flops_per_sec: {flops}, bytes_per_sec: {bytes_} }}")
+    print(f"kernel_gap_ns: {round(sum(gaps) / len(gaps)) if gaps else 0}")
+
+
+if __name__ == "__main__":
+    main()

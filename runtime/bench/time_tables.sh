@@ -1,0 +1,35 @@
+#!/bin/sh
+# Measures this GPU kind's time table, the kernel times dsc plan uses
+# without a calibration run (include/dsc/Plan/TimeTables.h):
+#   - products: dsrun-gemm-bench --grid (bf16, three layouts, m, n and k
+#     from 128 to 32768);
+#   - attention: dsrun-attention-bench --grid (cuDNN's and dsrun's flash,
+#     head sizes 64, 128 and 256, causal and not, sequences 256-8192);
+#   - the other kernel kinds: dsrun --calibration-out of each training
+#     run given; the gap between kernels: the same runs' profiled step.
+# Writes the table to OUT (lib/Plan/TimeTables/GPU.yaml), GPU the preset's
+# name (H200, H100-80GB).
+#
+#   runtime/bench/time_tables.sh BUILD GPU OUT.yaml [PLAN INIT TOKENS]...
+set -eu
+build=$1 gpu=$2 out=$3
+shift 3
+here=$(dirname "$0")
+tmp=$(mktemp -d)
+"$build/bin/dsrun-gemm-bench" --grid --reps 5 > "$tmp/products.yaml"
+"$build/bin/dsrun-attention-bench" --grid --reps 10 > "$tmp/attention.yaml" \
+  2> "$tmp/attention.log"
+n=0 runs=
+while [ $# -ge 3 ]; do
+  n=$((n + 1))
+  "$build/bin/dsrun" "$1" --init "$2" --data "$3" --steps 8 --profile-step 8 \
+    --calibration-out "$tmp/calibration-$n.yaml" > "$tmp/run-$n.log" 2>&1 ||
+    { echo "time_tables.sh: dsrun $1 failed:" >&2; tail -3 "$tmp/run-$n.log" >&2; exit 1; }
+  runs="$runs --calibration $tmp/calibration-$n.yaml:$tmp/run-$n.log:$(basename "$1" .bin)"
+  shift 3
+done
+python3 "$here/time_table.py" --gpu "$gpu" --products "$tmp/products.yaml" \
+  --attention "$tmp/attention.yaml" --library-log "$tmp/attention.log" \
+  $runs > "$out"
+rm -rf "$tmp"
+echo "wrote $out"

@@ -1,0 +1,148 @@
+//===- TimeTablesTest.cpp - Kernel times from the shipped tables ----------===//
+
+#include "dsc/Plan/Hardware.h"
+#include "dsc/Plan/TimeTables.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <string>
+
+using namespace dsc;
+
+namespace {
+
+/// Sizes 128 and 1024, nt's rates different at every corner (m 1024 adds
+/// 8, n 1024 adds 10, k 1024 adds 100).
+const char *Table = R"(gpu: TestGPU
+source: "a test"
+products:
+  sizes: [128, 1024]
+  nt: [100, 200, 110, 210, 108, 208, 118, 218]
+  nn: [1, 1, 1, 1, 1, 1, 1, 1]
+  tn: [2, 2, 2, 2, 2, 2, 2, 2]
+attention:
+  sequences: [512, 2048]
+  entries:
+    - { algorithm: cudnn, head_dim: 64, causal: true, forward: [200, 300], backward: [100, 150] }
+    - { algorithm: cudnn, head_dim: 128, causal: true, forward: [400, 500], backward: [300, 350] }
+kernel_rates:
+  - { kind: layer-norm, backward: false, flops_per_sec: 0, bytes_per_sec: 2000000000000 }
+kernel_gap_ns: 3000
+)";
+
+TimeTable parsed() {
+  llvm::Expected<TimeTable> T = parseTimeTable(Table, "test.yaml");
+  EXPECT_TRUE(bool(T)) << (T ? "" : llvm::toString(T.takeError()));
+  return T ? *T : TimeTable{};
+}
+
+plan::GemmAttrs product(int64_t M, int64_t N, int64_t K, bool TransA = false,
+                        bool TransB = true) {
+  plan::GemmAttrs G;
+  G.M = M, G.N = N, G.K = K, G.TransA = TransA, G.TransB = TransB;
+  return G;
+}
+
+TEST(TimeTablesTest, ProductsAtTheGridAndBetween) {
+  TimeTable T = parsed();
+  // Corners: m slowest, k fastest.
+  EXPECT_DOUBLE_EQ(productTflops(T.Products, product(128, 128, 128)), 100);
+  EXPECT_DOUBLE_EQ(productTflops(T.Products, product(128, 128, 1024)), 200);
+  EXPECT_DOUBLE_EQ(productTflops(T.Products, product(1024, 1024, 1024)), 218);
+  // Halfway in log2 of k (362 = 128 x 2^1.5): the mean of the two.
+  EXPECT_NEAR(productTflops(T.Products, product(128, 128, 362)), 150, 0.2);
+  // Beyond the grid: its edge.
+  EXPECT_DOUBLE_EQ(productTflops(T.Products, product(64, 64, 1 << 20)), 200);
+  // The layout picks the list; a batch counts as rows.
+  EXPECT_DOUBLE_EQ(productTflops(T.Products, product(128, 128, 128, false, false)), 1);
+  EXPECT_DOUBLE_EQ(productTflops(T.Products, product(128, 128, 128, true, false)), 2);
+  plan::GemmAttrs Batched = product(128, 128, 128);
+  Batched.Batch = 8;
+  EXPECT_DOUBLE_EQ(productTflops(T.Products, Batched), 108);
+}
+
+TEST(TimeTablesTest, AttentionBySequenceAndHeadSize) {
+  TimeTable T = parsed();
+  plan::AttentionAttrs A;
+  A.Algorithm = plan::AttentionAlgorithm::Cudnn;
+  A.Causal = true;
+  A.HeadDim = A.ValueDim = 64;
+  A.QLen = A.KVLen = 512;
+  EXPECT_DOUBLE_EQ(attentionTflops(T, A, false), 200);
+  EXPECT_DOUBLE_EQ(attentionTflops(T, A, true), 100);
+  A.QLen = 1024; // Halfway in log2.
+  EXPECT_DOUBLE_EQ(attentionTflops(T, A, false), 250);
+  A.HeadDim = 128, A.QLen = 8192;
+  EXPECT_DOUBLE_EQ(attentionTflops(T, A, true), 350);
+  A.HeadDim = 90; // Between the head sizes, in log2.
+  double Between = attentionTflops(T, A, false);
+  EXPECT_GT(Between, 300);
+  EXPECT_LT(Between, 500);
+  // No entry for the algorithm or the masking: none.
+  A.Causal = false;
+  EXPECT_EQ(attentionTflops(T, A, false), 0);
+  A.Causal = true;
+  A.Algorithm = plan::AttentionAlgorithm::Flash;
+  EXPECT_EQ(attentionTflops(T, A, false), 0);
+}
+
+TEST(TimeTablesTest, CalibratedRatesWinOverTheTable) {
+  TimeTable T = parsed();
+  plan::Hardware H;
+  H.DenseFlopsPerSec = 1000000000000000; // 1000 TFLOP/s
+  H.MemoryBytesPerSec = 1000000000000;   // 1 TB/s
+  plan::Kernel Gemm;
+  Gemm.Attrs.emplace<size_t(plan::KernelKind::Gemm)>(product(128, 128, 128));
+  Gemm.Flops = 100000000000; // 0.1 TFLOP: 1 ms at the table's 100 TFLOP/s
+  EXPECT_EQ(estimateKernelNanos(Gemm, H, &T), 1000000u + 3000u);
+  // No table: the machine's dense rate, no gap.
+  EXPECT_EQ(estimateKernelNanos(Gemm, H, nullptr), 100000u);
+  // A norm: the table's measured bytes rate.
+  plan::Kernel Norm;
+  Norm.Attrs.emplace<size_t(plan::KernelKind::LayerNorm)>();
+  Norm.Bytes = 2000000000; // 2 GB at 2 TB/s
+  EXPECT_EQ(estimateKernelNanos(Norm, H, &T), 1000000u + 3000u);
+  // A kind the calibration measured keeps its rate, and its gap.
+  H.KernelRates.push_back({"gemm", false, 200000000000000, 0});
+  H.KernelGapNanos = 5000;
+  EXPECT_EQ(estimateKernelNanos(Gemm, H, &T), 500000u + 5000u);
+}
+
+TEST(TimeTablesTest, RefusesMalformedTables) {
+  std::string Short = Table;
+  Short.replace(Short.find("nn: [1, 1, 1, 1, 1, 1, 1, 1]"), 28, "nn: [1, 1]");
+  llvm::Expected<TimeTable> T = parseTimeTable(Short, "short.yaml");
+  ASSERT_FALSE(bool(T));
+  std::string Message = llvm::toString(T.takeError());
+  EXPECT_NE(Message.find("short.yaml"), std::string::npos) << Message;
+  EXPECT_NE(Message.find("one rate per (m, n, k): 8"), std::string::npos)
+      << Message;
+  std::string NoSource = Table;
+  NoSource.replace(NoSource.find("source: \"a test\"\n"), 17, "");
+  llvm::Expected<TimeTable> U = parseTimeTable(NoSource, "nosource.yaml");
+  ASSERT_FALSE(bool(U));
+  EXPECT_NE(llvm::toString(U.takeError()).find("source"), std::string::npos);
+}
+
+TEST(TimeTablesTest, EveryShippedTableParsesAndCoversItsGpu) {
+  // Each preset with a table: the table parses, names its GPU, and has
+  // products, attention and a gap.
+  unsigned Shipped = 0;
+  for (llvm::StringRef Name : hardwarePresetNames()) {
+    std::optional<HardwareProfile> H = hardwarePreset(Name);
+    ASSERT_TRUE(H);
+    const TimeTable *T = shippedTimeTable(H->Figures.GpuName);
+    if (!T)
+      continue;
+    ++Shipped;
+    EXPECT_EQ(T->Gpu, H->Figures.GpuName);
+    EXPECT_FALSE(T->Source.empty());
+    EXPECT_FALSE(T->Products.Sizes.empty());
+    EXPECT_FALSE(T->Attention.empty());
+    EXPECT_GT(T->KernelGapNanos, 0u);
+  }
+  EXPECT_GE(Shipped, 1u) << "no GPU kind has a time table";
+}
+
+} // namespace
