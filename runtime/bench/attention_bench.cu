@@ -315,10 +315,7 @@ int main(int Argc, char **Argv) {
   }
   cudaDeviceProp Prop;
   CHECK(cudaGetDeviceProperties(&Prop, 0));
-  printf("%s; cuDNN: %s; DSRUN_CUDNN_DETERMINISTIC=%s\n", Prop.name,
-         cudnnAttentionLibrary().c_str(),
-         getenv("DSRUN_CUDNN_DETERMINISTIC") ? getenv("DSRUN_CUDNN_DETERMINISTIC")
-                                             : "1");
+  printf("%s; cuDNN: %s\n", Prop.name, cudnnAttentionLibrary().c_str());
   std::mt19937 Rng(1234);
   cudaStream_t S;
   CHECK(cudaStreamCreate(&S));
