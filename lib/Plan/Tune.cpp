@@ -28,6 +28,9 @@ std::vector<std::pair<std::string, std::string>> TuneChoice::settings() const {
   if (Prefetch)
     Out.push_back({"zero_optimization.stage3_prefetch_bucket_size",
                    std::to_string(Prefetch)});
+  if (MaxLive)
+    Out.push_back({"zero_optimization.stage3_max_live_parameters",
+                   std::to_string(MaxLive)});
   if (OverlapComm >= 0)
     Out.push_back({"zero_optimization.overlap_comm",
                    OverlapComm ? "true" : "false"});
@@ -37,10 +40,13 @@ std::vector<std::pair<std::string, std::string>> TuneChoice::settings() const {
 std::string TuneChoice::describe() const {
   std::string S = formatv("ZeRO {0}, micro batch {1} x {2}", Stage,
                           MicroBatch, GradAccum);
-  if (Params == plan::OffloadDevice::CPU)
-    S += ", optimizer and parameters on the CPU";
-  else if (Optimizer == plan::OffloadDevice::CPU)
-    S += ", optimizer on the CPU";
+  auto Where = [](plan::OffloadDevice D) {
+    return D == plan::OffloadDevice::NVMe ? "NVMe" : "the CPU";
+  };
+  if (Params != plan::OffloadDevice::None)
+    S += std::string(", optimizer and parameters on ") + Where(Params);
+  else if (Optimizer != plan::OffloadDevice::None)
+    S += std::string(", optimizer on ") + Where(Optimizer);
   if (Checkpoint)
     S += ", checkpointed";
   // 5e8, as configs write them.
@@ -54,6 +60,8 @@ std::string TuneChoice::describe() const {
     S += ", buckets " + Short(Bucket);
   if (Prefetch)
     S += ", prefetch " + Short(Prefetch);
+  if (MaxLive)
+    S += ", max live " + Short(MaxLive);
   if (OverlapComm >= 0)
     S += OverlapComm ? ", overlap_comm" : ", no overlap_comm";
   return S;
@@ -62,30 +70,47 @@ std::string TuneChoice::describe() const {
 std::vector<TuneChoice> tuneRefinements(const TuneChoice &Best) {
   std::vector<TuneChoice> Out;
   const uint64_t Sizes[] = {50000000, 200000000, 500000000};
+  const uint64_t Live[] = {100000000, 1000000000};
+  bool Stage3 = Best.Stage == 3;
   for (uint64_t Bucket : Sizes)
-    for (uint64_t Prefetch : Sizes) {
-      if (Best.Stage < 3 && Prefetch != Sizes[0])
-        continue;
-      for (int Overlap : {1, 0}) {
-        TuneChoice C = Best;
-        C.Bucket = Bucket;
-        C.Prefetch = Best.Stage == 3 ? Prefetch : 0;
-        C.OverlapComm = Overlap;
-        Out.push_back(C);
+    for (uint64_t Prefetch : Sizes)
+      for (uint64_t MaxLive : Live) {
+        if (!Stage3 && (Prefetch != Sizes[0] || MaxLive != Live[0]))
+          continue;
+        for (int Overlap : {1, 0}) {
+          TuneChoice C = Best;
+          C.Bucket = Bucket;
+          C.Prefetch = Stage3 ? Prefetch : 0;
+          C.MaxLive = Stage3 ? MaxLive : 0;
+          C.OverlapComm = Overlap;
+          Out.push_back(C);
+        }
       }
-    }
   return Out;
 }
 
 std::vector<TuneChoice> tuneChoices(uint64_t SamplesPerRank,
+                                    NvmeChoices Nvme,
                                     uint32_t MaxMicroBatch) {
   using plan::OffloadDevice;
+  // Where the optimizer's state and the parameters go: optimizer offload
+  // needs stage 1-3; the parameters' stage 3 and the optimizer's with
+  // them (what dsc plans); NVMe stage 3 and a path in the config.
+  struct Offload {
+    OffloadDevice Optimizer, Params;
+    uint32_t FromStage;
+    bool Allowed;
+  };
+  const Offload Offloads[] = {
+      {OffloadDevice::None, OffloadDevice::None, 0, true},
+      {OffloadDevice::CPU, OffloadDevice::None, 1, true},
+      {OffloadDevice::CPU, OffloadDevice::CPU, 3, true},
+      {OffloadDevice::NVMe, OffloadDevice::None, 3, Nvme.Optimizer},
+      {OffloadDevice::NVMe, OffloadDevice::NVMe, 3, Nvme.Params}};
   std::vector<TuneChoice> Out;
   for (uint32_t Stage = 0; Stage <= 3; ++Stage)
-    for (unsigned Offload = 0; Offload < 3; ++Offload) {
-      // Optimizer offload needs stage 1-3; the parameters' stage 3 and the
-      // optimizer's with them (what dsc plans).
-      if ((Offload > 0 && Stage == 0) || (Offload == 2 && Stage < 3))
+    for (const Offload &O : Offloads) {
+      if (!O.Allowed || Stage < O.FromStage)
         continue;
       for (bool Checkpoint : {false, true})
         for (uint64_t Micro = 1; Micro <= std::min<uint64_t>(
@@ -95,8 +120,8 @@ std::vector<TuneChoice> tuneChoices(uint64_t SamplesPerRank,
             continue;
           TuneChoice C;
           C.Stage = Stage;
-          C.Optimizer = Offload ? OffloadDevice::CPU : OffloadDevice::None;
-          C.Params = Offload == 2 ? OffloadDevice::CPU : OffloadDevice::None;
+          C.Optimizer = O.Optimizer;
+          C.Params = O.Params;
           C.Checkpoint = Checkpoint;
           C.MicroBatch = uint32_t(Micro);
           C.GradAccum = uint32_t(SamplesPerRank / Micro);
@@ -113,7 +138,8 @@ std::vector<size_t> microBatchGroups(const std::vector<TuneChoice> &Choices) {
     if (!B || A.Stage != B->Stage || A.Optimizer != B->Optimizer ||
         A.Params != B->Params || A.Checkpoint != B->Checkpoint ||
         A.Bucket != B->Bucket || A.Prefetch != B->Prefetch ||
-        A.OverlapComm != B->OverlapComm || A.MicroBatch <= B->MicroBatch)
+        A.MaxLive != B->MaxLive || A.OverlapComm != B->OverlapComm ||
+        A.MicroBatch <= B->MicroBatch)
       Start.push_back(I);
   }
   return Start;

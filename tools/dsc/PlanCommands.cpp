@@ -709,7 +709,15 @@ int runTune() {
                                      : A.PeakBytes < B.PeakBytes;
                      });
   };
-  std::vector<TuneChoice> Choices = tuneChoices(Batch / World);
+  // NVMe where the user's config says where: tune cannot pick a path.
+  NvmeChoices Nvme;
+  auto PathSet = [&](StringRef Key) {
+    return !User.getString(Key).value_or("").empty();
+  };
+  Nvme.Optimizer = PathSet("zero_optimization.offload_optimizer.nvme_path");
+  Nvme.Params =
+      Nvme.Optimizer && PathSet("zero_optimization.offload_param.nvme_path");
+  std::vector<TuneChoice> Choices = tuneChoices(Batch / World, Nvme);
   PlanAll(Choices, microBatchGroups(Choices));
   // Where exposed communication holds the fastest up, its buckets and
   // overlap_comm are what change that (each variant a group of its own).
@@ -732,12 +740,19 @@ int runTune() {
                       "not fit, not planned",
                       Skipped);
   if (Refinements)
-    outs() << formatv("; {0} of them the fastest's bucket sizes and "
+    outs() << formatv("; {0} of them the fastest's bucket sizes{1} and "
                       "overlap_comm (exposed communication held it up)",
-                      Refinements);
+                      Refinements,
+                      Results[0].Choice.Stage == 3 ? ", live parameters" : "");
   if (Refused)
     outs() << formatv("; {0} refused (first: {1})", Refused, FirstRefusal);
   outs() << "\n";
+  if (!Nvme.Optimizer)
+    outs() << "NVMe offload not searched: the config names no "
+              "offload_optimizer.nvme_path\n";
+  else if (!Nvme.Params)
+    outs() << "NVMe offload of the parameters not searched: the config "
+              "names no offload_param.nvme_path\n";
   int64_t Seq = Options->SeqLen.value_or(0);
   StringRef Unit = Seq ? "tokens/s" : "samples/s";
   if (Fitting)

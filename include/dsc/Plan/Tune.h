@@ -25,8 +25,9 @@ struct TuneChoice {
   bool Checkpoint = false;
   uint32_t MicroBatch = 1, GradAccum = 1;
   /// Where set (not 0 or -1): the reduction (and stage 1/2 all-gather)
-  /// buckets, the stage-3 prefetch bucket, overlap_comm.
-  uint64_t Bucket = 0, Prefetch = 0;
+  /// buckets, the stage-3 prefetch bucket and live parameters,
+  /// overlap_comm.
+  uint64_t Bucket = 0, Prefetch = 0, MaxLive = 0;
   int OverlapComm = -1;
 
   /// The config keys it sets: dotted path, JSON value.
@@ -35,12 +36,21 @@ struct TuneChoice {
   std::string describe() const;
 };
 
+/// Where the user's config lets tune put state on NVMe: the optimizer's
+/// (offload_optimizer.nvme_path is set) and the parameters' (both paths).
+struct NvmeChoices {
+  bool Optimizer = false, Params = false;
+};
+
 /// Every choice for SamplesPerRank samples a rank takes in a step (the
 /// global batch over the world size): ZeRO 0-3; the optimizer on the
-/// device or the CPU (stage 1-3), the parameters too at stage 3; layers
-/// checkpointed or not; each micro batch that divides SamplesPerRank, up
-/// to MaxMicroBatch, with the accumulation that makes up the rest.
+/// device or the CPU (stage 1-3), the parameters too at stage 3, and at
+/// stage 3 (DeepSpeed's only stage for NVMe) the optimizer on NVMe, with
+/// the parameters too, where Nvme allows; layers checkpointed or not; each
+/// micro batch that divides SamplesPerRank, up to MaxMicroBatch, with the
+/// accumulation that makes up the rest.
 std::vector<TuneChoice> tuneChoices(uint64_t SamplesPerRank,
+                                    NvmeChoices Nvme = {},
                                     uint32_t MaxMicroBatch = 64);
 
 /// Where each group of Choices begins: consecutive choices that differ
@@ -50,7 +60,8 @@ std::vector<TuneChoice> tuneChoices(uint64_t SamplesPerRank,
 std::vector<size_t> microBatchGroups(const std::vector<TuneChoice> &Choices);
 
 /// The choices that differ from Best in the bucket sizes (5e7, 2e8 and
-/// 5e8 elements: reduction, stage 1/2 all-gather, stage-3 prefetch) and
+/// 5e8 elements: reduction, stage 1/2 all-gather, stage-3 prefetch), at
+/// stage 3 the live parameters (1e8 and DeepSpeed's 1e9), and
 /// overlap_comm: what communication that holds the step up depends on.
 std::vector<TuneChoice> tuneRefinements(const TuneChoice &Best);
 

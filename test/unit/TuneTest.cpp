@@ -1,0 +1,74 @@
+//===- TuneTest.cpp - The configs dsc tune plans --------------------------===//
+
+#include "dsc/Plan/Tune.h"
+
+#include "gtest/gtest.h"
+
+#include <algorithm>
+#include <set>
+
+using namespace dsc;
+using plan::OffloadDevice;
+
+namespace {
+
+size_t countWhere(const std::vector<TuneChoice> &Cs,
+                  bool (*Pred)(const TuneChoice &)) {
+  return size_t(std::count_if(Cs.begin(), Cs.end(), Pred));
+}
+
+TEST(TuneTest, NvmeOnlyAtStageThreeAndWhereTheConfigHasAPath) {
+  // 8 samples a rank: micro batches 1, 2, 4, 8; with and without
+  // checkpointing. Stage 0: 1 placement; 1-2: device, CPU; 3: device,
+  // CPU, CPU with the parameters.
+  std::vector<TuneChoice> Plain = tuneChoices(8);
+  EXPECT_EQ(Plain.size(), size_t(4 * 2 * (1 + 2 + 2 + 3)));
+  EXPECT_EQ(countWhere(Plain, [](const TuneChoice &C) {
+              return C.Optimizer == OffloadDevice::NVMe;
+            }),
+            0u);
+  std::vector<TuneChoice> Optimizer = tuneChoices(8, {true, false});
+  EXPECT_EQ(Optimizer.size(), Plain.size() + 4 * 2);
+  std::vector<TuneChoice> Both = tuneChoices(8, {true, true});
+  EXPECT_EQ(Both.size(), Plain.size() + 2 * 4 * 2);
+  for (const TuneChoice &C : Both) {
+    if (C.Optimizer == OffloadDevice::NVMe) {
+      EXPECT_EQ(C.Stage, 3u) << C.describe();
+    }
+    if (C.Params == OffloadDevice::NVMe) {
+      EXPECT_EQ(C.Optimizer, OffloadDevice::NVMe) << C.describe();
+    }
+  }
+  TuneChoice C = Both.back();
+  EXPECT_EQ(C.describe(),
+            "ZeRO 3, micro batch 8 x 1, optimizer and parameters on NVMe, "
+            "checkpointed");
+}
+
+TEST(TuneTest, RefinementsSearchLiveParametersAtStageThree) {
+  TuneChoice Best;
+  Best.Stage = 3;
+  std::vector<TuneChoice> R = tuneRefinements(Best);
+  // Buckets 3 x prefetch 3 x live parameters 2 x overlap_comm 2.
+  EXPECT_EQ(R.size(), 36u);
+  std::set<uint64_t> Live;
+  for (const TuneChoice &C : R)
+    Live.insert(C.MaxLive);
+  EXPECT_EQ(Live, (std::set<uint64_t>{100000000, 1000000000}));
+  bool Sets = false;
+  for (const auto &[Path, Value] : R.front().settings())
+    Sets |= Path == "zero_optimization.stage3_max_live_parameters" &&
+            Value == "100000000";
+  EXPECT_TRUE(Sets);
+  EXPECT_NE(R.front().describe().find("max live 1e8"), std::string::npos);
+  // Below stage 3 neither prefetch nor live parameters: 3 x 2.
+  Best.Stage = 2;
+  R = tuneRefinements(Best);
+  EXPECT_EQ(R.size(), 6u);
+  for (const TuneChoice &C : R) {
+    EXPECT_EQ(C.Prefetch, 0u);
+    EXPECT_EQ(C.MaxLive, 0u);
+  }
+}
+
+} // namespace
