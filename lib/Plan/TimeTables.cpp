@@ -29,10 +29,15 @@ template <> struct MappingTraits<dsc::ProductGrid> {
         std::adjacent_find(G.Sizes.begin(), G.Sizes.end()) != G.Sizes.end())
       return "products' sizes must be positive and ascending";
     size_t N = G.Sizes.size() * G.Sizes.size() * G.Sizes.size();
-    for (const std::vector<double> *L : {&G.NT, &G.NN, &G.TN})
+    for (const std::vector<double> *L : {&G.NT, &G.NN, &G.TN}) {
       if (L->size() != N)
         return "each layout of the products has one rate per (m, n, k): " +
                std::to_string(N);
+      // A rate of 0 (a shape the bench could not run) would pull its
+      // neighbours' interpolation towards nothing.
+      if (std::any_of(L->begin(), L->end(), [](double R) { return R <= 0; }))
+        return "every product rate must be positive";
+    }
     return "";
   }
 };
@@ -62,11 +67,18 @@ template <> struct MappingTraits<AttentionSection> {
         !std::is_sorted(A.Sequences.begin(), A.Sequences.end()) ||
         A.Sequences.front() <= 0)
       return "attention's sequences must be positive and ascending";
-    for (const dsc::AttentionRates &E : A.Entries)
+    auto Positive = [](const std::vector<double> &Rates) {
+      return std::all_of(Rates.begin(), Rates.end(),
+                         [](double R) { return R > 0; });
+    };
+    for (const dsc::AttentionRates &E : A.Entries) {
       if (E.Forward.size() != A.Sequences.size() ||
           E.Backward.size() != A.Sequences.size() || E.HeadDim <= 0)
         return "each attention entry has a head size and one rate per "
                "sequence, forward and backward";
+      if (!Positive(E.Forward) || !Positive(E.Backward))
+        return "every attention rate must be positive";
+    }
     return "";
   }
 };
@@ -131,28 +143,58 @@ Expected<TimeTable> parseTimeTable(StringRef Text, StringRef Path) {
   return T;
 }
 
+namespace {
+/// Every shipped table, parsed once: the table, or why it cannot serve.
+struct ParsedTable {
+  std::string File;
+  std::optional<TimeTable> Table;
+  std::string Problem;
+};
+
+const std::vector<ParsedTable> &parsedTables() {
+  static const std::vector<ParsedTable> Tables = [] {
+    std::vector<ParsedTable> All;
+    for (const Shipped &S : ShippedTables) {
+      if (!S.Gpu)
+        break;
+      ParsedTable P{S.Gpu, std::nullopt, ""};
+      Expected<TimeTable> T = parseTimeTable(S.Text, S.Gpu);
+      if (!T)
+        P.Problem = toString(T.takeError());
+      else if (T->Gpu != S.Gpu)
+        P.Problem = std::string(S.Gpu) + ".yaml is the table of " + T->Gpu;
+      else
+        P.Table = std::move(*T);
+      All.push_back(std::move(P));
+    }
+    return All;
+  }();
+  return Tables;
+}
+} // namespace
+
+std::vector<std::string> shippedTimeTableProblems() {
+  std::vector<std::string> Out;
+  for (const ParsedTable &P : parsedTables())
+    if (!P.Problem.empty())
+      Out.push_back(P.Problem);
+  return Out;
+}
+
+std::vector<std::string> shippedTimeTableNames() {
+  std::vector<std::string> Out;
+  for (const ParsedTable &P : parsedTables())
+    Out.push_back(P.File);
+  return Out;
+}
+
 const TimeTable *shippedTimeTable(StringRef Gpu) {
-  // Parsed once; a shipped table that does not parse (a unit test reads
-  // every one) serves as none.
-  static const std::vector<std::pair<std::string, std::optional<TimeTable>>>
-      Tables = [] {
-        std::vector<std::pair<std::string, std::optional<TimeTable>>> All;
-        for (const Shipped &S : ShippedTables) {
-          if (!S.Gpu)
-            break;
-          Expected<TimeTable> T = parseTimeTable(S.Text, S.Gpu);
-          if (!T) {
-            consumeError(T.takeError());
-            All.emplace_back(S.Gpu, std::nullopt);
-          } else {
-            All.emplace_back(S.Gpu, std::move(*T));
-          }
-        }
-        return All;
-      }();
-  for (const auto &[Name, T] : Tables)
-    if (Name == Gpu && T)
-      return &*T;
+  // The default figures are a preset's with a note after its name
+  // ("H100-80GB (default figures, no memory limit)").
+  StringRef Name = Gpu.split(" (").first;
+  for (const ParsedTable &P : parsedTables())
+    if (P.Table && P.File == Name)
+      return &*P.Table;
   return nullptr;
 }
 

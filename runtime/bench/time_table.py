@@ -13,6 +13,7 @@ first run's rate; the gap is the runs' mean. Writes the table to stdout.
 """
 import argparse
 import datetime
+import json
 import re
 import subprocess
 
@@ -75,7 +76,7 @@ def main():
     print(f"# Kernel times dsc plan uses on {a.gpu} without a calibration run,")
     print("# made by runtime/bench/time_tables.sh (include/dsc/Plan/TimeTables.h).")
     print(f"gpu: {a.gpu}")
-    print(f"source: \"{source}\"")
+    print(f"source: {json.dumps(source)}")
     print(open(a.products).read().rstrip())
     print(open(a.attention).read().rstrip())
     if kinds:

@@ -16,6 +16,7 @@ build=$1 gpu=$2 out=$3
 shift 3
 here=$(dirname "$0")
 tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 "$build/bin/dsrun-gemm-bench" --grid --reps 5 > "$tmp/products.yaml"
 "$build/bin/dsrun-attention-bench" --grid --reps 10 > "$tmp/attention.yaml" \
   2> "$tmp/attention.log"
@@ -28,8 +29,9 @@ while [ $# -ge 3 ]; do
   runs="$runs --calibration $tmp/calibration-$n.yaml:$tmp/run-$n.log:$(basename "$1" .bin)"
   shift 3
 done
+# The table replaces OUT only once it is whole.
 python3 "$here/time_table.py" --gpu "$gpu" --products "$tmp/products.yaml" \
   --attention "$tmp/attention.yaml" --library-log "$tmp/attention.log" \
-  $runs > "$out"
-rm -rf "$tmp"
+  $runs > "$tmp/table.yaml"
+mv "$tmp/table.yaml" "$out"
 echo "wrote $out"

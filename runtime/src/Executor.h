@@ -94,8 +94,9 @@ struct RunOptions {
   /// Run the lean steps as one captured CUDA graph where the plan allows
   /// it (no offload: host work and its copies are issued from the host;
   /// no dropout: its seed is the host's). Off by default: training steps
-  /// 1 % shorter (GPT-2 small, 2 H200s), synthetic ones 3-8 % at stage 1
-  /// and none at stage 3, for 2-76 MiB the plan does not hold.
+  /// 0.1-1 % shorter (GPT-2 small, 2 H200s; GPT-2 XL's none), synthetic
+  /// ones 3-8 % at stage 1 and none at stage 3, for 2-76 MiB the plan does
+  /// not hold.
   bool Graph = false;
   /// Every kernel in a fixed order of summation, so that a run repeats
   /// bit for bit (a resumed run equals the one it resumes): attention's

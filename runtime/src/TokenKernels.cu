@@ -202,8 +202,8 @@ std::string gather(const plan::Kernel &K, const KernelOperands &Ops,
       cub::DeviceScan::ExclusiveSum(Temp, TempBytes, Length, Offset,
                                     int(Count), S) != cudaSuccess)
     return "sorting the token ids of an embedding's gradient failed";
-  // The run count is on the device: enough blocks for every run when
-  // ids are few, a few per SM for each to loop over many.
+  // The run count is on the device: a block per (run, column tile) up
+  // to 4096 blocks, each looping over the items past that.
   int64_t Items = Count * ((Inner + ScatterColumns - 1) / ScatterColumns);
   runScatterKernel<<<unsigned(std::min<int64_t>(Items, 4096)),
                      32 * ScatterWarps, 0, S>>>(

@@ -59,8 +59,14 @@ struct TimeTable {
 llvm::Expected<TimeTable> parseTimeTable(llvm::StringRef Text,
                                          llvm::StringRef Path);
 
-/// The table shipped for GPU kind Gpu (a preset's name), or null.
+/// The table shipped for GPU kind Gpu (a preset's name, also with the
+/// default figures' note after it), or null.
 const TimeTable *shippedTimeTable(llvm::StringRef Gpu);
+/// The shipped tables' file names (GPU of GPU.yaml), and why any of them
+/// cannot serve (it does not parse, or names another GPU): such a table
+/// is never used, and the unit tests fail on it.
+std::vector<std::string> shippedTimeTableNames();
+std::vector<std::string> shippedTimeTableProblems();
 
 /// A product's TFLOP/s from the grid (0: the grid is empty).
 double productTflops(const ProductGrid &G, const plan::GemmAttrs &A);
