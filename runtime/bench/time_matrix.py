@@ -43,9 +43,11 @@ def main():
     for txt in sorted(glob.glob(os.path.join(a.plans, "*.txt"))):
         name = os.path.basename(txt)[:-4]
         p = planned_ms(txt)
+        if p is None:
+            continue  # Not a plan's report (dsc tune's, say).
         m = measured_ms(os.path.join(a.runs, name + ".json"))
-        if p is None or m is None:
-            print(f"{name:28} {'-' if p is None else p:>10} {'not measured':>11}")
+        if m is None:
+            print(f"{name:28} {p:10.1f} {'not measured':>11}")
             missing += 1
             continue
         miss = 100 * (p - m) / m
