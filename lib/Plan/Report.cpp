@@ -119,6 +119,17 @@ std::string timeBasis(const plan::Plan &P) {
                     "time table, {3} kernels at its measured kind rates ({4}); ",
                     Products, Attention, T->Gpu, Kinds, T->Source);
   Text += formatv("{0} at the machine's dense and memory rates\n", Rest);
+  // What the time matrix measured the estimate to miss (docs/planner.md,
+  // "Time tables"), said where the plan is of that kind.
+  if (T && P.Settings.ZeroStage == 3 && P.Settings.WorldSize > 1)
+    Text += "time: at stage 3 the gathers slow the products beside them, "
+            "which the estimate does not charge: on 2 H200s it ran 14-24 % "
+            "short (docs/results/time-matrix.json)\n";
+  if (P.Settings.OptimizerOffload == plan::OffloadDevice::CPU)
+    Text += formatv("time: the host optimizer at {0:F1} G elements a second "
+                    "a rank (dsc's own figure is what 16 cores gave; dsrun "
+                    "--calibration-out measures yours)\n",
+                    P.Settings.Machine.HostAdamElemsPerSec / 1e9);
   return Text;
 }
 
