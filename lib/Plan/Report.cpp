@@ -4,7 +4,6 @@
 #include "PlanInternal.h"
 
 #include "dsc/PlanFacts.h"
-#include "dsc/KernelTime.h"
 #include "dsc/Plan/TimeTables.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -86,29 +85,24 @@ std::string timeBasis(const plan::Plan &P) {
   const plan::Hardware &H = P.Settings.Machine;
   const TimeTable *T = shippedTimeTable(H.GpuName);
   unsigned Calibrated = 0, Products = 0, Attention = 0, Kinds = 0, Rest = 0;
-  for (const plan::Kernel &K : P.Kernels) {
-    if (plan::measuredRate(K, H)) {
+  for (const plan::Kernel &K : P.Kernels)
+    switch (kernelRates(K, H, T).Source) {
+    case RateSource::Calibration:
       ++Calibrated;
-      continue;
-    }
-    const plan::GemmAttrs *G = std::get_if<plan::GemmAttrs>(&K.Attrs);
-    const plan::AttentionAttrs *A = K.as<plan::AttentionAttrs>();
-    bool Grad = K.kind() == plan::KernelKind::AttentionGrad;
-    auto KindRate = [&] {
-      for (const plan::KernelRate &R : T->KernelRates)
-        if (R.Backward == K.Backward && R.Kind == plan::enumName(K.kind()))
-          return true;
-      return false;
-    };
-    if (T && G && productTflops(T->Products, *G) > 0)
+      break;
+    case RateSource::TableProduct:
       ++Products;
-    else if (T && A && attentionTflops(*T, *A, Grad) > 0)
+      break;
+    case RateSource::TableAttention:
       ++Attention;
-    else if (T && KindRate())
+      break;
+    case RateSource::TableKind:
       ++Kinds;
-    else
+      break;
+    case RateSource::Machine:
       ++Rest;
-  }
+      break;
+    }
   if (P.Kernels.empty())
     return "";
   std::string Text = "time: ";

@@ -225,59 +225,66 @@ double productTflops(const ProductGrid &G, const plan::GemmAttrs &A) {
 
 double attentionTflops(const TimeTable &T, const plan::AttentionAttrs &A,
                        bool Backward) {
-  // The entries of the algorithm and masking, by head size.
-  std::vector<const AttentionRates *> Of;
-  for (const AttentionRates &E : T.Attention)
-    if (E.Algorithm == plan::enumName(A.Algorithm) && E.Causal == A.Causal)
-      Of.push_back(&E);
-  if (Of.empty() || T.Sequences.empty())
+  // The entries of the algorithm and masking nearest the head size, at
+  // or below it and at or above it (a kernel's time is asked for often:
+  // nothing is allocated).
+  const AttentionRates *Below = nullptr, *Above = nullptr;
+  for (const AttentionRates &E : T.Attention) {
+    if (E.Algorithm != plan::enumName(A.Algorithm) || E.Causal != A.Causal)
+      continue;
+    if (E.HeadDim <= A.HeadDim && (!Below || E.HeadDim > Below->HeadDim))
+      Below = &E;
+    if (E.HeadDim >= A.HeadDim && (!Above || E.HeadDim < Above->HeadDim))
+      Above = &E;
+  }
+  if ((!Below && !Above) || T.Sequences.empty())
     return 0;
-  std::sort(Of.begin(), Of.end(),
-            [](const AttentionRates *X, const AttentionRates *Y) {
-              return X->HeadDim < Y->HeadDim;
-            });
-  std::vector<int64_t> Dims;
-  for (const AttentionRates *E : Of)
-    Dims.push_back(E->HeadDim);
+  // Beyond the table's head sizes, its edge's.
+  Below = Below ? Below : Above, Above = Above ? Above : Below;
   double Seq = double(std::max<int64_t>(A.QLen, 1));
-  auto RateOf = [&](size_t I) {
-    return alongSequences(T.Sequences,
-                          Backward ? Of[I]->Backward : Of[I]->Forward, Seq);
+  auto RateOf = [&](const AttentionRates *E) {
+    return alongSequences(T.Sequences, Backward ? E->Backward : E->Forward,
+                          Seq);
   };
-  auto [I, W] = bracket(Dims, double(A.HeadDim));
-  double Rate = RateOf(I);
-  if (W > 0)
-    Rate = Rate * (1 - W) + RateOf(I + 1) * W;
-  return Rate;
+  if (Below == Above)
+    return RateOf(Below);
+  // Between two head sizes, in log2.
+  double Lo = std::log2(double(Below->HeadDim)),
+         Hi = std::log2(double(Above->HeadDim));
+  double W = (std::log2(double(A.HeadDim)) - Lo) / (Hi - Lo);
+  return RateOf(Below) * (1 - W) + RateOf(Above) * W;
+}
+
+KernelRates kernelRates(const plan::Kernel &K, const plan::Hardware &H,
+                        const TimeTable *Table) {
+  if (const plan::KernelRate *R = plan::measuredRate(K, H))
+    return {RateSource::Calibration, R->FlopsPerSec, R->BytesPerSec};
+  if (Table) {
+    if (const plan::GemmAttrs *G = std::get_if<plan::GemmAttrs>(&K.Attrs))
+      if (double Tflops = productTflops(Table->Products, *G); Tflops > 0)
+        return {RateSource::TableProduct, uint64_t(Tflops * 1e12),
+                H.MemoryBytesPerSec};
+    if (const plan::AttentionAttrs *A = K.as<plan::AttentionAttrs>())
+      if (double Tflops = attentionTflops(
+              *Table, *A, K.kind() == plan::KernelKind::AttentionGrad);
+          Tflops > 0)
+        return {RateSource::TableAttention, uint64_t(Tflops * 1e12),
+                H.MemoryBytesPerSec};
+    for (const plan::KernelRate &R : Table->KernelRates)
+      if (R.Backward == K.Backward && R.Kind == plan::enumName(K.kind()))
+        return {RateSource::TableKind, R.FlopsPerSec, R.BytesPerSec};
+  }
+  return {RateSource::Machine, H.DenseFlopsPerSec, H.MemoryBytesPerSec};
 }
 
 uint64_t estimateKernelNanos(const plan::Kernel &K, const plan::Hardware &H,
                              const TimeTable *Table) {
-  uint64_t FlopRate = H.DenseFlopsPerSec, ByteRate = H.MemoryBytesPerSec;
+  KernelRates R = kernelRates(K, H, Table);
   uint64_t Gap = H.KernelGapNanos;
-  if (const plan::KernelRate *R = plan::measuredRate(K, H)) {
-    FlopRate = R->FlopsPerSec, ByteRate = R->BytesPerSec;
-  } else if (Table) {
-    double Tflops = 0;
-    if (const plan::GemmAttrs *G = std::get_if<plan::GemmAttrs>(&K.Attrs))
-      Tflops = productTflops(Table->Products, *G);
-    else if (const plan::AttentionAttrs *A = K.as<plan::AttentionAttrs>())
-      Tflops = attentionTflops(*Table, *A,
-                               K.kind() == plan::KernelKind::AttentionGrad);
-    if (Tflops > 0) {
-      FlopRate = uint64_t(Tflops * 1e12);
-    } else {
-      for (const plan::KernelRate &R : Table->KernelRates)
-        if (R.Backward == K.Backward && R.Kind == plan::enumName(K.kind())) {
-          FlopRate = R.FlopsPerSec, ByteRate = R.BytesPerSec;
-          break;
-        }
-    }
-  }
   if (Table && !Gap)
     Gap = Table->KernelGapNanos;
-  return std::max(plan::nanosAt(K.Flops, FlopRate),
-                  plan::nanosAt(K.Bytes, ByteRate)) +
+  return std::max(plan::nanosAt(K.Flops, R.FlopsPerSec),
+                  plan::nanosAt(K.Bytes, R.BytesPerSec)) +
          Gap;
 }
 

@@ -38,14 +38,7 @@ const int64_t GridSizes[] = {128, 256, 512, 768, 1024, 2048, 4096, 8192,
 
 /// The products section of a time table: per layout, TFLOP/s at every
 /// (m, n, k) of the grid, m slowest, k fastest.
-int printGrid(int Reps) {
-  Matmuls Products;
-  if (std::string E = Products.init(); !E.empty()) {
-    fprintf(stderr, "dsrun-gemm-bench: %s\n", E.c_str());
-    return 2;
-  }
-  cudaStream_t S;
-  cudaStreamCreate(&S);
+int printGrid(Matmuls &Products, cudaStream_t S, int Reps) {
   printf("products:\n  sizes: [");
   for (size_t I = 0; I < std::size(GridSizes); ++I)
     printf("%s%lld", I ? ", " : "", (long long)GridSizes[I]);
@@ -119,18 +112,19 @@ int main(int Argc, char **Argv) {
       return 2;
     }
   }
-  if (Grid && Path.empty())
-    return printGrid(Reps);
-  if (Path.empty() || Grid) {
+  if (Grid ? !Path.empty() : Path.empty()) {
     fputs(Usage, stderr);
     return 2;
   }
-  std::string Error;
-  bool Unreadable;
-  std::optional<plan::Plan> P = loadPlanFile(Path, Error, Unreadable);
-  if (!P) {
-    fprintf(stderr, "dsrun-gemm-bench: %s\n", Error.c_str());
-    return 1;
+  std::optional<plan::Plan> P;
+  if (!Grid) {
+    std::string Error;
+    bool Unreadable;
+    P = loadPlanFile(Path, Error, Unreadable);
+    if (!P) {
+      fprintf(stderr, "dsrun-gemm-bench: %s\n", Error.c_str());
+      return 1;
+    }
   }
   Matmuls Products;
   if (std::string E = Products.init(); !E.empty()) {
@@ -139,6 +133,8 @@ int main(int Argc, char **Argv) {
   }
   cudaStream_t S;
   cudaStreamCreate(&S);
+  if (Grid)
+    return printGrid(Products, S, Reps);
   std::vector<ProductTiming> Timed;
   if (std::string E = timeProducts(*P, Products, Candidates, Reps, S, Timed);
       !E.empty()) {

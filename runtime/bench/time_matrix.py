@@ -32,6 +32,17 @@ def measured_ms(path):
     return None
 
 
+def plans_beside_runs(plans, runs):
+    """(name, planned ms, measured ms or None) for each plan report in
+    plans, by name; reports with no step estimate (dsc tune's) are not
+    plans."""
+    for txt in sorted(glob.glob(os.path.join(plans, "*.txt"))):
+        name = os.path.basename(txt)[:-4]
+        p = planned_ms(txt)
+        if p is not None:
+            yield name, p, measured_ms(os.path.join(runs, name + ".json"))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("plans")
@@ -40,12 +51,7 @@ def main():
     a = ap.parse_args()
     rows, missing = [], 0
     print(f"{'plan':28} {'planned ms':>10} {'measured ms':>11} {'miss':>7}")
-    for txt in sorted(glob.glob(os.path.join(a.plans, "*.txt"))):
-        name = os.path.basename(txt)[:-4]
-        p = planned_ms(txt)
-        if p is None:
-            continue  # Not a plan's report (dsc tune's, say).
-        m = measured_ms(os.path.join(a.runs, name + ".json"))
+    for name, p, m in plans_beside_runs(a.plans, a.runs):
         if m is None:
             print(f"{name:28} {p:10.1f} {'not measured':>11}")
             missing += 1

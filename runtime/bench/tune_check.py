@@ -12,13 +12,12 @@ choice is more than 5 % slower than the fastest or Spearman is under
 0.8 (issue 34's bar), 2 when a plan was not measured.
 """
 import argparse
-import glob
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from time_matrix import measured_ms, planned_ms  # noqa: E402
+from time_matrix import plans_beside_runs  # noqa: E402
 
 
 def ranks(values):
@@ -53,13 +52,8 @@ def main():
     ap.add_argument("--json")
     a = ap.parse_args()
     rows = []
-    for txt in sorted(glob.glob(os.path.join(a.plans, "*.txt"))):
-        name = os.path.basename(txt)[:-4]
-        if name == "tune":
-            continue
-        p = planned_ms(txt)
-        m = measured_ms(os.path.join(a.runs, name + ".json"))
-        if p is None or m is None:
+    for name, p, m in plans_beside_runs(a.plans, a.runs):
+        if m is None:
             print(f"{name}: not measured")
             return 2
         rows.append({"plan": name, "planned_ms": p, "measured_ms": round(m, 2)})

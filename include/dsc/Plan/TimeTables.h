@@ -75,10 +75,23 @@ double productTflops(const ProductGrid &G, const plan::GemmAttrs &A);
 double attentionTflops(const TimeTable &T, const plan::AttentionAttrs &A,
                        bool Backward);
 
-/// What the planner expects kernel K to take on machine H: a rate the
-/// calibration measured for its kind, else the table's (null: none),
-/// else the machine's dense and memory rates; then the gap between two
-/// kernels (the calibration's, else the table's).
+/// Where a kernel's rates come from, the first found first: a rate the
+/// calibration measured for its kind, the table's products or attention,
+/// the table's rate for its kind, the machine's dense and memory rates.
+enum class RateSource { Calibration, TableProduct, TableAttention, TableKind,
+                        Machine };
+struct KernelRates {
+  RateSource Source = RateSource::Machine;
+  /// 0: that dimension does not bound the kernel.
+  uint64_t FlopsPerSec = 0, BytesPerSec = 0;
+};
+KernelRates kernelRates(const plan::Kernel &K, const plan::Hardware &H,
+                        const TimeTable *Table);
+
+/// What the planner expects kernel K to take on machine H (Table: the
+/// GPU's, or null): max(FLOPs / flop rate, bytes / byte rate) at
+/// kernelRates', then the gap between two kernels (the calibration's,
+/// else the table's).
 uint64_t estimateKernelNanos(const plan::Kernel &K, const plan::Hardware &H,
                              const TimeTable *Table);
 
