@@ -72,11 +72,40 @@ Executor::Executor(const plan::Plan &P, const ProcessInfo &Process,
 Executor::~Executor() {
   if (StepGraph)
     cudaGraphExecDestroy(StepGraph);
+  if (HpzArenaWindow)
+    ncclCommWindowDeregister(HpzComm, HpzArenaWindow);
+  if (ArenaWindow)
+    ncclCommWindowDeregister(Comm, ArenaWindow);
   if (HpzComm)
     ncclCommDestroy(HpzComm);
   if (Comm)
     ncclCommDestroy(Comm);
   Current = nullptr;
+}
+
+bool Executor::allocateWindowedArena(uint64_t Bytes) {
+  // NCCL 2.28 runs an all-gather on the copy engines only between buffers
+  // of a symmetric window under the zero-CTA policy, and registers only
+  // cuMem memory, which ncclMemAlloc gives. Every rank registers the same
+  // size: the plan lays the arena out alike on all of them.
+  if (ncclResult_t E = ncclMemAlloc(&NcclArena, Bytes); E != ncclSuccess) {
+    fprintf(stderr, "dsrun: rank %d: ncclMemAlloc of the %llu MiB arena "
+                    "failed: %s (%s)\n",
+            Process.Rank, (unsigned long long)(Bytes >> 20),
+            ncclGetErrorString(E), ncclGetLastError(Comm));
+    return false;
+  }
+  for (auto [C, W] : {std::pair{Comm, &ArenaWindow}, {HpzComm, &HpzArenaWindow}})
+    if (C)
+      if (ncclResult_t E = ncclCommWindowRegister(C, NcclArena, Bytes, W,
+                                                  NCCL_WIN_COLL_SYMMETRIC);
+          E != ncclSuccess) {
+        fprintf(stderr, "dsrun: rank %d: registering the arena as NCCL's "
+                        "symmetric window failed: %s (%s)\n",
+                Process.Rank, ncclGetErrorString(E), ncclGetLastError(C));
+        return false;
+      }
+  return true;
 }
 
 void Executor::abortCommunicators() {
@@ -288,7 +317,9 @@ bool Executor::setUp() {
   if (!joinJob(Id))
     return false;
   std::string Error;
-  ncclConfig_t Config = commConfig(Options.CommMinCTAs);
+  bool ZeroCta = Options.CommCtaPolicy == RunOptions::CtaPolicy::Zero;
+  ncclConfig_t Config =
+      commConfig(Options.CommMinCTAs, int(Options.CommCtaPolicy));
   if (ncclResult_t E = ncclCommInitRankConfig(&Comm, Process.WorldSize, Id,
                                               Process.Rank, &Config);
       E != ncclSuccess) {
@@ -323,13 +354,23 @@ bool Executor::setUp() {
   }
   Memory.Nccl = usedDeviceMemory();
   if (Process.Rank == 0)
-    fprintf(stderr, "dsrun: NCCL %d.%d.%d, %d rank(s), plan for ZeRO stage %u\n",
+    fprintf(stderr, "dsrun: NCCL %d.%d.%d, %d rank(s), plan for ZeRO stage %u%s\n",
             Version / 10000, (Version / 100) % 100, Version % 100,
-            Process.WorldSize, P.Settings.ZeroStage);
+            Process.WorldSize, P.Settings.ZeroStage,
+            ZeroCta ? "; all-gathers on the copy engines (NCCL's zero-CTA "
+                      "policy, the arena a symmetric window)"
+                    : "");
 
   // The arenas: everything the plan places, allocated once.
   char *Device = nullptr, *Host = nullptr;
-  CHECK_CUDA(cudaMalloc(reinterpret_cast<void **>(&Device), Buffers.deviceBytes()));
+  if (ZeroCta) {
+    if (!allocateWindowedArena(Buffers.deviceBytes()))
+      return false;
+    Device = static_cast<char *>(NcclArena);
+  } else {
+    CHECK_CUDA(cudaMalloc(reinterpret_cast<void **>(&Device),
+                          Buffers.deviceBytes()));
+  }
   CHECK_CUDA(cudaMemset(Device, 0, Buffers.deviceBytes()));
   if (Buffers.hostBytes()) {
     CHECK_CUDA(cudaHostAlloc(reinterpret_cast<void **>(&Host), Buffers.hostBytes(),

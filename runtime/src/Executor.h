@@ -81,6 +81,13 @@ struct RunOptions {
   /// communicator's config (0: NCCL decides). Beside GEMMs NCCL's own
   /// choice can leave large all-reduces short of what more channels carry.
   unsigned CommMinCTAs = 0;
+  /// NCCL's CTA policy (ncclConfig_t::CTAPolicy). Beside NCCL's default,
+  /// Efficiency takes the fewest CTAs that keep a collective's rate and
+  /// Zero none where NCCL can: the arena then comes from ncclMemAlloc and
+  /// is registered as a symmetric window, so that all-gathers run on the
+  /// copy engines and leave every SM to compute.
+  enum class CtaPolicy { Default, Efficiency, Zero };
+  CtaPolicy CommCtaPolicy = CtaPolicy::Default;
   /// Steps run after the measured ones with nothing timed inside them
   /// but the whole step: the per-instruction events that the step split
   /// and the collectives' rates need cost the step itself 4-12 ms on 2
@@ -432,6 +439,12 @@ private:
   ncclComm_t Comm = nullptr;
   /// ZeRO++ hpZ: the communicator of this rank's group (split from Comm).
   ncclComm_t HpzComm = nullptr;
+  /// --comm-cta-policy zero: the arena, made by ncclMemAlloc, and its
+  /// symmetric windows on Comm and HpzComm.
+  ncclWindow_t ArenaWindow = nullptr, HpzArenaWindow = nullptr;
+  void *NcclArena = nullptr;
+  /// The arena from ncclMemAlloc, registered on both communicators.
+  bool allocateWindowedArena(uint64_t Bytes);
   /// Both communicators aborted, after a failure.
   void abortCommunicators();
   /// Beats to rank 0 beside NCCL, to name a rank that stops (Watch.h).

@@ -23,15 +23,18 @@ inline ncclDataType_t ncclTypeOf(ElementType T) {
 }
 
 /// The communicator's config: NCCL's defaults, or at least MinCTAs CTAs
-/// (channels) for every collective when MinCTAs is not 0. NCCL 2.28 checks
-/// the pair and takes an unset maximum for invalid, so the maximum is set
-/// to its own default, 64 (MAXCHANNELS).
-inline ncclConfig_t commConfig(unsigned MinCTAs) {
+/// (channels) for every collective when MinCTAs is not 0, and NCCL's CTA
+/// policy (NCCL_CTA_POLICY_*) when Policy is not 0. NCCL 2.28 checks the
+/// pair of counts and takes an unset maximum for invalid, so the maximum
+/// is set to its own default, 64 (MAXCHANNELS).
+inline ncclConfig_t commConfig(unsigned MinCTAs, int Policy = 0) {
   ncclConfig_t Config = NCCL_CONFIG_INITIALIZER;
   if (MinCTAs) {
     Config.minCTAs = int(MinCTAs);
     Config.maxCTAs = 64;
   }
+  if (Policy)
+    Config.CTAPolicy = Policy;
   return Config;
 }
 

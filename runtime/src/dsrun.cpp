@@ -96,8 +96,10 @@ static const char *const Usage =
     "  --host-threads N           threads of the host optimizer (default:\n"
     "                             the cores the process is bound to, or\n"
     "                             the node's over its processes)\n"
-    "  --comm-priority high|normal, --comm-sms N, --comm-min-ctas N\n"
-    "                             how collectives share the GPU\n"
+    "  --comm-priority high|normal, --comm-sms N, --comm-min-ctas N,\n"
+    "  --comm-cta-policy default|efficiency|zero\n"
+    "                             how collectives share the GPU (zero:\n"
+    "                             all-gathers on the copy engines)\n"
     "  --dry-run                  set up and stop before the first step\n"
     "  --help, --version\n";
 
@@ -179,6 +181,17 @@ int main(int argc, char **argv) {
       if (!Value(1, 64))
         return usage("--comm-min-ctas needs a count of CTAs from 1 to 64");
       Options.CommMinCTAs = unsigned(V);
+    } else if (A == "--comm-cta-policy") {
+      const char *Names[] = {"default", "efficiency", "zero"};
+      auto It = I + 1 < ChildArgs.size()
+                    ? std::find(std::begin(Names), std::end(Names),
+                                ChildArgs[I + 1])
+                    : std::end(Names);
+      if (It == std::end(Names))
+        return usage("--comm-cta-policy needs 'default', 'efficiency' or "
+                     "'zero'");
+      Options.CommCtaPolicy = RunOptions::CtaPolicy(It - std::begin(Names));
+      ++I;
     } else if (A == "--dry-run") {
       Options.DryRun = true;
     } else if (A == "--deterministic") {
