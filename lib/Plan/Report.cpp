@@ -113,12 +113,13 @@ std::string timeBasis(const plan::Plan &P) {
                     "time table, {3} kernels at its measured kind rates ({4}); ",
                     Products, Attention, T->Gpu, Kinds, T->Source);
   Text += formatv("{0} at the machine's dense and memory rates\n", Rest);
-  // What the time matrix measured the estimate to miss (docs/planner.md,
-  // "Time tables"), said where the plan is of that kind.
-  if (T && P.Settings.ZeroStage == 3 && P.Settings.WorldSize > 1)
-    Text += "time: at stage 3 the gathers slow the products beside them, "
-            "which the estimate does not charge: on 2 H200s it ran 14-24 % "
-            "short (docs/results/time-matrix.json)\n";
+  if (T && P.Settings.WorldSize > 1 &&
+      (T->Sharing.Compute || T->Sharing.Collectives))
+    Text += formatv("time: compute and NCCL's kernels that run at once slow "
+                    "each other: their overlap counts {0:F0} % more for the "
+                    "compute and {1:F0} % more for the collectives ({2})\n",
+                    100 * T->Sharing.Compute, 100 * T->Sharing.Collectives,
+                    T->Sharing.Source);
   if (P.Settings.OptimizerOffload == plan::OffloadDevice::CPU)
     Text += formatv("time: the host optimizer at {0:F1} G elements a second "
                     "a rank (dsc's own figure is what 16 cores gave; dsrun "

@@ -83,6 +83,20 @@ template <> struct MappingTraits<AttentionSection> {
   }
 };
 
+template <> struct MappingTraits<dsc::SharedGpu> {
+  static void mapping(IO &IO, dsc::SharedGpu &S) {
+    IO.mapRequired("compute", S.Compute);
+    IO.mapRequired("collectives", S.Collectives);
+    IO.mapRequired("source", S.Source);
+  }
+  static std::string validate(IO &, dsc::SharedGpu &S) {
+    if (!(S.Compute >= 0 && S.Compute <= 10 && S.Collectives >= 0 &&
+          S.Collectives <= 10))
+      return "sharing's slowdowns must be from 0 to 10";
+    return "";
+  }
+};
+
 template <> struct MappingTraits<dsc::TimeTable> {
   static void mapping(IO &IO, dsc::TimeTable &T) {
     IO.mapRequired("gpu", T.Gpu);
@@ -92,6 +106,7 @@ template <> struct MappingTraits<dsc::TimeTable> {
     IO.mapOptional("attention", A);
     IO.mapOptional("kernel_rates", T.KernelRates);
     IO.mapOptional("kernel_gap_ns", T.KernelGapNanos);
+    IO.mapOptional("sharing", T.Sharing);
   }
 };
 } // namespace llvm::yaml

@@ -6,10 +6,13 @@ grids as the benches print them, the kernel kinds' rates from dsrun
 runs' logs: the profiled step's idle time between the kernels of one
 instruction (nothing waited for there) over its gaps. Products and
 attention come from the grids alone; a kind two runs measured takes the
-first run's rate; the gap is the runs' mean. Writes the table to stdout.
+first run's rate; the gap is the runs' mean. How compute and collectives
+slow each other (sharing) comes from multi-GPU profiles that this command
+does not run: --keep-sharing copies it from the table being replaced.
+Writes the table to stdout.
 
     time_table.py --gpu H200 --products P.yaml --attention A.yaml \
-        --library-log LOG [--calibration FILE:LOG:NAME]...
+        --library-log LOG [--calibration FILE:LOG:NAME]... [--keep-sharing OLD.yaml]
 """
 import argparse
 import datetime
@@ -51,6 +54,7 @@ def main():
     ap.add_argument("--attention", required=True)
     ap.add_argument("--library-log", required=True)
     ap.add_argument("--calibration", action="append", default=[])
+    ap.add_argument("--keep-sharing")
     a = ap.parse_args()
     device = query(["nvidia-smi", "--query-gpu=name,driver_version",
                     "--format=csv,noheader"]).splitlines()[0]
@@ -85,6 +89,21 @@ def main():
             print(f"  - {{ kind: {kind}, backward: {backward}, "
                   f"flops_per_sec: {flops}, bytes_per_sec: {bytes_} }}")
     print(f"kernel_gap_ns: {round(sum(gaps) / len(gaps)) if gaps else 0}")
+    if a.keep_sharing:
+        print(sharing_block(a.keep_sharing), end="")
+
+
+def sharing_block(path):
+    """The sharing: block of a table, as it stands there ('' if none)."""
+    lines, inside = [], False
+    for line in open(path):
+        if line.startswith("sharing:"):
+            inside = True
+        elif inside and not line.startswith(" "):
+            break
+        if inside:
+            lines.append(line)
+    return "".join(lines)
 
 
 if __name__ == "__main__":

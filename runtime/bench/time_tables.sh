@@ -8,7 +8,8 @@
 #   - the other kernel kinds: dsrun --calibration-out of each training
 #     run given; the gap between kernels: the same runs' profiled step.
 # Writes the table to OUT (lib/Plan/TimeTables/GPU.yaml), GPU the preset's
-# name (H200, H100-80GB).
+# name (H200, H100-80GB); an OUT already there keeps its sharing figures
+# (how compute and collectives slow each other, from multi-GPU profiles).
 #
 #   runtime/bench/time_tables.sh BUILD GPU OUT.yaml [PLAN INIT TOKENS]...
 set -eu
@@ -29,9 +30,11 @@ while [ $# -ge 3 ]; do
   runs="$runs --calibration $tmp/calibration-$n.yaml:$tmp/run-$n.log:$(basename "$1" .bin)"
   shift 3
 done
+keep=
+[ -f "$out" ] && keep="--keep-sharing $out"
 # The table replaces OUT only once it is whole.
 python3 "$here/time_table.py" --gpu "$gpu" --products "$tmp/products.yaml" \
   --attention "$tmp/attention.yaml" --library-log "$tmp/attention.log" \
-  $runs > "$tmp/table.yaml"
+  $runs $keep > "$tmp/table.yaml"
 mv "$tmp/table.yaml" "$out"
 echo "wrote $out"

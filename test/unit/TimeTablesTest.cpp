@@ -1,6 +1,7 @@
 //===- TimeTablesTest.cpp - Kernel times from the shipped tables ----------===//
 
 #include "dsc/Plan/Hardware.h"
+#include "dsc/Plan/Planner.h"
 #include "dsc/Plan/TimeTables.h"
 
 #include "gtest/gtest.h"
@@ -141,6 +142,9 @@ TEST(TimeTablesTest, EveryShippedTableParsesAndCoversItsGpu) {
     EXPECT_FALSE(T->Attention.empty());
     EXPECT_FALSE(T->KernelRates.empty());
     EXPECT_GT(T->KernelGapNanos, 0u);
+    EXPECT_GT(T->Sharing.Compute, 0.0) << Name;
+    EXPECT_GT(T->Sharing.Collectives, 0.0) << Name;
+    EXPECT_FALSE(T->Sharing.Source.empty()) << Name;
   }
   // The default figures are the H100's, and take its table.
   EXPECT_EQ(shippedTimeTable(defaultHardware().Figures.GpuName),
@@ -154,6 +158,54 @@ TEST(TimeTablesTest, RefusesRatesOfZero) {
   ASSERT_FALSE(bool(T));
   EXPECT_NE(llvm::toString(T.takeError()).find("must be positive"),
             std::string::npos);
+}
+
+TEST(TimeTablesTest, SharingIsReadAndBounded) {
+  std::string Shared = std::string(Table) +
+                       "sharing: { compute: 0.25, collectives: 1.5, "
+                       "source: \"a profile\" }\n";
+  llvm::Expected<TimeTable> T = parseTimeTable(Shared, "shared.yaml");
+  ASSERT_TRUE(bool(T)) << llvm::toString(T.takeError());
+  EXPECT_DOUBLE_EQ(T->Sharing.Compute, 0.25);
+  EXPECT_DOUBLE_EQ(T->Sharing.Collectives, 1.5);
+  EXPECT_EQ(T->Sharing.Source, "a profile");
+  // Without the block nothing is charged.
+  EXPECT_DOUBLE_EQ(parsed().Sharing.Compute, 0.0);
+  std::string Negative = std::string(Table) +
+                         "sharing: { compute: -1, collectives: 1, source: x }\n";
+  llvm::Expected<TimeTable> Bad = parseTimeTable(Negative, "bad.yaml");
+  ASSERT_FALSE(bool(Bad));
+  EXPECT_NE(llvm::toString(Bad.takeError()).find("from 0 to 10"),
+            std::string::npos);
+}
+
+TEST(TimeTablesTest, OverlapSlowsComputeAndCollectives) {
+  // A 100 us product from 0, a 100 us gather from 50 on the comm stream:
+  // 50 us overlap. A 100 us kernel after the product waits for nothing.
+  plan::Plan P;
+  auto Emit = [&](plan::InstrKind Kind, plan::Stream On, uint64_t Nanos,
+                  std::vector<uint32_t> Waits = {}) {
+    plan::Instruction In;
+    In.Kind = Kind, In.On = On, In.Nanos = Nanos, In.Waits = std::move(Waits);
+    P.Program.push_back(In);
+  };
+  Emit(plan::InstrKind::Forward, plan::Stream::Compute, 50000);
+  Emit(plan::InstrKind::Forward, plan::Stream::Compute, 100000);
+  Emit(plan::InstrKind::Gather, plan::Stream::Comm, 100000, {0});
+  Emit(plan::InstrKind::Forward, plan::Stream::Compute, 100000);
+  SharedGpu S{0.2, 2.0, "a test"};
+  chargeSharedGpu(P, S);
+  EXPECT_EQ(P.Program[0].Nanos, 50000u) << "nothing runs beside it";
+  // Overlaps 50-150 (the gather) within 50-150: 100 us at 0.2.
+  EXPECT_EQ(P.Program[1].Nanos, 120000u);
+  // The gather overlaps the second product (50-150) fully and the third
+  // (150-250) not at all: 100 us at 2.
+  EXPECT_EQ(P.Program[2].Nanos, 300000u);
+  EXPECT_EQ(P.Program[3].Nanos, 100000u);
+  // No figures: nothing changes.
+  plan::Plan Q = P;
+  chargeSharedGpu(Q, SharedGpu{});
+  EXPECT_EQ(Q.Program[2].Nanos, P.Program[2].Nanos);
 }
 
 } // namespace

@@ -29,6 +29,7 @@
 #include "dsc/Graph/Parameters.h"
 #include "dsc/Graph/Dims.h"
 #include "dsc/Plan/Hardware.h"
+#include "dsc/Plan/TimeTables.h"
 #include "dsc/PlanFormat.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -108,6 +109,9 @@ llvm::Error runBucketPass(plan::Plan &P);
 llvm::Error runPrefetchPass(plan::Plan &P);
 llvm::Error runOffloadPass(plan::Plan &P);
 llvm::Error runSchedulePass(plan::Plan &P);
+/// The schedule pass's last step: where the replay overlaps compute with
+/// collectives, both take longer by Sharing's figures (TimeTables.h).
+void chargeSharedGpu(plan::Plan &P, const SharedGpu &Sharing);
 llvm::Error runMemoryPass(plan::Plan &P);
 llvm::Error runPlacementPass(plan::Plan &P);
 llvm::Error runEstimatePass(plan::Plan &P);

@@ -9,7 +9,8 @@
 //     and backward, over sequence lengths, interpolated likewise;
 //   - the other kinds (norms, pointwise, losses): the rate a profiled
 //     training step measured;
-//   - the gap between two kernels on the compute stream.
+//   - the gap between two kernels on the compute stream;
+//   - how compute and collectives running at once slow each other.
 // A kind a calibration file measured (dsc plan --calibration) keeps its
 // measured rate; a kind the table lacks runs at the machine's dense and
 // memory rates (KernelTime.h).
@@ -44,6 +45,16 @@ struct AttentionRates {
   std::vector<double> Forward, Backward;
 };
 
+/// How compute and NCCL's kernels slow each other where they run at
+/// once: in the planner's replay, each nanosecond a compute instruction
+/// overlaps a collective costs Compute nanoseconds more, and each one a
+/// collective overlaps compute costs Collectives more. Source names the
+/// runs that measured them.
+struct SharedGpu {
+  double Compute = 0, Collectives = 0;
+  std::string Source;
+};
+
 struct TimeTable {
   std::string Gpu;
   /// Where the figures come from: machine, driver, libraries, date.
@@ -53,6 +64,7 @@ struct TimeTable {
   std::vector<AttentionRates> Attention;
   std::vector<plan::KernelRate> KernelRates;
   uint64_t KernelGapNanos = 0;
+  SharedGpu Sharing;
 };
 
 /// Reads a table; an error names the place in Path.
