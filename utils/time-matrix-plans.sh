@@ -12,6 +12,8 @@
 # MODELS holds gpt2-small/, gpt2-xl/ and llama-1b/ as hf_model.py writes
 # them (dsc reads only their config.json).
 # WORLDS (default "1 2") keeps the rows of those world sizes.
+# HOST_CORES (environment): the GPU machine's cores, shared by its ranks
+# (dsc plan --host-threads); unset, dsc's 16 a rank.
 # Writes OUTDIR/MODEL-sSTAGE[-OFFLOAD]-wWORLD.{json,bin,txt}.
 set -eu
 dsc=$1 models=$2 out=$3 gpu=${4:-H200} worlds=${5:-1 2}
@@ -33,8 +35,10 @@ while read -r model world stage offload; do
  "optimizer": {"type": "AdamW",
    "params": {"lr": 3e-4, "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.1}}}
 JSON
+  threads=
+  [ -n "${HOST_CORES:-}" ] && threads="--host-threads $((HOST_CORES / world))"
   "$dsc" plan "$out/$name.json" "$models/$model" --seq-len 1024 --gpu "$gpu" \
-    --world-size "$world" -o "$out/$name.bin" > "$out/$name.txt"
+    --world-size "$world" $threads -o "$out/$name.bin" > "$out/$name.txt"
 done <<ROWS
 gpt2-small 1 0 none
 gpt2-small 1 1 none

@@ -122,8 +122,8 @@ std::string timeBasis(const plan::Plan &P) {
                     T->Sharing.Source);
   if (P.Settings.OptimizerOffload == plan::OffloadDevice::CPU)
     Text += formatv("time: the host optimizer at {0:F1} G elements a second "
-                    "a rank (dsc's own figure is what 16 cores gave; dsrun "
-                    "--calibration-out measures yours)\n",
+                    "a rank (measured with 16 threads a rank, scaled by "
+                    "--host-threads; dsrun --calibration-out measures yours)\n",
                     P.Settings.Machine.HostAdamElemsPerSec / 1e9);
   return Text;
 }

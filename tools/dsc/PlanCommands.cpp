@@ -114,6 +114,11 @@ static cl::opt<uint64_t> InterNodeGbps(
     cl::desc("The link between nodes as the Gbit/s of a node's NICs "
              "together, instead of --fabric"),
     cl::init(0), PLAN_SUBS, cl::cat(PlanOptionsCategory));
+static cl::opt<unsigned> HostThreads(
+    "host-threads",
+    cl::desc("Threads (cores) each rank's host optimizer gets (default 16, "
+             "the measured figures; a calibration file's rates win)"),
+    cl::init(0), PLAN_SUBS, cl::cat(PlanOptionsCategory));
 static cl::opt<int64_t> SeqLen("seq-len",
                                cl::desc("Bind the sequence-length symbols"),
                                cl::init(0), PLAN_SUBS,
@@ -346,6 +351,10 @@ static Expected<PlanOptions> planOptions(StringRef Tool) {
       O.Machine.Figures.GpuName =
           "a " + GpuMemory + " GPU (H100-80GB speeds)";
   }
+  if (HostThreads.getNumOccurrences() && (!HostThreads || HostThreads > 4096))
+    return createStringError(inconvertibleErrorCode(),
+                             "--host-threads needs a count from 1 to 4096");
+  setHostThreads(O.Machine, HostThreads);
   bool LinkGiven = FabricName.getNumOccurrences() ||
                    InterNodeGbps.getNumOccurrences();
   if (LinkGiven && N == 1)

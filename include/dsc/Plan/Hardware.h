@@ -81,6 +81,13 @@ std::vector<plan::FixedCost> fixedCosts(const HardwareProfile &H,
 /// "80GiB", "80GB", "81920MiB", "1.5TiB" or a plain byte count.
 llvm::Expected<uint64_t> parseByteSize(llvm::StringRef Text);
 
+/// The host's optimizer and conversions for a rank that gets Threads
+/// threads (cores): the figures measured with 16, scaled by
+/// (Threads / 16)^0.43, the one other point measured (32 threads: 1.35
+/// times as fast; the work is bound by memory bandwidth, which more
+/// cores share). Threads 0 leaves the figures as they are.
+void setHostThreads(HardwareProfile &H, unsigned Threads);
+
 /// Applies a calibration file: a YAML mapping whose keys are the plan's
 /// hardware field names (dense_flops_per_sec, pinned_copy_bytes_per_sec,
 /// ...) and cuda_context_bytes, cublas_workspace_bytes, nccl_channels,
