@@ -36,7 +36,8 @@ while read -r model world stage offload; do
    "params": {"lr": 3e-4, "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.1}}}
 JSON
   threads=
-  [ -n "${HOST_CORES:-}" ] && threads="--host-threads $((HOST_CORES / world))"
+  [ -n "${HOST_CORES:-}" ] &&
+    threads="--host-threads $(( HOST_CORES >= world ? HOST_CORES / world : 1 ))"
   "$dsc" plan "$out/$name.json" "$models/$model" --seq-len 1024 --gpu "$gpu" \
     --world-size "$world" $threads -o "$out/$name.bin" > "$out/$name.txt"
 done <<ROWS

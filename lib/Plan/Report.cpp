@@ -113,17 +113,18 @@ std::string timeBasis(const plan::Plan &P) {
                     "time table, {3} kernels at its measured kind rates ({4}); ",
                     Products, Attention, T->Gpu, Kinds, T->Source);
   Text += formatv("{0} at the machine's dense and memory rates\n", Rest);
-  if (T && P.Settings.WorldSize > 1 &&
-      (T->Sharing.Compute || T->Sharing.Collectives))
+  if (SharedGpu Sh = chargedSharing(P.Settings.Machine, T);
+      P.Settings.WorldSize > 1 && (Sh.Compute || Sh.Collectives))
     Text += formatv("time: compute and NCCL's kernels that run at once slow "
                     "each other: their overlap counts {0:F0} % more for the "
-                    "compute and {1:F0} % more for the collectives ({2})\n",
-                    100 * T->Sharing.Compute, 100 * T->Sharing.Collectives,
-                    T->Sharing.Source);
+                    "compute and {1:F0} % more for the collectives ({2}; "
+                    "what a calibration measured is not charged again)\n",
+                    100 * Sh.Compute, 100 * Sh.Collectives, Sh.Source);
   if (P.Settings.OptimizerOffload == plan::OffloadDevice::CPU)
     Text += formatv("time: the host optimizer at {0:F1} G elements a second "
-                    "a rank (measured with 16 threads a rank, scaled by "
-                    "--host-threads; dsrun --calibration-out measures yours)\n",
+                    "a rank (dsc's figure: measured with 16 threads a "
+                    "rank, scaled by --host-threads; a calibration file's "
+                    "replaces it)\n",
                     P.Settings.Machine.HostAdamElemsPerSec / 1e9);
   return Text;
 }

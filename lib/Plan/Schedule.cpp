@@ -667,8 +667,8 @@ Error runSchedulePass(plan::Plan &P) {
     return planError("the model has no compute ops to schedule");
   if (Error E = Scheduler(P).run())
     return E;
-  if (const TimeTable *Table = shippedTimeTable(P.Settings.Machine.GpuName))
-    chargeSharedGpu(P, Table->Sharing);
+  const plan::Hardware &H = P.Settings.Machine;
+  chargeSharedGpu(P, chargedSharing(H, shippedTimeTable(H.GpuName)));
   return Error::success();
 }
 

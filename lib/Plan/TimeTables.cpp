@@ -1,6 +1,7 @@
 //===- TimeTables.cpp - Kernel times measured on each GPU kind ------------===//
 
 #include "dsc/Plan/TimeTables.h"
+#include "llvm/ADT/STLExtras.h"
 
 #include "dsc/KernelTime.h"
 #include "dsc/Plan/MeasuredRatesYAML.h"
@@ -290,6 +291,18 @@ KernelRates kernelRates(const plan::Kernel &K, const plan::Hardware &H,
         return {RateSource::TableKind, R.FlopsPerSec, R.BytesPerSec};
   }
   return {RateSource::Machine, H.DenseFlopsPerSec, H.MemoryBytesPerSec};
+}
+
+SharedGpu chargedSharing(const plan::Hardware &H, const TimeTable *Table) {
+  if (!Table)
+    return {};
+  SharedGpu S = Table->Sharing;
+  if (llvm::any_of(H.KernelRates,
+                   [](const plan::KernelRate &R) { return R.Kind == "gemm"; }))
+    S.Compute = 0;
+  if (!H.CollectiveRates.empty())
+    S.Collectives = 0;
+  return S;
 }
 
 uint64_t estimateKernelNanos(const plan::Kernel &K, const plan::Hardware &H,

@@ -102,7 +102,7 @@ def sharing_block(path):
         elif inside and not line.startswith(" "):
             break
         if inside:
-            lines.append(line)
+            lines.append(line if line.endswith("\n") else line + "\n")
     return "".join(lines)
 
 

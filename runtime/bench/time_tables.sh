@@ -30,11 +30,11 @@ while [ $# -ge 3 ]; do
   runs="$runs --calibration $tmp/calibration-$n.yaml:$tmp/run-$n.log:$(basename "$1" .bin)"
   shift 3
 done
-keep=
-[ -f "$out" ] && keep="--keep-sharing $out"
+# An OUT already there passes on its sharing figures.
+[ -f "$out" ] && cp "$out" "$tmp/old.yaml" || : > "$tmp/old.yaml"
 # The table replaces OUT only once it is whole.
 python3 "$here/time_table.py" --gpu "$gpu" --products "$tmp/products.yaml" \
   --attention "$tmp/attention.yaml" --library-log "$tmp/attention.log" \
-  $runs $keep > "$tmp/table.yaml"
+  $runs --keep-sharing "$tmp/old.yaml" > "$tmp/table.yaml"
 mv "$tmp/table.yaml" "$out"
 echo "wrote $out"

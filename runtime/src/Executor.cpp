@@ -86,8 +86,17 @@ Executor::~Executor() {
 bool Executor::allocateWindowedArena(uint64_t Bytes) {
   // NCCL 2.28 runs an all-gather on the copy engines only between buffers
   // of a symmetric window under the zero-CTA policy, and registers only
-  // cuMem memory, which ncclMemAlloc gives. Every rank registers the same
-  // size: the plan lays the arena out alike on all of them.
+  // cuMem memory, which ncclMemAlloc gives. A peer's buffer is found at
+  // this rank's offset in the window, so every rank's arena must be laid
+  // out alike: one rank class (stage 1/2 partitions of unequal sizes make
+  // several).
+  if (size_t Classes = P.Layout.RankClasses.size(); Classes > 1) {
+    fprintf(stderr, "dsrun: rank %d: --comm-cta-policy zero needs every "
+                    "rank's arena laid out alike; this plan has %zu rank "
+                    "classes (partitions of unequal size)\n",
+            Process.Rank, Classes);
+    return false;
+  }
   if (ncclResult_t E = ncclMemAlloc(&NcclArena, Bytes); E != ncclSuccess) {
     fprintf(stderr, "dsrun: rank %d: ncclMemAlloc of the %llu MiB arena "
                     "failed: %s (%s)\n",
@@ -103,12 +112,17 @@ bool Executor::allocateWindowedArena(uint64_t Bytes) {
         fprintf(stderr, "dsrun: rank %d: registering the arena as NCCL's "
                         "symmetric window failed: %s (%s)\n",
                 Process.Rank, ncclGetErrorString(E), ncclGetLastError(C));
+        // The peers may wait inside the registration: abort, so that
+        // neither they nor this rank's teardown wait for it.
+        abortCommunicators();
         return false;
       }
   return true;
 }
 
 void Executor::abortCommunicators() {
+  // Aborting frees the windows registered on them.
+  ArenaWindow = HpzArenaWindow = nullptr;
   for (ncclComm_t *C : {&HpzComm, &Comm})
     if (*C) {
       ncclCommAbort(*C);

@@ -86,7 +86,7 @@ struct RunOptions {
   /// Zero none where NCCL can: the arena then comes from ncclMemAlloc and
   /// is registered as a symmetric window, so that all-gathers run on the
   /// copy engines and leave every SM to compute.
-  enum class CtaPolicy { Default, Efficiency, Zero };
+  enum class CtaPolicy { Default, Efficiency, Zero }; ///< NCCL_CTA_POLICY_*'s order
   CtaPolicy CommCtaPolicy = CtaPolicy::Default;
   /// Steps run after the measured ones with nothing timed inside them
   /// but the whole step: the per-instruction events that the step split

@@ -402,8 +402,9 @@ TEST(PlanSchedule, OffloadTimesCountTheHostConversions) {
     for (size_t B = 0; B < P.Buckets.size(); ++B) {
       EXPECT_EQ(Direct[B] > 0, HasDirect);
       EXPECT_EQ(Staged[B] > 0, HasStaged);
-      if (HasDirect && HasStaged)
+      if (HasDirect && HasStaged) {
         EXPECT_EQ(Direct[B], Staged[B]);
+      }
     }
     EXPECT_EQ(Conversions, HasStaged ? P.Buckets.size() : 0);
     // Each conversion runs on the host stream after its own copy, and a

@@ -180,8 +180,8 @@ TEST(TimeTablesTest, SharingIsReadAndBounded) {
 }
 
 TEST(TimeTablesTest, OverlapSlowsComputeAndCollectives) {
-  // A 100 us product from 0, a 100 us gather from 50 on the comm stream:
-  // 50 us overlap. A 100 us kernel after the product waits for nothing.
+  // Products of 50, 100 and 100 us back to back (0-50, 50-150, 150-250)
+  // and a 100 us gather after the first (50-150).
   plan::Plan P;
   auto Emit = [&](plan::InstrKind Kind, plan::Stream On, uint64_t Nanos,
                   std::vector<uint32_t> Waits = {}) {
@@ -202,6 +202,27 @@ TEST(TimeTablesTest, OverlapSlowsComputeAndCollectives) {
   // (150-250) not at all: 100 us at 2.
   EXPECT_EQ(P.Program[2].Nanos, 300000u);
   EXPECT_EQ(P.Program[3].Nanos, 100000u);
+  // Partial overlaps: gathers at 20-60 and 90-130 beside one product of
+  // 0-100 overlap it 40 and 10 us; the product overlaps them 40 and 10.
+  plan::Plan R;
+  auto EmitR = [&](plan::InstrKind Kind, plan::Stream On, uint64_t Nanos,
+                   std::vector<uint32_t> Waits = {}) {
+    plan::Instruction In;
+    In.Kind = Kind, In.On = On, In.Nanos = Nanos, In.Waits = std::move(Waits);
+    R.Program.push_back(In);
+  };
+  EmitR(plan::InstrKind::Forward, plan::Stream::Compute, 20000); // 0-20
+  EmitR(plan::InstrKind::Forward, plan::Stream::Compute, 80000); // 20-100
+  EmitR(plan::InstrKind::Gather, plan::Stream::Comm, 40000, {0}); // 20-60
+  EmitR(plan::InstrKind::Forward, plan::Stream::Compute, 100000); // 100-200
+  EmitR(plan::InstrKind::Release, plan::Stream::Comm, 30000);     // 60-90
+  EmitR(plan::InstrKind::Gather, plan::Stream::Comm, 40000);      // 90-130
+  chargeSharedGpu(R, SharedGpu{0.5, 1.0, "a test"});
+  EXPECT_EQ(R.Program[1].Nanos, 80000u + 20000u + 5000u) << "40 + 10 us at 0.5";
+  EXPECT_EQ(R.Program[3].Nanos, 100000u + 15000u) << "30 us at 0.5";
+  EXPECT_EQ(R.Program[2].Nanos, 80000u) << "40 us beside compute, at 1";
+  EXPECT_EQ(R.Program[5].Nanos, 80000u) << "10 + 30 us beside compute";
+  EXPECT_EQ(R.Program[4].Nanos, 30000u) << "not a collective";
   // No figures: nothing changes.
   plan::Plan Q = P;
   chargeSharedGpu(Q, SharedGpu{});

@@ -67,6 +67,12 @@ struct TimeTable {
   SharedGpu Sharing;
 };
 
+/// The sharing figures a plan on machine H is charged: the table's, less
+/// what a calibration measured beside the collectives already (its
+/// products' rate: no compute charge; its collectives' rates: no
+/// collective charge). Zero without a table.
+SharedGpu chargedSharing(const plan::Hardware &H, const TimeTable *Table);
+
 /// Reads a table; an error names the place in Path.
 llvm::Expected<TimeTable> parseTimeTable(llvm::StringRef Text,
                                          llvm::StringRef Path);
