@@ -179,15 +179,20 @@ TEST(TimeTablesTest, SharingIsReadAndBounded) {
             std::string::npos);
 }
 
+void emit(plan::Plan &P, plan::InstrKind Kind, plan::Stream On,
+          uint64_t Nanos, std::vector<uint32_t> Waits) {
+  plan::Instruction In;
+  In.Kind = Kind, In.On = On, In.Nanos = Nanos, In.Waits = std::move(Waits);
+  P.Program.push_back(In);
+}
+
 TEST(TimeTablesTest, OverlapSlowsComputeAndCollectives) {
   // Products of 50, 100 and 100 us back to back (0-50, 50-150, 150-250)
   // and a 100 us gather after the first (50-150).
   plan::Plan P;
   auto Emit = [&](plan::InstrKind Kind, plan::Stream On, uint64_t Nanos,
                   std::vector<uint32_t> Waits = {}) {
-    plan::Instruction In;
-    In.Kind = Kind, In.On = On, In.Nanos = Nanos, In.Waits = std::move(Waits);
-    P.Program.push_back(In);
+    emit(P, Kind, On, Nanos, std::move(Waits));
   };
   Emit(plan::InstrKind::Forward, plan::Stream::Compute, 50000);
   Emit(plan::InstrKind::Forward, plan::Stream::Compute, 100000);
@@ -207,9 +212,7 @@ TEST(TimeTablesTest, OverlapSlowsComputeAndCollectives) {
   plan::Plan R;
   auto EmitR = [&](plan::InstrKind Kind, plan::Stream On, uint64_t Nanos,
                    std::vector<uint32_t> Waits = {}) {
-    plan::Instruction In;
-    In.Kind = Kind, In.On = On, In.Nanos = Nanos, In.Waits = std::move(Waits);
-    R.Program.push_back(In);
+    emit(R, Kind, On, Nanos, std::move(Waits));
   };
   EmitR(plan::InstrKind::Forward, plan::Stream::Compute, 20000); // 0-20
   EmitR(plan::InstrKind::Forward, plan::Stream::Compute, 80000); // 20-100
