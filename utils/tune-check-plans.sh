@@ -2,7 +2,8 @@
 # Writes the plans that check dsc tune's ranking on GPUs (issue 34): the
 # config dsc tune picks around CONFIG, and a hand-picked grid of the same
 # config at ZeRO 1-3, micro batches 1 to 16 (accumulation making up
-# the global batch) and CPU offload, each planned for GPU and WORLD ranks.
+# the global batch; a micro batch it does not divide is left out) and
+# CPU offload, each planned for GPU and WORLD ranks.
 # runtime/bench/time_matrix.sh trains them all and runtime/bench/
 # tune_check.py sets the measured order beside the planned one.
 #
@@ -36,13 +37,16 @@ while read -r stage micro offload; do
   base=$name-s$stage-m$micro
   [ "$offload" = none ] || base=$base-$offload
   base=$base-w$world
-  python3 - "$config" "$out/$base.json" "$stage" "$micro" "$offload" "$world" <<'PY'
+  # A micro batch the global batch does not split into: not a row.
+  python3 - "$config" "$out/$base.json" "$stage" "$micro" "$offload" "$world" <<'PY' || continue
 import json, sys
 config, path, stage, micro, offload, world = sys.argv[1:]
 c = json.load(open(config))
 z = c.setdefault("zero_optimization", {})
 batch = c.get("train_batch_size") or (c.get("train_micro_batch_size_per_gpu", 1) *
                                       c.get("gradient_accumulation_steps", 1) * int(world))
+if batch % (int(micro) * int(world)):
+    sys.exit(1)
 c["train_micro_batch_size_per_gpu"] = int(micro)
 c["gradient_accumulation_steps"] = batch // (int(micro) * int(world))
 z["stage"] = int(stage)
@@ -53,14 +57,18 @@ PY
   plan "$out/$base.json" "$base"
 done <<ROWS
 1 1 none
+1 2 none
 1 4 none
 2 1 none
 2 2 none
 2 4 none
 2 16 none
 3 1 none
+3 2 none
 3 4 none
 3 8 none
+2 2 cpu
 2 4 cpu
+3 2 cpuparam
 3 4 cpuparam
 ROWS
