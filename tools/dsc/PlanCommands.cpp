@@ -740,9 +740,9 @@ int runTune() {
   size_t Fitting = std::count_if(Results.begin(), Results.end(),
                                  [](const TuneResult &R) { return R.Fits; });
   const plan::Hardware &H = Options->Machine.Figures;
-  outs() << formatv("{0} configs planned for {1} ranks of {2} ({3}), a "
-                    "global batch of {4}: {5} fit",
-                    Results.size(), World, H.GpuName,
+  outs() << formatv("{0} configs planned for {1} rank{2} of {3} ({4}), a "
+                    "global batch of {5}: {6} fit",
+                    Results.size(), World, World == 1 ? "" : "s", H.GpuName,
                     formatBytes(H.GpuMemoryBytes), Batch, Fitting);
   if (Skipped)
     outs() << formatv("; {0} with a larger micro batch than one that does "
