@@ -378,9 +378,14 @@ bool Executor::setUp() {
   // The arenas: everything the plan places, allocated once.
   char *Device = nullptr, *Host = nullptr;
   if (ZeroCta) {
+    uint64_t Before = usedDeviceMemory();
     if (!allocateWindowedArena(Buffers.deviceBytes()))
       return false;
     Device = static_cast<char *>(NcclArena);
+    // What ncclMemAlloc's granularity and the window's own buffers take
+    // beyond the arena: the runtime's choice, reported beside the plan.
+    uint64_t Used = usedDeviceMemory() - Before;
+    WindowBytes = Used > Buffers.deviceBytes() ? Used - Buffers.deviceBytes() : 0;
   } else {
     CHECK_CUDA(cudaMalloc(reinterpret_cast<void **>(&Device),
                           Buffers.deviceBytes()));

@@ -469,6 +469,9 @@ private:
   cudaGraphExec_t StepGraph = nullptr;
   /// What the graph took (its launch resources), apart from the plan.
   uint64_t GraphBytes = 0;
+  /// Device memory NCCL's symmetric window took beyond the arena
+  /// (--comm-cta-policy zero).
+  uint64_t WindowBytes = 0;
 
   // NVMe offload.
   std::unique_ptr<SwapLayout> Swap;

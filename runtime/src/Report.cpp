@@ -408,10 +408,11 @@ bool Executor::reportSummary() {
   uint64_t Context = Memory.Context;
   uint64_t Cublas = Memory.Cublas - Memory.Context;
   uint64_t Nccl = Memory.Nccl - Memory.Cublas;
-  uint64_t Arena = Memory.Arena - Memory.Nccl;
-  // The step's CUDA graph is the runtime's choice, not the plan's: it is
-  // reported beside the comparison.
-  uint64_t Measured = Memory.Peak - std::min(Memory.Peak, GraphBytes);
+  uint64_t Arena = Memory.Arena - Memory.Nccl - WindowBytes;
+  // The step's CUDA graph and NCCL's window are the runtime's choices, not
+  // the plan's: they are reported beside the comparison.
+  uint64_t Measured =
+      Memory.Peak - std::min(Memory.Peak, GraphBytes + WindowBytes);
   double Error = R.DevicePeakBytes
                      ? 100.0 * (double(Measured) - double(R.DevicePeakBytes)) /
                            double(R.DevicePeakBytes)
@@ -421,10 +422,13 @@ bool Executor::reportSummary() {
     Planned[F.Name == "cuda_context" ? 0 : F.Name == "cublas_workspace" ? 1
                                                                       : 2] +=
         F.Bytes;
-  char Graph[80] = "";
+  char Graph[160] = "";
   if (GraphBytes)
     snprintf(Graph, sizeof(Graph), "; the step's CUDA graph %.1f besides",
              mib(GraphBytes));
+  if (WindowBytes)
+    snprintf(Graph + strlen(Graph), sizeof(Graph) - strlen(Graph),
+             "; NCCL's symmetric window %.1f besides", mib(WindowBytes));
   char Summary[480];
   snprintf(Summary, sizeof(Summary),
           "dsrun: rank %d device memory: measured %.1f MiB, planned %.1f MiB "
@@ -442,13 +446,13 @@ bool Executor::reportSummary() {
             "{\"rank\":%d,\"memory\":{\"measured_bytes\":%llu,"
             "\"planned_bytes\":%llu,\"error_percent\":%.3f,\"context\":%llu,"
             "\"cublas\":%llu,\"nccl\":%llu,\"arena\":%llu,"
-            "\"planned_arena\":%llu,\"graph\":%llu}}\n",
+            "\"planned_arena\":%llu,\"graph\":%llu,\"window\":%llu}}\n",
             Process.Rank, (unsigned long long)Measured,
             (unsigned long long)R.DevicePeakBytes, Error,
             (unsigned long long)Context, (unsigned long long)Cublas,
             (unsigned long long)Nccl, (unsigned long long)Arena,
             (unsigned long long)R.DeviceArenaBytes,
-            (unsigned long long)GraphBytes);
+            (unsigned long long)GraphBytes, (unsigned long long)WindowBytes);
     fclose(Log);
   }
   for (const SwapFile *F : {OptimizerSwap.get(), ParamSwap.get()})
