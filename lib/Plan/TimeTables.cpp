@@ -17,6 +17,12 @@ using namespace llvm;
 LLVM_YAML_IS_SEQUENCE_VECTOR(dsc::AttentionRates)
 
 namespace llvm::yaml {
+/// Every rate of a table's list is above 0.
+static bool allPositive(const std::vector<double> &Rates) {
+  return std::all_of(Rates.begin(), Rates.end(),
+                     [](double R) { return R > 0; });
+}
+
 template <> struct MappingTraits<dsc::ProductGrid> {
   static void mapping(IO &IO, dsc::ProductGrid &G) {
     IO.mapRequired("sizes", G.Sizes);
@@ -36,7 +42,7 @@ template <> struct MappingTraits<dsc::ProductGrid> {
                std::to_string(N);
       // A rate of 0 (a shape the bench could not run) would pull its
       // neighbours' interpolation towards nothing.
-      if (std::any_of(L->begin(), L->end(), [](double R) { return R <= 0; }))
+      if (!allPositive(*L))
         return "every product rate must be positive";
     }
     return "";
@@ -68,16 +74,12 @@ template <> struct MappingTraits<AttentionSection> {
         !std::is_sorted(A.Sequences.begin(), A.Sequences.end()) ||
         A.Sequences.front() <= 0)
       return "attention's sequences must be positive and ascending";
-    auto Positive = [](const std::vector<double> &Rates) {
-      return std::all_of(Rates.begin(), Rates.end(),
-                         [](double R) { return R > 0; });
-    };
     for (const dsc::AttentionRates &E : A.Entries) {
       if (E.Forward.size() != A.Sequences.size() ||
           E.Backward.size() != A.Sequences.size() || E.HeadDim <= 0)
         return "each attention entry has a head size and one rate per "
                "sequence, forward and backward";
-      if (!Positive(E.Forward) || !Positive(E.Backward))
+      if (!allPositive(E.Forward) || !allPositive(E.Backward))
         return "every attention rate must be positive";
     }
     return "";

@@ -22,14 +22,15 @@ inline ncclDataType_t ncclTypeOf(ElementType T) {
                                  : ncclBfloat16;
 }
 
+static_assert(NCCL_CTA_POLICY_DEFAULT == 0 && NCCL_CTA_POLICY_EFFICIENCY == 1 &&
+                  NCCL_CTA_POLICY_ZERO == 2,
+              "RunOptions::CtaPolicy follows NCCL's values");
+
 /// The communicator's config: NCCL's defaults, or at least MinCTAs CTAs
 /// (channels) for every collective when MinCTAs is not 0, and NCCL's CTA
 /// policy (NCCL_CTA_POLICY_*) when Policy is not 0. NCCL 2.28 checks the
 /// pair of counts and takes an unset maximum for invalid, so the maximum
 /// is set to its own default, 64 (MAXCHANNELS).
-static_assert(NCCL_CTA_POLICY_DEFAULT == 0 && NCCL_CTA_POLICY_EFFICIENCY == 1 &&
-                  NCCL_CTA_POLICY_ZERO == 2,
-              "RunOptions::CtaPolicy follows NCCL's values");
 inline ncclConfig_t commConfig(unsigned MinCTAs, int Policy = 0) {
   ncclConfig_t Config = NCCL_CONFIG_INITIALIZER;
   if (MinCTAs) {
