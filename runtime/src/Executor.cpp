@@ -86,17 +86,8 @@ Executor::~Executor() {
 bool Executor::allocateWindowedArena(uint64_t Bytes) {
   // NCCL 2.28 runs an all-gather on the copy engines only between buffers
   // of a symmetric window under the zero-CTA policy, and registers only
-  // cuMem memory, which ncclMemAlloc gives. A peer's buffer is found at
-  // this rank's offset in the window, so every rank's arena must be laid
-  // out alike: one rank class (stage 1/2 partitions of unequal sizes make
-  // several).
-  if (size_t Classes = P.Layout.RankClasses.size(); Classes > 1) {
-    fprintf(stderr, "dsrun: rank %d: --comm-cta-policy zero needs every "
-                    "rank's arena laid out alike; this plan has %zu rank "
-                    "classes (partitions of unequal size)\n",
-            Process.Rank, Classes);
-    return false;
-  }
+  // cuMem memory, which ncclMemAlloc gives (checkBeforeRunning has made
+  // sure every rank's arena is laid out alike).
   if (ncclResult_t E = ncclMemAlloc(&NcclArena, Bytes); E != ncclSuccess) {
     fprintf(stderr, "dsrun: rank %d: ncclMemAlloc of the %llu MiB arena "
                     "failed: %s (%s)\n",
@@ -190,6 +181,16 @@ bool Executor::checkBeforeRunning() {
     fclose(F);
     if (!Existed)
       unlink(Path);
+  }
+  if (size_t Classes = P.Layout.RankClasses.size();
+      Options.CommCtaPolicy == RunOptions::CtaPolicy::Zero && Classes > 1) {
+    // NCCL finds a peer's buffer at this rank's offset in the window, so
+    // every rank's arena must be laid out alike: one rank class.
+    fprintf(stderr, "dsrun: --comm-cta-policy zero needs every rank's arena "
+                    "laid out alike; this plan has %zu rank classes "
+                    "(partitions of unequal size)\n",
+            Classes);
+    return false;
   }
   std::string Short = checkRunnable(P);
   if (!Short.empty()) {
