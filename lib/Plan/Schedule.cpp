@@ -230,11 +230,8 @@ std::vector<uint32_t> Scheduler::unitsOf(uint32_t Op) const {
 }
 
 uint64_t Scheduler::computeNanos(const plan::Op &Op, bool Backward) const {
-  const plan::Interval &R = Backward ? Op.Backward : Op.Forward;
-  uint64_t Total = 0;
-  for (uint32_t K = R.Begin; K < R.End; ++K)
-    Total += estimateKernelNanos(P.Kernels[K], H, Table);
-  return Total;
+  return estimateInstructionNanos(P.Kernels, Backward ? Op.Backward : Op.Forward,
+                                  H, Table);
 }
 
 void Scheduler::transfersAt(plan::TransferPoint Point, uint32_t Owner,

@@ -109,7 +109,16 @@ template <> struct MappingTraits<dsc::TimeTable> {
     IO.mapOptional("attention", A);
     IO.mapOptional("kernel_rates", T.KernelRates);
     IO.mapOptional("kernel_gap_ns", T.KernelGapNanos);
+    IO.mapOptional("instruction_gap_ns", T.InstructionGapNanos);
     IO.mapOptional("sharing", T.Sharing);
+  }
+  static std::string validate(IO &, dsc::TimeTable &T) {
+    // Idle time around a launch, not a kernel's own.
+    constexpr uint64_t Millisecond = 1000000;
+    if (T.KernelGapNanos > Millisecond || T.InstructionGapNanos > Millisecond)
+      return "kernel_gap_ns and instruction_gap_ns are idle time between "
+             "launches: at most 1 ms";
+    return "";
   }
 };
 } // namespace llvm::yaml
@@ -316,6 +325,18 @@ uint64_t estimateKernelNanos(const plan::Kernel &K, const plan::Hardware &H,
   return std::max(plan::nanosAt(K.Flops, R.FlopsPerSec),
                   plan::nanosAt(K.Bytes, R.BytesPerSec)) +
          Gap;
+}
+
+uint64_t estimateInstructionNanos(const std::vector<plan::Kernel> &Kernels,
+                                  plan::Interval Range,
+                                  const plan::Hardware &H,
+                                  const TimeTable *Table) {
+  if (Range.End <= Range.Begin)
+    return 0;
+  uint64_t Total = Table ? Table->InstructionGapNanos : 0;
+  for (uint32_t K = Range.Begin; K < Range.End; ++K)
+    Total += estimateKernelNanos(Kernels[K], H, Table);
+  return Total;
 }
 
 } // namespace dsc

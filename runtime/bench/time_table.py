@@ -2,11 +2,14 @@
 """Assembles a time table (lib/Plan/TimeTables/GPU.yaml) from what
 runtime/bench/time_tables.sh measured: the products' and attention's
 grids as the benches print them, the kernel kinds' rates from dsrun
---calibration-out files, and the gap between two kernels from the same
-runs' logs: the profiled step's idle time between the kernels of one
-instruction (nothing waited for there) over its gaps. Products and
+--calibration-out files, and from the same runs' logs two gaps: between
+two kernels of one instruction, the profiled step's idle time there
+(nothing waited for) over its gaps; between two instructions, what the
+lean steps took beyond the profiled step's kernels and the gaps inside
+instructions, over the gaps between them, less one kernel gap (the
+first kernel of an instruction counts one already). Products and
 attention come from the grids alone; a kind two runs measured takes the
-first run's rate; the gap is the runs' mean. How compute and collectives
+first run's rate; each gap is the runs' mean. How compute and collectives
 slow each other (sharing) comes from multi-GPU profiles that this command
 does not run: --keep-sharing copies it from the table being replaced.
 Writes the table to stdout.
@@ -39,6 +42,23 @@ def kernel_gap_ns(log):
     return float(m[1]) * 1e6 / int(m[2]) if m and int(m[2]) else None
 
 
+def instruction_gap_ns(log, kernel_gap):
+    """The lean steps' idle between instructions over those gaps, beyond
+    the kernel gap their first kernels count: None where the log lacks
+    the lean steps or the profile."""
+    text = open(log).read()
+    lean = re.search(r"lean steps [^\n]*: mean ([\d.]+) ms", text)
+    kernels = re.search(r"kernel profile of one step: ([\d.]+) ms in kernels",
+                        text)
+    inside = re.search(r"idle inside instructions: ([\d.]+) ms", text)
+    between = re.search(r"idle between instructions: [\d.]+ ms in (\d+) gaps",
+                        text)
+    if not (lean and kernels and inside and between and int(between[1])):
+        return None
+    idle = float(lean[1]) - float(kernels[1]) - float(inside[1])
+    return max(0.0, idle * 1e6 / int(between[1]) - (kernel_gap or 0))
+
+
 def query(cmd):
     try:
         return subprocess.run(cmd, capture_output=True, text=True,
@@ -60,11 +80,14 @@ def main():
                     "--format=csv,noheader"]).splitlines()[0]
     cuda = re.search(r"release ([\d.]+)", query(["nvcc", "--version"]))
     cudnn = re.search(r"cuDNN: ([^\n]*)", open(a.library_log).read())
-    kinds, gaps, names = {}, [], []
+    kinds, gaps, names, between = {}, [], [], []
     for spec in a.calibration:
         path, log, name = spec.split(":")
         names.append(name)
         gap = kernel_gap_ns(log)
+        step_gap = instruction_gap_ns(log, gap)
+        if step_gap is not None:
+            between.append(step_gap)
         for kind, backward, flops, bytes_ in calibration(path):
             # Products and attention come from the grids.
             if kind in ("gemm", "attention", "attention-grad"):
@@ -89,6 +112,8 @@ def main():
             print(f"  - {{ kind: {kind}, backward: {backward}, "
                   f"flops_per_sec: {flops}, bytes_per_sec: {bytes_} }}")
     print(f"kernel_gap_ns: {round(sum(gaps) / len(gaps)) if gaps else 0}")
+    print("instruction_gap_ns: "
+          f"{round(sum(between) / len(between)) if between else 0}")
     if a.keep_sharing:
         print(sharing_block(a.keep_sharing), end="")
 

@@ -110,6 +110,38 @@ TEST(TimeTablesTest, CalibratedRatesWinOverTheTable) {
   EXPECT_EQ(estimateKernelNanos(Gemm, H, &T), 500000u + 5000u);
 }
 
+TEST(TimeTablesTest, AnInstructionCostsItsGapOnce) {
+  TimeTable T = parsed();
+  T.InstructionGapNanos = 7000;
+  plan::Hardware H;
+  H.DenseFlopsPerSec = 1000000000000000; // 1000 TFLOP/s
+  H.MemoryBytesPerSec = 1000000000000;   // 1 TB/s
+  std::vector<plan::Kernel> Kernels(3);
+  for (plan::Kernel &K : Kernels) {
+    K.Attrs.emplace<size_t(plan::KernelKind::LayerNorm)>();
+    K.Bytes = 2000000000; // 1 ms at the table's 2 TB/s, then 3 us of gap
+  }
+  // Two kernels: theirs, and one instruction gap.
+  EXPECT_EQ(estimateInstructionNanos(Kernels, {0, 2}, H, &T),
+            2 * (1000000u + 3000u) + 7000u);
+  // No kernels: nothing, not even the gap.
+  EXPECT_EQ(estimateInstructionNanos(Kernels, {1, 1}, H, &T), 0u);
+  // No table: the machine's figures, no gaps.
+  EXPECT_EQ(estimateInstructionNanos(Kernels, {0, 1}, H, nullptr), 2000000u);
+  // A table without the figure charges no instruction gap.
+  EXPECT_EQ(parsed().InstructionGapNanos, 0u);
+  std::string WithGap = std::string(Table) + "instruction_gap_ns: 7000\n";
+  llvm::Expected<TimeTable> G = parseTimeTable(WithGap, "gap.yaml");
+  ASSERT_TRUE(bool(G)) << llvm::toString(G.takeError());
+  EXPECT_EQ(G->InstructionGapNanos, 7000u);
+  // A gap is idle time around a launch: over a millisecond is refused.
+  std::string Huge = std::string(Table) + "instruction_gap_ns: 2000000\n";
+  llvm::Expected<TimeTable> Bad = parseTimeTable(Huge, "huge.yaml");
+  ASSERT_FALSE(bool(Bad));
+  EXPECT_NE(llvm::toString(Bad.takeError()).find("at most 1 ms"),
+            std::string::npos);
+}
+
 TEST(TimeTablesTest, RefusesMalformedTables) {
   std::string Short = Table;
   Short.replace(Short.find("nn: [1, 1, 1, 1, 1, 1, 1, 1]"), 28, "nn: [1, 1]");

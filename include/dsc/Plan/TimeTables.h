@@ -64,6 +64,10 @@ struct TimeTable {
   std::vector<AttentionRates> Attention;
   std::vector<plan::KernelRate> KernelRates;
   uint64_t KernelGapNanos = 0;
+  /// What an op's instruction costs beyond its kernels and their gaps:
+  /// the lean steps' idle between instructions (dsrun's events and waits
+  /// between one op and the next), over those gaps, less one kernel gap.
+  uint64_t InstructionGapNanos = 0;
   SharedGpu Sharing;
 };
 
@@ -112,6 +116,13 @@ KernelRates kernelRates(const plan::Kernel &K, const plan::Hardware &H,
 /// else the table's).
 uint64_t estimateKernelNanos(const plan::Kernel &K, const plan::Hardware &H,
                              const TimeTable *Table);
+
+/// What an instruction running Kernels takes: each kernel's estimate, and
+/// the table's gap between instructions where it has kernels.
+uint64_t estimateInstructionNanos(const std::vector<plan::Kernel> &Kernels,
+                                  plan::Interval Range,
+                                  const plan::Hardware &H,
+                                  const TimeTable *Table);
 
 } // namespace dsc
 
