@@ -716,10 +716,22 @@ int Executor::run() {
     fprintf(stderr, "dsrun: rank %d ready (dry run)\n", Process.Rank);
     return 0;
   }
+  using Clock = std::chrono::steady_clock;
+  auto Seconds = [](Clock::duration D) {
+    return std::chrono::duration<double>(D).count();
+  };
+  Clock::time_point Setup = Clock::now();
   if (real() && !setUpTraining())
     return 1;
+  Clock::time_point Read = Clock::now();
   initializeWeights();
   restoreCheckpoint();
+  if (real() && Process.Rank == 0)
+    fprintf(stderr,
+            "dsrun: ready after %.1f s: tokens and weights read in %.1f s, "
+            "the weights and any checkpoint placed in %.1f s\n",
+            Seconds(Clock::now() - Options.Started), Seconds(Read - Setup),
+            Seconds(Clock::now() - Read));
   if (P.Settings.OptimizerOffload != plan::OffloadDevice::None) {
     // Every rank's host AdamW runs at the same time as the others', sharing
     // the node's memory: so does the triad it is compared with (an

@@ -44,6 +44,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -53,6 +54,9 @@
 namespace dsrun {
 
 struct RunOptions {
+  /// When the process started: dsrun says how long it took to be ready.
+  std::chrono::steady_clock::time_point Started =
+      std::chrono::steady_clock::now();
   uint32_t Steps = 3;
   bool Verify = false;
   std::string JsonLog;
