@@ -3,6 +3,7 @@
 #include "Weights.h"
 #include "Checkpoint.h"
 #include "Crc32c.h"
+#include "HostMath.h"
 
 #include "dsc/SafeTensors.h"
 
@@ -20,6 +21,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 namespace plan = dsc::plan;
@@ -59,11 +61,16 @@ bool decode(const char *Data, const dsc::safetensors::TensorInfo &T,
     // A file's tensors need not be aligned (the header's length is the
     // writer's): each element is copied out before it is read.
     ElementType E = T.DType == "BF16" ? ElementType::BF16 : ElementType::F16;
-    for (uint64_t I = 0; I < N; ++I) {
-      uint16_t Bits;
-      memcpy(&Bits, B + 2 * I, 2);
-      Out[I] = loadAs(&Bits, 0, E);
-    }
+    // Every rank decodes the whole model as it starts (8 G elements at
+    // 8B): on all the node's cores, before any host work begins.
+    parallelFor(N, std::max(1u, std::thread::hardware_concurrency()),
+                [&](uint64_t Begin, uint64_t End) {
+                  for (uint64_t I = Begin; I < End; ++I) {
+                    uint16_t Bits;
+                    memcpy(&Bits, B + 2 * I, 2);
+                    Out[I] = loadAs(&Bits, 0, E);
+                  }
+                });
   } else if (T.DType == "F64") {
     for (uint64_t I = 0; I < N; ++I) {
       double D;

@@ -206,6 +206,35 @@ TEST(Files, Crc32c) {
          crc32c(0, Long.data(), 1000));
 }
 
+/// A large bf16 tensor decodes on several threads: every element lands in
+/// its place.
+TEST(Files, LargeBf16WeightsDecodeInPlace) {
+  constexpr uint64_t N = 300000; // several of parallelFor's 65536 slices
+  plan::Plan P;
+  P.Tensors.resize(1);
+  P.Tensors[0].Name = "w";
+  P.Tensors[0].Shape = {int64_t(N)};
+  P.Tensors[0].Elems = N;
+  std::vector<uint16_t> Bits(N);
+  for (uint64_t I = 0; I < N; ++I) // bf16 of small integers is exact
+    Bits[I] = uint16_t(0x3f80 + (I % 97));
+  dsc::safetensors::Writer W;
+  W.add("w", "BF16", {int64_t(N)}, Bits.data(), N * 2);
+  std::vector<char> Bytes = W.bytes();
+  std::string Path = writeTemp("big.safetensors", Bytes.data(), Bytes.size());
+  std::string Error;
+  std::optional<InitialWeights> I = loadWeights(P, Path, Error);
+  EXPECT(I && I->Values[0].size() == N);
+  bool Same = true;
+  for (uint64_t K = 0; I && K < N; ++K) {
+    uint32_t Expect = uint32_t(Bits[K]) << 16;
+    float F;
+    memcpy(&F, &Expect, 4);
+    Same = Same && I->Values[0][K] == F;
+  }
+  EXPECT(Same);
+}
+
 TEST(Files, WeightFiles) {
   plan::Plan P;
   P.Tensors.resize(2);
