@@ -32,7 +32,7 @@ namespace dsc::plan {
 constexpr char FileMagic[8] = {'D', 'S', 'C', 'P', 'L', 'A', 'N', '\0'};
 /// Bumped whenever an existing section's encoding or meaning changes; new
 /// sections do not need a bump (old readers skip them).
-constexpr uint32_t FormatVersion = 17;
+constexpr uint32_t FormatVersion = 18;
 /// Ranks of different layouts beyond this many are merged (see RankClass).
 constexpr uint32_t MaxRankClasses = 8;
 
@@ -937,6 +937,9 @@ struct Kernel {
   uint64_t Flops = 0;         ///< Per launch.
   uint64_t Bytes = 0;         ///< Memory traffic per launch.
   uint64_t WorkspaceBytes = 0;
+  /// What the planner expects one launch to take, alone (no collective
+  /// beside it): dsrun --profile-step sets it beside the measured time.
+  uint64_t PlannedNanos = 0;
 
   KernelKind kind() const { return KernelKind(Attrs.index()); }
   /// The attributes of kind KK; the kernel must be of that kind.
@@ -961,6 +964,7 @@ struct Kernel {
     F("flops", Flops);
     F("bytes", Bytes);
     F("workspace_bytes", WorkspaceBytes);
+    F("planned_ns", PlannedNanos);
   }
 };
 

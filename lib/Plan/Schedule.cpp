@@ -230,8 +230,8 @@ std::vector<uint32_t> Scheduler::unitsOf(uint32_t Op) const {
 }
 
 uint64_t Scheduler::computeNanos(const plan::Op &Op, bool Backward) const {
-  return estimateInstructionNanos(P.Kernels, Backward ? Op.Backward : Op.Forward,
-                                  H, Table);
+  return instructionNanos(P.Kernels, Backward ? Op.Backward : Op.Forward,
+                          Table);
 }
 
 void Scheduler::transfersAt(plan::TransferPoint Point, uint32_t Owner,
@@ -553,6 +553,7 @@ void Scheduler::optimizerStep() {
 
 Error Scheduler::run() {
   P.Program.clear();
+  estimateKernels(P, H, Table);
   UnitOfModule = fetchUnitOfModule(P);
   for (uint32_t T = 0; T < P.Transfers.size(); ++T)
     TransfersOf[unsigned(P.Transfers[T].Point)][P.Transfers[T].Owner]

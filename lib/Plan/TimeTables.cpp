@@ -327,15 +327,19 @@ uint64_t estimateKernelNanos(const plan::Kernel &K, const plan::Hardware &H,
          Gap;
 }
 
-uint64_t estimateInstructionNanos(const std::vector<plan::Kernel> &Kernels,
-                                  plan::Interval Range,
-                                  const plan::Hardware &H,
-                                  const TimeTable *Table) {
+void estimateKernels(plan::Plan &P, const plan::Hardware &H,
+                     const TimeTable *Table) {
+  for (plan::Kernel &K : P.Kernels)
+    K.PlannedNanos = estimateKernelNanos(K, H, Table);
+}
+
+uint64_t instructionNanos(const std::vector<plan::Kernel> &Kernels,
+                          plan::Interval Range, const TimeTable *Table) {
   if (Range.End <= Range.Begin)
     return 0;
   uint64_t Total = Table ? Table->InstructionGapNanos : 0;
   for (uint32_t K = Range.Begin; K < Range.End; ++K)
-    Total += estimateKernelNanos(Kernels[K], H, Table);
+    Total += Kernels[K].PlannedNanos;
   return Total;
 }
 

@@ -129,13 +129,13 @@ cudaEvent_t ModelProgram::nextEvent() {
 
 std::string ModelProgram::profileReport(double StepMs) {
   struct Sum {
-    double Ms = 0, Flops = 0, Bytes = 0;
+    double Ms = 0, PlannedMs = 0, Flops = 0, Bytes = 0;
     unsigned Launches = 0;
   };
   std::map<std::string, Sum> ByKind;
   std::vector<Sum> ByKernel(P->Kernels.size());
   Profiled.clear();
-  double Total = 0;
+  double Total = 0, PlannedTotal = 0;
   for (const Timed &T : Launches) {
     float Ms = 0;
     CHECK_CUDA(cudaEventElapsedTime(&Ms, T.Begin, T.End));
@@ -150,6 +150,7 @@ std::string ModelProgram::profileReport(double StepMs) {
                            (K.Backward ? " (backward)" : "")],
                    &ByKernel[T.Kernel]}) {
       S->Ms += Ms;
+      S->PlannedMs += double(K.PlannedNanos) / 1e6;
       S->Flops += double(K.Flops);
       S->Bytes += double(K.Bytes);
       ++S->Launches;
@@ -159,6 +160,7 @@ std::string ModelProgram::profileReport(double StepMs) {
     It->Bytes += double(K.Bytes);
     ++It->Launches;
     Total += Ms;
+    PlannedTotal += double(K.PlannedNanos) / 1e6;
   }
   std::string Gaps = gapReport();
   Launches.clear();
@@ -166,18 +168,23 @@ std::string ModelProgram::profileReport(double StepMs) {
 
   std::string Out;
   char Line[320];
+  // Planned: the plan's estimate of the same launches, each alone (the
+  // time table's, or the machine's figures): where the estimate misses.
   auto Row = [&](const std::string &What, const Sum &S) {
-    snprintf(Line, sizeof(Line), "  %-44.44s %6u %9.3f %5.1f%% %8.1f %8.1f\n",
-             What.c_str(), S.Launches, S.Ms, Total > 0 ? 100 * S.Ms / Total : 0,
+    snprintf(Line, sizeof(Line),
+             "  %-44.44s %6u %9.3f %9.3f %5.1f%% %8.1f %8.1f\n", What.c_str(),
+             S.Launches, S.Ms, S.PlannedMs, Total > 0 ? 100 * S.Ms / Total : 0,
              S.Ms > 0 ? S.Flops / S.Ms / 1e9 : 0,
              S.Ms > 0 ? S.Bytes / S.Ms / 1e6 : 0);
     Out += Line;
   };
   snprintf(Line, sizeof(Line),
            "dsrun: kernel profile of one step: %.3f ms in kernels of a "
-           "%.3f ms step (events around each launch)\n"
-           "  %-44s %6s %9s %6s %8s %8s\n",
-           Total, StepMs, "kind", "calls", "ms", "share", "TFLOP/s", "GB/s");
+           "%.3f ms step (events around each launch); the plan expects "
+           "%.3f ms of them\n"
+           "  %-44s %6s %9s %9s %6s %8s %8s\n",
+           Total, StepMs, PlannedTotal, "kind", "calls", "ms", "planned", "share", "TFLOP/s",
+           "GB/s");
   Out += Line;
   std::vector<std::pair<std::string, Sum>> Kinds(ByKind.begin(), ByKind.end());
   std::sort(Kinds.begin(), Kinds.end(),

@@ -116,18 +116,23 @@ TEST(TimeTablesTest, AnInstructionCostsItsGapOnce) {
   plan::Hardware H;
   H.DenseFlopsPerSec = 1000000000000000; // 1000 TFLOP/s
   H.MemoryBytesPerSec = 1000000000000;   // 1 TB/s
-  std::vector<plan::Kernel> Kernels(3);
-  for (plan::Kernel &K : Kernels) {
+  plan::Plan P;
+  P.Kernels.resize(3);
+  for (plan::Kernel &K : P.Kernels) {
     K.Attrs.emplace<size_t(plan::KernelKind::LayerNorm)>();
     K.Bytes = 2000000000; // 1 ms at the table's 2 TB/s, then 3 us of gap
   }
-  // Two kernels: theirs, and one instruction gap.
-  EXPECT_EQ(estimateInstructionNanos(Kernels, {0, 2}, H, &T),
+  // Each kernel keeps its estimate; an instruction of two costs theirs
+  // and one instruction gap.
+  estimateKernels(P, H, &T);
+  EXPECT_EQ(P.Kernels[2].PlannedNanos, 1000000u + 3000u);
+  EXPECT_EQ(instructionNanos(P.Kernels, {0, 2}, &T),
             2 * (1000000u + 3000u) + 7000u);
   // No kernels: nothing, not even the gap.
-  EXPECT_EQ(estimateInstructionNanos(Kernels, {1, 1}, H, &T), 0u);
+  EXPECT_EQ(instructionNanos(P.Kernels, {1, 1}, &T), 0u);
   // No table: the machine's figures, no gaps.
-  EXPECT_EQ(estimateInstructionNanos(Kernels, {0, 1}, H, nullptr), 2000000u);
+  estimateKernels(P, H, nullptr);
+  EXPECT_EQ(instructionNanos(P.Kernels, {0, 1}, nullptr), 2000000u);
   // A table without the figure charges no instruction gap.
   EXPECT_EQ(parsed().InstructionGapNanos, 0u);
   std::string WithGap = std::string(Table) + "instruction_gap_ns: 7000\n";

@@ -117,12 +117,14 @@ KernelRates kernelRates(const plan::Kernel &K, const plan::Hardware &H,
 uint64_t estimateKernelNanos(const plan::Kernel &K, const plan::Hardware &H,
                              const TimeTable *Table);
 
-/// What an instruction running Kernels takes: each kernel's estimate, and
+/// Each kernel's estimate (estimateKernelNanos), kept in the plan.
+void estimateKernels(plan::Plan &P, const plan::Hardware &H,
+                     const TimeTable *Table);
+
+/// What an instruction running Kernels takes: their planned times, and
 /// the table's gap between instructions where it has kernels.
-uint64_t estimateInstructionNanos(const std::vector<plan::Kernel> &Kernels,
-                                  plan::Interval Range,
-                                  const plan::Hardware &H,
-                                  const TimeTable *Table);
+uint64_t instructionNanos(const std::vector<plan::Kernel> &Kernels,
+                          plan::Interval Range, const TimeTable *Table);
 
 } // namespace dsc
 
