@@ -183,8 +183,8 @@ std::string ModelProgram::profileReport(double StepMs) {
            "%.3f ms step (events around each launch); the plan expects "
            "%.3f ms of them\n"
            "  %-44s %6s %9s %9s %6s %8s %8s\n",
-           Total, StepMs, PlannedTotal, "kind", "calls", "ms", "planned", "share", "TFLOP/s",
-           "GB/s");
+           Total, StepMs, PlannedTotal, "kind", "calls", "ms", "planned",
+           "share", "TFLOP/s", "GB/s");
   Out += Line;
   std::vector<std::pair<std::string, Sum>> Kinds(ByKind.begin(), ByKind.end());
   std::sort(Kinds.begin(), Kinds.end(),

@@ -229,8 +229,8 @@ void Executor::initWeights(void *Params, ElementType T, float *Master,
   const std::vector<float> &W = Weights->Values[Tensor];
   std::vector<char> Stored(N * elementBytes(T));
   std::vector<float> Rounded(Master ? N : 0);
-  // An 8B model's conversion is 8 G elements a rank: on one thread it
-  // held the start up for most of a minute.
+  // Element by element, 8 G of them a rank at the 8B shape: split over
+  // the host's threads.
   parallelFor(N, Options.HostThreads, [&](uint64_t Begin, uint64_t End) {
     for (uint64_t I = Begin; I < End; ++I) {
       float V = ElemBase + I < RealN ? W[ElemBase + I] : 0.0f;
