@@ -70,6 +70,7 @@ TEST(TimeTablesTest, AttentionBySequenceAndHeadSize) {
   A.Causal = true;
   A.HeadDim = A.ValueDim = 64;
   A.QLen = A.KVLen = 512;
+  A.Batch = 64, A.QHeads = A.KVHeads = 16; // as many rows as the grid's
   EXPECT_DOUBLE_EQ(attentionTflops(T, A, false), 200);
   EXPECT_DOUBLE_EQ(attentionTflops(T, A, true), 100);
   A.QLen = 1024; // Halfway in log2.
@@ -86,6 +87,32 @@ TEST(TimeTablesTest, AttentionBySequenceAndHeadSize) {
   A.Causal = true;
   A.Algorithm = plan::AttentionAlgorithm::Flash;
   EXPECT_EQ(attentionTflops(T, A, false), 0);
+}
+
+TEST(TimeTablesTest, AttentionWithFewRowsRunsBelowTheGrid) {
+  TimeTable T = parsed();
+  plan::AttentionAttrs A;
+  A.Algorithm = plan::AttentionAlgorithm::Cudnn;
+  A.Causal = true;
+  A.HeadDim = A.ValueDim = 64;
+  A.QLen = A.KVLen = 512;
+  // The grid's 16 x 16384 query rows and more: the table's rate.
+  A.Batch = 32, A.QHeads = 16;
+  EXPECT_DOUBLE_EQ(attentionTflops(T, A, false), 200);
+  A.Batch = 1024;
+  EXPECT_DOUBLE_EQ(attentionTflops(T, A, false), 200);
+  // GPT-2 XL at one sample of 1024 tokens: 25 heads, 25,600 rows. The
+  // rate is occupancy(25,600) / occupancy(262,144) of the table's, with
+  // occupancy(R) = R / (R + 24,000): 0.563, as the bench's shapes put it.
+  A.QLen = A.KVLen = 1024;
+  A.Batch = 1, A.QHeads = 25;
+  double Expected = 250 * (25600.0 / (25600 + 24000)) /
+                    (262144.0 / (262144 + 24000));
+  EXPECT_NEAR(attentionTflops(T, A, false), Expected, 1e-9);
+  EXPECT_NEAR(Expected / 250, 0.563, 0.001);
+  // Fewer rows, slower.
+  A.QHeads = 12;
+  EXPECT_LT(attentionTflops(T, A, false), Expected);
 }
 
 TEST(TimeTablesTest, CalibratedRatesWinOverTheTable) {

@@ -93,7 +93,9 @@ std::vector<std::string> shippedTimeTableProblems();
 /// A product's TFLOP/s from the grid (0: the grid is empty).
 double productTflops(const ProductGrid &G, const plan::GemmAttrs &A);
 
-/// An attention kernel's TFLOP/s (0: no entry of its algorithm).
+/// An attention kernel's TFLOP/s (0: no entry of its algorithm): the
+/// table's at its sequence and head size, lowered where the launch has
+/// fewer query rows than the table's grid (SMs left without work).
 double attentionTflops(const TimeTable &T, const plan::AttentionAttrs &A,
                        bool Backward);
 
