@@ -43,8 +43,9 @@ constexpr uint64_t TutorialNVMeRead = 3.69 * GB, TutorialNVMeWrite = 3.18 * GB;
 // 16 cores: AdamW at 4.3-4.7 G elements per second, conversions at 6.1
 // (stage 3's bf16 accumulation) to 11.1 G/s (docs/planner.md). DeepSpeedCPUAdam
 // is of the same order with AVX-512. Both scale with the cores a rank
-// gets: 16 here; setHostShare scales them to another count and to the ranks sharing the host, and dsrun
-// --calibration-out measures them on the machine itself.
+// gets (16 here) and AdamW with the ranks that share the host
+// (setHostShare); dsrun --calibration-out measures them on the machine
+// itself.
 constexpr uint64_t MeasuredHostAdamElemsPerSec = 4500000000;
 constexpr uint64_t MeasuredHostConvertElemsPerSec = 8000000000;
 // Device memory outside the arena, assumed until dsrun calibrates it: the
