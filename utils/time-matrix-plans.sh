@@ -3,7 +3,10 @@
 # small and XL and the Llama 1.1 B of runtime/bench/hf_model.py, from
 # their config.json, at 4 x 1024 tokens a GPU, accumulation 1, bf16,
 # AdamW, clipping 1.0, DeepSpeed's default buckets, over ZeRO stages,
-# CPU optimizer and parameter offload and 1 or 2 ranks, planned for GPU.
+# CPU optimizer and parameter offload and 1 or 2 ranks, planned for GPU;
+# and three rows of one sample a micro step over 4 micro steps
+# (MODEL-sSTAGE-m1x4-wWORLD), where kernels are short and a step has
+# four times the instructions.
 # runtime/bench/time_matrix.sh trains each and prints its lean step
 # beside the plan's.
 #
@@ -19,16 +22,19 @@ set -eu
 dsc=$1 models=$2 out=$3 gpu=${4:-H200} worlds=${5:-1 2}
 mkdir -p "$out"
 # model world stage offload (none, cpu: the optimizer, cpuparam: both)
-while read -r model world stage offload; do
+# [micro accumulation] (4 1 unless given)
+while read -r model world stage offload micro accum; do
   case " $worlds " in *" $world "*) ;; *) continue ;; esac
   opt=none par=none suffix=
   case $offload in
     cpu) opt=cpu suffix=-cpu ;;
     cpuparam) opt=cpu par=cpu suffix=-cpuparam ;;
   esac
+  micro=${micro:-4} accum=${accum:-1}
+  [ "$micro" = 4 ] && [ "$accum" = 1 ] || suffix=$suffix-m${micro}x$accum
   name=$model-s$stage$suffix-w$world
   cat > "$out/$name.json" <<JSON
-{"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1,
+{"train_micro_batch_size_per_gpu": $micro, "gradient_accumulation_steps": $accum,
  "gradient_clipping": 1.0, "bf16": {"enabled": true},
  "zero_optimization": {"stage": $stage,
    "offload_optimizer": {"device": "$opt"}, "offload_param": {"device": "$par"}},
@@ -56,4 +62,7 @@ llama-1b 1 2 cpu
 llama-1b 2 2 none
 llama-1b 2 3 none
 llama-1b 2 3 cpuparam
+gpt2-small 2 1 none 1 4
+gpt2-xl 2 2 none 1 4
+llama-1b 2 3 none 1 4
 ROWS
