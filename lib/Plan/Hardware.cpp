@@ -43,9 +43,8 @@ constexpr uint64_t TutorialNVMeRead = 3.69 * GB, TutorialNVMeWrite = 3.18 * GB;
 // 16 cores: AdamW at 4.3-4.7 G elements per second, conversions at 6.1
 // (stage 3's bf16 accumulation) to 11.1 G/s (docs/planner.md). DeepSpeedCPUAdam
 // is of the same order with AVX-512. Both scale with the cores a rank
-// gets (16 here) and AdamW with the ranks that share the host
-// (setHostShare); dsrun --calibration-out measures them on the machine
-// itself.
+// gets: 16 here; setHostThreads scales them to another count, and dsrun
+// --calibration-out measures them on the machine itself.
 constexpr uint64_t MeasuredHostAdamElemsPerSec = 4500000000;
 constexpr uint64_t MeasuredHostConvertElemsPerSec = 8000000000;
 // Device memory outside the arena, assumed until dsrun calibrates it: the
@@ -238,20 +237,15 @@ template <> struct MappingTraits<dsc::Calibration> {
 
 namespace dsc {
 
-void setHostShare(HardwareProfile &H, unsigned Threads, unsigned RanksOnHost) {
+void setHostThreads(HardwareProfile &H, unsigned Threads) {
+  if (!Threads)
+    return;
   // 16 threads: the measured figures; 32 (one rank on the 2-GPU H200
   // machine's 32 cores): 1.35 times as fast (docs/results/time-matrix.json).
-  constexpr double MeasuredThreads = 16, ThreadExponent = 0.43;
-  // Two ranks of 16 threads on that machine's host: AdamW at 2.2 (GPT-2
-  // XL) and 2.5-2.8 (the Llama 1.1 B) G elements a second each
-  // (docs/results/tune-check.json, offload.json), 0.56 of one rank's.
-  constexpr double RankExponent = 0.85;
-  double Scale = std::pow(double(Threads ? Threads : MeasuredThreads) /
-                              MeasuredThreads,
-                          ThreadExponent);
-  double Shared = std::pow(double(std::max(1u, RanksOnHost)), RankExponent);
+  constexpr double MeasuredThreads = 16, Exponent = 0.43;
+  double Scale = std::pow(double(Threads) / MeasuredThreads, Exponent);
   H.Figures.HostAdamElemsPerSec =
-      uint64_t(double(MeasuredHostAdamElemsPerSec) * Scale / Shared);
+      uint64_t(double(MeasuredHostAdamElemsPerSec) * Scale);
   H.Figures.HostConvertElemsPerSec =
       uint64_t(double(MeasuredHostConvertElemsPerSec) * Scale);
 }

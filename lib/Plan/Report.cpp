@@ -122,12 +122,10 @@ std::string timeBasis(const plan::Plan &P) {
                     100 * Sh.Compute, 100 * Sh.Collectives, Sh.Source);
   if (P.Settings.OptimizerOffload == plan::OffloadDevice::CPU)
     Text += formatv("time: the host optimizer at {0:F1} G elements a second "
-                    "a rank (dsc's figure: measured with 16 threads and one "
-                    "rank on a host, scaled by --host-threads and shared by "
-                    "the {1} ranks of a node; a calibration file's "
+                    "a rank (dsc's figure: measured with 16 threads a "
+                    "rank, scaled by --host-threads; a calibration file's "
                     "replaces it)\n",
-                    P.Settings.Machine.HostAdamElemsPerSec / 1e9,
-                    P.Settings.GpusPerNode);
+                    P.Settings.Machine.HostAdamElemsPerSec / 1e9);
   return Text;
 }
 

@@ -506,10 +506,10 @@ void Scheduler::optimizerStep() {
     transfersAt(plan::TransferPoint::BeforeStep, G, ReadWaits, Micro);
     uint64_t Nanos;
     if (Host) {
-      // Parameters kept on the host get their 16-bit copy in the same pass
-      // (DeepSpeedCPUAdam's adam_update_copy, dsrun's hostAdamW): AdamW's
-      // rate was measured with it.
       Nanos = transferNanos(Elems, H.HostAdamElemsPerSec);
+      // Parameters kept on the host get their 16-bit copy right there.
+      if (S.ParamOffload != plan::OffloadDevice::None)
+        Nanos += transferNanos(Elems, H.HostConvertElemsPerSec);
     } else {
       // Memory-bound: read and write master, states and gradient.
       uint64_t Bytes = 2 * (bytesOf(Elems, S.MasterDType) +

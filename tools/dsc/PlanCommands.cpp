@@ -354,7 +354,7 @@ static Expected<PlanOptions> planOptions(StringRef Tool) {
   if (HostThreads.getNumOccurrences() && (!HostThreads || HostThreads > 4096))
     return createStringError(inconvertibleErrorCode(),
                              "--host-threads needs a count from 1 to 4096");
-  setHostShare(O.Machine, HostThreads, G);
+  setHostThreads(O.Machine, HostThreads);
   bool LinkGiven = FabricName.getNumOccurrences() ||
                    InterNodeGbps.getNumOccurrences();
   if (LinkGiven && N == 1)

@@ -82,13 +82,11 @@ std::vector<plan::FixedCost> fixedCosts(const HardwareProfile &H,
 llvm::Expected<uint64_t> parseByteSize(llvm::StringRef Text);
 
 /// The host's optimizer and conversions for a rank that gets Threads
-/// threads (cores; 0: the measured 16) on a host that RanksOnHost ranks
-/// share: the figures measured with 16 threads and one rank, scaled by
-/// (Threads / 16)^0.43 (32 threads: 1.35 times as fast), and AdamW's
-/// divided by RanksOnHost^0.85 (two ranks on the 2-H200 machine's host:
-/// 2.2-2.8 G elements a second each, against 4.5 alone). The work is
-/// bound by the host's memory bandwidth, which the ranks share.
-void setHostShare(HardwareProfile &H, unsigned Threads, unsigned RanksOnHost);
+/// threads (cores): the figures measured with 16, scaled by
+/// (Threads / 16)^0.43, the one other point measured (32 threads: 1.35
+/// times as fast; the work is bound by memory bandwidth, which more
+/// cores share). Threads 0 leaves the figures as they are.
+void setHostThreads(HardwareProfile &H, unsigned Threads);
 
 /// Applies a calibration file: a YAML mapping whose keys are the plan's
 /// hardware field names (dense_flops_per_sec, pinned_copy_bytes_per_sec,
