@@ -230,7 +230,7 @@ std::vector<uint32_t> Scheduler::unitsOf(uint32_t Op) const {
 }
 
 uint64_t Scheduler::computeNanos(const plan::Op &Op, bool Backward) const {
-  return instructionNanos(P.Kernels, Backward ? Op.Backward : Op.Forward,
+  return instructionNanos(P.Kernels, Backward ? Op.Backward : Op.Forward, H,
                           Table);
 }
 

@@ -337,30 +337,36 @@ SharedGpu chargedSharing(const plan::Hardware &H, const TimeTable *Table) {
   return S;
 }
 
+uint64_t kernelRunNanos(const plan::Kernel &K, const plan::Hardware &H,
+                        const TimeTable *Table) {
+  KernelRates R = kernelRates(K, H, Table);
+  return std::max(plan::nanosAt(K.Flops, R.FlopsPerSec),
+                  plan::nanosAt(K.Bytes, R.BytesPerSec));
+}
+
+uint64_t kernelGapNanos(const plan::Hardware &H, const TimeTable *Table) {
+  return H.KernelGapNanos || !Table ? H.KernelGapNanos : Table->KernelGapNanos;
+}
+
 uint64_t estimateKernelNanos(const plan::Kernel &K, const plan::Hardware &H,
                              const TimeTable *Table) {
-  KernelRates R = kernelRates(K, H, Table);
-  uint64_t Gap = H.KernelGapNanos;
-  if (Table && !Gap)
-    Gap = Table->KernelGapNanos;
-  return std::max(plan::nanosAt(K.Flops, R.FlopsPerSec),
-                  plan::nanosAt(K.Bytes, R.BytesPerSec)) +
-         Gap;
+  return kernelRunNanos(K, H, Table) + kernelGapNanos(H, Table);
 }
 
 void estimateKernels(plan::Plan &P, const plan::Hardware &H,
                      const TimeTable *Table) {
   for (plan::Kernel &K : P.Kernels)
-    K.PlannedNanos = estimateKernelNanos(K, H, Table);
+    K.PlannedNanos = kernelRunNanos(K, H, Table);
 }
 
 uint64_t instructionNanos(const std::vector<plan::Kernel> &Kernels,
-                          plan::Interval Range, const TimeTable *Table) {
+                          plan::Interval Range, const plan::Hardware &H,
+                          const TimeTable *Table) {
   if (Range.End <= Range.Begin)
     return 0;
   uint64_t Total = Table ? Table->InstructionGapNanos : 0;
   for (uint32_t K = Range.Begin; K < Range.End; ++K)
-    Total += Kernels[K].PlannedNanos;
+    Total += Kernels[K].PlannedNanos + kernelGapNanos(H, Table);
   return Total;
 }
 

@@ -112,21 +112,30 @@ struct KernelRates {
 KernelRates kernelRates(const plan::Kernel &K, const plan::Hardware &H,
                         const TimeTable *Table);
 
-/// What the planner expects kernel K to take on machine H (Table: the
+/// What the planner expects kernel K to run for on machine H (Table: the
 /// GPU's, or null): max(FLOPs / flop rate, bytes / byte rate) at
-/// kernelRates', then the gap between two kernels (the calibration's,
-/// else the table's).
+/// kernelRates'.
+uint64_t kernelRunNanos(const plan::Kernel &K, const plan::Hardware &H,
+                        const TimeTable *Table);
+
+/// The idle time before each kernel: the calibration's, else the table's.
+uint64_t kernelGapNanos(const plan::Hardware &H, const TimeTable *Table);
+
+/// A kernel's run and the gap before it.
 uint64_t estimateKernelNanos(const plan::Kernel &K, const plan::Hardware &H,
                              const TimeTable *Table);
 
-/// Each kernel's estimate (estimateKernelNanos), kept in the plan.
+/// Each kernel's run time (kernelRunNanos), kept in the plan: what
+/// dsrun --profile-step measures between a launch's events.
 void estimateKernels(plan::Plan &P, const plan::Hardware &H,
                      const TimeTable *Table);
 
-/// What an instruction running Kernels takes: their planned times, and
-/// the table's gap between instructions where it has kernels.
+/// What an instruction running Kernels takes: their planned runs, a
+/// kernel gap before each, and the table's gap between instructions
+/// where it has kernels.
 uint64_t instructionNanos(const std::vector<plan::Kernel> &Kernels,
-                          plan::Interval Range, const TimeTable *Table);
+                          plan::Interval Range, const plan::Hardware &H,
+                          const TimeTable *Table);
 
 } // namespace dsc
 
