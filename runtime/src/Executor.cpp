@@ -710,28 +710,35 @@ void Executor::abortStuck(const char *Agreeing, int Seconds) {
 }
 
 int Executor::run() {
-  if (!checkBeforeRunning() || (real() && !openTraining()) || !setUp())
+  using Clock = std::chrono::steady_clock;
+  auto Seconds = [](Clock::time_point From, Clock::time_point To) {
+    return std::chrono::duration<double>(To - From).count();
+  };
+  if (!checkBeforeRunning())
+    return 1;
+  Clock::time_point Open = Clock::now();
+  if (real() && !openTraining())
+    return 1;
+  Clock::time_point Read = Clock::now();
+  if (!setUp())
     return 1;
   if (Options.DryRun) {
     fprintf(stderr, "dsrun: rank %d ready (dry run)\n", Process.Rank);
     return 0;
   }
-  using Clock = std::chrono::steady_clock;
-  auto Seconds = [](Clock::duration D) {
-    return std::chrono::duration<double>(D).count();
-  };
-  Clock::time_point Setup = Clock::now();
   if (real() && !setUpTraining())
     return 1;
-  Clock::time_point Read = Clock::now();
+  Clock::time_point Placing = Clock::now();
   initializeWeights();
   restoreCheckpoint();
+  Clock::time_point Ready = Clock::now();
   if (real() && Process.Rank == 0)
     fprintf(stderr,
             "dsrun: ready after %.1f s: tokens and weights read in %.1f s, "
-            "the weights and any checkpoint placed in %.1f s\n",
-            Seconds(Clock::now() - Options.Started), Seconds(Read - Setup),
-            Seconds(Clock::now() - Read));
+            "NCCL and device memory set up in %.1f s, the weights and any "
+            "checkpoint placed in %.1f s\n",
+            Seconds(Options.Started, Ready), Seconds(Open, Read),
+            Seconds(Read, Placing), Seconds(Placing, Ready));
   if (P.Settings.OptimizerOffload != plan::OffloadDevice::None) {
     // Every rank's host AdamW runs at the same time as the others', sharing
     // the node's memory: so does the triad it is compared with (an
