@@ -114,15 +114,17 @@ std::string timeProducts(const plan::Plan &P, Matmuls &Products,
   }
   if (Out.empty())
     return "";
-  // Room for the largest of each operand in fp32, and at least the cold
-  // pool: small products take a fresh copy of A, B and C at each launch.
+  // Room for the largest of each operand in fp32; A, B and C get at least
+  // the cold pool, as small products take a fresh copy at each launch
+  // (the bias and GELU's kept sum are not cycled).
+  uint64_t MaxAux = MaxC;
   MaxA = std::max(MaxA, ColdPoolBytes / 4);
   MaxB = std::max(MaxB, ColdPoolBytes / 4);
   MaxC = std::max(MaxC, ColdPoolBytes / 4);
   Scratch Memory;
   void *A = Memory.get(MaxA * 4), *B = Memory.get(MaxB * 4),
-       *C = Memory.get(MaxC * 4), *Aux = Memory.get(MaxC * 4),
-       *Bias = Memory.get(MaxC * 4),
+       *C = Memory.get(MaxC * 4), *Aux = Memory.get(MaxAux * 4),
+       *Bias = Memory.get(MaxAux * 4),
        *Work = Memory.get(plan::GemmWorkspaceBytes);
   if (!A || !B || !C || !Aux || !Bias || !Work) {
     Out.clear();
@@ -150,7 +152,7 @@ std::string timeProducts(const plan::Plan &P, Matmuls &Products,
       // Every copy a launch may take, in the product's type.
       uint64_t PerFp32 = 4 / elementBytes(Pt.Type);
       for (auto [Ptr, N] : {std::pair<void *, uint64_t>{A, MaxA}, {B, MaxB},
-                            {C, MaxC}, {Aux, MaxC}, {Bias, MaxC}})
+                            {C, MaxC}, {Aux, MaxAux}, {Bias, MaxAux}})
         fillRandom<<<1024, 256, 0, S>>>(Ptr, N * PerFp32, Pt.Type);
       TRY_CUDA(cudaGetLastError());
       Filled = true, FilledAs = Pt.Type;

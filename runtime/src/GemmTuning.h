@@ -4,9 +4,10 @@
 // product of a plan's compute program, on operands of random values sized
 // for the product alone (not the plan's arena, which may hold a step's
 // results). A product small enough to sit in L2 takes a fresh copy of its
-// operands at each launch, as it finds them in a training step. dsrun-gemm-bench prints the times; dsrun --calibration-out
-// writes the products whose fastest beats the first, which dsc plan
-// --calibration carries into the plan (Matmuls.h runs them).
+// operands at each launch, as it finds them in a training step.
+// dsrun-gemm-bench prints the times; dsrun --calibration-out writes the
+// products whose fastest beats the first, which dsc plan --calibration
+// carries into the plan (Matmuls.h runs them).
 //
 //===----------------------------------------------------------------------===//
 
