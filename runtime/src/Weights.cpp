@@ -3,7 +3,6 @@
 #include "Weights.h"
 #include "Checkpoint.h"
 #include "Crc32c.h"
-#include "HostMath.h"
 
 #include "dsc/SafeTensors.h"
 
@@ -50,6 +49,10 @@ bool sameElements(const std::vector<int64_t> &A, const std::vector<int64_t> &B) 
 }
 
 /// Converts one tensor's stored elements to fp32.
+/// Threads a 16-bit tensor decodes on: a rank's share of a node's cores
+/// is not known yet when the weights are read.
+constexpr uint64_t MaxDecodeThreads = 8;
+
 bool decode(const char *Data, const dsc::safetensors::TensorInfo &T,
             std::vector<float> &Out, std::string &Error) {
   uint64_t N = (T.End - T.Begin) / dsc::safetensors::dtypeBytes(T.DType);
@@ -62,15 +65,25 @@ bool decode(const char *Data, const dsc::safetensors::TensorInfo &T,
     // writer's): each element is copied out before it is read.
     ElementType E = T.DType == "BF16" ? ElementType::BF16 : ElementType::F16;
     // Every rank decodes the whole model as it starts (8 G elements at
-    // 8B): on all the node's cores, before any host work begins.
-    parallelFor(N, std::max(1u, std::thread::hardware_concurrency()),
-                [&](uint64_t Begin, uint64_t End) {
-                  for (uint64_t I = Begin; I < End; ++I) {
-                    uint16_t Bits;
-                    memcpy(&Bits, B + 2 * I, 2);
-                    Out[I] = loadAs(&Bits, 0, E);
-                  }
-                });
+    // 8B): on threads of its own for a large tensor, which end with it
+    // (the host-work pool is sized later, for the rank's share of cores).
+    auto Decode = [&](uint64_t Begin, uint64_t End) {
+      for (uint64_t I = Begin; I < End; ++I) {
+        uint16_t Bits;
+        memcpy(&Bits, B + 2 * I, 2);
+        Out[I] = loadAs(&Bits, 0, E);
+      }
+    };
+    constexpr uint64_t PerThread = 1 << 20;
+    unsigned Threads = unsigned(std::min<uint64_t>(
+        {MaxDecodeThreads, N / PerThread + 1,
+         std::max(1u, std::thread::hardware_concurrency())}));
+    std::vector<std::thread> Workers;
+    for (unsigned T = 1; T < Threads; ++T)
+      Workers.emplace_back(Decode, N * T / Threads, N * (T + 1) / Threads);
+    Decode(0, N / Threads);
+    for (std::thread &W : Workers)
+      W.join();
   } else if (T.DType == "F64") {
     for (uint64_t I = 0; I < N; ++I) {
       double D;
