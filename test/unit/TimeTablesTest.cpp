@@ -63,14 +63,21 @@ TEST(TimeTablesTest, ProductsAtTheGridAndBetween) {
   EXPECT_DOUBLE_EQ(productTflops(T.Products, Batched), 108);
 }
 
-TEST(TimeTablesTest, AttentionBySequenceAndHeadSize) {
-  TimeTable T = parsed();
+/// cuDNN's causal attention at head size 64 over 512 tokens, with as many
+/// query rows as the table's grid (64 x 16 x 512 >= 16 x 16384).
+plan::AttentionAttrs causalCudnn64() {
   plan::AttentionAttrs A;
   A.Algorithm = plan::AttentionAlgorithm::Cudnn;
   A.Causal = true;
   A.HeadDim = A.ValueDim = 64;
   A.QLen = A.KVLen = 512;
-  A.Batch = 64, A.QHeads = A.KVHeads = 16; // as many rows as the grid's
+  A.Batch = 64, A.QHeads = A.KVHeads = 16;
+  return A;
+}
+
+TEST(TimeTablesTest, AttentionBySequenceAndHeadSize) {
+  TimeTable T = parsed();
+  plan::AttentionAttrs A = causalCudnn64();
   EXPECT_DOUBLE_EQ(attentionTflops(T, A, false), 200);
   EXPECT_DOUBLE_EQ(attentionTflops(T, A, true), 100);
   A.QLen = 1024; // Halfway in log2.
@@ -91,13 +98,9 @@ TEST(TimeTablesTest, AttentionBySequenceAndHeadSize) {
 
 TEST(TimeTablesTest, AttentionWithFewRowsRunsBelowTheGrid) {
   TimeTable T = parsed();
-  plan::AttentionAttrs A;
-  A.Algorithm = plan::AttentionAlgorithm::Cudnn;
-  A.Causal = true;
-  A.HeadDim = A.ValueDim = 64;
-  A.QLen = A.KVLen = 512;
+  plan::AttentionAttrs A = causalCudnn64();
   // The grid's 16 x 16384 query rows and more: the table's rate.
-  A.Batch = 32, A.QHeads = 16;
+  A.Batch = 32;
   EXPECT_DOUBLE_EQ(attentionTflops(T, A, false), 200);
   A.Batch = 1024;
   EXPECT_DOUBLE_EQ(attentionTflops(T, A, false), 200);
@@ -149,17 +152,18 @@ TEST(TimeTablesTest, AnInstructionCostsItsGapOnce) {
     K.Attrs.emplace<size_t(plan::KernelKind::LayerNorm)>();
     K.Bytes = 2000000000; // 1 ms at the table's 2 TB/s, then 3 us of gap
   }
-  // Each kernel keeps its estimate; an instruction of two costs theirs
-  // and one instruction gap.
+  // Each kernel keeps its run time, as a launch's events measure it; an
+  // instruction of two costs their runs, a kernel gap before each and one
+  // instruction gap.
   estimateKernels(P, H, &T);
-  EXPECT_EQ(P.Kernels[2].PlannedNanos, 1000000u + 3000u);
-  EXPECT_EQ(instructionNanos(P.Kernels, {0, 2}, &T),
+  EXPECT_EQ(P.Kernels[2].PlannedNanos, 1000000u);
+  EXPECT_EQ(instructionNanos(P.Kernels, {0, 2}, H, &T),
             2 * (1000000u + 3000u) + 7000u);
   // No kernels: nothing, not even the gap.
-  EXPECT_EQ(instructionNanos(P.Kernels, {1, 1}, &T), 0u);
+  EXPECT_EQ(instructionNanos(P.Kernels, {1, 1}, H, &T), 0u);
   // No table: the machine's figures, no gaps.
   estimateKernels(P, H, nullptr);
-  EXPECT_EQ(instructionNanos(P.Kernels, {0, 1}, nullptr), 2000000u);
+  EXPECT_EQ(instructionNanos(P.Kernels, {0, 1}, H, nullptr), 2000000u);
   // A table without the figure charges no instruction gap.
   EXPECT_EQ(parsed().InstructionGapNanos, 0u);
   std::string WithGap = std::string(Table) + "instruction_gap_ns: 7000\n";
