@@ -10,6 +10,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/WithColor.h"
 
+#include <map>
 #include <set>
 
 using namespace llvm;
@@ -77,6 +78,38 @@ uint64_t largestDevicePeak(const plan::Plan &P, size_t *Which = nullptr) {
 
 std::string millis(uint64_t Nanos) {
   return formatv("{0:f1} ms", double(Nanos) / 1e6).str();
+}
+
+/// The step's kernels by kind as planned: each forward and backward
+/// instruction's kernels (recomputed forwards again), their runs summed,
+/// named as dsrun --profile-step names them, the largest first.
+std::string timeByKind(const plan::Plan &P) {
+  std::map<std::string, uint64_t> Nanos;
+  for (const plan::Instruction &In : P.Program) {
+    bool Forward = In.Kind == plan::InstrKind::Forward;
+    if ((!Forward && In.Kind != plan::InstrKind::Backward) ||
+        In.Arg >= P.Ops.size())
+      continue;
+    const plan::Interval &R =
+        Forward ? P.Ops[In.Arg].Forward : P.Ops[In.Arg].Backward;
+    for (uint32_t K = R.Begin; K < R.End; ++K) {
+      const plan::Kernel &Kr = P.Kernels[K];
+      Nanos[std::string(plan::enumName(Kr.kind())) +
+            (Kr.Backward ? " (backward)" : "")] += Kr.PlannedNanos;
+    }
+  }
+  if (Nanos.empty())
+    return "";
+  std::vector<std::pair<std::string, uint64_t>> Kinds(Nanos.begin(),
+                                                      Nanos.end());
+  std::stable_sort(Kinds.begin(), Kinds.end(),
+                   [](auto &A, auto &B) { return A.second > B.second; });
+  std::string Text = "time: the step's kernels by kind, as planned (dsrun "
+                     "--profile-step measures the same):";
+  for (size_t I = 0; I < Kinds.size(); ++I)
+    Text += formatv("{0} {1} {2:F2} ms", I ? "," : "", Kinds[I].first,
+                    double(Kinds[I].second) / 1e6);
+  return Text + "\n";
 }
 
 /// Where the kernels' times come from: the calibration's kinds, the
@@ -295,7 +328,7 @@ void printEstimateText(raw_ostream &OS, const plan::Plan &P) {
                 P.Program.size(), millis(P.Estimates.StepNanos),
                 S.Machine.GpuName, millis(P.Estimates.ExposedCommNanos),
                 millis(P.Estimates.ExposedOffloadNanos));
-  OS << timeBasis(P);
+  OS << timeBasis(P) << timeByKind(P);
   if (S.Nodes > 1) {
     // Measured kinds first; the modelled figure serves the others.
     std::string Rates;
