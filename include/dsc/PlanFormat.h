@@ -968,6 +968,15 @@ struct Kernel {
   }
 };
 
+/// A kernel kind as reports name it: "gemm", "gemm (backward)" (dsc
+/// plan's kernels by kind, dsrun --profile-step, plan checks).
+inline std::string kindLabel(const std::string &Kind, bool Backward) {
+  return Backward ? Kind + " (backward)" : Kind;
+}
+inline std::string kindLabel(const Kernel &K) {
+  return kindLabel(enumName(K.kind()), K.Backward);
+}
+
 /// The elements of a constant value, little-endian in its type.
 struct Constant {
   uint32_t Value = NoIndex;

@@ -92,11 +92,8 @@ std::string timeByKind(const plan::Plan &P) {
       continue;
     const plan::Interval &R =
         Forward ? P.Ops[In.Arg].Forward : P.Ops[In.Arg].Backward;
-    for (uint32_t K = R.Begin; K < R.End; ++K) {
-      const plan::Kernel &Kr = P.Kernels[K];
-      Nanos[std::string(plan::enumName(Kr.kind())) +
-            (Kr.Backward ? " (backward)" : "")] += Kr.PlannedNanos;
-    }
+    for (uint32_t K = R.Begin; K < R.End; ++K)
+      Nanos[plan::kindLabel(P.Kernels[K])] += P.Kernels[K].PlannedNanos;
   }
   if (Nanos.empty())
     return "";

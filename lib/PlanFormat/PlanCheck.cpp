@@ -194,8 +194,8 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
     for (size_t J = 0; J < I; ++J)
       if (Rates[J].Kind == Rates[I].Kind &&
           Rates[J].Backward == Rates[I].Backward)
-        return "hardware: two kernel rates for " + Rates[I].Kind +
-               (Rates[I].Backward ? " (backward)" : "");
+        return "hardware: two kernel rates for " +
+               kindLabel(Rates[I].Kind, Rates[I].Backward);
   }
   for (const auto &[Links, What] :
        {std::pair{&S.Machine.CollectiveRates, "collective rate"},

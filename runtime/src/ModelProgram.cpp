@@ -146,9 +146,7 @@ std::string ModelProgram::profileReport(double StepMs) {
     auto It = std::find_if(Profiled.begin(), Profiled.end(), Same);
     if (It == Profiled.end())
       It = Profiled.insert(Profiled.end(), KindTime{K.kind(), K.Backward});
-    for (Sum *S : {&ByKind[std::string(dsc::plan::enumName(K.kind())) +
-                           (K.Backward ? " (backward)" : "")],
-                   &ByKernel[T.Kernel]}) {
+    for (Sum *S : {&ByKind[dsc::plan::kindLabel(K)], &ByKernel[T.Kernel]}) {
       S->Ms += Ms;
       S->PlannedMs += double(K.PlannedNanos) / 1e6;
       S->Flops += double(K.Flops);
