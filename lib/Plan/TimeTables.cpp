@@ -348,11 +348,6 @@ uint64_t kernelGapNanos(const plan::Hardware &H, const TimeTable *Table) {
   return H.KernelGapNanos || !Table ? H.KernelGapNanos : Table->KernelGapNanos;
 }
 
-uint64_t estimateKernelNanos(const plan::Kernel &K, const plan::Hardware &H,
-                             const TimeTable *Table) {
-  return kernelRunNanos(K, H, Table) + kernelGapNanos(H, Table);
-}
-
 void estimateKernels(plan::Plan &P, const plan::Hardware &H,
                      const TimeTable *Table) {
   for (plan::Kernel &K : P.Kernels)

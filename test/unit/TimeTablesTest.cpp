@@ -126,18 +126,21 @@ TEST(TimeTablesTest, CalibratedRatesWinOverTheTable) {
   plan::Kernel Gemm;
   Gemm.Attrs.emplace<size_t(plan::KernelKind::Gemm)>(product(128, 128, 128));
   Gemm.Flops = 100000000000; // 0.1 TFLOP: 1 ms at the table's 100 TFLOP/s
-  EXPECT_EQ(estimateKernelNanos(Gemm, H, &T), 1000000u + 3000u);
+  EXPECT_EQ(kernelRunNanos(Gemm, H, &T), 1000000u);
+  EXPECT_EQ(kernelGapNanos(H, &T), 3000u);
   // No table: the machine's dense rate, no gap.
-  EXPECT_EQ(estimateKernelNanos(Gemm, H, nullptr), 100000u);
+  EXPECT_EQ(kernelRunNanos(Gemm, H, nullptr), 100000u);
+  EXPECT_EQ(kernelGapNanos(H, nullptr), 0u);
   // A norm: the table's measured bytes rate.
   plan::Kernel Norm;
   Norm.Attrs.emplace<size_t(plan::KernelKind::LayerNorm)>();
   Norm.Bytes = 2000000000; // 2 GB at 2 TB/s
-  EXPECT_EQ(estimateKernelNanos(Norm, H, &T), 1000000u + 3000u);
+  EXPECT_EQ(kernelRunNanos(Norm, H, &T), 1000000u);
   // A kind the calibration measured keeps its rate, and its gap.
   H.KernelRates.push_back({"gemm", false, 200000000000000, 0});
   H.KernelGapNanos = 5000;
-  EXPECT_EQ(estimateKernelNanos(Gemm, H, &T), 500000u + 5000u);
+  EXPECT_EQ(kernelRunNanos(Gemm, H, &T), 500000u);
+  EXPECT_EQ(kernelGapNanos(H, &T), 5000u);
 }
 
 TEST(TimeTablesTest, AnInstructionCostsItsGapOnce) {

@@ -121,10 +121,6 @@ uint64_t kernelRunNanos(const plan::Kernel &K, const plan::Hardware &H,
 /// The idle time before each kernel: the calibration's, else the table's.
 uint64_t kernelGapNanos(const plan::Hardware &H, const TimeTable *Table);
 
-/// A kernel's run and the gap before it.
-uint64_t estimateKernelNanos(const plan::Kernel &K, const plan::Hardware &H,
-                             const TimeTable *Table);
-
 /// Each kernel's run time (kernelRunNanos), kept in the plan: what
 /// dsrun --profile-step measures between a launch's events.
 void estimateKernels(plan::Plan &P, const plan::Hardware &H,
