@@ -937,8 +937,9 @@ struct Kernel {
   uint64_t Flops = 0;         ///< Per launch.
   uint64_t Bytes = 0;         ///< Memory traffic per launch.
   uint64_t WorkspaceBytes = 0;
-  /// What the planner expects one launch to take, alone (no collective
-  /// beside it): dsrun --profile-step sets it beside the measured time.
+  /// What the planner expects one launch to run for, alone (no collective
+  /// beside it) and without the gap before it: dsrun --profile-step sets
+  /// it beside the time between the launch's events.
   uint64_t PlannedNanos = 0;
 
   KernelKind kind() const { return KernelKind(Attrs.index()); }

@@ -48,11 +48,11 @@ bool sameElements(const std::vector<int64_t> &A, const std::vector<int64_t> &B) 
   return Squeezed(A) == Squeezed(B);
 }
 
-/// Converts one tensor's stored elements to fp32.
 /// Threads a 16-bit tensor decodes on: a rank's share of a node's cores
 /// is not known yet when the weights are read.
 constexpr uint64_t MaxDecodeThreads = 8;
 
+/// Converts one tensor's stored elements to fp32.
 bool decode(const char *Data, const dsc::safetensors::TensorInfo &T,
             std::vector<float> &Out, std::string &Error) {
   uint64_t N = (T.End - T.Begin) / dsc::safetensors::dtypeBytes(T.DType);
