@@ -35,27 +35,31 @@ def calibration(path):
     return rates
 
 
-def kernel_gap_ns(log):
+def inside_idle(text):
+    """The profiled step's idle time inside instructions: (ms, gaps)."""
+    m = re.search(r"idle inside instructions: ([\d.]+) ms in (\d+) gaps", text)
+    return (float(m[1]), int(m[2])) if m else None
+
+
+def kernel_gap_ns(text):
     """The profiled step's idle time inside instructions over its gaps."""
-    m = re.search(r"idle inside instructions: ([\d.]+) ms in (\d+) gaps",
-                  open(log).read())
-    return float(m[1]) * 1e6 / int(m[2]) if m and int(m[2]) else None
+    inside = inside_idle(text)
+    return inside[0] * 1e6 / inside[1] if inside and inside[1] else None
 
 
-def instruction_gap_ns(log, kernel_gap):
+def instruction_gap_ns(text, kernel_gap):
     """The lean steps' idle between instructions over those gaps, beyond
     the kernel gap their first kernels count: None where the log lacks
     the lean steps or the profile."""
-    text = open(log).read()
     lean = re.search(r"lean steps [^\n]*: mean ([\d.]+) ms", text)
     kernels = re.search(r"kernel profile of one step: ([\d.]+) ms in kernels",
                         text)
-    inside = re.search(r"idle inside instructions: ([\d.]+) ms", text)
+    inside = inside_idle(text)
     between = re.search(r"idle between instructions: [\d.]+ ms in (\d+) gaps",
                         text)
     if not (lean and kernels and inside and between and int(between[1])):
         return None
-    idle = float(lean[1]) - float(kernels[1]) - float(inside[1])
+    idle = float(lean[1]) - float(kernels[1]) - inside[0]
     return max(0.0, idle * 1e6 / int(between[1]) - (kernel_gap or 0))
 
 
@@ -84,8 +88,9 @@ def main():
     for spec in a.calibration:
         path, log, name = spec.split(":")
         names.append(name)
-        gap = kernel_gap_ns(log)
-        step_gap = instruction_gap_ns(log, gap)
+        text = open(log).read()
+        gap = kernel_gap_ns(text)
+        step_gap = instruction_gap_ns(text, gap)
         if step_gap is not None:
             between.append(step_gap)
         for kind, backward, flops, bytes_ in calibration(path):
