@@ -6,7 +6,9 @@
 #   - attention: dsrun-attention-bench --grid (cuDNN's and dsrun's flash,
 #     head sizes 64, 128 and 256, causal and not, sequences 256-8192);
 #   - the other kernel kinds: dsrun --calibration-out of each training
-#     run given; the gap between kernels: the same runs' profiled step.
+#     run given; the gaps between kernels and between instructions: a
+#     profiled step of the same plans, run again without the calibration's
+#     timing.
 # Writes the table to OUT (lib/Plan/TimeTables/GPU.yaml), GPU the preset's
 # name (H200, H100-80GB); an OUT already there keeps its sharing figures
 # (how compute and collectives slow each other, from multi-GPU profiles).
@@ -24,9 +26,11 @@ trap 'rm -rf "$tmp"' EXIT
 n=0 runs=
 while [ $# -ge 3 ]; do
   n=$((n + 1))
-  "$build/bin/dsrun" "$1" --init "$2" --data "$3" --steps 8 --profile-step 8 \
-    --calibration-out "$tmp/calibration-$n.yaml" > "$tmp/run-$n.log" 2>&1 ||
-    { echo "time_tables.sh: dsrun $1 failed:" >&2; tail -3 "$tmp/run-$n.log" >&2; exit 1; }
+  "$build/bin/dsrun" "$1" --init "$2" --data "$3" --steps 8 \
+    --calibration-out "$tmp/calibration-$n.yaml" > "$tmp/calibrate-$n.log" 2>&1 &&
+  "$build/bin/dsrun" "$1" --init "$2" --data "$3" --steps 12 --profile-step 10 \
+    > "$tmp/run-$n.log" 2>&1 ||
+    { echo "time_tables.sh: dsrun $1 failed:" >&2; tail -3 "$tmp/calibrate-$n.log" "$tmp/run-$n.log" >&2; exit 1; }
   runs="$runs --calibration $tmp/calibration-$n.yaml:$tmp/run-$n.log:$(basename "$1" .bin)"
   shift 3
 done
