@@ -15,6 +15,7 @@
 using namespace llvm;
 
 LLVM_YAML_IS_SEQUENCE_VECTOR(dsc::AttentionRates)
+LLVM_YAML_IS_SEQUENCE_VECTOR(dsc::EpilogueCost)
 
 namespace llvm::yaml {
 /// Every rate of a table's list is above 0.
@@ -23,12 +24,26 @@ static bool allPositive(const std::vector<double> &Rates) {
                      [](double R) { return R > 0; });
 }
 
+template <> struct MappingTraits<dsc::EpilogueCost> {
+  static void mapping(IO &IO, dsc::EpilogueCost &E) {
+    IO.mapRequired("epilogue", E.Epilogue);
+    IO.mapRequired("factor", E.Factor);
+  }
+  static std::string validate(IO &, dsc::EpilogueCost &E) {
+    if (!(E.Factor >= 0.5 && E.Factor <= 10))
+      return "an epilogue's factor must be from 0.5 to 10";
+    return "";
+  }
+  static const bool flow = true;
+};
+
 template <> struct MappingTraits<dsc::ProductGrid> {
   static void mapping(IO &IO, dsc::ProductGrid &G) {
     IO.mapRequired("sizes", G.Sizes);
     IO.mapRequired("nt", G.NT);
     IO.mapRequired("nn", G.NN);
     IO.mapRequired("tn", G.TN);
+    IO.mapOptional("epilogues", G.Epilogues);
   }
   static std::string validate(IO &, dsc::ProductGrid &G) {
     if (G.Sizes.empty() || !std::is_sorted(G.Sizes.begin(), G.Sizes.end()) ||
@@ -247,7 +262,17 @@ double productTflops(const ProductGrid &G, const plan::GemmAttrs &A) {
     if (Weight > 0)
       Rate += Weight * Rates[(Index[0] * N + Index[1]) * N + Index[2]];
   }
-  return Rate;
+  // A size below the grid's smallest takes as long as the smallest: the
+  // kernel still runs whole tiles (the lm head's last column, n = 1, ran
+  // 8 us in GPT-2 XL's step, like a 128-column product).
+  double Floor = double(G.Sizes.front()), Share = 1;
+  for (double Size : {double(A.M) * double(std::max<int64_t>(A.Batch, 1)),
+                      double(A.N), double(A.K)})
+    Share *= std::min(1.0, Size / Floor);
+  for (const EpilogueCost &E : G.Epilogues)
+    if (E.Epilogue == A.Epilogue)
+      Share /= E.Factor;
+  return Rate * Share;
 }
 
 /// The attention grid's launches (runtime/bench/attention_bench.cu): 16

@@ -2,6 +2,7 @@
 //
 //   dsrun-gemm-bench PLAN.bin [--candidates N] [--reps R]
 //   dsrun-gemm-bench --grid [--reps R]
+//   dsrun-gemm-bench --epilogues [--reps R]
 //
 // Prints, for each distinct product of the plan's compute program, the
 // time a launch takes under the algorithm cuBLASLt's heuristic puts first
@@ -15,7 +16,12 @@
 // forward; nn: dy W, the input's gradient; tn: dy^T x, the weight's),
 // under the heuristic's first algorithm, and prints the rates as the
 // products section of a time table (lib/Plan/TimeTables/, made by
-// runtime/bench/time_tables.sh).
+// runtime/bench/time_tables.sh), then the epilogues' costs.
+//
+// --epilogues prints only those: how much longer a product takes with
+// each epilogue training fuses (bias, bias and GELU, GELU's gradient, the
+// bias gradient), in the layout it runs in, than the same product
+// without, over the shapes of GPT-2 and Llama layers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +29,7 @@
 #include "GemmTuning.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -36,6 +43,93 @@ namespace {
 const int64_t GridSizes[] = {128, 256, 512, 768, 1024, 2048, 4096, 8192,
                              16384, 32768};
 
+struct Layout {
+  const char *Name;
+  bool TransA, TransB;
+};
+const Layout Layouts[] = {
+    {"nt", false, true}, {"nn", false, false}, {"tn", true, false}};
+
+/// Adds a bf16 product of layout L to P's kernels.
+void addProduct(plan::Plan &P, const Layout &L, int64_t M, int64_t N,
+                int64_t K, plan::GemmEpilogue Epilogue) {
+  if (P.Values.empty()) {
+    P.Values.resize(1);
+    P.Values[0].Type = plan::DType::BF16;
+  }
+  plan::GemmAttrs G;
+  G.M = M, G.N = N, G.K = K;
+  G.TransA = L.TransA, G.TransB = L.TransB;
+  G.LdA = L.TransA ? M : K;
+  G.LdB = L.TransB ? K : N;
+  G.LdC = N;
+  G.Epilogue = Epilogue;
+  plan::Kernel Kr;
+  Kr.Name = L.Name;
+  Kr.Attrs.emplace<size_t(plan::KernelKind::Gemm)>(G);
+  Kr.Inputs.push_back({0, 0, {M, K}, {K, 1}});
+  P.Kernels.push_back(std::move(Kr));
+}
+
+/// The epilogues section of a time table (indented under products): each
+/// epilogue's time over the same product's without, the geometric mean
+/// over layers of GPT-2 (768, 1600) and Llama (2048, 4096) at 1 k to 16 k
+/// tokens, in the layout training fuses it into.
+int printEpilogues(Matmuls &Products, cudaStream_t S, int Reps) {
+  const int64_t Tokens[] = {1024, 4096, 16384};
+  // A layer's (in, out) features.
+  const std::pair<int64_t, int64_t> Layers[] = {
+      {768, 3072}, {3072, 768}, {1600, 6400}, {6400, 1600},
+      {2048, 5632}, {4096, 4096}};
+  const struct {
+    plan::GemmEpilogue Epilogue;
+    const Layout &L;
+  } Fused[] = {{plan::GemmEpilogue::Bias, Layouts[0]},
+               {plan::GemmEpilogue::BiasGeluTanh, Layouts[0]},
+               {plan::GemmEpilogue::DGeluTanh, Layouts[1]},
+               {plan::GemmEpilogue::BiasGradB, Layouts[2]},
+               {plan::GemmEpilogue::BiasGradA, Layouts[2]}};
+  printf("  epilogues:\n");
+  for (const auto &F : Fused) {
+    // Each shape without, then with the epilogue: forward x W^T (tokens,
+    // out, in); the input's gradient dy W (tokens, in, out); the weight's
+    // dy^T x (out, in, tokens).
+    plan::Plan P;
+    for (int64_t T : Tokens)
+      for (auto [In, Out] : Layers)
+        for (plan::GemmEpilogue E : {plan::GemmEpilogue::None, F.Epilogue}) {
+          if (F.L.TransA)
+            addProduct(P, F.L, Out, In, T, E);
+          else if (F.L.TransB)
+            addProduct(P, F.L, T, Out, In, E);
+          else
+            addProduct(P, F.L, T, In, Out, E);
+        }
+    std::vector<ProductTiming> Timed;
+    if (std::string E = timeProducts(P, Products, 1, Reps, S, Timed);
+        !E.empty()) {
+      fprintf(stderr, "dsrun-gemm-bench: %s\n", E.c_str());
+      return 1;
+    }
+    double LogSum = 0;
+    unsigned Pairs = 0;
+    for (size_t I = 0; I + 1 < Timed.size(); I += 2)
+      if (!Timed[I].Ms.empty() && !Timed[I + 1].Ms.empty() &&
+          Timed[I].Ms[0] > 0 && Timed[I + 1].Ms[0] > 0) {
+        LogSum += std::log(Timed[I + 1].Ms[0] / Timed[I].Ms[0]);
+        ++Pairs;
+      }
+    if (Pairs)
+      printf("    - { epilogue: %s, factor: %.3f }\n",
+             plan::enumName(F.Epilogue), std::exp(LogSum / Pairs));
+    else
+      fprintf(stderr, "dsrun-gemm-bench: cuBLASLt runs no %s product\n",
+              plan::enumName(F.Epilogue));
+    fflush(stdout);
+  }
+  return 0;
+}
+
 /// The products section of a time table: per layout, TFLOP/s at every
 /// (m, n, k) of the grid, m slowest, k fastest.
 int printGrid(Matmuls &Products, cudaStream_t S, int Reps) {
@@ -43,29 +137,12 @@ int printGrid(Matmuls &Products, cudaStream_t S, int Reps) {
   for (size_t I = 0; I < std::size(GridSizes); ++I)
     printf("%s%lld", I ? ", " : "", (long long)GridSizes[I]);
   printf("]\n");
-  const struct {
-    const char *Name;
-    bool TransA, TransB;
-  } Layouts[] = {{"nt", false, true}, {"nn", false, false}, {"tn", true, false}};
-  for (const auto &L : Layouts) {
+  for (const Layout &L : Layouts) {
     plan::Plan P;
-    P.Values.resize(1);
-    P.Values[0].Type = plan::DType::BF16;
     for (int64_t M : GridSizes)
       for (int64_t N : GridSizes)
-        for (int64_t K : GridSizes) {
-          plan::GemmAttrs G;
-          G.M = M, G.N = N, G.K = K;
-          G.TransA = L.TransA, G.TransB = L.TransB;
-          G.LdA = L.TransA ? M : K;
-          G.LdB = L.TransB ? K : N;
-          G.LdC = N;
-          plan::Kernel Kr;
-          Kr.Name = L.Name;
-          Kr.Attrs.emplace<size_t(plan::KernelKind::Gemm)>(G);
-          Kr.Inputs.push_back({0, 0, {M, K}, {K, 1}});
-          P.Kernels.push_back(std::move(Kr));
-        }
+        for (int64_t K : GridSizes)
+          addProduct(P, L, M, N, K, plan::GemmEpilogue::None);
     std::vector<ProductTiming> Timed;
     if (std::string E = timeProducts(P, Products, 1, Reps, S, Timed);
         !E.empty()) {
@@ -82,7 +159,7 @@ int printGrid(Matmuls &Products, cudaStream_t S, int Reps) {
     printf("]\n");
     fflush(stdout);
   }
-  return 0;
+  return printEpilogues(Products, S, Reps);
 }
 
 } // namespace
@@ -90,10 +167,11 @@ int printGrid(Matmuls &Products, cudaStream_t S, int Reps) {
 int main(int Argc, char **Argv) {
   const char *Usage =
       "usage: dsrun-gemm-bench PLAN.bin [--candidates N] [--reps R]\n"
-      "       dsrun-gemm-bench --grid [--reps R]\n";
+      "       dsrun-gemm-bench --grid [--reps R]\n"
+      "       dsrun-gemm-bench --epilogues [--reps R]\n";
   std::string Path;
   int Candidates = 8, Reps = 20;
-  bool Grid = false;
+  bool Grid = false, EpiloguesOnly = false;
   for (int I = 1; I < Argc; ++I) {
     std::string A = Argv[I];
     if ((A == "--candidates" || A == "--reps") && I + 1 < Argc) {
@@ -103,8 +181,9 @@ int main(int Argc, char **Argv) {
         return 2;
       }
       (A == "--reps" ? Reps : Candidates) = V;
-    } else if (A == "--grid") {
+    } else if (A == "--grid" || A == "--epilogues") {
       Grid = true;
+      EpiloguesOnly = A == "--epilogues";
     } else if (A[0] != '-' && Path.empty()) {
       Path = A;
     } else {
@@ -133,6 +212,8 @@ int main(int Argc, char **Argv) {
   }
   cudaStream_t S;
   cudaStreamCreate(&S);
+  if (EpiloguesOnly)
+    return printEpilogues(Products, S, Reps);
   if (Grid)
     return printGrid(Products, S, Reps);
   std::vector<ProductTiming> Timed;

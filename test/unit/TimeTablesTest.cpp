@@ -22,6 +22,8 @@ products:
   nt: [100, 200, 110, 210, 108, 208, 118, 218]
   nn: [1, 1, 1, 1, 1, 1, 1, 1]
   tn: [2, 2, 2, 2, 2, 2, 2, 2]
+  epilogues:
+    - { epilogue: bias-grad-b, factor: 1.25 }
 attention:
   sequences: [512, 2048]
   entries:
@@ -53,14 +55,25 @@ TEST(TimeTablesTest, ProductsAtTheGridAndBetween) {
   EXPECT_DOUBLE_EQ(productTflops(T.Products, product(1024, 1024, 1024)), 218);
   // Halfway in log2 of k (362 = 128 x 2^1.5): the mean of the two.
   EXPECT_NEAR(productTflops(T.Products, product(128, 128, 362)), 150, 0.2);
-  // Beyond the grid: its edge.
-  EXPECT_DOUBLE_EQ(productTflops(T.Products, product(64, 64, 1 << 20)), 200);
+  // Beyond the grid: its edge's rate; below its smallest size, the
+  // smallest's time (64 x 64 rows and columns: a quarter of 128 x 128's
+  // work in the same time).
+  EXPECT_DOUBLE_EQ(productTflops(T.Products, product(128, 128, 1 << 20)), 200);
+  EXPECT_DOUBLE_EQ(productTflops(T.Products, product(64, 64, 1 << 20)), 50);
+  EXPECT_DOUBLE_EQ(productTflops(T.Products, product(128, 1, 128)), 100.0 / 128);
   // The layout picks the list; a batch counts as rows.
   EXPECT_DOUBLE_EQ(productTflops(T.Products, product(128, 128, 128, false, false)), 1);
   EXPECT_DOUBLE_EQ(productTflops(T.Products, product(128, 128, 128, true, false)), 2);
   plan::GemmAttrs Batched = product(128, 128, 128);
   Batched.Batch = 8;
   EXPECT_DOUBLE_EQ(productTflops(T.Products, Batched), 108);
+  // An epilogue the table measured slows the product by its factor; one
+  // it did not runs at the grid's rate.
+  plan::GemmAttrs WithBiasGrad = product(128, 128, 128, true, false);
+  WithBiasGrad.Epilogue = plan::GemmEpilogue::BiasGradB;
+  EXPECT_DOUBLE_EQ(productTflops(T.Products, WithBiasGrad), 2 / 1.25);
+  WithBiasGrad.Epilogue = plan::GemmEpilogue::BiasGradA;
+  EXPECT_DOUBLE_EQ(productTflops(T.Products, WithBiasGrad), 2);
 }
 
 /// cuDNN's causal attention at head size 64 over 512 tokens, with as many
@@ -195,6 +208,12 @@ TEST(TimeTablesTest, RefusesMalformedTables) {
   llvm::Expected<TimeTable> U = parseTimeTable(NoSource, "nosource.yaml");
   ASSERT_FALSE(bool(U));
   EXPECT_NE(llvm::toString(U.takeError()).find("source"), std::string::npos);
+  std::string Free = Table;
+  Free.replace(Free.find("factor: 1.25"), 12, "factor: 0.1");
+  llvm::Expected<TimeTable> V = parseTimeTable(Free, "free.yaml");
+  ASSERT_FALSE(bool(V));
+  EXPECT_NE(llvm::toString(V.takeError()).find("from 0.5 to 10"),
+            std::string::npos);
 }
 
 TEST(TimeTablesTest, EveryShippedTableParsesAndCoversItsGpu) {

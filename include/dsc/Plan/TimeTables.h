@@ -30,11 +30,20 @@
 
 namespace dsc {
 
+/// How much longer a product takes with an epilogue than without: the
+/// geometric mean over training's shapes in the layout it runs in.
+struct EpilogueCost {
+  plan::GemmEpilogue Epilogue = plan::GemmEpilogue::None;
+  double Factor = 1;
+};
+
 /// Products' TFLOP/s at every (m, n, k) of Sizes, m slowest, per layout:
-/// nt (x W^T), nn (dy W), tn (dy^T x).
+/// nt (x W^T), nn (dy W), tn (dy^T x), without epilogue; Epilogues slow
+/// the products that have one.
 struct ProductGrid {
   std::vector<int64_t> Sizes;
   std::vector<double> NT, NN, TN;
+  std::vector<EpilogueCost> Epilogues;
 };
 
 /// One attention algorithm's TFLOP/s at each of the table's sequences.
@@ -90,7 +99,9 @@ const TimeTable *shippedTimeTable(llvm::StringRef Gpu);
 std::vector<std::string> shippedTimeTableNames();
 std::vector<std::string> shippedTimeTableProblems();
 
-/// A product's TFLOP/s from the grid (0: the grid is empty).
+/// A product's TFLOP/s from the grid (0: the grid is empty); a size
+/// below the grid's smallest counts as the smallest, and an epilogue
+/// slows it by its cost.
 double productTflops(const ProductGrid &G, const plan::GemmAttrs &A);
 
 /// An attention kernel's TFLOP/s (0: no entry of its algorithm): the
