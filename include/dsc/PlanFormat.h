@@ -32,7 +32,7 @@ namespace dsc::plan {
 constexpr char FileMagic[8] = {'D', 'S', 'C', 'P', 'L', 'A', 'N', '\0'};
 /// Bumped whenever an existing section's encoding or meaning changes; new
 /// sections do not need a bump (old readers skip them).
-constexpr uint32_t FormatVersion = 18;
+constexpr uint32_t FormatVersion = 19;
 /// Ranks of different layouts beyond this many are merged (see RankClass).
 constexpr uint32_t MaxRankClasses = 8;
 
@@ -158,9 +158,14 @@ struct Hardware {
   uint64_t PageableCopyBytesPerSec = 0;
   uint64_t NVMeReadBytesPerSec = 0;
   uint64_t NVMeWriteBytesPerSec = 0;
-  uint64_t HostAdamElemsPerSec = 0; ///< CPU optimizer throughput per rank.
-  /// Elements a rank converts per second on the host between 16-bit and
-  /// fp32 (offloaded gradients in, updated parameters out).
+  /// The host's passes over offloaded state per rank: each takes the
+  /// longer of its bytes at HostBytesPerSec, the rank's share of the
+  /// host's memory bandwidth, and its elements at its own rate on the
+  /// rank's threads: HostAdamElemsPerSec for the CPU optimizer,
+  /// HostConvertElemsPerSec for conversions between 16-bit and fp32
+  /// (offloaded gradients in, updated parameters out).
+  uint64_t HostBytesPerSec = 0;
+  uint64_t HostAdamElemsPerSec = 0;
   uint64_t HostConvertElemsPerSec = 0;
   /// Measured per kernel kind; a kind without an entry is estimated from
   /// DenseFlopsPerSec and MemoryBytesPerSec.
@@ -186,6 +191,7 @@ struct Hardware {
     F("pageable_copy_bytes_per_sec", PageableCopyBytesPerSec);
     F("nvme_read_bytes_per_sec", NVMeReadBytesPerSec);
     F("nvme_write_bytes_per_sec", NVMeWriteBytesPerSec);
+    F("host_bytes_per_sec", HostBytesPerSec);
     F("host_adam_elems_per_sec", HostAdamElemsPerSec);
     F("host_convert_elems_per_sec", HostConvertElemsPerSec);
     F("kernel_rates", KernelRates);

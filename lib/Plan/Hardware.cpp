@@ -42,11 +42,14 @@ constexpr uint64_t TutorialNVMeRead = 3.69 * GB, TutorialNVMeWrite = 3.18 * GB;
 // optimizer, then the parameters, on the CPU, one rank on a GPU machine's
 // 16 cores: AdamW at 4.3-4.7 G elements per second, conversions at 6.1
 // (stage 3's bf16 accumulation) to 11.1 G/s (docs/planner.md). DeepSpeedCPUAdam
-// is of the same order with AVX-512. Both scale with the cores a rank
-// gets: 16 here; setHostThreads scales them to another count, and dsrun
-// --calibration-out measures them on the machine itself.
+// is of the same order with AVX-512. AdamW moves 30 bytes an element, so
+// alone it streams 135 GB/s, the host's memory bandwidth: the bound when
+// ranks share the host. setHostShare scales the figures to another
+// count of threads and ranks; dsrun --calibration-out measures them on
+// the machine itself.
 constexpr uint64_t MeasuredHostAdamElemsPerSec = 4500000000;
 constexpr uint64_t MeasuredHostConvertElemsPerSec = 8000000000;
+constexpr uint64_t MeasuredHostBytesPerSec = 135 * GB;
 // Device memory outside the arena, assumed until dsrun calibrates it: the
 // CUDA context with lazy module loading, cuBLAS's default workspace on
 // Hopper, NCCL's default 4 MiB buffers over 16 channels.
@@ -69,6 +72,7 @@ HardwareProfile make(StringRef Name, uint64_t MemoryBytes,
   H.Figures.PageableCopyBytesPerSec = MeasuredPageableCopy;
   H.Figures.NVMeReadBytesPerSec = TutorialNVMeRead;
   H.Figures.NVMeWriteBytesPerSec = TutorialNVMeWrite;
+  H.Figures.HostBytesPerSec = MeasuredHostBytesPerSec;
   H.Figures.HostAdamElemsPerSec = MeasuredHostAdamElemsPerSec;
   H.Figures.HostConvertElemsPerSec = MeasuredHostConvertElemsPerSec;
   H.CudaContextBytes = AssumedCudaContext;
@@ -237,17 +241,24 @@ template <> struct MappingTraits<dsc::Calibration> {
 
 namespace dsc {
 
-void setHostThreads(HardwareProfile &H, unsigned Threads) {
-  if (!Threads)
-    return;
+void setHostShare(HardwareProfile &H, unsigned Threads, unsigned RanksOnHost) {
   // 16 threads: the measured figures; 32 (one rank on the 2-GPU H200
   // machine's 32 cores): 1.35 times as fast (docs/results/time-matrix.json).
-  constexpr double MeasuredThreads = 16, Exponent = 0.43;
-  double Scale = std::pow(double(Threads) / MeasuredThreads, Exponent);
+  constexpr double MeasuredThreads = 16, ThreadExponent = 0.43;
+  // The ranks of one host share its memory bandwidth: two ranks of 16
+  // threads on the 2-GPU H200 machine ran AdamW at 2.2-2.8 G elements a
+  // second each (GPT-2 XL's tune check), 0.55 of one rank's 4.5: 2^-0.85.
+  constexpr double RankExponent = 0.85;
+  double Threaded =
+      std::pow(double(Threads ? Threads : MeasuredThreads) / MeasuredThreads,
+               ThreadExponent);
+  double Shared = std::pow(double(std::max(1u, RanksOnHost)), -RankExponent);
+  H.Figures.HostBytesPerSec =
+      uint64_t(double(MeasuredHostBytesPerSec) * Threaded * Shared);
   H.Figures.HostAdamElemsPerSec =
-      uint64_t(double(MeasuredHostAdamElemsPerSec) * Scale);
+      uint64_t(double(MeasuredHostAdamElemsPerSec) * Threaded * Shared);
   H.Figures.HostConvertElemsPerSec =
-      uint64_t(double(MeasuredHostConvertElemsPerSec) * Scale);
+      uint64_t(double(MeasuredHostConvertElemsPerSec) * Threaded * Shared);
 }
 
 Error applyCalibration(HardwareProfile &H, StringRef Text, StringRef Path) {

@@ -36,10 +36,11 @@ public:
 private:
   /// A transfer; ConvertedElems are converted between 16-bit and fp32 on
   /// the host beside it (an updated parameter before its copy), or by it
-  /// (a host conversion, which copies nothing).
+  /// (a host conversion, which copies nothing), moving ConvertBytes bytes
+  /// an element in host memory.
   void add(plan::TransferKind Kind, plan::Category What,
            plan::TransferPoint Point, uint32_t Owner, uint64_t Bytes,
-           bool Pinned, uint64_t ConvertedElems = 0,
+           bool Pinned, uint64_t ConvertedElems = 0, uint64_t ConvertBytes = 0,
            bool Staged = false) {
     const plan::Hardware &H = S.Machine;
     uint64_t Rate;
@@ -56,7 +57,8 @@ private:
     uint64_t Nanos =
         (Kind == plan::TransferKind::HostConvert ? 0
                                                  : transferNanos(Bytes, Rate)) +
-        transferNanos(ConvertedElems, H.HostConvertElemsPerSec);
+        hostPassNanos(ConvertedElems, ConvertBytes, H.HostConvertElemsPerSec,
+                      H);
     P.Transfers.push_back(
         {Kind, What, Point, Owner, Bytes, Pinned, Nanos, Staged});
   }
@@ -84,10 +86,14 @@ private:
         continue;
       add(plan::TransferKind::DeviceToHost, plan::Category::Grads,
           plan::TransferPoint::AfterReduce, B, Bytes, S.OptimizerOffloadPinned,
-          0, /*Staged=*/true);
+          0, 0, /*Staged=*/true);
+      // The slot read, the partition read and written.
       add(plan::TransferKind::HostConvert, plan::Category::Grads,
           plan::TransferPoint::AfterReduce, B, Bytes, S.OptimizerOffloadPinned,
-          Share, /*Staged=*/true);
+          Share,
+          bytesOf(1, plan::gradSourceType(P, B)) +
+              2 * bytesOf(1, plan::hostGradType(S)),
+          /*Staged=*/true);
     }
   }
 
@@ -123,7 +129,7 @@ private:
         add(plan::TransferKind::HostToDevice, plan::Category::Params16,
             plan::TransferPoint::AfterStep, G,
             bytesOf(Persistent, S.ParamDType), S.OptimizerOffloadPinned,
-            Persistent);
+            Persistent, 4 + bytesOf(1, S.ParamDType));
       if (S.ParamOffload == plan::OffloadDevice::NVMe)
         add(plan::TransferKind::NVMeWrite, plan::Category::Params16,
             plan::TransferPoint::AfterStep, G, bytesOf(Elems, S.ParamDType),

@@ -7,6 +7,8 @@
 
 #include "llvm/ADT/Twine.h"
 
+#include <algorithm>
+
 namespace dsc {
 
 /// Fills the settings part of the plan from the config and the options.
@@ -28,6 +30,16 @@ inline uint64_t roundUp(uint64_t A, uint64_t B) {
 inline uint64_t transferNanos(uint64_t Bytes, uint64_t BytesPerSec) {
   return BytesPerSec ? uint64_t(double(Bytes) * 1e9 / double(BytesPerSec))
                      : 0;
+}
+
+/// A pass of the host's over Elems elements that moves BytesPerElem
+/// bytes each: its bytes at the rank's share of the host's memory
+/// bandwidth, or its elements at ElemsPerSec on the rank's threads (0:
+/// no such bound), whichever takes longer.
+inline uint64_t hostPassNanos(uint64_t Elems, uint64_t BytesPerElem,
+                              uint64_t ElemsPerSec, const plan::Hardware &H) {
+  return std::max(transferNanos(Elems * BytesPerElem, H.HostBytesPerSec),
+                  transferNanos(Elems, ElemsPerSec));
 }
 
 /// A collective over the plan's ranks (or a group of Ranks consecutive

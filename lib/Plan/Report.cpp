@@ -150,12 +150,18 @@ std::string timeBasis(const plan::Plan &P) {
                     "compute and {1:F0} % more for the collectives ({2}; "
                     "what a calibration measured is not charged again)\n",
                     100 * Sh.Compute, 100 * Sh.Collectives, Sh.Source);
-  if (P.Settings.OptimizerOffload == plan::OffloadDevice::CPU)
-    Text += formatv("time: the host optimizer at {0:F1} G elements a second "
-                    "a rank (dsc's figure: measured with 16 threads a "
-                    "rank, scaled by --host-threads; a calibration file's "
-                    "replaces it)\n",
-                    P.Settings.Machine.HostAdamElemsPerSec / 1e9);
+  if (P.Settings.OptimizerOffload == plan::OffloadDevice::CPU) {
+    const plan::Hardware &H = P.Settings.Machine;
+    Text += formatv("time: the host's passes at {0:F0} GB/s a rank, its share "
+                    "of the host's memory bandwidth with {1} rank{2} a host, "
+                    "AdamW at up to {3:F1} G elements a second (dsc's "
+                    "figures: measured with one rank of 16 threads, scaled "
+                    "by --host-threads and the ranks; a calibration file's "
+                    "replace them)\n",
+                    H.HostBytesPerSec / 1e9, P.Settings.GpusPerNode,
+                    P.Settings.GpusPerNode == 1 ? "" : "s",
+                    H.HostAdamElemsPerSec / 1e9);
+  }
   return Text;
 }
 

@@ -356,7 +356,8 @@ TEST(PlanSchedule, Stage3GathersPrefetchesAndReleases) {
 
 TEST(PlanSchedule, OffloadTimesCountTheHostConversions) {
   // Round rates: a byte copied or an element converted costs 1 ns, an
-  // element updated by the host AdamW 2 ns.
+  // element updated by the host AdamW 2 ns; the host's memory bandwidth
+  // binds none of them (until the end).
   for (uint32_t Stage : {2u, 3u})
   for (uint32_t Accum : {1u, 2u}) {
     MLPConfig C;
@@ -369,6 +370,7 @@ TEST(PlanSchedule, OffloadTimesCountTheHostConversions) {
     P.Settings.Machine.PinnedCopyBytesPerSec = 1000000000;
     P.Settings.Machine.HostConvertElemsPerSec = 1000000000;
     P.Settings.Machine.HostAdamElemsPerSec = 500000000;
+    P.Settings.Machine.HostBytesPerSec = 1000000000000000;
     runPasses(P);
     SCOPED_TRACE("stage " + std::to_string(Stage) + ", accumulation " +
                  std::to_string(Accum));
@@ -438,28 +440,42 @@ TEST(PlanSchedule, OffloadTimesCountTheHostConversions) {
     EXPECT_EQ(Copies.size(),
               P.Buckets.size() * (Stage == 2 ? Accum : Accum - 1));
     EXPECT_GT(P.Buckets.size(), plan::GradStagingSlots); // Slots reused.
-    // With parameters on the host the step writes their bf16 copy itself;
-    // the clipping norm reads the gradients once, at the conversion rate:
-    // halving that rate adds one nanosecond an owned element.
-    P.Settings.GradientClipping = "1.0";
-    auto ClipNanos = [&](uint64_t ConvertRate) {
-      P.Settings.Machine.HostConvertElemsPerSec = ConvertRate;
-      runPasses(P);
-      for (const plan::Instruction &In : P.Program)
-        if (In.Kind == plan::InstrKind::ClipGradients) {
-          EXPECT_EQ(In.On, plan::Stream::Host);
-          return In.Nanos;
-        }
-      ADD_FAILURE() << "no ClipGradients at stage " << Stage;
-      return uint64_t(0);
-    };
-    uint64_t Slower = ClipNanos(500000000), Faster = ClipNanos(1000000000);
-    EXPECT_EQ(Slower - Faster, P.Layout.PartitionElems);
+    // With parameters on the host the step writes their bf16 copy itself.
     for (const plan::Instruction &In : P.Program)
       if (In.Kind == plan::InstrKind::OptimizerStep) {
         uint64_t Elems = P.Layout.SubGroups[In.Arg].Elems;
         EXPECT_EQ(In.Nanos, 2 * Elems + (Stage == 3 ? Elems : 0));
       }
+    // At a byte a nanosecond of host memory, the bytes bind: the clipping
+    // norm reads the host's gradients once (fp32 at stage 2, bf16 at 3),
+    // AdamW moves them, the master and both moments (and at stage 2
+    // writes the bf16 copy), and a conversion reads the slot and reads
+    // and writes the partition. Halving the bandwidth doubles each.
+    P.Settings.GradientClipping = "1.0";
+    uint64_t GradBytes = Stage == 2 ? 4 : 2;
+    auto HostNanos = [&](uint64_t BytesPerSec, plan::InstrKind Kind) {
+      P.Settings.Machine.HostBytesPerSec = BytesPerSec;
+      runPasses(P);
+      for (const plan::Instruction &In : P.Program)
+        if (In.Kind == Kind) {
+          EXPECT_EQ(In.On, plan::Stream::Host);
+          return In.Nanos;
+        }
+      ADD_FAILURE() << "no " << plan::enumName(Kind) << " at stage " << Stage;
+      return uint64_t(0);
+    };
+    uint64_t Slower = HostNanos(500000000, plan::InstrKind::ClipGradients),
+             Faster = HostNanos(1000000000, plan::InstrKind::ClipGradients);
+    EXPECT_EQ(Slower - Faster, GradBytes * P.Layout.PartitionElems);
+    for (const plan::Instruction &In : P.Program)
+      if (In.Kind == plan::InstrKind::OptimizerStep) {
+        uint64_t Elems = P.Layout.SubGroups[In.Arg].Elems;
+        EXPECT_EQ(In.Nanos, (GradBytes + 24 + (Stage == 2 ? 2 : 0)) * Elems +
+                                (Stage == 3 ? 6 * Elems : 0));
+      }
+    for (const plan::Transfer &X : P.Transfers)
+      if (X.Kind == plan::TransferKind::HostConvert)
+        EXPECT_EQ(X.Nanos, X.Bytes / 2 * (2 + 2 * GradBytes));
   }
 }
 

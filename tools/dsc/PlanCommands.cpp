@@ -117,7 +117,8 @@ static cl::opt<uint64_t> InterNodeGbps(
 static cl::opt<unsigned> HostThreads(
     "host-threads",
     cl::desc("Threads (cores) each rank's host optimizer gets (default 16, "
-             "the measured figures; a calibration file's rates win)"),
+             "the measured figures; the node's ranks share its memory "
+             "bandwidth; a calibration file's rates win)"),
     cl::init(0), PLAN_SUBS, cl::cat(PlanOptionsCategory));
 static cl::opt<int64_t> SeqLen("seq-len",
                                cl::desc("Bind the sequence-length symbols"),
@@ -354,7 +355,7 @@ static Expected<PlanOptions> planOptions(StringRef Tool) {
   if (HostThreads.getNumOccurrences() && (!HostThreads || HostThreads > 4096))
     return createStringError(inconvertibleErrorCode(),
                              "--host-threads needs a count from 1 to 4096");
-  setHostThreads(O.Machine, HostThreads);
+  setHostShare(O.Machine, HostThreads, G);
   bool LinkGiven = FabricName.getNumOccurrences() ||
                    InterNodeGbps.getNumOccurrences();
   if (LinkGiven && N == 1)

@@ -81,12 +81,13 @@ std::vector<plan::FixedCost> fixedCosts(const HardwareProfile &H,
 /// "80GiB", "80GB", "81920MiB", "1.5TiB" or a plain byte count.
 llvm::Expected<uint64_t> parseByteSize(llvm::StringRef Text);
 
-/// The host's optimizer and conversions for a rank that gets Threads
-/// threads (cores): the figures measured with 16, scaled by
-/// (Threads / 16)^0.43, the one other point measured (32 threads: 1.35
-/// times as fast; the work is bound by memory bandwidth, which more
-/// cores share). Threads 0 leaves the figures as they are.
-void setHostThreads(HardwareProfile &H, unsigned Threads);
+/// The host's optimizer and conversions for one of RanksOnHost ranks on
+/// a host, each getting Threads threads (cores; 0: 16): the figures
+/// measured with one rank of 16, scaled by (Threads / 16)^0.43 (32
+/// threads: 1.35 times as fast, the one other count measured); the
+/// rank's share of the host's memory bandwidth also by RanksOnHost^-0.85
+/// (two ranks ran AdamW 0.55 times as fast each).
+void setHostShare(HardwareProfile &H, unsigned Threads, unsigned RanksOnHost);
 
 /// Applies a calibration file: a YAML mapping whose keys are the plan's
 /// hardware field names (dense_flops_per_sec, pinned_copy_bytes_per_sec,
