@@ -499,6 +499,8 @@ private:
   /// The host optimizer's rate over the steady steps (0: none ran) and,
   /// in the rank's summary, beside the triad.
   double hostAdamElemsPerSec() const;
+  /// The bytes of host memory it moves an element.
+  unsigned hostAdamBytesPerElem() const;
   void reportHostOptimizer();
   /// One micro step's inputs and targets, in bytes; the sequence length.
   uint64_t MicroInputBytes = 0, Seq = 0;

@@ -370,19 +370,23 @@ double Executor::hostAdamElemsPerSec() const {
   return Ms > 0 ? Elems / Ms * 1e3 : 0;
 }
 
-void Executor::reportHostOptimizer() {
-  double ElemsPerSec = hostAdamElemsPerSec();
-  if (!HostTriadBytesPerSec || ElemsPerSec <= 0)
-    return;
-  // DeepSpeedCPUAdam's traffic per element: the gradient (fp32 at stages
-  // 1-2, as accumulated at stage 3) read, master weight and both moments
-  // read and written, and the 16-bit copy written where the parameters
-  // live on the device; counted like the triad, as the memory moves it.
+unsigned Executor::hostAdamBytesPerElem() const {
+  // DeepSpeedCPUAdam's traffic per element, as dsc plan counts it: the
+  // gradient (fp32 at stages 1-2, as accumulated at stage 3) read, master
+  // weight and both moments read and written, and the 16-bit copy
+  // written where the parameters live on the device.
   unsigned GradBytes = Stage < 3 ? 4 : elementBytes(GradAccumType);
   unsigned CopyBytes = P.Settings.ParamOffload == plan::OffloadDevice::None
                            ? elementBytes(ParamType)
                            : 0;
-  double BytesPerSec = ElemsPerSec * (GradBytes + 24 + CopyBytes);
+  return GradBytes + 24 + CopyBytes;
+}
+
+void Executor::reportHostOptimizer() {
+  double ElemsPerSec = hostAdamElemsPerSec();
+  if (!HostTriadBytesPerSec || ElemsPerSec <= 0)
+    return;
+  double BytesPerSec = ElemsPerSec * hostAdamBytesPerElem();
   char Line[300];
   snprintf(Line, sizeof(Line),
            "dsrun: rank %d host AdamW: %.2f G elements/s, %.1f GB/s, %.0f %% "
@@ -491,6 +495,10 @@ bool Executor::reportSummary() {
     return Ms > 0 ? uint64_t(Amount / Ms * 1e3) : 0;
   };
   C.Rates.HostAdamElemsPerSec = uint64_t(hostAdamElemsPerSec());
+  // AdamW is bound by the host's memory: the bandwidth it reached is the
+  // rank's share that the plan's other host passes get.
+  C.Rates.HostBytesPerSec =
+      uint64_t(hostAdamElemsPerSec() * hostAdamBytesPerElem());
   C.Rates.HostConvertElemsPerSec = PerSecond(ConvertElems, ConvertMs);
   C.Rates.PinnedCopyBytesPerSec = PerSecond(CopyBytes, CopyMs);
   C.Rates.NVMeReadBytesPerSec = PerSecond(ReadBytes, ReadMs);

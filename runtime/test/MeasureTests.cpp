@@ -218,6 +218,7 @@ Calibration dsrun::sampleCalibration() {
   C.CudaContextBytes = 552468480;
   C.CublasWorkspaceBytes = 75497472;
   C.NcclBytes = 899678208;
+  C.Rates.HostBytesPerSec = 13680000000;
   C.Rates.HostAdamElemsPerSec = 456000000;
   C.Rates.HostConvertElemsPerSec = 2500000000;
   C.Rates.NVMeReadBytesPerSec = 1170000000;
