@@ -256,9 +256,9 @@ void setHostShare(HardwareProfile &H, unsigned Threads, unsigned RanksOnHost) {
   H.Figures.HostBytesPerSec =
       uint64_t(double(MeasuredHostBytesPerSec) * Threaded * Shared);
   H.Figures.HostAdamElemsPerSec =
-      uint64_t(double(MeasuredHostAdamElemsPerSec) * Threaded * Shared);
+      uint64_t(double(MeasuredHostAdamElemsPerSec) * Threaded);
   H.Figures.HostConvertElemsPerSec =
-      uint64_t(double(MeasuredHostConvertElemsPerSec) * Threaded * Shared);
+      uint64_t(double(MeasuredHostConvertElemsPerSec) * Threaded);
 }
 
 Error applyCalibration(HardwareProfile &H, StringRef Text, StringRef Path) {

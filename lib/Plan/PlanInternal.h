@@ -4,6 +4,7 @@
 #define DSC_LIB_PLAN_PLANINTERNAL_H
 
 #include "dsc/Plan/Planner.h"
+#include "dsc/PlanFacts.h"
 
 #include "llvm/ADT/Twine.h"
 
@@ -40,6 +41,16 @@ inline uint64_t hostPassNanos(uint64_t Elems, uint64_t BytesPerElem,
                               uint64_t ElemsPerSec, const plan::Hardware &H) {
   return std::max(transferNanos(Elems * BytesPerElem, H.HostBytesPerSec),
                   transferNanos(Elems, ElemsPerSec));
+}
+
+/// The bytes of host memory the host AdamW moves an element: it reads the
+/// gradient, reads and writes the fp32 master and both moments, and
+/// writes the 16-bit copy of parameters that live on the device in the
+/// same pass.
+inline uint64_t hostAdamBytesPerElem(const plan::Info &S) {
+  bool ParamsOnHost = S.ParamOffload != plan::OffloadDevice::None;
+  return plan::dtypeBytes(plan::hostGradType(S)) + 24 +
+         (ParamsOnHost ? 0 : plan::dtypeBytes(S.ParamDType));
 }
 
 /// A collective over the plan's ranks (or a group of Ranks consecutive

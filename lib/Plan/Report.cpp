@@ -144,23 +144,27 @@ std::string timeBasis(const plan::Plan &P) {
                     Products, Attention, T->Gpu, Kinds, T->Source);
   Text += formatv("{0} at the machine's dense and memory rates\n", Rest);
   if (SharedGpu Sh = chargedSharing(P.Settings.Machine, T);
-      P.Settings.WorldSize > 1 && (Sh.Compute || Sh.Collectives))
+      P.Settings.WorldSize > 1 && Sh.charged())
     Text += formatv("time: compute and NCCL's kernels that run at once slow "
-                    "each other: their overlap counts {0:F0} % more for the "
-                    "compute and {1:F0} % more for the collectives ({2}; "
-                    "what a calibration measured is not charged again)\n",
-                    100 * Sh.Compute, 100 * Sh.Collectives, Sh.Source);
+                    "each other: a collective costs the compute beside it "
+                    "{0:F0} % of its own time and {1:F0} us{2} ({3}; what a "
+                    "calibration measured is not charged again)\n",
+                    100 * Sh.Compute, Sh.CallNanos / 1e3,
+                    Sh.Wait ? ", and waits for the running kernel's SMs" : "",
+                    Sh.Source);
   if (P.Settings.OptimizerOffload == plan::OffloadDevice::CPU) {
     const plan::Hardware &H = P.Settings.Machine;
+    double AdamW = std::min(double(H.HostAdamElemsPerSec),
+                            double(H.HostBytesPerSec) /
+                                double(hostAdamBytesPerElem(P.Settings)));
     Text += formatv("time: the host's passes at {0:F0} GB/s a rank, its share "
-                    "of the host's memory bandwidth with {1} rank{2} a host, "
-                    "AdamW at up to {3:F1} G elements a second (dsc's "
-                    "figures: measured with one rank of 16 threads, scaled "
-                    "by --host-threads and the ranks; a calibration file's "
+                    "of the host's memory bandwidth with {1} rank{2} a host: "
+                    "AdamW at {3:F1} G elements a second (dsc's figures: "
+                    "measured with one rank of 16 threads, scaled by "
+                    "--host-threads and the ranks; a calibration file's "
                     "replace them)\n",
                     H.HostBytesPerSec / 1e9, P.Settings.GpusPerNode,
-                    P.Settings.GpusPerNode == 1 ? "" : "s",
-                    H.HostAdamElemsPerSec / 1e9);
+                    P.Settings.GpusPerNode == 1 ? "" : "s", AdamW / 1e9);
   }
   return Text;
 }

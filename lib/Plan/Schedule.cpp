@@ -486,7 +486,8 @@ void Scheduler::optimizerStep() {
     // On the host the norm is one read of the gradients (the Llama 1.1 B
     // at 2 ranks: 43 ms measured, 189 ms at AdamW's rate).
     uint64_t Nanos =
-        Host ? hostPassNanos(Owned, bytesOf(1, plan::hostGradType(S)), 0, H)
+        Host ? hostPassNanos(Owned, bytesOf(1, plan::hostGradType(S)),
+                             H.HostConvertElemsPerSec, H)
              : transferNanos(bytesOf(Owned, S.ParamDType), H.MemoryBytesPerSec);
     if (S.ZeroStage > 0 && S.WorldSize > 1)
       Nanos += collectiveNanos(plan::Collective::AllReduce, 4, S);
@@ -505,20 +506,13 @@ void Scheduler::optimizerStep() {
     transfersAt(plan::TransferPoint::BeforeStep, G, ReadWaits, Micro);
     uint64_t Nanos;
     if (Host) {
-      // AdamW reads the gradient, reads and writes the fp32 master and
-      // both moments, and writes the 16-bit copy of parameters that live
-      // on the device in the same pass.
-      uint64_t ParamBytes = bytesOf(1, S.ParamDType);
-      bool ParamsOnHost = S.ParamOffload != plan::OffloadDevice::None;
-      Nanos = hostPassNanos(Elems,
-                            bytesOf(1, plan::hostGradType(S)) + 24 +
-                                (ParamsOnHost ? 0 : ParamBytes),
+      Nanos = hostPassNanos(Elems, hostAdamBytesPerElem(S),
                             H.HostAdamElemsPerSec, H);
       // Parameters kept on the host get their 16-bit copy in a pass of
       // its own: the master read, the copy written.
-      if (ParamsOnHost)
-        Nanos += hostPassNanos(Elems, 4 + ParamBytes, H.HostConvertElemsPerSec,
-                               H);
+      if (S.ParamOffload != plan::OffloadDevice::None)
+        Nanos += hostPassNanos(Elems, 4 + bytesOf(1, S.ParamDType),
+                               H.HostConvertElemsPerSec, H);
     } else {
       // Memory-bound: read and write master, states and gradient.
       uint64_t Bytes = 2 * (bytesOf(Elems, S.MasterDType) +

@@ -104,13 +104,15 @@ template <> struct MappingTraits<AttentionSection> {
 template <> struct MappingTraits<dsc::SharedGpu> {
   static void mapping(IO &IO, dsc::SharedGpu &S) {
     IO.mapRequired("compute", S.Compute);
-    IO.mapRequired("collectives", S.Collectives);
+    IO.mapRequired("call_ns", S.CallNanos);
+    IO.mapRequired("wait", S.Wait);
     IO.mapRequired("source", S.Source);
   }
   static std::string validate(IO &, dsc::SharedGpu &S) {
-    if (!(S.Compute >= 0 && S.Compute <= 10 && S.Collectives >= 0 &&
-          S.Collectives <= 10))
-      return "sharing's slowdowns must be from 0 to 10";
+    constexpr uint64_t Millisecond = 1000000;
+    if (!(S.Compute >= 0 && S.Compute <= 10) || S.CallNanos > Millisecond)
+      return "sharing's compute slowdown must be from 0 to 10, its call_ns "
+             "at most 1 ms";
     return "";
   }
 };
@@ -356,9 +358,9 @@ SharedGpu chargedSharing(const plan::Hardware &H, const TimeTable *Table) {
   SharedGpu S = Table->Sharing;
   if (llvm::any_of(H.KernelRates,
                    [](const plan::KernelRate &R) { return R.Kind == "gemm"; }))
-    S.Compute = 0;
+    S.Compute = 0, S.CallNanos = 0;
   if (!H.CollectiveRates.empty())
-    S.Collectives = 0;
+    S.Wait = false;
   return S;
 }
 

@@ -1,13 +1,12 @@
 #!/usr/bin/env python3
 """Assembles a time table (lib/Plan/TimeTables/GPU.yaml) from what
 runtime/bench/time_tables.sh measured: the products' and attention's
-grids as the benches print them, the kernel kinds' rates from dsrun
---calibration-out files, and from the same runs' logs two gaps: between
-two kernels of one instruction, the profiled step's idle time there
-(nothing waited for) over its gaps; between two instructions, what the
-lean steps took beyond the profiled step's kernels and the gaps inside
-instructions, over the gaps between them, less one kernel gap (the
-first kernel of an instruction counts one already). Products and
+grids as the benches print them (with the epilogues' costs), the kernel
+kinds' rates from dsrun --calibration-out files, and from profiled runs
+of the same plans two gaps: between two kernels of one instruction, the
+profiled step's idle time there (nothing waited for) over its gaps;
+between two instructions, its idle time there over those gaps, less one
+kernel gap (the first kernel of an instruction counts one already). Products and
 attention come from the grids alone; a kind two runs measured takes the
 first run's rate; each gap is the runs' mean. How compute and collectives
 slow each other (sharing) comes from multi-GPU profiles that this command

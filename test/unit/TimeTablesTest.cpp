@@ -233,7 +233,8 @@ TEST(TimeTablesTest, EveryShippedTableParsesAndCoversItsGpu) {
     EXPECT_FALSE(T->KernelRates.empty());
     EXPECT_GT(T->KernelGapNanos, 0u);
     EXPECT_GT(T->Sharing.Compute, 0.0) << Name;
-    EXPECT_GT(T->Sharing.Collectives, 0.0) << Name;
+    EXPECT_GT(T->Sharing.CallNanos, 0u) << Name;
+    EXPECT_TRUE(T->Sharing.Wait) << Name;
     EXPECT_FALSE(T->Sharing.Source.empty()) << Name;
   }
   // The default figures are the H100's, and take its table.
@@ -252,17 +253,19 @@ TEST(TimeTablesTest, RefusesRatesOfZero) {
 
 TEST(TimeTablesTest, SharingIsReadAndBounded) {
   std::string Shared = std::string(Table) +
-                       "sharing: { compute: 0.25, collectives: 1.5, "
+                       "sharing: { compute: 0.25, call_ns: 15000, wait: true, "
                        "source: \"a profile\" }\n";
   llvm::Expected<TimeTable> T = parseTimeTable(Shared, "shared.yaml");
   ASSERT_TRUE(bool(T)) << llvm::toString(T.takeError());
   EXPECT_DOUBLE_EQ(T->Sharing.Compute, 0.25);
-  EXPECT_DOUBLE_EQ(T->Sharing.Collectives, 1.5);
+  EXPECT_EQ(T->Sharing.CallNanos, 15000u);
+  EXPECT_TRUE(T->Sharing.Wait);
   EXPECT_EQ(T->Sharing.Source, "a profile");
   // Without the block nothing is charged.
-  EXPECT_DOUBLE_EQ(parsed().Sharing.Compute, 0.0);
+  EXPECT_FALSE(parsed().Sharing.charged());
   std::string Negative = std::string(Table) +
-                         "sharing: { compute: -1, collectives: 1, source: x }\n";
+                         "sharing: { compute: -1, call_ns: 0, wait: false, "
+                         "source: x }\n";
   llvm::Expected<TimeTable> Bad = parseTimeTable(Negative, "bad.yaml");
   ASSERT_FALSE(bool(Bad));
   EXPECT_NE(llvm::toString(Bad.takeError()).find("from 0 to 10"),
@@ -276,9 +279,9 @@ void emit(plan::Plan &P, plan::InstrKind Kind, plan::Stream On,
   P.Program.push_back(In);
 }
 
-TEST(TimeTablesTest, OverlapSlowsComputeAndCollectives) {
-  // Products of 50, 100 and 100 us back to back (0-50, 50-150, 150-250)
-  // and a 100 us gather after the first (50-150).
+TEST(TimeTablesTest, CollectivesBesideComputeWaitAndSlowIt) {
+  // Products of 50, 100 and 100 us back to back (0-50, 50-150, 150-250);
+  // a 30 us gather after the first starts at 50, beside the second.
   plan::Plan P;
   auto Emit = [&](plan::InstrKind Kind, plan::Stream On, uint64_t Nanos,
                   std::vector<uint32_t> Waits = {}) {
@@ -286,40 +289,47 @@ TEST(TimeTablesTest, OverlapSlowsComputeAndCollectives) {
   };
   Emit(plan::InstrKind::Forward, plan::Stream::Compute, 50000);
   Emit(plan::InstrKind::Forward, plan::Stream::Compute, 100000);
-  Emit(plan::InstrKind::Gather, plan::Stream::Comm, 100000, {0});
+  Emit(plan::InstrKind::Gather, plan::Stream::Comm, 30000, {0});
   Emit(plan::InstrKind::Forward, plan::Stream::Compute, 100000);
-  SharedGpu S{0.2, 2.0, "a test"};
-  chargeSharedGpu(P, S);
-  EXPECT_EQ(P.Program[0].Nanos, 50000u) << "nothing runs beside it";
-  // Overlaps 50-150 (the gather) within 50-150: 100 us at 0.2.
-  EXPECT_EQ(P.Program[1].Nanos, 120000u);
-  // The gather overlaps the second product (50-150) fully and the third
-  // (150-250) not at all: 100 us at 2.
-  EXPECT_EQ(P.Program[2].Nanos, 300000u);
-  EXPECT_EQ(P.Program[3].Nanos, 100000u);
-  // Partial overlaps: gathers at 20-60 and 90-130 beside one product of
-  // 0-100 overlap it 40 and 10 us; the product overlaps them 40 and 10.
-  plan::Plan R;
-  auto EmitR = [&](plan::InstrKind Kind, plan::Stream On, uint64_t Nanos,
-                   std::vector<uint32_t> Waits = {}) {
-    emit(R, Kind, On, Nanos, std::move(Waits));
-  };
-  EmitR(plan::InstrKind::Forward, plan::Stream::Compute, 20000); // 0-20
-  EmitR(plan::InstrKind::Forward, plan::Stream::Compute, 80000); // 20-100
-  EmitR(plan::InstrKind::Gather, plan::Stream::Comm, 40000, {0}); // 20-60
-  EmitR(plan::InstrKind::Forward, plan::Stream::Compute, 100000); // 100-200
-  EmitR(plan::InstrKind::Release, plan::Stream::Comm, 30000);     // 60-90
-  EmitR(plan::InstrKind::Gather, plan::Stream::Comm, 40000);      // 90-130
-  chargeSharedGpu(R, SharedGpu{0.5, 1.0, "a test"});
-  EXPECT_EQ(R.Program[1].Nanos, 80000u + 20000u + 5000u) << "40 + 10 us at 0.5";
-  EXPECT_EQ(R.Program[3].Nanos, 100000u + 15000u) << "30 us at 0.5";
-  EXPECT_EQ(R.Program[2].Nanos, 80000u) << "40 us beside compute, at 1";
-  EXPECT_EQ(R.Program[5].Nanos, 80000u) << "10 + 30 us beside compute";
-  EXPECT_EQ(R.Program[4].Nanos, 30000u) << "not a collective";
+  Emit(plan::InstrKind::Release, plan::Stream::Comm, 30000);
+  plan::Plan Unwaited = P;
+  chargeSharedGpu(P, SharedGpu{0.2, 20000, true, "a test"});
+  EXPECT_EQ(P.Program[0].Nanos, 50000u) << "nothing starts beside it";
+  // 0.2 of the gather's 30 us and 20 us a call.
+  EXPECT_EQ(P.Program[1].Nanos, 100000u + 6000u + 20000u);
+  // The gather waits for the SMs of the product it started beside: at
+  // least that product's 100 us (an instruction without kernels counts
+  // as one).
+  EXPECT_EQ(P.Program[2].Nanos, 100000u);
+  EXPECT_EQ(P.Program[3].Nanos, 100000u) << "no collective starts beside it";
+  EXPECT_EQ(P.Program[4].Nanos, 30000u) << "not a collective";
+  // Without the wait the gather keeps its own time; the compute still
+  // pays.
+  chargeSharedGpu(Unwaited, SharedGpu{0.2, 20000, false, "a test"});
+  EXPECT_EQ(Unwaited.Program[2].Nanos, 30000u);
+  EXPECT_EQ(Unwaited.Program[1].Nanos, 126000u);
   // No figures: nothing changes.
-  plan::Plan Q = P;
+  plan::Plan Q = Unwaited;
   chargeSharedGpu(Q, SharedGpu{});
-  EXPECT_EQ(Q.Program[2].Nanos, P.Program[2].Nanos);
+  EXPECT_EQ(Q.Program[2].Nanos, Unwaited.Program[2].Nanos);
+  EXPECT_EQ(Q.Program[1].Nanos, Unwaited.Program[1].Nanos);
+}
+
+TEST(TimeTablesTest, ACollectiveWaitsForTheLongestKernelNotTheOp) {
+  // One op whose forward runs kernels of 30 and 70 us (0-100): a 20 us
+  // gather starting beside it waits for SMs one kernel long, 70 us.
+  plan::Plan P;
+  P.Kernels.resize(2);
+  P.Kernels[0].PlannedNanos = 30000;
+  P.Kernels[1].PlannedNanos = 70000;
+  P.Ops.resize(1);
+  P.Ops[0].Forward = {0, 2};
+  emit(P, plan::InstrKind::Forward, plan::Stream::Compute, 100000, {});
+  P.Program[0].Arg = 0;
+  emit(P, plan::InstrKind::Gather, plan::Stream::Comm, 20000, {});
+  chargeSharedGpu(P, SharedGpu{0, 0, true, "a test"});
+  EXPECT_EQ(P.Program[1].Nanos, 70000u);
+  EXPECT_EQ(P.Program[0].Nanos, 100000u);
 }
 
 } // namespace

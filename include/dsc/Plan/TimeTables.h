@@ -55,13 +55,18 @@ struct AttentionRates {
 };
 
 /// How compute and NCCL's kernels slow each other where they run at
-/// once: in the planner's replay, each nanosecond a compute instruction
-/// overlaps a collective costs Compute nanoseconds more, and each one a
-/// collective overlaps compute costs Collectives more. Source names the
-/// runs that measured them.
+/// once. In the planner's replay, a collective that starts while a
+/// compute instruction runs costs that instruction Compute times the
+/// collective's own time plus CallNanos (its kernel takes SMs and breaks
+/// into the running product's waves); and, where Wait, the collective
+/// waits for SMs: it takes at least the longest kernel of that
+/// instruction. Source names the runs that measured them.
 struct SharedGpu {
-  double Compute = 0, Collectives = 0;
+  double Compute = 0;
+  uint64_t CallNanos = 0;
+  bool Wait = false;
   std::string Source;
+  bool charged() const { return Compute || CallNanos || Wait; }
 };
 
 struct TimeTable {
