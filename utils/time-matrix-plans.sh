@@ -4,9 +4,11 @@
 # their config.json, at 4 x 1024 tokens a GPU, accumulation 1, bf16,
 # AdamW, clipping 1.0, DeepSpeed's default buckets, over ZeRO stages,
 # CPU optimizer and parameter offload and 1 or 2 ranks, planned for GPU;
-# and three rows of one sample a micro step over 4 micro steps
+# three rows of one sample a micro step over 4 micro steps
 # (MODEL-sSTAGE-m1x4-wWORLD), where kernels are short and a step has
-# four times the instructions.
+# four times the instructions; and GPT-2 small and the Llama at one
+# sample on one rank (-m1x1-), which runtime/bench/time_tables.sh
+# profiles beside the 4-sample rows to fit each kernel kind's fixed time.
 # runtime/bench/time_matrix.sh trains each and prints its lean step
 # beside the plan's.
 #
@@ -65,4 +67,6 @@ llama-1b 2 3 cpuparam
 gpt2-small 2 1 none 1 4
 gpt2-xl 2 2 none 1 4
 llama-1b 2 3 none 1 4
+gpt2-small 1 1 none 1 1
+llama-1b 1 1 none 1 1
 ROWS

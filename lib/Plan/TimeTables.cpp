@@ -16,6 +16,7 @@ using namespace llvm;
 
 LLVM_YAML_IS_SEQUENCE_VECTOR(dsc::AttentionRates)
 LLVM_YAML_IS_SEQUENCE_VECTOR(dsc::EpilogueCost)
+LLVM_YAML_IS_SEQUENCE_VECTOR(dsc::KernelLatency)
 
 namespace llvm::yaml {
 /// Every rate of a table's list is above 0.
@@ -32,6 +33,20 @@ template <> struct MappingTraits<dsc::EpilogueCost> {
   static std::string validate(IO &, dsc::EpilogueCost &E) {
     if (!(E.Factor >= 0.5 && E.Factor <= 10))
       return "an epilogue's factor must be from 0.5 to 10";
+    return "";
+  }
+  static const bool flow = true;
+};
+
+template <> struct MappingTraits<dsc::KernelLatency> {
+  static void mapping(IO &IO, dsc::KernelLatency &L) {
+    IO.mapRequired("kind", L.Kind);
+    IO.mapRequired("backward", L.Backward);
+    IO.mapRequired("ns", L.Nanos);
+  }
+  static std::string validate(IO &, dsc::KernelLatency &L) {
+    if (L.Nanos > 1000000)
+      return "a kernel's fixed time is at most 1 ms";
     return "";
   }
   static const bool flow = true;
@@ -125,6 +140,7 @@ template <> struct MappingTraits<dsc::TimeTable> {
     AttentionSection A{T.Sequences, T.Attention};
     IO.mapOptional("attention", A);
     IO.mapOptional("kernel_rates", T.KernelRates);
+    IO.mapOptional("kernel_latencies", T.KernelLatencies);
     IO.mapOptional("kernel_gap_ns", T.KernelGapNanos);
     IO.mapOptional("instruction_gap_ns", T.InstructionGapNanos);
     IO.mapOptional("sharing", T.Sharing);
@@ -367,8 +383,14 @@ SharedGpu chargedSharing(const plan::Hardware &H, const TimeTable *Table) {
 uint64_t kernelRunNanos(const plan::Kernel &K, const plan::Hardware &H,
                         const TimeTable *Table) {
   KernelRates R = kernelRates(K, H, Table);
-  return std::max(plan::nanosAt(K.Flops, R.FlopsPerSec),
-                  plan::nanosAt(K.Bytes, R.BytesPerSec));
+  uint64_t Nanos = std::max(plan::nanosAt(K.Flops, R.FlopsPerSec),
+                            plan::nanosAt(K.Bytes, R.BytesPerSec));
+  // A kind at the table's rate pays the table's fixed time a launch.
+  if (R.Source == RateSource::TableKind)
+    for (const KernelLatency &L : Table->KernelLatencies)
+      if (L.Backward == K.Backward && L.Kind == plan::enumName(K.kind()))
+        Nanos += L.Nanos;
+  return Nanos;
 }
 
 uint64_t kernelGapNanos(const plan::Hardware &H, const TimeTable *Table) {

@@ -34,6 +34,46 @@ def calibration(path):
     return rates
 
 
+def profiled_kinds(text):
+    """The profiled step's kernel kinds besides products and attention:
+    {(kind, backward): (calls, us a call, bytes a call)}."""
+    kinds = {}
+    start = text.find("kernel profile of one step")
+    if start < 0:
+        return kinds
+    for line in text[start:].splitlines()[2:]:
+        m = re.match(r"\s+([\w-]+)( \(backward\))?\s+(\d+)\s+([\d.]+)\s+"
+                     r"([\d.]+)\s+[\d.]+%\s+[\d.]+\s+([\d.]+)$", line)
+        if not m:
+            break
+        kind, calls, ms, gbps = m[1], int(m[3]), float(m[4]), float(m[6])
+        if kind in ("gemm", "attention", "attention-grad") or not calls:
+            continue
+        # GB/s times ms is MB: bytes a call.
+        kinds[(kind, "true" if m[2] else "false")] = (
+            calls, ms * 1e3 / calls, gbps * ms * 1e6 / calls)
+    return kinds
+
+
+def fit_latency(points):
+    """A kind's fixed time and byte rate from (bytes, us) a call at two or
+    more sizes (the smallest at most 2/3 of the largest), by least
+    squares: (ns, bytes a second), or None. A negative fixed time means
+    no fixed part the sizes can show."""
+    sizes = [b for b, _ in points]
+    if len(points) < 2 or min(sizes) > max(sizes) * 2 / 3:
+        return None
+    n = len(points)
+    mb = sum(sizes) / n
+    mt = sum(t for _, t in points) / n
+    sxx = sum((b - mb) ** 2 for b in sizes)
+    slope = sum((b - mb) * (t - mt) for b, t in points) / sxx
+    fixed = mt - slope * mb
+    if slope <= 0 or fixed <= 0:
+        return None
+    return round(fixed * 1e3), round(1e6 / slope)
+
+
 def inside_idle(text):
     """The profiled step's idle time inside instructions: (ms, gaps)."""
     m = re.search(r"idle inside instructions: ([\d.]+) ms in (\d+) gaps", text)
@@ -82,10 +122,13 @@ def main():
     cuda = re.search(r"release ([\d.]+)", query(["nvcc", "--version"]))
     cudnn = re.search(r"cuDNN: ([^\n]*)", open(a.library_log).read())
     kinds, gaps, names, between = {}, [], [], []
+    points = {}
     for spec in a.calibration:
         path, log, name = spec.split(":")
         names.append(name)
         text = open(log).read()
+        for key, (_, us, bytes_) in profiled_kinds(text).items():
+            points.setdefault(key, []).append((bytes_, us))
         gap = kernel_gap_ns(text)
         step_gap = instruction_gap_ns(text, gap)
         if step_gap is not None:
@@ -108,11 +151,23 @@ def main():
     print(f"source: {json.dumps(source)}")
     print(open(a.products).read().rstrip())
     print(open(a.attention).read().rstrip())
+    # A kind the profiles timed at several sizes: a fixed time a kernel
+    # and the rate of its bytes beyond it.
+    latencies = {}
+    for key, pts in points.items():
+        fitted = fit_latency(pts)
+        if fitted and key in kinds:
+            latencies[key] = fitted[0]
+            kinds[key] = (0, fitted[1])
     if kinds:
         print("kernel_rates:")
         for (kind, backward), (flops, bytes_) in sorted(kinds.items()):
             print(f"  - {{ kind: {kind}, backward: {backward}, "
                   f"flops_per_sec: {flops}, bytes_per_sec: {bytes_} }}")
+    if latencies:
+        print("kernel_latencies:")
+        for (kind, backward), ns in sorted(latencies.items()):
+            print(f"  - {{ kind: {kind}, backward: {backward}, ns: {ns} }}")
     print(f"kernel_gap_ns: {round(sum(gaps) / len(gaps)) if gaps else 0}")
     print("instruction_gap_ns: "
           f"{round(sum(between) / len(between)) if between else 0}")

@@ -14,6 +14,9 @@
 # (how compute and collectives slow each other, from multi-GPU profiles).
 #
 #   runtime/bench/time_tables.sh BUILD GPU OUT.yaml [PLAN INIT TOKENS]...
+#
+# TIME_TABLES_LOGS=DIR (environment) keeps the benches' and runs' output
+# there.
 set -eu
 build=$1 gpu=$2 out=$3
 shift 3
@@ -42,3 +45,6 @@ python3 "$here/time_table.py" --gpu "$gpu" --products "$tmp/products.yaml" \
   $runs --keep-sharing "$tmp/old.yaml" > "$tmp/table.yaml"
 mv "$tmp/table.yaml" "$out"
 echo "wrote $out"
+if [ -n "${TIME_TABLES_LOGS:-}" ]; then
+  mkdir -p "$TIME_TABLES_LOGS" && cp "$tmp"/* "$TIME_TABLES_LOGS"
+fi

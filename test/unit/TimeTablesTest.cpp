@@ -31,6 +31,9 @@ attention:
     - { algorithm: cudnn, head_dim: 128, causal: true, forward: [400, 500], backward: [300, 350] }
 kernel_rates:
   - { kind: layer-norm, backward: false, flops_per_sec: 0, bytes_per_sec: 2000000000000 }
+  - { kind: layer-norm-grad, backward: true, flops_per_sec: 0, bytes_per_sec: 1000000000000 }
+kernel_latencies:
+  - { kind: layer-norm-grad, backward: true, ns: 4000 }
 kernel_gap_ns: 3000
 )";
 
@@ -149,6 +152,14 @@ TEST(TimeTablesTest, CalibratedRatesWinOverTheTable) {
   Norm.Attrs.emplace<size_t(plan::KernelKind::LayerNorm)>();
   Norm.Bytes = 2000000000; // 2 GB at 2 TB/s
   EXPECT_EQ(kernelRunNanos(Norm, H, &T), 1000000u);
+  // A kind with a fixed time a launch pays it beside its bytes.
+  plan::Kernel NormGrad;
+  NormGrad.Attrs.emplace<size_t(plan::KernelKind::LayerNormGrad)>();
+  NormGrad.Backward = true;
+  NormGrad.Bytes = 1000000; // 1 MB at 1 TB/s: 1 us, and 4 us fixed
+  EXPECT_EQ(kernelRunNanos(NormGrad, H, &T), 5000u);
+  // At the machine's rate (no table) there is no fixed time.
+  EXPECT_EQ(kernelRunNanos(NormGrad, H, nullptr), 1000u);
   // A kind the calibration measured keeps its rate, and its gap.
   H.KernelRates.push_back({"gemm", false, 200000000000000, 0});
   H.KernelGapNanos = 5000;
