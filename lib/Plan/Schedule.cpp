@@ -483,8 +483,9 @@ void Scheduler::optimizerStep() {
       S.ParamDType == plan::DType::F16) {
     uint64_t Owned = S.ZeroStage == 0 ? P.Layout.FlatElems
                                       : P.Layout.PartitionElems;
-    // On the host the norm is one read of the gradients (the Llama 1.1 B
-    // at 2 ranks: 43 ms measured, 189 ms at AdamW's rate).
+    // On the host the norm is one read of the gradients, bound by its
+    // rate more than its bytes (9-11 G elements a second traced at 2
+    // ranks a host, where its bytes would allow 19-38).
     uint64_t Nanos =
         Host ? hostPassNanos(Owned, bytesOf(1, plan::hostGradType(S)),
                              H.HostConvertElemsPerSec, H)

@@ -283,14 +283,14 @@ double productTflops(const ProductGrid &G, const plan::GemmAttrs &A) {
   // A size below the grid's smallest takes as long as the smallest: the
   // kernel still runs whole tiles (the lm head's last column, n = 1, ran
   // 8 us in GPT-2 XL's step, like a 128-column product).
-  double Floor = double(G.Sizes.front()), Share = 1;
+  double Floor = double(G.Sizes.front()), Scale = 1;
   for (double Size : {double(A.M) * double(std::max<int64_t>(A.Batch, 1)),
                       double(A.N), double(A.K)})
-    Share *= std::min(1.0, Size / Floor);
+    Scale *= std::min(1.0, Size / Floor);
   for (const EpilogueCost &E : G.Epilogues)
     if (E.Epilogue == A.Epilogue)
-      Share /= E.Factor;
-  return Rate * Share;
+      Scale /= E.Factor;
+  return Rate * Scale;
 }
 
 /// The attention grid's launches (runtime/bench/attention_bench.cu): 16

@@ -4,12 +4,15 @@
 // the project's GPU machines and shipped with dsc, one per GPU kind
 // (lib/Plan/TimeTables/GPU.yaml, made by runtime/bench/time_tables.sh):
 //   - products: bf16 TFLOP/s over a grid of m, n and k in each of the
-//     three layouts training runs, interpolated in log2 of each size;
+//     three layouts training runs, interpolated in log2 of each size, and
+//     what each fused epilogue adds;
 //   - attention: TFLOP/s per algorithm, head size and causality, forward
 //     and backward, over sequence lengths, interpolated likewise;
-//   - the other kinds (norms, pointwise, losses): the rate a profiled
-//     training step measured;
-//   - the gap between two kernels on the compute stream;
+//   - the other kinds (norms, pointwise, losses): the rate profiled
+//     training steps measured, and a fixed time a launch where steps of
+//     two sizes show one;
+//   - the gaps between two kernels and between two instructions on the
+//     compute stream;
 //   - how compute and collectives running at once slow each other.
 // A kind a calibration file measured (dsc plan --calibration) keeps its
 // measured rate; a kind the table lacks runs at the machine's dense and
