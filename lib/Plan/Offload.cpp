@@ -87,12 +87,15 @@ private:
       add(plan::TransferKind::DeviceToHost, plan::Category::Grads,
           plan::TransferPoint::AfterReduce, B, Bytes, S.OptimizerOffloadPinned,
           0, 0, /*Staged=*/true);
-      // The slot read, the partition read and written.
+      // The slot read and the partition written; read too where a later
+      // micro step adds to it (one time serves every micro step: the
+      // adding one's).
+      bool Adds = plan::gradientsAdd(S, S.GradAccum - 1);
       add(plan::TransferKind::HostConvert, plan::Category::Grads,
           plan::TransferPoint::AfterReduce, B, Bytes, S.OptimizerOffloadPinned,
           Share,
           bytesOf(1, plan::gradSourceType(P, B)) +
-              2 * bytesOf(1, plan::hostGradType(S)),
+              (Adds ? 2 : 1) * bytesOf(1, plan::hostGradType(S)),
           /*Staged=*/true);
     }
   }
