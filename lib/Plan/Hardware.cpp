@@ -246,8 +246,9 @@ void setHostShare(HardwareProfile &H, unsigned Threads, unsigned RanksOnHost) {
   // machine's 32 cores): 1.35 times as fast (docs/results/time-matrix.json).
   constexpr double MeasuredThreads = 16, ThreadExponent = 0.43;
   // The ranks of one host share its memory bandwidth: two ranks of 16
-  // threads on the 2-GPU H200 machine ran AdamW at 2.2-2.8 G elements a
-  // second each (GPT-2 XL's tune check), 0.55 of one rank's 4.5: 2^-0.85.
+  // threads on the 2-GPU H200 machine ran AdamW at 2.2-3.2 G elements a
+  // second each (GPT-2 XL's tune check and traces), about 0.55 of one
+  // rank's 4.5: 2^-0.85.
   constexpr double RankExponent = 0.85;
   double Threaded =
       std::pow(double(Threads ? Threads : MeasuredThreads) / MeasuredThreads,
@@ -266,6 +267,11 @@ Error applyCalibration(HardwareProfile &H, StringRef Text, StringRef Path) {
   Calibration C{Copy.Figures, Copy};
   if (Error E = readYAMLInto(C, Text, Path, "a YAML mapping"))
     return E;
+  // A file from before plan format 19 measured AdamW's rate but not the
+  // bandwidth it reached: its rates alone bound the host's passes.
+  if (Copy.Figures.HostAdamElemsPerSec != H.Figures.HostAdamElemsPerSec &&
+      Copy.Figures.HostBytesPerSec == H.Figures.HostBytesPerSec)
+    Copy.Figures.HostBytesPerSec = 0;
   std::string Calibrated = "calibrated: " + Path.str();
   if (Copy.CudaContextBytes != H.CudaContextBytes)
     Copy.ContextBasis = Calibrated;

@@ -154,17 +154,24 @@ std::string timeBasis(const plan::Plan &P) {
                     Sh.Source);
   if (P.Settings.OptimizerOffload == plan::OffloadDevice::CPU) {
     const plan::Hardware &H = P.Settings.Machine;
-    double AdamW = std::min(double(H.HostAdamElemsPerSec),
-                            double(H.HostBytesPerSec) /
-                                double(hostAdamBytesPerElem(P.Settings)));
-    Text += formatv("time: the host's passes at {0:F0} GB/s a rank, its share "
-                    "of the host's memory bandwidth with {1} rank{2} a host: "
-                    "AdamW at {3:F1} G elements a second (dsc's figures: "
-                    "measured with one rank of 16 threads, scaled by "
-                    "--host-threads and the ranks; a calibration file's "
-                    "replace them)\n",
-                    H.HostBytesPerSec / 1e9, P.Settings.GpusPerNode,
-                    P.Settings.GpusPerNode == 1 ? "" : "s", AdamW / 1e9);
+    double AdamW = double(H.HostAdamElemsPerSec);
+    if (H.HostBytesPerSec)
+      AdamW = std::min(AdamW, double(H.HostBytesPerSec) /
+                                  double(hostAdamBytesPerElem(P.Settings)));
+    std::string Share =
+        H.HostBytesPerSec
+            ? std::string(formatv("at {0:F0} GB/s a rank, its share of the "
+                                  "host's memory bandwidth with {1} rank{2} "
+                                  "a host",
+                                  H.HostBytesPerSec / 1e9,
+                                  P.Settings.GpusPerNode,
+                                  P.Settings.GpusPerNode == 1 ? "" : "s"))
+            : "at their calibrated rates alone";
+    Text += formatv("time: the host's passes {0}: AdamW at {1:F1} G elements "
+                    "a second (dsc's figures: measured with one rank of 16 "
+                    "threads, scaled by --host-threads and the ranks; a "
+                    "calibration file's replace them)\n",
+                    Share, AdamW / 1e9);
   }
   return Text;
 }
