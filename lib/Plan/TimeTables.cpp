@@ -45,6 +45,10 @@ template <> struct MappingTraits<dsc::KernelLatency> {
     IO.mapRequired("ns", L.Nanos);
   }
   static std::string validate(IO &, dsc::KernelLatency &L) {
+    using Kinds = dsc::plan::EnumInfo<dsc::plan::KernelKind>;
+    if (std::find(Kinds::Names, Kinds::Names + Kinds::Count, L.Kind) ==
+        Kinds::Names + Kinds::Count)
+      return "kernel_latencies: no kernel kind is named '" + L.Kind + "'";
     if (L.Nanos > 1000000)
       return "a kernel's fixed time is at most 1 ms";
     return "";
@@ -74,6 +78,15 @@ template <> struct MappingTraits<dsc::ProductGrid> {
       // neighbours' interpolation towards nothing.
       if (!allPositive(*L))
         return "every product rate must be positive";
+    }
+    for (size_t I = 0; I < G.Epilogues.size(); ++I) {
+      dsc::plan::GemmEpilogue E = G.Epilogues[I].Epilogue;
+      if (E == dsc::plan::GemmEpilogue::None)
+        return "products' epilogues: 'none' is the grid itself";
+      for (size_t J = 0; J < I; ++J)
+        if (G.Epilogues[J].Epilogue == E)
+          return "products' epilogues: '" +
+                 std::string(dsc::plan::enumName(E)) + "' twice";
     }
     return "";
   }

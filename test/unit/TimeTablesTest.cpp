@@ -7,6 +7,7 @@
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <cstring>
 #include <string>
 
 using namespace dsc;
@@ -158,8 +159,12 @@ TEST(TimeTablesTest, CalibratedRatesWinOverTheTable) {
   NormGrad.Backward = true;
   NormGrad.Bytes = 1000000; // 1 MB at 1 TB/s: 1 us, and 4 us fixed
   EXPECT_EQ(kernelRunNanos(NormGrad, H, &T), 5000u);
-  // At the machine's rate (no table) there is no fixed time.
+  // At the machine's rate (no table) there is no fixed time, nor at a
+  // calibration's.
   EXPECT_EQ(kernelRunNanos(NormGrad, H, nullptr), 1000u);
+  plan::Hardware Calibrated = H;
+  Calibrated.KernelRates.push_back({"layer-norm-grad", true, 0, 500000000000});
+  EXPECT_EQ(kernelRunNanos(NormGrad, Calibrated, &T), 2000u);
   // A kind the calibration measured keeps its rate, and its gap.
   H.KernelRates.push_back({"gemm", false, 200000000000000, 0});
   H.KernelGapNanos = 5000;
@@ -219,12 +224,25 @@ TEST(TimeTablesTest, RefusesMalformedTables) {
   llvm::Expected<TimeTable> U = parseTimeTable(NoSource, "nosource.yaml");
   ASSERT_FALSE(bool(U));
   EXPECT_NE(llvm::toString(U.takeError()).find("source"), std::string::npos);
-  std::string Free = Table;
-  Free.replace(Free.find("factor: 1.25"), 12, "factor: 0.1");
-  llvm::Expected<TimeTable> V = parseTimeTable(Free, "free.yaml");
-  ASSERT_FALSE(bool(V));
-  EXPECT_NE(llvm::toString(V.takeError()).find("from 0.5 to 10"),
-            std::string::npos);
+  // Epilogues and fixed times that would change plans silently.
+  auto Refused = [](std::string Text, const char *Old, const char *New,
+                    const char *Why) {
+    Text.replace(Text.find(Old), strlen(Old), New);
+    llvm::Expected<TimeTable> T = parseTimeTable(Text, "bad.yaml");
+    ASSERT_FALSE(bool(T)) << New;
+    EXPECT_NE(llvm::toString(T.takeError()).find(Why), std::string::npos)
+        << New;
+  };
+  Refused(Table, "factor: 1.25", "factor: 0.1", "from 0.5 to 10");
+  Refused(Table, "epilogue: bias-grad-b", "epilogue: none",
+          "'none' is the grid itself");
+  Refused(Table, "    - { epilogue: bias-grad-b, factor: 1.25 }",
+          "    - { epilogue: bias-grad-b, factor: 1.25 }\n"
+          "    - { epilogue: bias-grad-b, factor: 1.5 }",
+          "'bias-grad-b' twice");
+  Refused(Table, "kind: layer-norm-grad, backward: true, ns",
+          "kind: layernorm-grad, backward: true, ns",
+          "no kernel kind is named 'layernorm-grad'");
 }
 
 TEST(TimeTablesTest, EveryShippedTableParsesAndCoversItsGpu) {
@@ -314,6 +332,17 @@ TEST(TimeTablesTest, CollectivesBesideComputeWaitAndSlowIt) {
   EXPECT_EQ(P.Program[2].Nanos, 100000u);
   EXPECT_EQ(P.Program[3].Nanos, 100000u) << "no collective starts beside it";
   EXPECT_EQ(P.Program[4].Nanos, 30000u) << "not a collective";
+  // Two collectives that start beside one instruction both cost it; one
+  // that starts when no compute runs costs nothing and waits for none.
+  plan::Plan Two;
+  emit(Two, plan::InstrKind::Forward, plan::Stream::Compute, 100000, {}); // 0-100
+  emit(Two, plan::InstrKind::Gather, plan::Stream::Comm, 10000, {});      // 0-10
+  emit(Two, plan::InstrKind::Gather, plan::Stream::Comm, 10000, {});      // 10-20
+  emit(Two, plan::InstrKind::Gather, plan::Stream::Comm, 10000, {0});     // 100-110
+  chargeSharedGpu(Two, SharedGpu{0.5, 1000, true, "a test"});
+  EXPECT_EQ(Two.Program[0].Nanos, 100000u + 2 * (5000u + 1000u));
+  EXPECT_EQ(Two.Program[1].Nanos, 100000u);
+  EXPECT_EQ(Two.Program[3].Nanos, 10000u) << "nothing runs beside it";
   // Without the wait the gather keeps its own time; the compute still
   // pays.
   chargeSharedGpu(Unwaited, SharedGpu{0.2, 20000, false, "a test"});
