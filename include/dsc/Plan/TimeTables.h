@@ -92,16 +92,16 @@ struct TimeTable {
   std::vector<KernelLatency> KernelLatencies;
   uint64_t KernelGapNanos = 0;
   /// What an op's instruction costs beyond its kernels and their gaps:
-  /// the lean steps' idle between instructions (dsrun's events and waits
-  /// between one op and the next), over those gaps, less one kernel gap.
+  /// a profiled step's idle between instructions over those gaps, less
+  /// one kernel gap.
   uint64_t InstructionGapNanos = 0;
   SharedGpu Sharing;
 };
 
 /// The sharing figures a plan on machine H is charged: the table's, less
-/// what a calibration measured beside the collectives already (its
-/// products' rate: no compute charge; its collectives' rates: no
-/// collective charge). Zero without a table.
+/// what a calibration measured in a step already (its products' rate: no
+/// charge to the compute; its collectives' rates: no wait). None without
+/// a table.
 SharedGpu chargedSharing(const plan::Hardware &H, const TimeTable *Table);
 
 /// Reads a table; an error names the place in Path.
