@@ -71,6 +71,22 @@ std::string ModelProgram::run(uint32_t Begin, uint32_t End, uint64_t Seed,
   return "";
 }
 
+void ModelProgram::beginHooks(cudaStream_t S) {
+  if (!Profiling)
+    return;
+  HooksBegin = nextEvent();
+  CHECK_CUDA(cudaEventRecord(HooksBegin, S));
+}
+
+void ModelProgram::endHooks(cudaStream_t S) {
+  if (!Profiling || !HooksBegin)
+    return;
+  Timed T{NoKernel, HooksBegin, nextEvent(), Calls, S};
+  CHECK_CUDA(cudaEventRecord(T.End, S));
+  Launches.push_back(T);
+  HooksBegin = nullptr;
+}
+
 std::string ModelProgram::gapReport() const {
   struct Sum {
     double Ms = 0, Max = 0;
@@ -107,12 +123,16 @@ std::string ModelProgram::gapReport() const {
              1e3 * S.Max);
     Out += Line;
   }
+  auto Name = [&](const Timed &T) {
+    return T.Kernel == NoKernel
+               ? std::string("the gradient hooks")
+               : std::to_string(T.Kernel) + " " + P->Kernels[T.Kernel].Name;
+  };
   for (size_t I = 0; I < std::min<size_t>(8, Largest.size()); ++I) {
     const Timed &A = Launches[Largest[I].After],
                 &B = Launches[Largest[I].After + 1];
-    snprintf(Line, sizeof(Line), "    %.1f us after %u %s, before %u %s\n",
-             1e3 * Largest[I].Ms, A.Kernel, P->Kernels[A.Kernel].Name.c_str(),
-             B.Kernel, P->Kernels[B.Kernel].Name.c_str());
+    snprintf(Line, sizeof(Line), "    %.1f us after %s, before %s\n",
+             1e3 * Largest[I].Ms, Name(A).c_str(), Name(B).c_str());
     Out += Line;
   }
   return Out;
@@ -135,10 +155,16 @@ std::string ModelProgram::profileReport(double StepMs) {
   std::map<std::string, Sum> ByKind;
   std::vector<Sum> ByKernel(P->Kernels.size());
   Profiled.clear();
-  double Total = 0, PlannedTotal = 0;
+  double Total = 0, PlannedTotal = 0, HooksMs = 0;
+  unsigned Hooks = 0;
   for (const Timed &T : Launches) {
     float Ms = 0;
     CHECK_CUDA(cudaEventElapsedTime(&Ms, T.Begin, T.End));
+    if (T.Kernel == NoKernel) {
+      HooksMs += Ms;
+      ++Hooks;
+      continue;
+    }
     const dsc::plan::Kernel &K = P->Kernels[T.Kernel];
     auto Same = [&](const KindTime &X) {
       return X.Kind == K.kind() && X.Backward == K.Backward;
@@ -189,6 +215,12 @@ std::string ModelProgram::profileReport(double StepMs) {
             [](auto &A, auto &B) { return A.second.Ms > B.second.Ms; });
   for (auto &[Kind, S] : Kinds)
     Row(Kind, S);
+  if (Hooks) {
+    snprintf(Line, sizeof(Line),
+             "  gradient hooks after %u backward instructions: %.3f ms\n",
+             Hooks, HooksMs);
+    Out += Line;
+  }
   Out += Gaps;
   std::vector<uint32_t> Order(P->Kernels.size());
   for (uint32_t K = 0; K < Order.size(); ++K)

@@ -40,6 +40,11 @@ public:
   /// While on, every launch is timed between two events (which costs the
   /// step a little: profile one step, not every step).
   void setProfiling(bool On) { Profiling = On; }
+  /// While profiling, times the GPU work an instruction issues on S after
+  /// its kernels (the gradient hooks' copies), as part of that
+  /// instruction: the report counts it apart, not as idle time.
+  void beginHooks(cudaStream_t S);
+  void endHooks(cudaStream_t S);
   /// Once the stream has finished the profiled launches: where the time
   /// went, by kernel kind and for the costliest kernels, with the rates
   /// each reached against its FLOPs and bytes. Clears what it read.
@@ -56,6 +61,8 @@ public:
   std::vector<KindTime> Profiled;
 
 private:
+  /// A launch of the plan's, or NoKernel: the hooks after an instruction.
+  static constexpr uint32_t NoKernel = ~0u;
   struct Timed {
     uint32_t Kernel;
     cudaEvent_t Begin, End;
@@ -71,6 +78,7 @@ private:
   KernelContext Context;
   bool Profiling = false;
   std::vector<Timed> Launches;
+  cudaEvent_t HooksBegin = nullptr;
   std::vector<cudaEvent_t> Events; ///< Created once, reused.
   size_t EventsUsed = 0;
   cudaEvent_t nextEvent();

@@ -56,10 +56,17 @@ void Executor::compute(const Instr &C, bool Backward) {
 //===----------------------------------------------------------------------===//
 
 void Executor::gradients(const Instr &C) {
+  bool Any = false;
   for (uint32_t T : P.Ops[C.In.Arg].Params)
     if (P.Tensors[T].FirstUse == C.In.Arg &&
-        P.Tensors[T].Role == plan::TensorRole::Trainable)
+        P.Tensors[T].Role == plan::TensorRole::Trainable) {
+      if (!Any)
+        Model.beginHooks(C.S);
+      Any = true;
       gradientOf(T, C.In.Micro, C.S);
+    }
+  if (Any)
+    Model.endHooks(C.S);
 }
 
 void Executor::gradientOf(uint32_t T, uint32_t Micro, cudaStream_t S) {
