@@ -111,6 +111,7 @@ private:
   /// An op's forward or backward: its kernels, each at the slower of its
   /// arithmetic and its memory traffic.
   uint64_t computeNanos(const plan::Op &Op, bool Backward) const;
+  uint64_t gradientHookNanos(uint32_t Op, uint32_t Micro) const;
   void computeTurn(const Turn &T, uint32_t Micro, bool Reduces,
                    const std::vector<std::vector<uint32_t>> &UnitsAt,
                    size_t Position);
@@ -232,6 +233,31 @@ std::vector<uint32_t> Scheduler::unitsOf(uint32_t Op) const {
 uint64_t Scheduler::computeNanos(const plan::Op &Op, bool Backward) const {
   return instructionNanos(P.Kernels, Backward ? Op.Backward : Op.Forward, H,
                           Table);
+}
+
+/// What follows an op's backward in the same instruction: each trainable
+/// parameter it uses first has its gradient copied to where the
+/// reduction reads it (dsrun's gradientOf, DeepSpeed's gradient hooks):
+/// into the flat buffer at stage 0/1, added to the earlier micro steps'
+/// after the first; into its bucket at stage 2; its shards into the
+/// bucket's chunks at stage 3, unless the bucket is reduced in place.
+/// One copy kernel a parameter, at the machine's memory rate.
+uint64_t Scheduler::gradientHookNanos(uint32_t OpIndex, uint32_t Micro) const {
+  uint64_t Bytes = 0, Launches = 0;
+  for (uint32_t T : P.Ops[OpIndex].Params) {
+    const plan::Tensor &X = P.Tensors[T];
+    if (X.FirstUse != OpIndex || X.Role != plan::TensorRole::Trainable)
+      continue;
+    uint32_t B = BucketOfTensor[T];
+    if (S.ZeroStage >= 2 && (B == plan::NoIndex || P.Buckets[B].InPlace))
+      continue;
+    uint64_t Elems = S.ZeroStage == 3 ? X.ShardElems * S.WorldSize : X.Elems;
+    uint64_t Passes = S.ZeroStage < 2 && Micro > 0 ? 3 : 2;
+    Bytes += Passes * bytesOf(Elems, S.ParamDType);
+    ++Launches;
+  }
+  return transferNanos(Bytes, H.MemoryBytesPerSec) +
+         Launches * kernelGapNanos(H, Table);
 }
 
 void Scheduler::transfersAt(plan::TransferPoint Point, uint32_t Owner,
@@ -448,6 +474,8 @@ void Scheduler::computeTurn(const Turn &T, uint32_t Micro, bool Reduces,
     }
 
   uint64_t Nanos = computeNanos(Op, T.Kind == InstrKind::Backward);
+  if (T.Kind == InstrKind::Backward)
+    Nanos += gradientHookNanos(T.Op, Micro);
   uint32_t I = emit(T.Kind, Stream::Compute, Micro, T.Op, Waits, Nanos);
 
   if (T.Kind == InstrKind::Backward)

@@ -20,6 +20,8 @@
 #include "llvm/Support/Error.h"
 #include "gtest/gtest.h"
 
+#include <map>
+
 #include <random>
 
 using namespace dsc;
@@ -477,6 +479,42 @@ TEST(PlanSchedule, OffloadTimesCountTheHostConversions) {
     for (const plan::Transfer &X : P.Transfers)
       if (X.Kind == plan::TransferKind::HostConvert)
         EXPECT_EQ(X.Nanos, X.Bytes / 2 * (2 + (Accum > 1 ? 2 : 1) * GradBytes));
+  }
+}
+
+TEST(PlanSchedule, BackwardsCountTheirGradientHooks) {
+  // An op's backward takes its kernels and its parameters' hook copies
+  // at the device's memory rate: at stage 1 read and written (2 bytes a
+  // bf16 element each), read again to add in the micro steps after the
+  // first; at stage 2 copied into the bucket every micro step. Halving
+  // the rate from a byte a nanosecond adds a nanosecond a byte.
+  for (uint32_t Stage : {1u, 2u}) {
+    MLPConfig C;
+    C.Stage = Stage;
+    C.GradAccum = 2;
+    SCOPED_TRACE("stage " + std::to_string(Stage));
+    auto Backwards = [&](uint64_t BytesPerSec) {
+      plan::Plan P = mlp(Widths, C);
+      P.Settings.Machine.MemoryBytesPerSec = BytesPerSec;
+      runPasses(P);
+      std::map<std::pair<uint32_t, uint32_t>, uint64_t> Nanos;
+      for (const plan::Instruction &In : P.Program)
+        if (In.Kind == plan::InstrKind::Backward)
+          Nanos[std::make_pair(In.Arg, In.Micro)] = In.Nanos;
+      return std::make_pair(P, Nanos);
+    };
+    auto [P, Fast] = Backwards(1000000000);
+    auto Slow = Backwards(500000000).second;
+    for (uint32_t Op = 0; Op < P.Ops.size(); ++Op) {
+      uint64_t Elems = 0;
+      for (uint32_t T : P.Ops[Op].Params)
+        Elems += P.Tensors[T].Elems;
+      for (uint32_t Micro : {0u, 1u}) {
+        auto At = std::make_pair(Op, Micro);
+        uint64_t Bytes = (Stage == 1 && Micro > 0 ? 3 : 2) * 2 * Elems;
+        EXPECT_EQ(Slow[At] - Fast[At], Bytes) << Op << " " << Micro;
+      }
+    }
   }
 }
 
