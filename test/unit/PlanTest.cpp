@@ -518,6 +518,34 @@ TEST(PlanSchedule, BackwardsCountTheirGradientHooks) {
   }
 }
 
+TEST(PlanSchedule, Stage3DeviceStepWritesTheShardsBack) {
+  // At a byte a nanosecond and 1 ns a kernel gap: Adam reads and writes
+  // the fp32 master, both moments and the gradient (32 bytes an element);
+  // stage 3 then copies each tensor's updated shard out of the master
+  // into its bf16 shard (6 bytes an element, a kernel a tensor).
+  for (uint32_t Stage : {2u, 3u}) {
+    MLPConfig C;
+    C.Stage = Stage;
+    plan::Plan P = mlp(Widths, C);
+    P.Settings.Machine.MemoryBytesPerSec = 1000000000;
+    P.Settings.Machine.KernelGapNanos = 1;
+    runPasses(P);
+    SCOPED_TRACE("stage " + std::to_string(Stage));
+    unsigned Steps = 0;
+    for (const plan::Instruction &In : P.Program) {
+      if (In.Kind != plan::InstrKind::OptimizerStep)
+        continue;
+      const plan::SubGroup &G = P.Layout.SubGroups[In.Arg];
+      uint64_t Expected = 32 * G.Elems;
+      if (Stage == 3)
+        Expected += 6 * G.Elems + (G.EndTensor - G.FirstTensor);
+      EXPECT_EQ(In.Nanos, Expected) << In.Arg;
+      ++Steps;
+    }
+    EXPECT_GT(Steps, 0u);
+  }
+}
+
 TEST(PlanSchedule, HostAdamWaitsForTheParameterStagingToEmpty) {
   // Stage 3 with only the optimizer on the CPU: the host AdamW writes each
   // sub-group's bf16 copy into the one parameter staging, so a sub-group's
