@@ -27,6 +27,18 @@ constexpr uint64_t SwapAlignment = 4096;
 constexpr unsigned GradStagingSlots = 2;
 constexpr uint64_t GradStagingAlignment = 256;
 
+/// The kernels a forward or backward instruction runs (its op's); none
+/// for any other instruction.
+inline Interval kernelsOf(const Plan &P, const Instruction &In) {
+  if (In.Arg >= P.Ops.size())
+    return {};
+  if (In.Kind == InstrKind::Forward)
+    return P.Ops[In.Arg].Forward;
+  if (In.Kind == InstrKind::Backward)
+    return P.Ops[In.Arg].Backward;
+  return {};
+}
+
 /// The type a bucket's reduced gradients have on the device, where an
 /// offloaded copy reads them: 16-bit parameters' type at stage 1/2 and
 /// for a stage-3 bucket reduced in place, else the communication type.

@@ -86,12 +86,7 @@ std::string millis(uint64_t Nanos) {
 std::string timeByKind(const plan::Plan &P) {
   std::map<std::string, uint64_t> Nanos;
   for (const plan::Instruction &In : P.Program) {
-    bool Forward = In.Kind == plan::InstrKind::Forward;
-    if ((!Forward && In.Kind != plan::InstrKind::Backward) ||
-        In.Arg >= P.Ops.size())
-      continue;
-    const plan::Interval &R =
-        Forward ? P.Ops[In.Arg].Forward : P.Ops[In.Arg].Backward;
+    plan::Interval R = plan::kernelsOf(P, In);
     for (uint32_t K = R.Begin; K < R.End; ++K)
       Nanos[plan::kindLabel(P.Kernels[K])] += P.Kernels[K].PlannedNanos;
   }
@@ -154,10 +149,10 @@ std::string timeBasis(const plan::Plan &P) {
                     Sh.Source);
   if (P.Settings.OptimizerOffload == plan::OffloadDevice::CPU) {
     const plan::Hardware &H = P.Settings.Machine;
-    double AdamW = double(H.HostAdamElemsPerSec);
-    if (H.HostBytesPerSec)
-      AdamW = std::min(AdamW, double(H.HostBytesPerSec) /
-                                  double(hostAdamBytesPerElem(P.Settings)));
+    // The rate the schedule times AdamW at: a billion elements' pass.
+    uint64_t BillionNanos = hostPassNanos(
+        1000000000, hostAdamBytesPerElem(P.Settings), H.HostAdamElemsPerSec, H);
+    double AdamW = BillionNanos ? 1e18 / double(BillionNanos) : 0;
     std::string Share =
         H.HostBytesPerSec
             ? std::string(formatv("at {0:F0} GB/s a rank, its share of the "

@@ -14,17 +14,11 @@
 
 namespace dsc {
 
-/// The longest kernel of a forward or backward instruction; another
-/// instruction counts as one kernel.
+/// The longest kernel of a forward or backward instruction; an
+/// instruction without kernels counts as one kernel.
 static uint64_t longestKernel(const plan::Plan &P, const plan::Instruction &In,
                               uint64_t Length) {
-  bool Op = In.Kind == plan::InstrKind::Forward ||
-            In.Kind == plan::InstrKind::Backward;
-  if (!Op || In.Arg >= P.Ops.size())
-    return Length;
-  plan::Interval K = In.Kind == plan::InstrKind::Forward
-                         ? P.Ops[In.Arg].Forward
-                         : P.Ops[In.Arg].Backward;
+  plan::Interval K = plan::kernelsOf(P, In);
   uint64_t Longest = 0;
   for (uint32_t I = K.Begin; I < K.End && I < P.Kernels.size(); ++I)
     Longest = std::max(Longest, P.Kernels[I].PlannedNanos);

@@ -375,8 +375,13 @@ KernelRates kernelRates(const plan::Kernel &K, const plan::Hardware &H,
         return {RateSource::TableAttention, uint64_t(Tflops * 1e12),
                 H.MemoryBytesPerSec};
     for (const plan::KernelRate &R : Table->KernelRates)
-      if (R.Backward == K.Backward && R.Kind == plan::enumName(K.kind()))
-        return {RateSource::TableKind, R.FlopsPerSec, R.BytesPerSec};
+      if (R.Backward == K.Backward && R.Kind == plan::enumName(K.kind())) {
+        uint64_t Fixed = 0;
+        for (const KernelLatency &L : Table->KernelLatencies)
+          if (L.Backward == R.Backward && L.Kind == R.Kind)
+            Fixed = L.Nanos;
+        return {RateSource::TableKind, R.FlopsPerSec, R.BytesPerSec, Fixed};
+      }
   }
   return {RateSource::Machine, H.DenseFlopsPerSec, H.MemoryBytesPerSec};
 }
@@ -396,14 +401,9 @@ SharedGpu chargedSharing(const plan::Hardware &H, const TimeTable *Table) {
 uint64_t kernelRunNanos(const plan::Kernel &K, const plan::Hardware &H,
                         const TimeTable *Table) {
   KernelRates R = kernelRates(K, H, Table);
-  uint64_t Nanos = std::max(plan::nanosAt(K.Flops, R.FlopsPerSec),
-                            plan::nanosAt(K.Bytes, R.BytesPerSec));
-  // A kind at the table's rate pays the table's fixed time a launch.
-  if (R.Source == RateSource::TableKind)
-    for (const KernelLatency &L : Table->KernelLatencies)
-      if (L.Backward == K.Backward && L.Kind == plan::enumName(K.kind()))
-        Nanos += L.Nanos;
-  return Nanos;
+  return std::max(plan::nanosAt(K.Flops, R.FlopsPerSec),
+                  plan::nanosAt(K.Bytes, R.BytesPerSec)) +
+         R.FixedNanos;
 }
 
 uint64_t kernelGapNanos(const plan::Hardware &H, const TimeTable *Table) {

@@ -477,8 +477,9 @@ TEST(PlanSchedule, OffloadTimesCountTheHostConversions) {
                                 (Stage == 3 ? 6 * Elems : 0));
       }
     for (const plan::Transfer &X : P.Transfers)
-      if (X.Kind == plan::TransferKind::HostConvert)
+      if (X.Kind == plan::TransferKind::HostConvert) {
         EXPECT_EQ(X.Nanos, X.Bytes / 2 * (2 + (Accum > 1 ? 2 : 1) * GradBytes));
+      }
   }
 }
 

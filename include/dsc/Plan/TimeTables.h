@@ -137,6 +137,8 @@ struct KernelRates {
   RateSource Source = RateSource::Machine;
   /// 0: that dimension does not bound the kernel.
   uint64_t FlopsPerSec = 0, BytesPerSec = 0;
+  /// What a launch costs beside its work (the table's kernel_latencies).
+  uint64_t FixedNanos = 0;
 };
 KernelRates kernelRates(const plan::Kernel &K, const plan::Hardware &H,
                         const TimeTable *Table);
