@@ -54,6 +54,30 @@ inline DType hostGradType(const Info &S) {
   return S.ZeroStage < 3 ? DType::F32 : S.GradAccumDType;
 }
 
+/// The bytes of host memory the host AdamW moves an element: it reads the
+/// gradient, reads and writes the fp32 master and both moments, and
+/// writes the 16-bit copy of parameters that live on the device in the
+/// same pass.
+inline uint64_t hostAdamBytesPerElem(const Info &S) {
+  bool ParamsOnHost = S.ParamOffload != OffloadDevice::None;
+  return dtypeBytes(hostGradType(S)) + 24 +
+         (ParamsOnHost ? 0 : dtypeBytes(S.ParamDType));
+}
+
+/// The bytes of device memory the device AdamW (one pass, dsrun's adamw
+/// kernel) moves an element: master and states read and written, the
+/// gradient read as its buffer holds it (the parameters' type below stage
+/// 3, the accumulation type at 3), and below stage 3 the updated
+/// parameters written, unless they are the master itself (fp32 at stage
+/// 0). Stage 3's copies of the updated shards come after, apart.
+inline uint64_t deviceAdamBytesPerElem(const Info &S) {
+  bool MasterIsParams = S.ZeroStage == 0 && S.ParamDType == DType::F32;
+  return 2 * (dtypeBytes(S.MasterDType) +
+              S.OptimizerStates * dtypeBytes(S.OptimizerStateDType)) +
+         dtypeBytes(S.ZeroStage == 3 ? S.GradAccumDType : S.ParamDType) +
+         (S.ZeroStage < 3 && !MasterIsParams ? dtypeBytes(S.ParamDType) : 0);
+}
+
 /// Whether micro step Micro adds its reduced gradients to the ones the
 /// partition holds (stage 1 reduces once, the sum of every micro step).
 inline bool gradientsAdd(const Info &S, uint32_t Micro) {

@@ -5,6 +5,7 @@
 #include "dsc/GpuPeaks.h"
 
 #include "dsc/Plan/MeasuredRatesYAML.h"
+#include "dsc/Plan/TimeTables.h"
 
 #include "dsc/Support/YAMLInput.h"
 
@@ -104,7 +105,8 @@ struct Preset {
 // Memory is what cudaMemGetInfo reports as total. Dense rates: the H200's
 // 790 TF/s bf16 matmul was measured on the project's machines (docs/training.md);
 // the others are ~75 % of the vendor's dense peak, the same ratio. Memory
-// rates are ~80 % of the vendor's figure.
+// rates are ~80 % of the vendor's figure, where the GPU's shipped time table
+// has no measured one.
 /// Device memory outside the arena that dsrun measured (cudaMemGetInfo
 /// after each stage of its set-up; runtime/calibration/ and the training
 /// runs of docs/training.md), CUDA 13, NCCL 2.28.3 at its defaults with
@@ -154,6 +156,10 @@ std::optional<HardwareProfile> hardwarePreset(StringRef Name) {
     if (Want == Have || Want == Short) {
       HardwareProfile H = make(P.Name, P.MemoryBytes, P.DenseFlops,
                                P.MemoryBandwidth, P.BusBandwidth);
+      // The shipped time table's measured streaming rate, where it has one.
+      if (const TimeTable *T = shippedTimeTable(P.Name);
+          T && T->MemoryBytesPerSec)
+        H.Figures.MemoryBytesPerSec = T->MemoryBytesPerSec;
       if (P.CudnnAttention)
         H.AttentionOrder = {plan::AttentionAlgorithm::Cudnn,
                             plan::AttentionAlgorithm::Flash};

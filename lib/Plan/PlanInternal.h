@@ -43,16 +43,6 @@ inline uint64_t hostPassNanos(uint64_t Elems, uint64_t BytesPerElem,
                   transferNanos(Elems, ElemsPerSec));
 }
 
-/// The bytes of host memory the host AdamW moves an element: it reads the
-/// gradient, reads and writes the fp32 master and both moments, and
-/// writes the 16-bit copy of parameters that live on the device in the
-/// same pass.
-inline uint64_t hostAdamBytesPerElem(const plan::Info &S) {
-  bool ParamsOnHost = S.ParamOffload != plan::OffloadDevice::None;
-  return plan::dtypeBytes(plan::hostGradType(S)) + 24 +
-         (ParamsOnHost ? 0 : plan::dtypeBytes(S.ParamDType));
-}
-
 /// A collective over the plan's ranks (or a group of Ranks consecutive
 /// ones) carrying Bytes per rank, at the machine's bus bandwidth, the
 /// kind's measured one where there is one (nccl-tests' convention:

@@ -151,7 +151,7 @@ std::string timeBasis(const plan::Plan &P) {
     const plan::Hardware &H = P.Settings.Machine;
     // The rate the schedule times AdamW at: a billion elements' pass.
     uint64_t BillionNanos = hostPassNanos(
-        1000000000, hostAdamBytesPerElem(P.Settings), H.HostAdamElemsPerSec, H);
+        1000000000, plan::hostAdamBytesPerElem(P.Settings), H.HostAdamElemsPerSec, H);
     double AdamW = BillionNanos ? 1e18 / double(BillionNanos) : 0;
     std::string Share =
         H.HostBytesPerSec

@@ -535,7 +535,7 @@ void Scheduler::optimizerStep() {
     transfersAt(plan::TransferPoint::BeforeStep, G, ReadWaits, Micro);
     uint64_t Nanos;
     if (Host) {
-      Nanos = hostPassNanos(Elems, hostAdamBytesPerElem(S),
+      Nanos = hostPassNanos(Elems, plan::hostAdamBytesPerElem(S),
                             H.HostAdamElemsPerSec, H);
       // Parameters kept on the host get their 16-bit copy in a pass of
       // its own: the master read, the copy written.
@@ -543,11 +543,8 @@ void Scheduler::optimizerStep() {
         Nanos += hostPassNanos(Elems, 4 + bytesOf(1, S.ParamDType),
                                H.HostConvertElemsPerSec, H);
     } else {
-      // Memory-bound: read and write master, states and gradient.
-      uint64_t Bytes = 2 * (bytesOf(Elems, S.MasterDType) +
-                            S.OptimizerStates *
-                                bytesOf(Elems, S.OptimizerStateDType) +
-                            bytesOf(Elems, S.MasterDType));
+      // Memory-bound, one pass.
+      uint64_t Bytes = Elems * plan::deviceAdamBytesPerElem(S);
       Nanos = transferNanos(Bytes, H.MemoryBytesPerSec);
       // Stage 3 writes the updated shards back tensor by tensor from the
       // master: a copy kernel a tensor (GPT-2 XL's 582 at 2 ranks: the

@@ -156,6 +156,7 @@ template <> struct MappingTraits<dsc::TimeTable> {
     IO.mapOptional("kernel_latencies", T.KernelLatencies);
     IO.mapOptional("kernel_gap_ns", T.KernelGapNanos);
     IO.mapOptional("instruction_gap_ns", T.InstructionGapNanos);
+    IO.mapOptional("memory_bytes_per_sec", T.MemoryBytesPerSec);
     IO.mapOptional("sharing", T.Sharing);
   }
   static std::string validate(IO &, dsc::TimeTable &T) {
@@ -164,6 +165,11 @@ template <> struct MappingTraits<dsc::TimeTable> {
     if (T.KernelGapNanos > Millisecond || T.InstructionGapNanos > Millisecond)
       return "kernel_gap_ns and instruction_gap_ns are idle time between "
              "launches: at most 1 ms";
+    // HBM3e is 4.8 TB/s; no device streams 100.
+    constexpr uint64_t TBps = 1000000000000;
+    if (T.MemoryBytesPerSec > 100 * TBps)
+      return "memory_bytes_per_sec is a device's memory rate: at most "
+             "100 TB/s";
     return "";
   }
 };

@@ -6,8 +6,9 @@ kinds' rates from dsrun --calibration-out files, and from profiled runs
 of the same plans two gaps: between two kernels of one instruction, the
 profiled step's idle time there (nothing waited for) over its gaps;
 between two instructions, its idle time there over those gaps, less one
-kernel gap (the first kernel of an instruction counts one already). Products and
-attention come from the grids alone; a kind two runs measured takes the
+kernel gap (the first kernel of an instruction counts one already); the
+device's memory rate, the runs' mean of what their AdamW reached. Products
+and attention come from the grids alone; a kind two runs measured takes the
 first run's rate; each gap is the runs' mean. How compute and collectives
 slow each other (sharing) comes from multi-GPU profiles that this command
 does not run: --keep-sharing copies it from the table being replaced.
@@ -32,6 +33,15 @@ def calibration(path):
         if m:
             rates.append((m[1], m[2], int(m[3]), int(m[4])))
     return rates
+
+
+def memory_rate(path):
+    """The device AdamW's bandwidth a calibration measured (None: none)."""
+    for line in open(path):
+        m = re.match(r"memory_bytes_per_sec: (\d+)$", line.strip())
+        if m:
+            return int(m[1])
+    return None
 
 
 def profiled_kinds(text):
@@ -121,7 +131,7 @@ def main():
                     "--format=csv,noheader"]).splitlines()[0]
     cuda = re.search(r"release ([\d.]+)", query(["nvcc", "--version"]))
     cudnn = re.search(r"cuDNN: ([^\n]*)", open(a.library_log).read())
-    kinds, gaps, names, between = {}, [], [], []
+    kinds, gaps, names, between, memory = {}, [], [], [], []
     points = {}
     for spec in a.calibration:
         path, log, name = spec.split(":")
@@ -140,6 +150,8 @@ def main():
             kinds.setdefault((kind, backward), (flops, bytes_))
         if gap:
             gaps.append(gap)
+        if rate := memory_rate(path):
+            memory.append(rate)
     source = (f"{device} (name, driver); CUDA {cuda[1] if cuda else 'unknown'}; "
               f"{cudnn[1].strip() if cudnn else 'cuDNN unknown'}; "
               f"dsrun-gemm-bench --grid, dsrun-attention-bench --grid, "
@@ -171,6 +183,8 @@ def main():
     print(f"kernel_gap_ns: {round(sum(gaps) / len(gaps)) if gaps else 0}")
     print("instruction_gap_ns: "
           f"{round(sum(between) / len(between)) if between else 0}")
+    if memory:
+        print(f"memory_bytes_per_sec: {round(sum(memory) / len(memory))}")
     if a.keep_sharing:
         print(sharing_block(a.keep_sharing), end="")
 

@@ -183,6 +183,8 @@ struct StepTiming {
   /// The offloaded AdamW on the host stream: elements updated, and the
   /// time of the update alone (host clock, inside its host function).
   double HostAdamElems = 0, HostAdamMs = 0;
+  /// The AdamW on the device below stage 3: bytes it moved, time taken.
+  double DeviceAdamBytes = 0, DeviceAdamMs = 0;
   /// Host conversions between 16-bit and fp32: elements, time.
   double ConvertElems = 0, ConvertMs = 0;
   double NvmeReadBytes = 0, NvmeReadMs = 0, NvmeWriteBytes = 0,
@@ -499,9 +501,11 @@ private:
   /// The host optimizer's rate over the steady steps (0: none ran) and,
   /// in the rank's summary, beside the triad.
   double hostAdamElemsPerSec() const;
-  /// The bytes of host memory it moves an element.
-  unsigned hostAdamBytesPerElem() const;
   void reportHostOptimizer();
+  /// The device AdamW's bandwidth over the steady steps, at the bytes
+  /// dsc plan counts (0: it did not run, or only at stage 3, whose
+  /// instruction also copies the shards out).
+  double deviceAdamBytesPerSec() const;
   /// One micro step's inputs and targets, in bytes; the sequence length.
   uint64_t MicroInputBytes = 0, Seq = 0;
   /// FLOPs of one step's kernels on this rank (each micro step runs the

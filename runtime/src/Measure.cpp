@@ -10,6 +10,7 @@
 
 #include "Agreement.h"
 #include "Executor.h"
+#include "dsc/PlanFacts.h"
 
 namespace plan = dsc::plan;
 
@@ -62,6 +63,12 @@ StepTiming Executor::measureStep() {
         In.Kind == plan::InstrKind::OptimizerStep) {
       Took.HostAdamElems += double(P.Layout.SubGroups[In.Arg].Elems);
       Took.HostAdamMs += double(Counts.HostAdamNanos[I]) / 1e6;
+    }
+    if (In.On == plan::Stream::Compute &&
+        In.Kind == plan::InstrKind::OptimizerStep && Stage < 3) {
+      Took.DeviceAdamBytes += double(P.Layout.SubGroups[In.Arg].Elems) *
+                              double(plan::deviceAdamBytesPerElem(P.Settings));
+      Took.DeviceAdamMs += Timing.instructionMs(I);
     }
     if (!Calls[I].empty()) {
       addGroup(Took.Collectives, Calls[I], Collective[I], World);

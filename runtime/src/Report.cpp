@@ -7,6 +7,7 @@
 #include "Trace.h"
 
 #include "dsc/KernelTime.h"
+#include "dsc/PlanFacts.h"
 
 #include <algorithm>
 #include <cmath>
@@ -370,23 +371,20 @@ double Executor::hostAdamElemsPerSec() const {
   return Ms > 0 ? Elems / Ms * 1e3 : 0;
 }
 
-unsigned Executor::hostAdamBytesPerElem() const {
-  // DeepSpeedCPUAdam's traffic per element, as dsc plan counts it: the
-  // gradient (fp32 at stages 1-2, as accumulated at stage 3) read, master
-  // weight and both moments read and written, and the 16-bit copy
-  // written where the parameters live on the device.
-  unsigned GradBytes = Stage < 3 ? 4 : elementBytes(GradAccumType);
-  unsigned CopyBytes = P.Settings.ParamOffload == plan::OffloadDevice::None
-                           ? elementBytes(ParamType)
-                           : 0;
-  return GradBytes + 24 + CopyBytes;
+double Executor::deviceAdamBytesPerSec() const {
+  double Bytes = 0, Ms = 0;
+  for (size_t I = firstSteadyStep(); I < Timings.size(); ++I) {
+    Bytes += Timings[I].DeviceAdamBytes;
+    Ms += Timings[I].DeviceAdamMs;
+  }
+  return Ms > 0 ? Bytes / Ms * 1e3 : 0;
 }
 
 void Executor::reportHostOptimizer() {
   double ElemsPerSec = hostAdamElemsPerSec();
   if (!HostTriadBytesPerSec || ElemsPerSec <= 0)
     return;
-  double BytesPerSec = ElemsPerSec * hostAdamBytesPerElem();
+  double BytesPerSec = ElemsPerSec * plan::hostAdamBytesPerElem(P.Settings);
   char Line[300];
   snprintf(Line, sizeof(Line),
            "dsrun: rank %d host AdamW: %.2f G elements/s, %.1f GB/s, %.0f %% "
@@ -445,6 +443,16 @@ bool Executor::reportSummary() {
   writeLine(Summary);
   reportTime();
   reportHostOptimizer();
+  if (double Rate = deviceAdamBytesPerSec(); Rate > 0) {
+    char Line[200];
+    snprintf(Line, sizeof(Line),
+             "dsrun: rank %d device AdamW: %.0f GB/s, %llu bytes an element "
+             "(the plan's memory rate: %.0f GB/s)\n",
+             Process.Rank, Rate / 1e9,
+             (unsigned long long)plan::deviceAdamBytesPerElem(P.Settings),
+             double(P.Settings.Machine.MemoryBytesPerSec) / 1e9);
+    writeLine(Line);
+  }
   if (FILE *Log = openLog(Options.JsonLog, Process.Rank)) {
     fprintf(Log,
             "{\"rank\":%d,\"memory\":{\"measured_bytes\":%llu,"
@@ -497,8 +505,11 @@ bool Executor::reportSummary() {
   C.Rates.HostAdamElemsPerSec = uint64_t(hostAdamElemsPerSec());
   // AdamW is bound by the host's memory: the bandwidth it reached is the
   // rank's share that the plan's other host passes get.
-  C.Rates.HostBytesPerSec =
-      uint64_t(hostAdamElemsPerSec() * hostAdamBytesPerElem());
+  C.Rates.HostBytesPerSec = uint64_t(hostAdamElemsPerSec() *
+                                     plan::hostAdamBytesPerElem(P.Settings));
+  // The device AdamW streams its state once: the bandwidth it reached is
+  // the device's for every such pass.
+  C.Rates.MemoryBytesPerSec = uint64_t(deviceAdamBytesPerSec());
   C.Rates.HostConvertElemsPerSec = PerSecond(ConvertElems, ConvertMs);
   C.Rates.PinnedCopyBytesPerSec = PerSecond(CopyBytes, CopyMs);
   C.Rates.NVMeReadBytesPerSec = PerSecond(ReadBytes, ReadMs);

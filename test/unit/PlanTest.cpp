@@ -521,8 +521,10 @@ TEST(PlanSchedule, BackwardsCountTheirGradientHooks) {
 
 TEST(PlanSchedule, Stage3DeviceStepWritesTheShardsBack) {
   // At a byte a nanosecond and 1 ns a kernel gap: Adam reads and writes
-  // the fp32 master, both moments and the gradient (32 bytes an element);
-  // stage 3 then copies each tensor's updated shard out of the master
+  // the fp32 master and both moments (24 bytes an element) and reads the
+  // gradient as its buffer holds it: bf16 at stage 2, which also writes
+  // the bf16 parameters (28 bytes); the bf16 accumulation at stage 3
+  // (26), which then copies each tensor's updated shard out of the master
   // into its bf16 shard (6 bytes an element, a kernel a tensor).
   for (uint32_t Stage : {2u, 3u}) {
     MLPConfig C;
@@ -537,9 +539,11 @@ TEST(PlanSchedule, Stage3DeviceStepWritesTheShardsBack) {
       if (In.Kind != plan::InstrKind::OptimizerStep)
         continue;
       const plan::SubGroup &G = P.Layout.SubGroups[In.Arg];
-      uint64_t Expected = 32 * G.Elems;
+      ASSERT_EQ(P.Settings.ParamDType, plan::DType::BF16);
+      ASSERT_EQ(P.Settings.GradAccumDType, plan::DType::BF16);
+      uint64_t Expected = 28 * G.Elems;
       if (Stage == 3)
-        Expected += 6 * G.Elems + (G.EndTensor - G.FirstTensor);
+        Expected = 26 * G.Elems + 6 * G.Elems + (G.EndTensor - G.FirstTensor);
       EXPECT_EQ(In.Nanos, Expected) << In.Arg;
       ++Steps;
     }

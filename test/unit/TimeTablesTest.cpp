@@ -265,10 +265,33 @@ TEST(TimeTablesTest, EveryShippedTableParsesAndCoversItsGpu) {
     EXPECT_GT(T->Sharing.CallNanos, 0u) << Name;
     EXPECT_TRUE(T->Sharing.Wait) << Name;
     EXPECT_FALSE(T->Sharing.Source.empty()) << Name;
+    // A table's measured memory rate is the preset's; without one, the
+    // preset keeps its own.
+    if (T->MemoryBytesPerSec)
+      EXPECT_EQ(H->Figures.MemoryBytesPerSec, T->MemoryBytesPerSec) << Name;
   }
   // The default figures are the H100's, and take its table.
   EXPECT_EQ(shippedTimeTable(defaultHardware().Figures.GpuName),
             shippedTimeTable("H100-80GB"));
+}
+
+TEST(TimeTablesTest, MemoryRateIsReadBoundedAndLosesToACalibration) {
+  EXPECT_EQ(parsed().MemoryBytesPerSec, 0u);
+  std::string With = std::string(Table) + "memory_bytes_per_sec: 4200000000000\n";
+  llvm::Expected<TimeTable> T = parseTimeTable(With, "memory.yaml");
+  ASSERT_TRUE(bool(T)) << llvm::toString(T.takeError());
+  EXPECT_EQ(T->MemoryBytesPerSec, 4200000000000u);
+  std::string Huge = std::string(Table) + "memory_bytes_per_sec: 200000000000000\n";
+  llvm::Expected<TimeTable> Bad = parseTimeTable(Huge, "huge.yaml");
+  ASSERT_FALSE(bool(Bad));
+  EXPECT_NE(llvm::toString(Bad.takeError()).find("at most 100 TB/s"),
+            std::string::npos);
+  // A calibration's figure replaces the table's in the preset.
+  std::optional<HardwareProfile> H = hardwarePreset("H200");
+  ASSERT_TRUE(H);
+  ASSERT_FALSE(bool(applyCalibration(*H, "memory_bytes_per_sec: 1000\n",
+                                     "cal.yaml")));
+  EXPECT_EQ(H->Figures.MemoryBytesPerSec, 1000u);
 }
 
 TEST(TimeTablesTest, RefusesRatesOfZero) {

@@ -95,6 +95,9 @@ struct TimeTable {
   /// a profiled step's idle between instructions over those gaps, less
   /// one kernel gap.
   uint64_t InstructionGapNanos = 0;
+  /// The device's memory rate for a streaming pass: what dsrun's AdamW
+  /// reached (--calibration-out); 0: the preset's figure.
+  uint64_t MemoryBytesPerSec = 0;
   SharedGpu Sharing;
 };
 
