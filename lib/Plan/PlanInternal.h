@@ -49,12 +49,18 @@ inline uint64_t hostPassNanos(uint64_t Elems, uint64_t BytesPerElem,
 /// all-reduce moves 2(n-1)/n of the buffer, reduce-scatter and all-gather
 /// (n-1)/n of the whole), or the link between nodes where that is slower
 /// and the ranks span nodes.
+/// ToEachRoot: stage 2's reduce, each rank's piece reduced to it (an
+/// ncclReduce a root), costed as the reduce-scatter it replaces.
 uint64_t collectiveNanos(plan::Collective Kind, uint64_t Bytes,
-                         const plan::Info &S, uint32_t Ranks = 0);
+                         const plan::Info &S, uint32_t Ranks = 0,
+                         bool ToEachRoot = false);
 
-/// A collective kind's bus bandwidth within a node: measured, or the
-/// machine's figure.
-uint64_t withinNodeRate(plan::Collective Kind, const plan::Hardware &H);
+/// A collective kind's bus bandwidth within a node: a calibration's for
+/// the kind; else, given the call's Bytes (the whole buffer) and Ranks,
+/// the GPU's time table's at that size; else the machine's figure.
+uint64_t withinNodeRate(plan::Collective Kind, const plan::Hardware &H,
+                        uint64_t Bytes = 0, uint32_t Ranks = 0,
+                        bool ToEachRoot = false);
 /// Its bus bandwidth between the plan's nodes (0: one node, or unknown).
 uint64_t betweenNodesRate(plan::Collective Kind, const plan::Info &S);
 /// Whether some collective kind runs slower between nodes than within:

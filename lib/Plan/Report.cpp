@@ -138,6 +138,16 @@ std::string timeBasis(const plan::Plan &P) {
                     "time table, {3} kernels at its measured kind rates ({4}); ",
                     Products, Attention, T->Gpu, Kinds, T->Source);
   Text += formatv("{0} at the machine's dense and memory rates\n", Rest);
+  if (T && !T->Collectives.empty() && P.Settings.WorldSize > 1) {
+    std::string Measured;
+    for (const CollectiveGrid &C : T->Collectives)
+      Measured += formatv("{0}{1}", Measured.empty() ? "" : ", ", C.Ranks);
+    Text += formatv("time: collectives at NCCL's bus bandwidth by kind and "
+                    "size from the table (measured at {0} ranks; the nearest "
+                    "count serves {1}), but for kinds a calibration "
+                    "measured\n",
+                    Measured, P.Settings.WorldSize);
+  }
   if (SharedGpu Sh = chargedSharing(P.Settings.Machine, T);
       P.Settings.WorldSize > 1 && Sh.charged())
     Text += formatv("time: compute and NCCL's kernels that run at once slow "

@@ -45,8 +45,15 @@ static uint64_t rateOf(plan::Collective Kind, uint64_t Default,
   return Default;
 }
 
-uint64_t withinNodeRate(plan::Collective Kind, const plan::Hardware &H) {
-  return rateOf(Kind, H.CollectiveBytesPerSec, H.CollectiveRates);
+uint64_t withinNodeRate(plan::Collective Kind, const plan::Hardware &H,
+                        uint64_t Bytes, uint32_t Ranks, bool ToEachRoot) {
+  if (uint64_t Calibrated = rateOf(Kind, 0, H.CollectiveRates))
+    return Calibrated;
+  if (const TimeTable *T = shippedTimeTable(H.GpuName); T && Bytes)
+    if (double Rate = collectiveBusRate(
+            *T, ToEachRoot ? "reduce" : plan::enumName(Kind), Bytes, Ranks))
+      return uint64_t(Rate);
+  return H.CollectiveBytesPerSec;
 }
 
 uint64_t betweenNodesRate(plan::Collective Kind, const plan::Info &S) {
@@ -65,10 +72,11 @@ bool crossesNodes(const plan::Info &S) {
 }
 
 uint64_t collectiveNanos(plan::Collective Kind, uint64_t Bytes,
-                         const plan::Info &S, uint32_t Ranks) {
+                         const plan::Info &S, uint32_t Ranks,
+                         bool ToEachRoot) {
   if (!Ranks)
     Ranks = S.WorldSize;
-  uint64_t Rate = withinNodeRate(Kind, S.Machine);
+  uint64_t Rate = withinNodeRate(Kind, S.Machine, Bytes, Ranks, ToEachRoot);
   // NCCL's rings and trees cross each node boundary with the same bytes a
   // rank sends within a node: the slower link sets the pace. Groups of
   // consecutive ranks stay in one node when they tile it.
@@ -412,7 +420,7 @@ uint64_t Scheduler::reduceNanos(const plan::Bucket &Bucket) const {
   // collectiveNanos counts (W - 1) / W of what it is given.
   uint64_t AsScatter = std::max<uint64_t>(
       Bytes, uint64_t(double(Largest) * W / (W - 1)));
-  return collectiveNanos(Bucket.Kind, AsScatter, S);
+  return collectiveNanos(Bucket.Kind, AsScatter, S, 0, /*ToEachRoot=*/true);
 }
 
 void Scheduler::reduce(uint32_t B, uint32_t After, uint32_t Micro) {

@@ -17,6 +17,7 @@ using namespace llvm;
 LLVM_YAML_IS_SEQUENCE_VECTOR(dsc::AttentionRates)
 LLVM_YAML_IS_SEQUENCE_VECTOR(dsc::EpilogueCost)
 LLVM_YAML_IS_SEQUENCE_VECTOR(dsc::KernelLatency)
+LLVM_YAML_IS_SEQUENCE_VECTOR(dsc::CollectiveGrid)
 
 namespace llvm::yaml {
 /// Every rate of a table's list is above 0.
@@ -129,6 +130,32 @@ template <> struct MappingTraits<AttentionSection> {
   }
 };
 
+template <> struct MappingTraits<dsc::CollectiveGrid> {
+  static void mapping(IO &IO, dsc::CollectiveGrid &C) {
+    IO.mapRequired("ranks", C.Ranks);
+    IO.mapRequired("sizes", C.Sizes);
+    IO.mapRequired("all-reduce", C.AllReduce);
+    IO.mapRequired("reduce-scatter", C.ReduceScatter);
+    IO.mapRequired("all-gather", C.AllGather);
+    IO.mapRequired("reduce", C.Reduce);
+  }
+  static std::string validate(IO &, dsc::CollectiveGrid &C) {
+    if (C.Ranks < 2 || C.Ranks > 1024)
+      return "a collectives entry's ranks must be from 2 to 1024";
+    if (C.Sizes.empty() || !std::is_sorted(C.Sizes.begin(), C.Sizes.end()) ||
+        C.Sizes.front() <= 0)
+      return "collectives' sizes must be positive and ascending";
+    for (const std::vector<double> *R :
+         {&C.AllReduce, &C.ReduceScatter, &C.AllGather, &C.Reduce}) {
+      if (R->size() != C.Sizes.size())
+        return "each collective kind has one rate per size";
+      if (!allPositive(*R))
+        return "every collective rate must be positive";
+    }
+    return "";
+  }
+};
+
 template <> struct MappingTraits<dsc::SharedGpu> {
   static void mapping(IO &IO, dsc::SharedGpu &S) {
     IO.mapRequired("compute", S.Compute);
@@ -157,6 +184,7 @@ template <> struct MappingTraits<dsc::TimeTable> {
     IO.mapOptional("kernel_gap_ns", T.KernelGapNanos);
     IO.mapOptional("instruction_gap_ns", T.InstructionGapNanos);
     IO.mapOptional("memory_bytes_per_sec", T.MemoryBytesPerSec);
+    IO.mapOptional("collectives", T.Collectives);
     IO.mapOptional("sharing", T.Sharing);
   }
   static std::string validate(IO &, dsc::TimeTable &T) {
@@ -275,6 +303,28 @@ const TimeTable *shippedTimeTable(StringRef Gpu) {
     if (P.Table && P.File == Name)
       return &*P.Table;
   return nullptr;
+}
+
+double collectiveBusRate(const TimeTable &T, StringRef Kind, uint64_t Bytes,
+                         uint32_t Ranks) {
+  const CollectiveGrid *Nearest = nullptr;
+  auto Distance = [&](const CollectiveGrid &C) {
+    return std::abs(std::log2(double(C.Ranks)) - std::log2(double(Ranks)));
+  };
+  for (const CollectiveGrid &C : T.Collectives)
+    if (!Nearest || Distance(C) < Distance(*Nearest))
+      Nearest = &C;
+  if (!Nearest || !Bytes)
+    return 0;
+  const std::vector<double> *Rates =
+      Kind == "all-reduce"       ? &Nearest->AllReduce
+      : Kind == "reduce-scatter" ? &Nearest->ReduceScatter
+      : Kind == "all-gather"     ? &Nearest->AllGather
+      : Kind == "reduce"         ? &Nearest->Reduce
+                                 : nullptr;
+  if (!Rates)
+    return 0;
+  return alongSequences(Nearest->Sizes, *Rates, double(Bytes)) * 1e9;
 }
 
 double productTflops(const ProductGrid &G, const plan::GemmAttrs &A) {

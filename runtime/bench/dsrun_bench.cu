@@ -499,11 +499,13 @@ static int writeWorkload(const dsc::plan::Plan &P, const std::string &Path) {
 }
 
 static const char *const BenchUsage =
-    "usage: dsrun-bench -n PROCESSES [--plan plan.bin] [--comm-min-ctas N]\n"
+    "usage: dsrun-bench -n PROCESSES [--plan plan.bin | --grid] [--comm-min-ctas N]\n"
     "       dsrun-bench --hostfile FILE [dsrun's --hostfile options] ...\n"
     "       dsrun-bench --plan plan.bin --workload FILE\n"
     "Raw NCCL and copy bandwidth; with --plan, the plan's own NCCL calls\n"
-    "and copies (docs/runtime.md); with --workload, the plan's GEMMs and\n"
+    "and copies (docs/runtime.md); with --grid, the collectives' bus\n"
+    "bandwidth by size as a time table's collectives entry\n"
+    "(runtime/bench/time_tables.sh); with --workload, the plan's GEMMs and\n"
     "NCCL calls written for runtime/bench/torch_peer.py.\n";
 
 static int benchUsage(const char *Message) {
@@ -516,6 +518,7 @@ static int bench(int argc, char **argv) {
     return 0;
   std::string PlanPath, WorkloadPath;
   int MinCTAs = 0;
+  bool Grid = false;
   // -n, or --hostfile and its filters, as dsrun takes them.
   std::vector<std::string> Args(argv, argv + argc);
   LaunchRequest Launch;
@@ -526,6 +529,10 @@ static int bench(int argc, char **argv) {
   bool Hostfile = !Launch.Hostfile.Hostfile.empty();
   for (size_t I = 1; I < Args.size(); ++I) {
     const std::string &A = Args[I];
+    if (A == "--grid") {
+      Grid = true;
+      continue;
+    }
     if (A != "--plan" && A != "--workload" && A != "--comm-min-ctas")
       return benchUsage(("unknown argument " + A).c_str());
     if (I + 1 >= Args.size())
@@ -543,6 +550,8 @@ static int bench(int argc, char **argv) {
   }
   if (!WorkloadPath.empty() && PlanPath.empty())
     return benchUsage("--workload needs --plan");
+  if (Grid && !PlanPath.empty())
+    return benchUsage("--grid times raw NCCL alone: leave out --plan");
   if (!WorkloadPath.empty() && (Processes || Hostfile))
     return benchUsage("--workload writes the plan's work to a file and runs "
                       "nothing: leave out -n and --hostfile");
@@ -610,42 +619,81 @@ static int bench(int argc, char **argv) {
   cudaEventCreate(&A);
   cudaEventCreate(&B);
   int N = Me->WorldSize;
+  // Bus bandwidth (nccl-tests' convention) of one kind at Bytes, the whole
+  // buffer: 0 all-reduce, 1 reduce-scatter, 2 all-gather, 3 dsrun's stage-2
+  // reduce (each rank's piece reduced to it, one ncclReduce a root in a
+  // group; counted as a reduce-scatter, which it replaces).
+  auto BusOf = [&](int Kind, size_t Bytes) {
+    size_t Count = Bytes / 2, Piece = Bytes / N;
+    char *Base = static_cast<char *>(Buffer);
+    auto Run = [&] {
+      if (Kind == 0)
+        ncclAllReduce(Buffer, Buffer, Count, ncclBfloat16, ncclSum, Comm, S);
+      else if (Kind == 1)
+        ncclReduceScatter(Buffer, Base + Me->Rank * Piece, Count / N,
+                          ncclBfloat16, ncclSum, Comm, S);
+      else if (Kind == 2)
+        ncclAllGather(Base + Me->Rank * Piece, Buffer, Count / N,
+                      ncclBfloat16, Comm, S);
+      else {
+        ncclGroupStart();
+        for (int Root = 0; Root < N; ++Root)
+          ncclReduce(Base + Root * Piece, Base + Root * Piece, Count / N,
+                     ncclBfloat16, ncclSum, Root, Comm, S);
+        ncclGroupEnd();
+      }
+    };
+    for (int W = 0; W < 3; ++W)
+      Run();
+    const int Reps = Bytes >= (256u << 20) ? 5 : 20;
+    cudaEventRecord(A, S);
+    for (int R = 0; R < Reps; ++R)
+      Run();
+    cudaEventRecord(B, S);
+    cudaEventSynchronize(B);
+    float Ms = 0;
+    cudaEventElapsedTime(&Ms, A, B);
+    double Seconds = Ms / 1e3 / Reps;
+    const CollectiveKind Kinds[4] = {
+        CollectiveKind::AllReduce, CollectiveKind::ReduceScatter,
+        CollectiveKind::AllGather, CollectiveKind::ReduceScatter};
+    return double(Bytes) * busFactor(Kinds[Kind], unsigned(N)) / Seconds;
+  };
+  if (Grid) {
+    // Bus GB/s from 1 MiB to 1 GiB by twos: the entry time_table.py
+    // copies as it is.
+    std::vector<size_t> Sizes;
+    for (size_t Bytes = 1 << 20; Bytes <= MaxBytes; Bytes *= 2)
+      Sizes.push_back(Bytes);
+    const char *Names[4] = {"all-reduce", "reduce-scatter", "all-gather",
+                            "reduce"};
+    std::string Out = "  - ranks: " + std::to_string(N) + "\n    sizes: [";
+    for (size_t I = 0; I < Sizes.size(); ++I)
+      Out += (I ? ", " : "") + std::to_string(Sizes[I]);
+    Out += "]\n";
+    for (int Kind = 0; Kind < 4; ++Kind) {
+      Out += std::string("    ") + Names[Kind] + ": [";
+      for (size_t I = 0; I < Sizes.size(); ++I) {
+        char Rate[32];
+        snprintf(Rate, sizeof(Rate), "%s%.1f", I ? ", " : "",
+                 BusOf(Kind, Sizes[I]) / 1e9);
+        Out += Rate;
+      }
+      Out += "]\n";
+    }
+    if (Me->Rank == 0)
+      printf("%s", Out.c_str());
+    ncclCommDestroy(Comm);
+    return 0;
+  }
   if (Me->Rank == 0)
     printf("raw NCCL, %d ranks, bf16 (bus bandwidth, nccl-tests convention)\n"
            "%12s %14s %14s %14s\n",
            N, "bytes", "all-reduce", "reduce-scatter", "all-gather");
   for (size_t Bytes = 1 << 20; Bytes <= MaxBytes; Bytes *= 4) {
-    size_t Count = Bytes / 2;
     double Bus[3];
-    for (int Kind = 0; Kind < 3; ++Kind) {
-      auto Run = [&] {
-        if (Kind == 0)
-          ncclAllReduce(Buffer, Buffer, Count, ncclBfloat16, ncclSum, Comm, S);
-        else if (Kind == 1)
-          ncclReduceScatter(Buffer,
-                            static_cast<char *>(Buffer) + Me->Rank * (Bytes / N),
-                            Count / N, ncclBfloat16, ncclSum, Comm, S);
-        else
-          ncclAllGather(static_cast<char *>(Buffer) + Me->Rank * (Bytes / N),
-                        Buffer, Count / N, ncclBfloat16, Comm, S);
-      };
-      for (int W = 0; W < 3; ++W)
-        Run();
-      const int Reps = Bytes >= (256u << 20) ? 5 : 20;
-      cudaEventRecord(A, S);
-      for (int R = 0; R < Reps; ++R)
-        Run();
-      cudaEventRecord(B, S);
-      cudaEventSynchronize(B);
-      float Ms = 0;
-      cudaEventElapsedTime(&Ms, A, B);
-      double Seconds = Ms / 1e3 / Reps;
-      const CollectiveKind Kinds[3] = {CollectiveKind::AllReduce,
-                                       CollectiveKind::ReduceScatter,
-                                       CollectiveKind::AllGather};
-      double Factor = busFactor(Kinds[Kind], unsigned(N));
-      Bus[Kind] = double(Bytes) * Factor / Seconds / 1e9;
-    }
+    for (int Kind = 0; Kind < 3; ++Kind)
+      Bus[Kind] = BusOf(Kind, Bytes) / 1e9;
     if (Me->Rank == 0)
       printf("%12zu %11.1f GB/s %11.1f GB/s %11.1f GB/s\n", Bytes, Bus[0],
              Bus[1], Bus[2]);

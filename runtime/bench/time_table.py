@@ -1,21 +1,30 @@
 #!/usr/bin/env python3
 """Assembles a time table (lib/Plan/TimeTables/GPU.yaml) from what
-runtime/bench/time_tables.sh measured: the products' and attention's
-grids as the benches print them (with the epilogues' costs), the kernel
-kinds' rates from dsrun --calibration-out files, and from profiled runs
-of the same plans two gaps: between two kernels of one instruction, the
-profiled step's idle time there (nothing waited for) over its gaps;
-between two instructions, its idle time there over those gaps, less one
-kernel gap (the first kernel of an instruction counts one already); the
-device's memory rate, the runs' mean of what their AdamW reached. Products
-and attention come from the grids alone; a kind two runs measured takes the
-first run's rate; each gap is the runs' mean. How compute and collectives
-slow each other (sharing) comes from multi-GPU profiles that this command
-does not run: --keep-sharing copies it from the table being replaced.
-Writes the table to stdout.
+runtime/bench/time_tables.sh measured:
+  - the products' and attention's grids as the benches print them (with
+    the epilogues' costs);
+  - the other kernel kinds' rates from dsrun --calibration-out files; a
+    kind profiled at two sizes gets a fixed time and a rate, fitted on its
+    profiled times less what the profile's events add to a launch (the
+    profiled step less the same run's lean step, over the launches it
+    timed); a kind two runs measured takes the first run's rate;
+  - from the profiled runs two gaps, each the runs' mean: between two
+    kernels of one instruction, the idle time there (nothing waited for)
+    over its gaps; between two instructions, the idle time there over
+    those gaps, less one kernel gap (an instruction's first kernel counts
+    one already);
+  - the device's memory rate: the runs' mean of what their AdamW reached;
+  - NCCL's collectives by kind and size: dsrun-bench --grid at each rank
+    count the machine has (--collectives, one file a count).
+How compute and collectives slow each other (sharing) comes from
+multi-GPU profiles that this command does not run: --keep-multi-gpu
+copies it from the table being replaced, and the collectives too where
+no --collectives is given (a one-GPU machine). Writes the table to
+stdout.
 
     time_table.py --gpu H200 --products P.yaml --attention A.yaml \
-        --library-log LOG [--calibration FILE:LOG:NAME]... [--keep-sharing OLD.yaml]
+        --library-log LOG [--calibration FILE:LOG:NAME]... \
+        [--collectives GRID.yaml]... [--keep-multi-gpu OLD.yaml]
 """
 import argparse
 import datetime
@@ -63,6 +72,29 @@ def profiled_kinds(text):
         kinds[(kind, "true" if m[2] else "false")] = (
             calls, ms * 1e3 / calls, gbps * ms * 1e6 / calls)
     return kinds
+
+
+def event_us(text):
+    """What the profile's events add to each launch they time, in us: the
+    profiled step less the same run's lean step, over the kernels and
+    hook groups the profile timed (0 where the log lacks either). Nsight
+    Compute times the Llama 1.1 B's kernels 2.9 us shorter each than the
+    profile does; the lean step runs them back to back."""
+    step = re.search(r"in kernels of a ([\d.]+) ms step", text)
+    lean = re.search(r"lean steps [^:]*: mean ([\d.]+) ms", text)
+    if not step or not lean:
+        return 0.0
+    start = text.find("kernel profile of one step")
+    launches = 0
+    for line in text[start:].splitlines()[2:]:
+        m = re.match(r"\s+[\w-]+(?: \(backward\))?\s+(\d+)\s+[\d.]+\s", line)
+        if not m:
+            break
+        launches += int(m[1])
+    hooks = re.search(r"gradient hooks after (\d+) backward", text)
+    launches += int(hooks[1]) if hooks else 0
+    extra = float(step[1]) - float(lean[1])
+    return max(0.0, extra * 1e3 / launches) if launches else 0.0
 
 
 def fit_latency(points):
@@ -125,20 +157,24 @@ def main():
     ap.add_argument("--attention", required=True)
     ap.add_argument("--library-log", required=True)
     ap.add_argument("--calibration", action="append", default=[])
-    ap.add_argument("--keep-sharing")
+    ap.add_argument("--collectives", action="append", default=[])
+    ap.add_argument("--keep-multi-gpu")
     a = ap.parse_args()
     device = query(["nvidia-smi", "--query-gpu=name,driver_version",
                     "--format=csv,noheader"]).splitlines()[0]
     cuda = re.search(r"release ([\d.]+)", query(["nvcc", "--version"]))
     cudnn = re.search(r"cuDNN: ([^\n]*)", open(a.library_log).read())
-    kinds, gaps, names, between, memory = {}, [], [], [], []
+    kinds, gaps, names, between, memory, events = {}, [], [], [], [], []
     points = {}
     for spec in a.calibration:
         path, log, name = spec.split(":")
         names.append(name)
         text = open(log).read()
+        # Each kind's time a call as the lean step runs it.
+        extra = event_us(text)
+        events.append(extra)
         for key, (_, us, bytes_) in profiled_kinds(text).items():
-            points.setdefault(key, []).append((bytes_, us))
+            points.setdefault(key, []).append((bytes_, max(0.0, us - extra)))
         gap = kernel_gap_ns(text)
         step_gap = instruction_gap_ns(text, gap)
         if step_gap is not None:
@@ -177,6 +213,9 @@ def main():
             print(f"  - {{ kind: {kind}, backward: {backward}, "
                   f"flops_per_sec: {flops}, bytes_per_sec: {bytes_} }}")
     if latencies:
+        if any(events):
+            print(f"# Fitted on the profiles' times less what their events add: "
+                  f"{', '.join(f'{e:.1f}' for e in events)} us a launch.")
         print("kernel_latencies:")
         for (kind, backward), ns in sorted(latencies.items()):
             print(f"  - {{ kind: {kind}, backward: {backward}, ns: {ns} }}")
@@ -185,15 +224,22 @@ def main():
           f"{round(sum(between) / len(between)) if between else 0}")
     if memory:
         print(f"memory_bytes_per_sec: {round(sum(memory) / len(memory))}")
-    if a.keep_sharing:
-        print(sharing_block(a.keep_sharing), end="")
+    if a.collectives:
+        print("# NCCL's bus GB/s alone by kind and buffer size (dsrun-bench --grid).")
+        print("collectives:")
+        for path in a.collectives:
+            print(open(path).read().rstrip())
+    elif a.keep_multi_gpu:
+        print(block(a.keep_multi_gpu, "collectives:"), end="")
+    if a.keep_multi_gpu:
+        print(block(a.keep_multi_gpu, "sharing:"), end="")
 
 
-def sharing_block(path):
-    """The sharing: block of a table, as it stands there ('' if none)."""
+def block(path, key):
+    """A top-level block of a table, as it stands there ('' if none)."""
     lines, inside = [], False
     for line in open(path):
-        if line.startswith("sharing:"):
+        if line.startswith(key):
             inside = True
         elif inside and not line.startswith(" "):
             break

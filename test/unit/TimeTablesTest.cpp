@@ -294,6 +294,52 @@ TEST(TimeTablesTest, MemoryRateIsReadBoundedAndLosesToACalibration) {
   EXPECT_EQ(H->Figures.MemoryBytesPerSec, 1000u);
 }
 
+TEST(TimeTablesTest, CollectivesBySizeAndNearestRankCount) {
+  std::string With = std::string(Table) + R"(collectives:
+  - ranks: 2
+    sizes: [1048576, 4194304]
+    all-reduce: [100, 300]
+    reduce-scatter: [80, 240]
+    all-gather: [90, 270]
+    reduce: [60, 180]
+  - ranks: 8
+    sizes: [1048576]
+    all-reduce: [50]
+    reduce-scatter: [40]
+    all-gather: [45]
+    reduce: [30]
+)";
+  llvm::Expected<TimeTable> T = parseTimeTable(With, "nccl.yaml");
+  ASSERT_TRUE(bool(T)) << llvm::toString(T.takeError());
+  const double G = 1e9;
+  EXPECT_DOUBLE_EQ(collectiveBusRate(*T, "all-reduce", 1 << 20, 2), 100 * G);
+  EXPECT_DOUBLE_EQ(collectiveBusRate(*T, "reduce", 4 << 20, 2), 180 * G);
+  // Halfway in log2 between the sizes; beyond them, the edges.
+  EXPECT_DOUBLE_EQ(collectiveBusRate(*T, "reduce-scatter", 2 << 20, 2),
+                   160 * G);
+  EXPECT_DOUBLE_EQ(collectiveBusRate(*T, "all-gather", 1 << 30, 2), 270 * G);
+  EXPECT_DOUBLE_EQ(collectiveBusRate(*T, "all-gather", 1024, 2), 90 * G);
+  // 3 ranks take the 2-rank entry, 6 the 8-rank one (nearest in log2).
+  EXPECT_DOUBLE_EQ(collectiveBusRate(*T, "all-reduce", 1 << 20, 3), 100 * G);
+  EXPECT_DOUBLE_EQ(collectiveBusRate(*T, "all-reduce", 1 << 20, 6), 50 * G);
+  // No such kind, no table entry: 0 (the machine's figure serves).
+  EXPECT_EQ(collectiveBusRate(*T, "broadcast", 1 << 20, 2), 0.0);
+  EXPECT_EQ(collectiveBusRate(parsed(), "all-reduce", 1 << 20, 2), 0.0);
+
+  std::string Short = With;
+  Short.replace(Short.find("reduce: [60, 180]"), 17, "reduce: [60]");
+  llvm::Expected<TimeTable> Bad = parseTimeTable(Short, "short.yaml");
+  ASSERT_FALSE(bool(Bad));
+  EXPECT_NE(llvm::toString(Bad.takeError()).find("one rate per size"),
+            std::string::npos);
+  std::string One = With;
+  One.replace(One.find("ranks: 8"), 8, "ranks: 1");
+  llvm::Expected<TimeTable> Alone = parseTimeTable(One, "one.yaml");
+  ASSERT_FALSE(bool(Alone));
+  EXPECT_NE(llvm::toString(Alone.takeError()).find("from 2 to 1024"),
+            std::string::npos);
+}
+
 TEST(TimeTablesTest, RefusesRatesOfZero) {
   std::string Zero = Table;
   Zero.replace(Zero.find("tn: [2, 2,"), 10, "tn: [0, 2,");

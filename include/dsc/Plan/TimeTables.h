@@ -57,6 +57,17 @@ struct AttentionRates {
   std::vector<double> Forward, Backward;
 };
 
+/// NCCL's bus bandwidth (nccl-tests' convention) in GB/s alone, back to
+/// back, at Ranks ranks of one node and at each of Sizes, the whole
+/// buffer's bytes, by kind: all-reduce, reduce-scatter, all-gather, and
+/// the stage-2 reduce as dsrun issues it (each rank's piece reduced to it,
+/// an ncclReduce a root in one group, counted as a reduce-scatter).
+struct CollectiveGrid {
+  uint32_t Ranks = 0;
+  std::vector<int64_t> Sizes;
+  std::vector<double> AllReduce, ReduceScatter, AllGather, Reduce;
+};
+
 /// How compute and NCCL's kernels slow each other where they run at
 /// once. In the planner's replay, a collective that starts while a
 /// compute instruction runs costs that instruction Compute times the
@@ -98,6 +109,8 @@ struct TimeTable {
   /// The device's memory rate for a streaming pass: what dsrun's AdamW
   /// reached (--calibration-out); 0: the preset's figure.
   uint64_t MemoryBytesPerSec = 0;
+  /// Per rank count measured (dsrun-bench --grid).
+  std::vector<CollectiveGrid> Collectives;
   SharedGpu Sharing;
 };
 
@@ -124,6 +137,14 @@ std::vector<std::string> shippedTimeTableProblems();
 /// below the grid's smallest counts as the smallest, and an epilogue
 /// slows it by its cost.
 double productTflops(const ProductGrid &G, const plan::GemmAttrs &A);
+
+/// A collective's bus bandwidth in bytes a second from the table (0: no
+/// entry): Kind is a plan::Collective's name or "reduce" (stage 2's
+/// reduces to each piece's rank), Bytes the whole buffer; the entry of
+/// Ranks ranks, else of the nearest count measured; between two sizes in
+/// log2, beyond the grid its edge.
+double collectiveBusRate(const TimeTable &T, llvm::StringRef Kind,
+                         uint64_t Bytes, uint32_t Ranks);
 
 /// An attention kernel's TFLOP/s (0: no entry of its algorithm): the
 /// table's at its sequence and head size, lowered where the launch has
