@@ -478,8 +478,13 @@ uint64_t instructionNanos(const std::vector<plan::Kernel> &Kernels,
   if (Range.End <= Range.Begin)
     return 0;
   uint64_t Total = Table ? Table->InstructionGapNanos : 0;
-  for (uint32_t K = Range.Begin; K < Range.End; ++K)
-    Total += Kernels[K].PlannedNanos + kernelGapNanos(H, Table);
+  for (uint32_t K = Range.Begin; K < Range.End; ++K) {
+    // The grid times a product over launches back to back, so its time
+    // holds the gap before the next launch already.
+    bool GapTimed =
+        kernelRates(Kernels[K], H, Table).Source == RateSource::TableProduct;
+    Total += Kernels[K].PlannedNanos + (GapTimed ? 0 : kernelGapNanos(H, Table));
+  }
   return Total;
 }
 

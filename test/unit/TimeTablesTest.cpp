@@ -193,6 +193,16 @@ TEST(TimeTablesTest, AnInstructionCostsItsGapOnce) {
             2 * (1000000u + 3000u) + 7000u);
   // No kernels: nothing, not even the gap.
   EXPECT_EQ(instructionNanos(P.Kernels, {1, 1}, H, &T), 0u);
+  // A product the grid timed (back to back: its gap is in its time)
+  // takes no kernel gap; the layer norm after it does.
+  plan::GemmAttrs Gemm = product(1024, 1024, 1024);
+  P.Kernels[0].Attrs = Gemm;
+  P.Kernels[0].Flops = 2 * Gemm.M * Gemm.N * Gemm.K;
+  estimateKernels(P, H, &T);
+  uint64_t Product = P.Kernels[0].PlannedNanos;
+  EXPECT_GT(Product, 0u);
+  EXPECT_EQ(instructionNanos(P.Kernels, {0, 2}, H, &T),
+            Product + (1000000u + 3000u) + 7000u);
   // No table: the machine's figures, no gaps.
   estimateKernels(P, H, nullptr);
   EXPECT_EQ(instructionNanos(P.Kernels, {0, 1}, H, nullptr), 2000000u);

@@ -182,8 +182,9 @@ void estimateKernels(plan::Plan &P, const plan::Hardware &H,
                      const TimeTable *Table);
 
 /// What an instruction running Kernels takes: their planned runs, a
-/// kernel gap before each, and the table's gap between instructions
-/// where it has kernels.
+/// kernel gap before each but the table's products (the grid's times
+/// hold it), and the table's gap between instructions where it has
+/// kernels.
 uint64_t instructionNanos(const std::vector<plan::Kernel> &Kernels,
                           plan::Interval Range, const plan::Hardware &H,
                           const TimeTable *Table);
