@@ -131,6 +131,9 @@ private:
                       bool Reduces);
   void reduce(uint32_t Bucket, uint32_t After, uint32_t Micro);
   uint64_t reduceNanos(const plan::Bucket &Bucket) const;
+  uint64_t partitionCopyNanos(const plan::Bucket &Bucket,
+                              uint32_t Micro) const;
+  std::vector<uint64_t> ownedInBucket(const plan::Bucket &Bucket) const;
   void optimizerStep();
   void transfersAt(plan::TransferPoint Point, uint32_t Owner,
                    std::vector<uint32_t> Waits, uint32_t Micro,
@@ -394,16 +397,12 @@ void Scheduler::gradientsReady(uint32_t Op, uint32_t BackwardInstr,
   }
 }
 
-uint64_t Scheduler::reduceNanos(const plan::Bucket &Bucket) const {
-  uint64_t Bytes = bytesOf(Bucket.Elems, Bucket.Type);
+/// Stage 2: each rank's elements of the bucket, the pieces of its
+/// partition the bucket holds.
+std::vector<uint64_t>
+Scheduler::ownedInBucket(const plan::Bucket &Bucket) const {
   uint32_t W = S.WorldSize;
   uint64_t Part = P.Layout.PartitionElems;
-  if (S.ZeroStage != 2 || W <= 1 || !Part)
-    return collectiveNanos(Bucket.Kind, Bytes, S);
-  // Stage 2 reduces each partition's piece of the bucket to the rank that
-  // owns it (DeepSpeed's average_tensor). A piece crosses the links
-  // whole, so a bucket inside one partition moves all its bytes, not the
-  // (W - 1) / W a balanced reduce-scatter moves: the larger of the two.
   std::vector<uint64_t> Owned(W, 0);
   for (const plan::Segment &G : Bucket.Segments) {
     uint64_t Begin = P.Tensors[G.Tensor].FlatOffset + G.Begin,
@@ -415,6 +414,19 @@ uint64_t Scheduler::reduceNanos(const plan::Bucket &Bucket) const {
       Begin = Stop;
     }
   }
+  return Owned;
+}
+
+uint64_t Scheduler::reduceNanos(const plan::Bucket &Bucket) const {
+  uint64_t Bytes = bytesOf(Bucket.Elems, Bucket.Type);
+  uint32_t W = S.WorldSize;
+  if (S.ZeroStage != 2 || W <= 1 || !P.Layout.PartitionElems)
+    return collectiveNanos(Bucket.Kind, Bytes, S);
+  // Stage 2 reduces each partition's piece of the bucket to the rank that
+  // owns it (DeepSpeed's average_tensor). A piece crosses the links
+  // whole, so a bucket inside one partition moves all its bytes, not the
+  // (W - 1) / W a balanced reduce-scatter moves: the larger of the two.
+  std::vector<uint64_t> Owned = ownedInBucket(Bucket);
   uint64_t Largest = bytesOf(*std::max_element(Owned.begin(), Owned.end()),
                              Bucket.Type);
   // collectiveNanos counts (W - 1) / W of what it is given.
@@ -423,11 +435,41 @@ uint64_t Scheduler::reduceNanos(const plan::Bucket &Bucket) const {
   return collectiveNanos(Bucket.Kind, AsScatter, S, 0, /*ToEachRoot=*/true);
 }
 
+/// Stage 2/3 with the gradients on the device: after the reduction each
+/// rank converts its share of the bucket into its gradient partition,
+/// adding to what the partition holds from the second micro step on:
+/// its elements read in the bucket's type, the partition's written (and
+/// read where it adds), a kernel a piece at stage 2 (the largest rank's
+/// one) and a tensor at stage 3.
+uint64_t Scheduler::partitionCopyNanos(const plan::Bucket &Bucket,
+                                       uint32_t Micro) const {
+  if (S.ZeroStage < 2 || S.OptimizerOffload != plan::OffloadDevice::None)
+    return 0;
+  uint64_t Elems = 0, Launches = 0;
+  plan::DType Into = S.ParamDType;
+  if (S.ZeroStage == 2) {
+    if (!P.Layout.PartitionElems)
+      return 0;
+    std::vector<uint64_t> Owned = ownedInBucket(Bucket);
+    Elems = *std::max_element(Owned.begin(), Owned.end());
+    Launches = 1;
+  } else {
+    for (const plan::Segment &G : Bucket.Segments)
+      Elems += P.Tensors[G.Tensor].ShardElems;
+    Launches = Bucket.Segments.size();
+    Into = S.GradAccumDType;
+  }
+  uint64_t Bytes = bytesOf(Elems, Bucket.Type) +
+                   bytesOf(Elems, Into) * (plan::gradientsAdd(S, Micro) ? 2 : 1);
+  return transferNanos(Bytes, H.MemoryBytesPerSec) +
+         Launches * kernelGapNanos(H, Table);
+}
+
 void Scheduler::reduce(uint32_t B, uint32_t After, uint32_t Micro) {
   const plan::Bucket &Bucket = P.Buckets[B];
   Stream On = S.OverlapComm ? Stream::Comm : Stream::Compute;
   ReduceInstr[B] = emit(InstrKind::Reduce, On, Micro, B, {After},
-                        reduceNanos(Bucket));
+                        reduceNanos(Bucket) + partitionCopyNanos(Bucket, Micro));
   AllReduces.push_back(ReduceInstr[B]);
   std::vector<uint32_t> Copies;
   transfersAt(plan::TransferPoint::AfterReduce, B, {ReduceInstr[B]}, Micro,

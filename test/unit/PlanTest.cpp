@@ -519,6 +519,49 @@ TEST(PlanSchedule, BackwardsCountTheirGradientHooks) {
   }
 }
 
+TEST(PlanSchedule, ReductionsCopyIntoThePartition) {
+  // After a stage-3 reduction each rank converts its chunk of every
+  // tensor into its gradient partition: the chunk read in the bucket's
+  // type, the partition written, and read too from the second micro step
+  // on (it adds). Halving the memory rate from a byte a nanosecond adds a
+  // nanosecond a byte; the collective does not change.
+  MLPConfig C;
+  C.Stage = 3;
+  C.GradAccum = 2;
+  struct Reduce {
+    uint32_t Micro;
+    uint64_t Nanos, CopyBytes;
+  };
+  auto Reduces = [&](uint64_t BytesPerSec) {
+    plan::Plan P = mlp(Widths, C);
+    P.Settings.Machine.MemoryBytesPerSec = BytesPerSec;
+    runPasses(P);
+    std::vector<Reduce> R;
+    for (const plan::Instruction &In : P.Program) {
+      if (In.Kind != plan::InstrKind::Reduce)
+        continue;
+      const plan::Bucket &B = P.Buckets[In.Arg];
+      uint64_t Elems = 0;
+      for (const plan::Segment &G : B.Segments)
+        Elems += P.Tensors[G.Tensor].ShardElems;
+      unsigned Into = plan::dtypeBytes(P.Settings.GradAccumDType);
+      R.push_back({In.Micro, In.Nanos,
+                   Elems * (plan::dtypeBytes(B.Type) +
+                            (In.Micro > 0 ? 2 : 1) * Into)});
+    }
+    return R;
+  };
+  std::vector<Reduce> Fast = Reduces(1000000000), Slow = Reduces(500000000);
+  ASSERT_EQ(Fast.size(), Slow.size());
+  unsigned Adding = 0;
+  for (size_t I = 0; I < Fast.size(); ++I) {
+    Adding += Fast[I].Micro > 0;
+    EXPECT_GT(Fast[I].CopyBytes, 0u);
+    EXPECT_EQ(Slow[I].Nanos - Fast[I].Nanos, Fast[I].CopyBytes) << I;
+  }
+  EXPECT_GT(Adding, 0u);
+}
+
 TEST(PlanSchedule, Stage3DeviceStepWritesTheShardsBack) {
   // At a byte a nanosecond and 1 ns a kernel gap: Adam reads and writes
   // the fp32 master and both moments (24 bytes an element) and reads the
