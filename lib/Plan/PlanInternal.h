@@ -44,23 +44,23 @@ inline uint64_t hostPassNanos(uint64_t Elems, uint64_t BytesPerElem,
 }
 
 /// A collective over the plan's ranks (or a group of Ranks consecutive
-/// ones) carrying Bytes per rank, at the machine's bus bandwidth, the
-/// kind's measured one where there is one (nccl-tests' convention:
-/// all-reduce moves 2(n-1)/n of the buffer, reduce-scatter and all-gather
-/// (n-1)/n of the whole), or the link between nodes where that is slower
-/// and the ranks span nodes.
-/// ToEachRoot: stage 2's reduce, each rank's piece reduced to it (an
-/// ncclReduce a root), costed as the reduce-scatter it replaces.
+/// ones) carrying Bytes per rank (nccl-tests' convention: all-reduce
+/// moves 2(n-1)/n of the buffer, reduce-scatter and all-gather (n-1)/n of
+/// the whole): at the kind's calibrated bus bandwidth plus a call's
+/// latency; else at the GPU's time table's rate for Bytes over Ranks (its
+/// times are of whole calls, latency and all); else at the machine's
+/// figure plus the latency. The link between nodes, plus the latency,
+/// where it is slower and the ranks span nodes. ToEachRoot: stage 2's reduce, each rank's piece
+/// reduced to it (an ncclReduce a root), costed as the reduce-scatter it
+/// replaces. Moved: the bytes the call moves where they differ from the
+/// buffer that sets its rate (stage 2's bucket inside one partition).
 uint64_t collectiveNanos(plan::Collective Kind, uint64_t Bytes,
                          const plan::Info &S, uint32_t Ranks = 0,
-                         bool ToEachRoot = false);
+                         bool ToEachRoot = false, uint64_t Moved = 0);
 
-/// A collective kind's bus bandwidth within a node: a calibration's for
-/// the kind; else, given the call's Bytes (the whole buffer) and Ranks,
-/// the GPU's time table's at that size; else the machine's figure.
-uint64_t withinNodeRate(plan::Collective Kind, const plan::Hardware &H,
-                        uint64_t Bytes = 0, uint32_t Ranks = 0,
-                        bool ToEachRoot = false);
+/// A collective kind's bus bandwidth within a node as a calibration
+/// measured it, or the machine's figure.
+uint64_t withinNodeRate(plan::Collective Kind, const plan::Hardware &H);
 /// Its bus bandwidth between the plan's nodes (0: one node, or unknown).
 uint64_t betweenNodesRate(plan::Collective Kind, const plan::Info &S);
 /// Whether some collective kind runs slower between nodes than within:

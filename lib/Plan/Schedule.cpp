@@ -45,15 +45,21 @@ static uint64_t rateOf(plan::Collective Kind, uint64_t Default,
   return Default;
 }
 
-uint64_t withinNodeRate(plan::Collective Kind, const plan::Hardware &H,
-                        uint64_t Bytes, uint32_t Ranks, bool ToEachRoot) {
-  if (uint64_t Calibrated = rateOf(Kind, 0, H.CollectiveRates))
-    return Calibrated;
-  if (const TimeTable *T = shippedTimeTable(H.GpuName); T && Bytes)
-    if (double Rate = collectiveBusRate(
-            *T, ToEachRoot ? "reduce" : plan::enumName(Kind), Bytes, Ranks))
-      return uint64_t(Rate);
-  return H.CollectiveBytesPerSec;
+uint64_t withinNodeRate(plan::Collective Kind, const plan::Hardware &H) {
+  return rateOf(Kind, H.CollectiveBytesPerSec, H.CollectiveRates);
+}
+
+/// The GPU's time table's bus bandwidth for a call of Bytes over Ranks (0:
+/// a calibration measured the kind, or the table has no entry).
+static uint64_t tableBusRate(plan::Collective Kind, const plan::Hardware &H,
+                             uint64_t Bytes, uint32_t Ranks, bool ToEachRoot) {
+  if (rateOf(Kind, 0, H.CollectiveRates))
+    return 0;
+  const TimeTable *T = shippedTimeTable(H.GpuName);
+  return T ? uint64_t(collectiveBusRate(
+                 *T, ToEachRoot ? "reduce" : plan::enumName(Kind), Bytes,
+                 Ranks))
+           : 0;
 }
 
 uint64_t betweenNodesRate(plan::Collective Kind, const plan::Info &S) {
@@ -72,22 +78,30 @@ bool crossesNodes(const plan::Info &S) {
 }
 
 uint64_t collectiveNanos(plan::Collective Kind, uint64_t Bytes,
-                         const plan::Info &S, uint32_t Ranks,
-                         bool ToEachRoot) {
+                         const plan::Info &S, uint32_t Ranks, bool ToEachRoot,
+                         uint64_t Moved) {
   if (!Ranks)
     Ranks = S.WorldSize;
-  uint64_t Rate = withinNodeRate(Kind, S.Machine, Bytes, Ranks, ToEachRoot);
+  if (!Moved)
+    Moved = Bytes;
+  const plan::Hardware &H = S.Machine;
+  // A calibration's rate or the machine's figure, with the latency of a
+  // call beside it; the table's rates are times of whole calls, latency
+  // and all.
+  uint64_t Rate = withinNodeRate(Kind, H), Latency = H.CollectiveLatencyNanos;
+  if (uint64_t Table = tableBusRate(Kind, H, Bytes, Ranks, ToEachRoot))
+    Rate = Table, Latency = 0;
   // NCCL's rings and trees cross each node boundary with the same bytes a
   // rank sends within a node: the slower link sets the pace. Groups of
   // consecutive ranks stay in one node when they tile it.
   if (uint64_t Between = betweenNodesRate(Kind, S);
-      Between && (Ranks > S.GpusPerNode || S.GpusPerNode % Ranks))
-    Rate = std::min(Rate, Between);
-  const plan::Hardware &H = S.Machine;
+      Between && (Ranks > S.GpusPerNode || S.GpusPerNode % Ranks) &&
+      Between < Rate)
+    Rate = Between, Latency = H.CollectiveLatencyNanos;
   if (Ranks <= 1 || !Rate)
     return 0;
-  return H.CollectiveLatencyNanos +
-         transferNanos(uint64_t(double(Bytes) * plan::busFactor(Kind, Ranks)),
+  return Latency +
+         transferNanos(uint64_t(double(Moved) * plan::busFactor(Kind, Ranks)),
                        Rate);
 }
 
@@ -432,7 +446,8 @@ uint64_t Scheduler::reduceNanos(const plan::Bucket &Bucket) const {
   // collectiveNanos counts (W - 1) / W of what it is given.
   uint64_t AsScatter = std::max<uint64_t>(
       Bytes, uint64_t(double(Largest) * W / (W - 1)));
-  return collectiveNanos(Bucket.Kind, AsScatter, S, 0, /*ToEachRoot=*/true);
+  return collectiveNanos(Bucket.Kind, Bytes, S, 0, /*ToEachRoot=*/true,
+                         AsScatter);
 }
 
 /// Stage 2/3 with the gradients on the device: after the reduction each

@@ -311,8 +311,10 @@ double collectiveBusRate(const TimeTable &T, StringRef Kind, uint64_t Bytes,
   auto Distance = [&](const CollectiveGrid &C) {
     return std::abs(std::log2(double(C.Ranks)) - std::log2(double(Ranks)));
   };
+  // Nearest in log2; of two as near, the fewer ranks.
   for (const CollectiveGrid &C : T.Collectives)
-    if (!Nearest || Distance(C) < Distance(*Nearest))
+    if (!Nearest || Distance(C) < Distance(*Nearest) ||
+        (Distance(C) == Distance(*Nearest) && C.Ranks < Nearest->Ranks))
       Nearest = &C;
   if (!Nearest || !Bytes)
     return 0;

@@ -12,6 +12,7 @@
 #include "dsc/Plan/Hardware.h"
 #include "dsc/Plan/PlanYAML.h"
 #include "dsc/Plan/Planner.h"
+#include "dsc/Plan/TimeTables.h"
 #include "dsc/PlanCheck.h"
 #include "dsc/PlanCodec.h"
 #include "dsc/PlanFacts.h"
@@ -519,47 +520,93 @@ TEST(PlanSchedule, BackwardsCountTheirGradientHooks) {
   }
 }
 
-TEST(PlanSchedule, ReductionsCopyIntoThePartition) {
-  // After a stage-3 reduction each rank converts its chunk of every
-  // tensor into its gradient partition: the chunk read in the bucket's
-  // type, the partition written, and read too from the second micro step
-  // on (it adds). Halving the memory rate from a byte a nanosecond adds a
-  // nanosecond a byte; the collective does not change.
+TEST(PlanSchedule, CollectivesTakeTheTablesRateUnlessCalibrated) {
+  // Stage 1 at 2 ranks on the H200: each bucket's all-reduce at the
+  // table's bus bandwidth for its size, which holds the call's latency;
+  // with a calibrated all-reduce rate, that rate plus the latency.
   MLPConfig C;
-  C.Stage = 3;
-  C.GradAccum = 2;
-  struct Reduce {
-    uint32_t Micro;
-    uint64_t Nanos, CopyBytes;
-  };
-  auto Reduces = [&](uint64_t BytesPerSec) {
+  C.Stage = 1;
+  C.World = 2;
+  auto Reduces = [&](uint64_t Calibrated) {
     plan::Plan P = mlp(Widths, C);
-    P.Settings.Machine.MemoryBytesPerSec = BytesPerSec;
+    P.Settings.Machine.GpuName = "H200";
+    if (Calibrated)
+      P.Settings.Machine.CollectiveRates = {{"all-reduce", Calibrated}};
     runPasses(P);
-    std::vector<Reduce> R;
-    for (const plan::Instruction &In : P.Program) {
-      if (In.Kind != plan::InstrKind::Reduce)
-        continue;
-      const plan::Bucket &B = P.Buckets[In.Arg];
-      uint64_t Elems = 0;
-      for (const plan::Segment &G : B.Segments)
-        Elems += P.Tensors[G.Tensor].ShardElems;
-      unsigned Into = plan::dtypeBytes(P.Settings.GradAccumDType);
-      R.push_back({In.Micro, In.Nanos,
-                   Elems * (plan::dtypeBytes(B.Type) +
-                            (In.Micro > 0 ? 2 : 1) * Into)});
-    }
-    return R;
+    std::vector<std::pair<uint64_t, uint64_t>> R; // bytes, ns
+    for (const plan::Instruction &In : P.Program)
+      if (In.Kind == plan::InstrKind::Reduce)
+        R.push_back({plan::dtypeBytes(P.Buckets[In.Arg].Type) *
+                         P.Buckets[In.Arg].Elems,
+                     In.Nanos});
+    return std::make_pair(P.Settings.Machine.CollectiveLatencyNanos, R);
   };
-  std::vector<Reduce> Fast = Reduces(1000000000), Slow = Reduces(500000000);
-  ASSERT_EQ(Fast.size(), Slow.size());
-  unsigned Adding = 0;
-  for (size_t I = 0; I < Fast.size(); ++I) {
-    Adding += Fast[I].Micro > 0;
-    EXPECT_GT(Fast[I].CopyBytes, 0u);
-    EXPECT_EQ(Slow[I].Nanos - Fast[I].Nanos, Fast[I].CopyBytes) << I;
+  const TimeTable *T = shippedTimeTable("H200");
+  ASSERT_TRUE(T && !T->Collectives.empty());
+  double Factor = plan::busFactor(plan::Collective::AllReduce, 2);
+  auto [Latency, Table] = Reduces(0);
+  ASSERT_FALSE(Table.empty());
+  for (auto [Bytes, Nanos] : Table) {
+    double Rate = collectiveBusRate(*T, "all-reduce", Bytes, 2);
+    EXPECT_NEAR(double(Nanos), Bytes * Factor / Rate * 1e9, 1.0) << Bytes;
   }
-  EXPECT_GT(Adding, 0u);
+  uint64_t Rate = 100000000000; // 100 GB/s
+  for (auto [Bytes, Nanos] : Reduces(Rate).second)
+    EXPECT_NEAR(double(Nanos), Latency + Bytes * Factor / Rate * 1e9, 1.0)
+        << Bytes;
+}
+
+TEST(PlanSchedule, ReductionsCopyIntoThePartition) {
+  // After a stage 2/3 reduction each rank converts its share of the
+  // bucket into its gradient partition: read in the bucket's type, the
+  // partition written, and read too from the second micro step on (it
+  // adds). Stage 3's share is its chunk of each tensor, into the
+  // accumulation type; stage 2's the ranks' mean share, into the
+  // parameters' type. Halving the memory rate from a byte a nanosecond
+  // adds a nanosecond a byte; the collective does not change.
+  for (uint32_t Stage : {2u, 3u}) {
+    SCOPED_TRACE("stage " + std::to_string(Stage));
+    MLPConfig C;
+    C.Stage = Stage;
+    C.GradAccum = 2;
+    struct Reduce {
+      uint32_t Micro;
+      uint64_t Nanos, CopyBytes;
+    };
+    auto Reduces = [&](uint64_t BytesPerSec) {
+      plan::Plan P = mlp(Widths, C);
+      P.Settings.Machine.MemoryBytesPerSec = BytesPerSec;
+      runPasses(P);
+      const plan::Info &S = P.Settings;
+      std::vector<Reduce> R;
+      for (const plan::Instruction &In : P.Program) {
+        if (In.Kind != plan::InstrKind::Reduce)
+          continue;
+        const plan::Bucket &B = P.Buckets[In.Arg];
+        uint64_t Elems = B.Elems / S.WorldSize;
+        plan::DType Into = S.ParamDType;
+        if (Stage == 3) {
+          Elems = 0;
+          for (const plan::Segment &G : B.Segments)
+            Elems += P.Tensors[G.Tensor].ShardElems;
+          Into = S.GradAccumDType;
+        }
+        R.push_back({In.Micro, In.Nanos,
+                     Elems * (plan::dtypeBytes(B.Type) +
+                              (In.Micro > 0 ? 2 : 1) * plan::dtypeBytes(Into))});
+      }
+      return R;
+    };
+    std::vector<Reduce> Fast = Reduces(1000000000), Slow = Reduces(500000000);
+    ASSERT_EQ(Fast.size(), Slow.size());
+    unsigned Adding = 0;
+    for (size_t I = 0; I < Fast.size(); ++I) {
+      Adding += Fast[I].Micro > 0;
+      EXPECT_GT(Fast[I].CopyBytes, 0u);
+      EXPECT_EQ(Slow[I].Nanos - Fast[I].Nanos, Fast[I].CopyBytes) << I;
+    }
+    EXPECT_GT(Adding, 0u);
+  }
 }
 
 TEST(PlanSchedule, Stage3DeviceStepWritesTheShardsBack) {

@@ -329,9 +329,15 @@ TEST(TimeTablesTest, CollectivesBySizeAndNearestRankCount) {
                    160 * G);
   EXPECT_DOUBLE_EQ(collectiveBusRate(*T, "all-gather", 1 << 30, 2), 270 * G);
   EXPECT_DOUBLE_EQ(collectiveBusRate(*T, "all-gather", 1024, 2), 90 * G);
-  // 3 ranks take the 2-rank entry, 6 the 8-rank one (nearest in log2).
+  // 3 ranks take the 2-rank entry, 6 the 8-rank one (nearest in log2); 4
+  // is as near to both and takes the fewer ranks', whatever the order.
   EXPECT_DOUBLE_EQ(collectiveBusRate(*T, "all-reduce", 1 << 20, 3), 100 * G);
   EXPECT_DOUBLE_EQ(collectiveBusRate(*T, "all-reduce", 1 << 20, 6), 50 * G);
+  EXPECT_DOUBLE_EQ(collectiveBusRate(*T, "all-reduce", 1 << 20, 4), 100 * G);
+  TimeTable Swapped = *T;
+  std::swap(Swapped.Collectives[0], Swapped.Collectives[1]);
+  EXPECT_DOUBLE_EQ(collectiveBusRate(Swapped, "all-reduce", 1 << 20, 4),
+                   100 * G);
   // No such kind, no table entry: 0 (the machine's figure serves).
   EXPECT_EQ(collectiveBusRate(*T, "broadcast", 1 << 20, 2), 0.0);
   EXPECT_EQ(collectiveBusRate(parsed(), "all-reduce", 1 << 20, 2), 0.0);

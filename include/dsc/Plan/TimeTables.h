@@ -141,8 +141,9 @@ double productTflops(const ProductGrid &G, const plan::GemmAttrs &A);
 /// A collective's bus bandwidth in bytes a second from the table (0: no
 /// entry): Kind is a plan::Collective's name or "reduce" (stage 2's
 /// reduces to each piece's rank), Bytes the whole buffer; the entry of
-/// Ranks ranks, else of the nearest count measured; between two sizes in
-/// log2, beyond the grid its edge.
+/// Ranks ranks, else of the nearest count measured in log2 (the fewer
+/// ranks of two as near); between two sizes in log2, beyond the grid its
+/// edge.
 double collectiveBusRate(const TimeTable &T, llvm::StringRef Kind,
                          uint64_t Bytes, uint32_t Ranks);
 
