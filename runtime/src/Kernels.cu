@@ -23,6 +23,11 @@ unsigned blocksFor(uint64_t N) {
   return unsigned(B < 65535ull * 32 ? (B ? B : 1) : 65535ull * 32);
 }
 
+/// Whether P can be read four elements of T at a time (WordOf<T>).
+bool wordAligned(const void *P, ElementType T) {
+  return reinterpret_cast<uintptr_t>(P) % (4 * elementBytes(T)) == 0;
+}
+
 __global__ void fillGrad(void *Dst, ElementType T, uint64_t N, uint64_t RealN,
                          uint32_t Rank, const StepValues *Now, uint32_t Micro,
                          uint32_t Tensor, uint64_t ElemBase, bool Accumulate) {
@@ -256,10 +261,7 @@ bool launchWordsFrom(void *Dst, const void *Src, ElementType SrcT,
 bool launchCopyConvertWords(void *Dst, ElementType DstT, const void *Src,
                             ElementType SrcT, uint64_t Words, bool Accumulate,
                             cudaStream_t S) {
-  auto Aligned = [](const void *P, ElementType T) {
-    return reinterpret_cast<uintptr_t>(P) % (4 * elementBytes(T)) == 0;
-  };
-  if (!Words || !Aligned(Dst, DstT) || !Aligned(Src, SrcT))
+  if (!Words || !wordAligned(Dst, DstT) || !wordAligned(Src, SrcT))
     return false;
   switch (DstT) {
   case ElementType::F32:
@@ -281,9 +283,12 @@ bool launchCopyConvertWords(void *Dst, ElementType DstT, const void *Src,
 void launchCopyConvert(void *Dst, ElementType DstT, const void *Src,
                        ElementType SrcT, uint64_t N, bool Accumulate,
                        cudaStream_t S) {
+  // A copy onto itself changes nothing.
+  if (DstT == SrcT && !Accumulate && Dst == Src)
+    return;
   // A plain copy (the stage 0-2 gradient hooks' per tensor) at the copy's
   // own speed.
-  if (N && DstT == SrcT && !Accumulate && Dst != Src) {
+  if (N && DstT == SrcT && !Accumulate) {
     CHECK_CUDA(cudaMemcpyAsync(Dst, Src, N * elementBytes(DstT),
                                cudaMemcpyDeviceToDevice, S));
     CHECK_LAUNCH();
@@ -357,12 +362,9 @@ template <ElementType GradT, bool WriteParams, ElementType ParamT,
 void launchAdamWAs(void *Master, void *M, void *V, const void *Grad,
                    uint64_t RealGrad, uint64_t N, void *Params,
                    const AdamW &A, const StepValues *Now, cudaStream_t S) {
-  auto Aligned = [](const void *P, ElementType T) {
-    return reinterpret_cast<uintptr_t>(P) % (4 * elementBytes(T)) == 0;
-  };
-  bool Vector = Aligned(Master, StateT) && Aligned(M, StateT) &&
-                Aligned(V, StateT) && Aligned(Grad, GradT) &&
-                (!WriteParams || Aligned(Params, ParamT));
+  bool Vector = wordAligned(Master, StateT) && wordAligned(M, StateT) &&
+                wordAligned(V, StateT) && wordAligned(Grad, GradT) &&
+                (!WriteParams || wordAligned(Params, ParamT));
   adamw<GradT, WriteParams, ParamT, StateT>
       <<<blocksFor(Vector ? (N + 3) / 4 : N), Threads, 0, S>>>(
           Master, M, V, Grad, RealGrad, N, Params, A, Now, Vector);

@@ -59,13 +59,15 @@ StepTiming Executor::measureStep() {
       Took.HostMs += Timing.instructionMs(I);
     Took.ConvertElems += double(Counts.ConvertElems[I]);
     Took.ConvertMs += double(Counts.ConvertNanos[I]) / 1e6;
-    if (In.On == plan::Stream::Host &&
-        In.Kind == plan::InstrKind::OptimizerStep) {
+    // A step fp16 skipped (its gradients overflowed) updated nothing: its
+    // optimizer's time says nothing of the optimizer's rate.
+    bool Updated = In.Kind == plan::InstrKind::OptimizerStep &&
+                   !HostStep->Overflow;
+    if (Updated && In.On == plan::Stream::Host) {
       Took.HostAdamElems += double(P.Layout.SubGroups[In.Arg].Elems);
       Took.HostAdamMs += double(Counts.HostAdamNanos[I]) / 1e6;
     }
-    if (In.On == plan::Stream::Compute &&
-        In.Kind == plan::InstrKind::OptimizerStep && Stage < 3) {
+    if (Updated && In.On == plan::Stream::Compute && Stage < 3) {
       Took.DeviceAdamBytes += double(P.Layout.SubGroups[In.Arg].Elems) *
                               double(plan::deviceAdamBytesPerElem(P.Settings));
       Took.DeviceAdamMs += Timing.instructionMs(I);

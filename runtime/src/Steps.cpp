@@ -132,7 +132,7 @@ void Executor::reduce(const Instr &C) {
       if (Piece.Root == uint32_t(Process.Rank))
         launchCopyConvert(Buffers.at(Owned, Piece.PartitionOffset), ParamType,
                           Buffers.at(Piece.View), ParamType, Buffers.elems(Piece.View),
-                          Micro > 0, C.S);
+                          plan::gradientsAdd(P.Settings, Micro), C.S);
     return;
   }
   // Stage 3: this rank's chunk, accumulated into its gradient partition.
@@ -140,7 +140,8 @@ void Executor::reduce(const Instr &C) {
     const plan::TensorViews &V = P.Places.Tensors[Seg.Tensor];
     launchCopyConvert(Buffers.at(Owned, V.PartitionOffset), GradAccumType,
                       Buffers.at(V.Grad), ElementType(Buffers.view(V.Grad).Type),
-                      P.Tensors[Seg.Tensor].ShardElems, Micro > 0, C.S);
+                      P.Tensors[Seg.Tensor].ShardElems,
+                      plan::gradientsAdd(P.Settings, Micro), C.S);
   }
 }
 
