@@ -7,7 +7,9 @@ runtime/bench/time_tables.sh measured:
     kind profiled at two sizes gets a fixed time and a rate, fitted on its
     profiled times less what the profile's events add to a launch (the
     profiled step less the same run's lean step, over the launches it
-    timed); a kind two runs measured takes the first run's rate;
+    timed); a kind profiled at one size keeps the calibration's rate, as
+    the profile timed it; a kind two runs measured takes the first run's
+    rate;
   - from the profiled runs two gaps, each the runs' mean: between two
     kernels of one instruction, the idle time there (nothing waited for)
     over its gaps; between two instructions, the idle time there over
@@ -15,12 +17,13 @@ runtime/bench/time_tables.sh measured:
     one already);
   - the device's memory rate: the runs' mean of what their AdamW reached;
   - NCCL's collectives by kind and size: dsrun-bench --grid at each rank
-    count the machine has (--collectives, one file a count).
+    count the machine has (--collectives, one file a count); the old
+    table's entries of other counts stay.
 How compute and collectives slow each other (sharing) comes from
 multi-GPU profiles that this command does not run: --keep-multi-gpu
-copies it from the table being replaced, and the collectives too where
-no --collectives is given (a one-GPU machine). Writes the table to
-stdout.
+copies it from the table being replaced, with that table's collectives
+of the rank counts not measured now (all of them on a one-GPU machine).
+Writes the table to stdout.
 
     time_table.py --gpu H200 --products P.yaml --attention A.yaml \
         --library-log LOG [--calibration FILE:LOG:NAME]... \
@@ -81,7 +84,8 @@ def event_us(text):
     Compute times the Llama 1.1 B's kernels 2.9 us shorter each than the
     profile does; the lean step runs them back to back."""
     step = re.search(r"in kernels of a ([\d.]+) ms step", text)
-    lean = re.search(r"lean steps [^:]*: mean ([\d.]+) ms", text)
+    # The line says why the steps are not a graph, colons and all.
+    lean = re.search(r"lean steps .*?: mean ([\d.]+) ms \(the measured", text)
     if not step or not lean:
         return 0.0
     start = text.find("kernel profile of one step")
@@ -188,9 +192,18 @@ def main():
             gaps.append(gap)
         if rate := memory_rate(path):
             memory.append(rate)
+    grids = collective_entries(a.collectives, a.keep_multi_gpu)
+    measured = sorted(r for r, (new, _) in grids.items() if new)
+    kept = sorted(r for r, (new, _) in grids.items() if not new)
+    nccl = ""
+    if measured:
+        nccl += f"dsrun-bench --grid at {', '.join(map(str, measured))} ranks, "
+    if kept:
+        nccl += (f"the collectives at {', '.join(map(str, kept))} ranks kept "
+                 f"from the table replaced, ")
     source = (f"{device} (name, driver); CUDA {cuda[1] if cuda else 'unknown'}; "
               f"{cudnn[1].strip() if cudnn else 'cuDNN unknown'}; "
-              f"dsrun-gemm-bench --grid, dsrun-attention-bench --grid, "
+              f"dsrun-gemm-bench --grid, dsrun-attention-bench --grid, {nccl}"
               f"dsrun --calibration-out of {', '.join(names) or 'no run'}; "
               f"{datetime.date.today().isoformat()}")
     print(f"# Kernel times dsc plan uses on {a.gpu} without a calibration run,")
@@ -224,15 +237,33 @@ def main():
           f"{round(sum(between) / len(between)) if between else 0}")
     if memory:
         print(f"memory_bytes_per_sec: {round(sum(memory) / len(memory))}")
-    if a.collectives:
+    if grids:
         print("# NCCL's bus GB/s alone by kind and buffer size (dsrun-bench --grid).")
         print("collectives:")
-        for path in a.collectives:
-            print(open(path).read().rstrip())
-    elif a.keep_multi_gpu:
-        print(block(a.keep_multi_gpu, "collectives:"), end="")
+        for ranks in sorted(grids):
+            print(grids[ranks][1].rstrip())
     if a.keep_multi_gpu:
         print(block(a.keep_multi_gpu, "sharing:"), end="")
+
+
+def collective_entries(paths, old):
+    """{ranks: (measured now, the entry's text)}: each --collectives file's
+    entries, and the old table's of rank counts this machine did not
+    measure (a 2-GPU machine keeps a 4-GPU one's)."""
+    def entries(text):
+        found = {}
+        for part in re.split(r"(?m)^(?=  - ranks: )", text):
+            m = re.match(r"  - ranks: (\d+)", part)
+            if m:
+                found[int(m[1])] = part
+        return found
+    grids = {}
+    if old:
+        text = block(old, "collectives:")
+        grids = {r: (False, e) for r, e in entries(text).items()}
+    for path in paths:
+        grids.update({r: (True, e) for r, e in entries(open(path).read()).items()})
+    return grids
 
 
 def block(path, key):

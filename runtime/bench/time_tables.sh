@@ -14,7 +14,7 @@
 # Writes the table to OUT (lib/Plan/TimeTables/GPU.yaml), GPU the preset's
 # name (H200, H100-80GB); an OUT already there keeps its sharing figures
 # (how compute and collectives slow each other, from multi-GPU profiles),
-# and its collectives on a machine of one GPU.
+# and its collectives of the rank counts this machine cannot run.
 #
 #   runtime/bench/time_tables.sh BUILD GPU OUT.yaml [PLAN INIT TOKENS]...
 #
