@@ -24,6 +24,7 @@
 #include "llvm/Support/WithColor.h"
 
 #include <atomic>
+#include <cmath>
 #include <thread>
 
 using namespace llvm;
@@ -575,7 +576,17 @@ struct TuneResult {
   bool Fits = false;
   uint64_t StepNanos = 0, PeakBytes = 0;
   StepLimit Limit = StepLimit::Compute;
+  /// The user's keys it changes.
+  size_t Changed = 0;
 };
+
+/// The order of planned steps: within 0.1 % of each other they tie (the
+/// estimate cannot tell them apart), so a step's rank is its log in
+/// steps of 0.1 %.
+static int64_t stepRank(uint64_t StepNanos) {
+  return int64_t(std::floor(std::log(double(std::max<uint64_t>(StepNanos, 1))) /
+                            std::log(1.001)));
+}
 } // namespace
 
 /// The value DeepSpeed takes for one of the keys tune sets, as JSON text
@@ -641,6 +652,7 @@ int runTune() {
   auto Evaluate = [&](const TuneChoice &C, TuneResult &R) -> std::string {
     R = TuneResult{C, Loaded.ConfigText.str()};
     std::vector<std::pair<std::string, std::string>> Settings = Changes(C);
+    R.Changed = Settings.size();
     if (Root.get("train_batch_size"))
       Settings.push_back({"train_batch_size", std::to_string(Batch)});
     for (const auto &[Path, Value] : Settings) {
@@ -710,13 +722,17 @@ int runTune() {
         ++Skipped;
       else if (!Refused++)
         FirstRefusal = Why[I];
-    // Fastest first among those that fit; the rest by memory.
+    // Fastest first among those that fit, and of steps that tie, the one
+    // that changes fewer of the user's keys; the rest by memory.
     std::stable_sort(Results.begin(), Results.end(),
                      [](const TuneResult &A, const TuneResult &B) {
                        if (A.Fits != B.Fits)
                          return A.Fits;
-                       return A.Fits ? A.StepNanos < B.StepNanos
-                                     : A.PeakBytes < B.PeakBytes;
+                       if (!A.Fits)
+                         return A.PeakBytes < B.PeakBytes;
+                       int64_t RA = stepRank(A.StepNanos),
+                               RB = stepRank(B.StepNanos);
+                       return RA != RB ? RA < RB : A.Changed < B.Changed;
                      });
   };
   // NVMe where the user's config says where: tune cannot pick a path.
