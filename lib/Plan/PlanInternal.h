@@ -50,10 +50,11 @@ inline uint64_t hostPassNanos(uint64_t Elems, uint64_t BytesPerElem,
 /// latency; else at the GPU's time table's rate for Bytes over Ranks (its
 /// times are of whole calls, latency and all); else at the machine's
 /// figure plus the latency. The link between nodes, plus the latency,
-/// where it is slower and the ranks span nodes. ToEachRoot: stage 2's reduce, each rank's piece
-/// reduced to it (an ncclReduce a root), costed as the reduce-scatter it
-/// replaces. Moved: the bytes the call moves where they differ from the
-/// buffer that sets its rate (stage 2's bucket inside one partition).
+/// where it is slower and the ranks span nodes. ToEachRoot: stage 2's
+/// reduce, each rank's piece reduced to it (an ncclReduce a root), costed
+/// as the reduce-scatter it replaces. Moved: the bytes the call moves
+/// where they differ from the buffer that sets its rate (stage 2's bucket
+/// inside one partition).
 uint64_t collectiveNanos(plan::Collective Kind, uint64_t Bytes,
                          const plan::Info &S, uint32_t Ranks = 0,
                          bool ToEachRoot = false, uint64_t Moved = 0);

@@ -147,7 +147,6 @@ private:
   uint64_t reduceNanos(const plan::Bucket &Bucket) const;
   uint64_t partitionCopyNanos(const plan::Bucket &Bucket,
                               uint32_t Micro) const;
-  std::vector<uint64_t> ownedInBucket(const plan::Bucket &Bucket) const;
   void optimizerStep();
   void transfersAt(plan::TransferPoint Point, uint32_t Owner,
                    std::vector<uint32_t> Waits, uint32_t Micro,
@@ -411,12 +410,16 @@ void Scheduler::gradientsReady(uint32_t Op, uint32_t BackwardInstr,
   }
 }
 
-/// Stage 2: each rank's elements of the bucket, the pieces of its
-/// partition the bucket holds.
-std::vector<uint64_t>
-Scheduler::ownedInBucket(const plan::Bucket &Bucket) const {
+uint64_t Scheduler::reduceNanos(const plan::Bucket &Bucket) const {
+  uint64_t Bytes = bytesOf(Bucket.Elems, Bucket.Type);
   uint32_t W = S.WorldSize;
   uint64_t Part = P.Layout.PartitionElems;
+  if (S.ZeroStage != 2 || W <= 1 || !Part)
+    return collectiveNanos(Bucket.Kind, Bytes, S);
+  // Stage 2 reduces each partition's piece of the bucket to the rank that
+  // owns it (DeepSpeed's average_tensor). A piece crosses the links
+  // whole, so a bucket inside one partition moves all its bytes, not the
+  // (W - 1) / W a balanced reduce-scatter moves: the larger of the two.
   std::vector<uint64_t> Owned(W, 0);
   for (const plan::Segment &G : Bucket.Segments) {
     uint64_t Begin = P.Tensors[G.Tensor].FlatOffset + G.Begin,
@@ -428,19 +431,6 @@ Scheduler::ownedInBucket(const plan::Bucket &Bucket) const {
       Begin = Stop;
     }
   }
-  return Owned;
-}
-
-uint64_t Scheduler::reduceNanos(const plan::Bucket &Bucket) const {
-  uint64_t Bytes = bytesOf(Bucket.Elems, Bucket.Type);
-  uint32_t W = S.WorldSize;
-  if (S.ZeroStage != 2 || W <= 1 || !P.Layout.PartitionElems)
-    return collectiveNanos(Bucket.Kind, Bytes, S);
-  // Stage 2 reduces each partition's piece of the bucket to the rank that
-  // owns it (DeepSpeed's average_tensor). A piece crosses the links
-  // whole, so a bucket inside one partition moves all its bytes, not the
-  // (W - 1) / W a balanced reduce-scatter moves: the larger of the two.
-  std::vector<uint64_t> Owned = ownedInBucket(Bucket);
   uint64_t Largest = bytesOf(*std::max_element(Owned.begin(), Owned.end()),
                              Bucket.Type);
   // collectiveNanos counts (W - 1) / W of what it is given.

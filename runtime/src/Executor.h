@@ -501,6 +501,8 @@ private:
   /// The host optimizer's rate over the steady steps (0: none ran) and,
   /// in the rank's summary, beside the triad.
   double hostAdamElemsPerSec() const;
+  /// Amount over Ms a second, summed over the steady steps (0: no time).
+  double steadyRate(double StepTiming::*Amount, double StepTiming::*Ms) const;
   void reportHostOptimizer();
   /// The device AdamW's bandwidth over the steady steps, at the bytes
   /// dsc plan counts (0: it did not run, or only at stage 3, whose

@@ -362,22 +362,22 @@ void Executor::reportLean(const std::vector<float> &Ms) {
   }
 }
 
-double Executor::hostAdamElemsPerSec() const {
-  double Elems = 0, Ms = 0;
+double Executor::steadyRate(double StepTiming::*Amount,
+                            double StepTiming::*Ms) const {
+  double Sum = 0, Time = 0;
   for (size_t I = firstSteadyStep(); I < Timings.size(); ++I) {
-    Elems += Timings[I].HostAdamElems;
-    Ms += Timings[I].HostAdamMs;
+    Sum += Timings[I].*Amount;
+    Time += Timings[I].*Ms;
   }
-  return Ms > 0 ? Elems / Ms * 1e3 : 0;
+  return Time > 0 ? Sum / Time * 1e3 : 0;
+}
+
+double Executor::hostAdamElemsPerSec() const {
+  return steadyRate(&StepTiming::HostAdamElems, &StepTiming::HostAdamMs);
 }
 
 double Executor::deviceAdamBytesPerSec() const {
-  double Bytes = 0, Ms = 0;
-  for (size_t I = firstSteadyStep(); I < Timings.size(); ++I) {
-    Bytes += Timings[I].DeviceAdamBytes;
-    Ms += Timings[I].DeviceAdamMs;
-  }
-  return Ms > 0 ? Bytes / Ms * 1e3 : 0;
+  return steadyRate(&StepTiming::DeviceAdamBytes, &StepTiming::DeviceAdamMs);
 }
 
 void Executor::reportHostOptimizer() {
@@ -486,22 +486,11 @@ bool Executor::reportSummary() {
   C.NcclBytes = Nccl;
   // Rates of the steady steps; the planner has one pinned-copy figure
   // for both directions.
-  double ConvertElems = 0, ConvertMs = 0, CopyBytes = 0, CopyMs = 0,
-         ReadBytes = 0, ReadMs = 0, WriteBytes = 0, WriteMs = 0;
+  double CopyBytes = 0, CopyMs = 0;
   for (size_t I = firstSteadyStep(); I < Timings.size(); ++I) {
-    const StepTiming &T = Timings[I];
-    ConvertElems += T.ConvertElems;
-    ConvertMs += T.ConvertMs;
-    CopyBytes += T.CopyInBytes + T.CopyOutBytes;
-    CopyMs += T.CopyInMs + T.CopyOutMs;
-    ReadBytes += T.NvmeReadBytes;
-    ReadMs += T.NvmeReadMs;
-    WriteBytes += T.NvmeWriteBytes;
-    WriteMs += T.NvmeWriteMs;
+    CopyBytes += Timings[I].CopyInBytes + Timings[I].CopyOutBytes;
+    CopyMs += Timings[I].CopyInMs + Timings[I].CopyOutMs;
   }
-  auto PerSecond = [](double Amount, double Ms) {
-    return Ms > 0 ? uint64_t(Amount / Ms * 1e3) : 0;
-  };
   C.Rates.HostAdamElemsPerSec = uint64_t(hostAdamElemsPerSec());
   // AdamW is bound by the host's memory: the bandwidth it reached is the
   // rank's share that the plan's other host passes get.
@@ -510,10 +499,14 @@ bool Executor::reportSummary() {
   // The device AdamW streams its state once: the bandwidth it reached is
   // the device's for every such pass.
   C.Rates.MemoryBytesPerSec = uint64_t(deviceAdamBytesPerSec());
-  C.Rates.HostConvertElemsPerSec = PerSecond(ConvertElems, ConvertMs);
-  C.Rates.PinnedCopyBytesPerSec = PerSecond(CopyBytes, CopyMs);
-  C.Rates.NVMeReadBytesPerSec = PerSecond(ReadBytes, ReadMs);
-  C.Rates.NVMeWriteBytesPerSec = PerSecond(WriteBytes, WriteMs);
+  C.Rates.HostConvertElemsPerSec = uint64_t(
+      steadyRate(&StepTiming::ConvertElems, &StepTiming::ConvertMs));
+  C.Rates.PinnedCopyBytesPerSec =
+      CopyMs > 0 ? uint64_t(CopyBytes / CopyMs * 1e3) : 0;
+  C.Rates.NVMeReadBytesPerSec = uint64_t(
+      steadyRate(&StepTiming::NvmeReadBytes, &StepTiming::NvmeReadMs));
+  C.Rates.NVMeWriteBytesPerSec = uint64_t(
+      steadyRate(&StepTiming::NvmeWriteBytes, &StepTiming::NvmeWriteMs));
   fitKernelRates(C.Rates);
   if (Process.WorldSize > 1)
     fitCollectiveRates(C.Rates);
