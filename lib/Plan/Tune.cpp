@@ -4,6 +4,9 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
+#include <cmath>
+
 using namespace llvm;
 
 namespace dsc {
@@ -166,6 +169,16 @@ const char *stepLimitName(StepLimit L) {
     break;
   }
   return "compute";
+}
+
+bool tunedBefore(uint64_t StepNanos, size_t Changed, uint64_t OtherNanos,
+                 size_t OtherChanged) {
+  auto Rank = [](uint64_t Nanos) {
+    return int64_t(std::floor(std::log(double(std::max<uint64_t>(Nanos, 1))) /
+                              std::log(1.001)));
+  };
+  int64_t A = Rank(StepNanos), B = Rank(OtherNanos);
+  return A != B ? A < B : Changed < OtherChanged;
 }
 
 } // namespace dsc

@@ -71,4 +71,17 @@ TEST(TuneTest, RefinementsSearchLiveParametersAtStageThree) {
   }
 }
 
+TEST(TuneTest, StepsWithinATenthOfAPercentTieAndKeepTheUsersKeys) {
+  // 1 ms against 1.0004 ms ties: the choice changing fewer keys first,
+  // whichever is faster.
+  EXPECT_TRUE(tunedBefore(1000400, 1, 1000000, 2));
+  EXPECT_FALSE(tunedBefore(1000000, 2, 1000400, 1));
+  // Of a tie changing as many keys, neither goes first.
+  EXPECT_FALSE(tunedBefore(1000000, 1, 1000400, 1));
+  EXPECT_FALSE(tunedBefore(1000400, 1, 1000000, 1));
+  // 0.5 % apart is no tie: the faster goes first, whatever it changes.
+  EXPECT_TRUE(tunedBefore(1000000, 5, 1005000, 0));
+  EXPECT_FALSE(tunedBefore(1005000, 0, 1000000, 5));
+}
+
 } // namespace

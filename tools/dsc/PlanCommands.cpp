@@ -24,7 +24,6 @@
 #include "llvm/Support/WithColor.h"
 
 #include <atomic>
-#include <cmath>
 #include <thread>
 
 using namespace llvm;
@@ -580,13 +579,6 @@ struct TuneResult {
   size_t Changed = 0;
 };
 
-/// The order of planned steps: within 0.1 % of each other they tie (the
-/// estimate cannot tell them apart), so a step's rank is its log in
-/// steps of 0.1 %.
-static int64_t stepRank(uint64_t StepNanos) {
-  return int64_t(std::floor(std::log(double(std::max<uint64_t>(StepNanos, 1))) /
-                            std::log(1.001)));
-}
 } // namespace
 
 /// The value DeepSpeed takes for one of the keys tune sets, as JSON text
@@ -730,9 +722,8 @@ int runTune() {
                          return A.Fits;
                        if (!A.Fits)
                          return A.PeakBytes < B.PeakBytes;
-                       int64_t RA = stepRank(A.StepNanos),
-                               RB = stepRank(B.StepNanos);
-                       return RA != RB ? RA < RB : A.Changed < B.Changed;
+                       return tunedBefore(A.StepNanos, A.Changed,
+                                          B.StepNanos, B.Changed);
                      });
   };
   // NVMe where the user's config says where: tune cannot pick a path.

@@ -65,6 +65,14 @@ std::vector<size_t> microBatchGroups(const std::vector<TuneChoice> &Choices);
 /// overlap_comm: what communication that holds the step up depends on.
 std::vector<TuneChoice> tuneRefinements(const TuneChoice &Best);
 
+/// Whether a plan of StepNanos that changes Changed of the user's keys
+/// ranks before one of OtherNanos changing OtherChanged: steps within
+/// 0.1 % of each other tie (the estimate cannot tell them apart; a step's
+/// rank is its log in steps of 0.1 %, a strict order), and of a tie the
+/// one that changes fewer keys goes first.
+bool tunedBefore(uint64_t StepNanos, size_t Changed, uint64_t OtherNanos,
+                 size_t OtherChanged);
+
 /// What holds a plan's step up: exposed communication or offload,
 /// whichever the estimate says holds it up most (more than a tenth of
 /// it), else compute.
