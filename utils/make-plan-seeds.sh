@@ -2,8 +2,8 @@
 # Writes the plan fuzzer's seeds (test/fuzz/seeds-plan): small plans of a
 # one-layer GPT for every kind of section content -- stage 0 with
 # accumulation, stage 1 with CPU optimizer offload, stage 2, stage 3 with
-# CPU and NVMe offload and checkpointing, stage 3 with ZeRO++ hpZ and with
-# qwZ -- and
+# CPU and NVMe offload and checkpointing, stage 3 with ZeRO++ hpZ, with
+# qwZ and with MiCS -- and
 # one in YAML; and the tiny
 # GPT-2 export of the compute tests in bf16, whose products carry every
 # epilogue (bias, GELU, its gradient, bias gradients) and whose norms take
@@ -29,6 +29,7 @@ cp "$tmp/plans/s3-ovfalse-ga2-nvme-nvme.bin" "$out/stage3-nvme.bin"
 cp "$tmp/plans/s3-ovfalse-ga1-cpu-cpu-ckpt.bin" "$out/stage3-offload.bin"
 cp "$tmp/plans/s3-ovtrue-ga2-none-none-hpz.bin" "$out/stage3-hpz.bin"
 cp "$tmp/plans/s3-ovtrue-ga2-none-none-qwz.bin" "$out/stage3-qwz.bin"
+cp "$tmp/plans/s3-ovtrue-ga2-none-none-mics1.bin" "$out/stage3-mics.bin"
 "$bin/dsc" show "$out/stage2.bin" > "$out/stage2.yaml"
 echo '{"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": true}}' > "$tmp/bf16.json"
 "$bin/dsc" plan "$tmp/bf16.json" "$1/test/ComputeInputs/gpt2-train.dynamo.onnx" \

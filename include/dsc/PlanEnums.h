@@ -46,12 +46,15 @@ constexpr uint32_t NoIndex = std::numeric_limits<uint32_t>::max();
 /// NVMe I/O). A Gather all-gathers a unit over every rank and, with ZeRO++
 /// hpZ, keeps the rank's secondary partition of it; a GatherSecondary
 /// all-gathers the unit within the rank's hpZ group from those partitions.
+/// With MiCS a Reduce reduce-scatters within the rank's shard group and,
+/// in the last micro step, a ReduceReplicas (Arg: bucket) all-reduces the
+/// bucket's share of the gradient partition across the groups.
 #define DSC_PLAN_INSTRKIND(X)                                                  \
   X(Forward, "forward") X(Backward, "backward") X(Gather, "gather")            \
   X(Release, "release") X(Reduce, "reduce")                                    \
   X(OptimizerStep, "optimizer-step") X(GatherParams, "gather-params")          \
   X(Transfer, "transfer") X(ClipGradients, "clip-gradients")                   \
-  X(GatherSecondary, "gather-secondary")
+  X(GatherSecondary, "gather-secondary") X(ReduceReplicas, "reduce-replicas")
 #define DSC_PLAN_MEMORYSPACE(X) X(Device, "device") X(Host, "host")
 /// What a buffer holds; estimates are broken down by these. Params16: the
 /// model-dtype parameters held; GatheredParams: stage-3 parameters

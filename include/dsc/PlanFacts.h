@@ -27,6 +27,29 @@ constexpr uint64_t SwapAlignment = 4096;
 constexpr unsigned GradStagingSlots = 2;
 constexpr uint64_t GradStagingAlignment = 256;
 
+/// The ranks parameters, gradients and optimizer state are partitioned
+/// over: every rank, or with MiCS the rank's shard group of MicsShard
+/// consecutive ranks.
+inline uint32_t partitionRanks(const Info &S) {
+  return S.MicsShard ? S.MicsShard : S.WorldSize;
+}
+
+/// Which of those partitions rank Rank holds: its place in its group.
+inline uint32_t partitionRank(const Info &S, uint32_t Rank) {
+  return Rank % partitionRanks(S);
+}
+
+/// How many ranks hold each partition: 1, or with MiCS the shard groups,
+/// whose ranks of the same place all-reduce their gradients once a step.
+inline uint32_t replicaRanks(const Info &S) {
+  return S.WorldSize / partitionRanks(S);
+}
+
+/// A stage-3 tensor as its partitions hold it, padding and all.
+inline uint64_t paddedElems(const Plan &P, uint32_t Tensor) {
+  return P.Tensors[Tensor].ShardElems * partitionRanks(P.Settings);
+}
+
 /// The kernels a forward or backward instruction runs (its op's); none
 /// for any other instruction.
 inline Interval kernelsOf(const Plan &P, const Instruction &In) {
@@ -144,14 +167,15 @@ inline size_t inPlaceReductionsInFlight(const Info &S) {
 /// all-gather does; a unit of one tensor, or any unit on one rank, is
 /// already in tensor order when gathered and goes into unit.U directly.
 inline bool unitGathersRankMajor(const Plan &P, uint32_t Unit) {
-  return P.FetchUnits[Unit].Tensors.size() > 1 && P.Settings.WorldSize > 1;
+  return P.FetchUnits[Unit].Tensors.size() > 1 &&
+         partitionRanks(P.Settings) > 1;
 }
 
 /// ZeRO++ qwZ: whether the unit's gathers move int8 weights. As in
 /// DeepSpeed, a single rank gathers nothing, so quantizes nothing.
 inline bool unitGathersQuantized(const Plan &P) {
   return P.Settings.QuantizedWeights && P.Settings.ZeroStage == 3 &&
-         P.Settings.WorldSize > 1;
+         partitionRanks(P.Settings) > 1;
 }
 
 /// ZeRO++ qwZ: how many groups, each with its own scale, DeepSpeed's
@@ -198,8 +222,9 @@ struct QwzGather {
   uint64_t bytes() const { return (Send + Groups * 4) * Ranks; }
 };
 inline QwzGather qwzGather(const Plan &P, uint32_t Unit, bool Secondary) {
-  uint32_t Ranks = Secondary ? P.Settings.HpzPartition : P.Settings.WorldSize;
-  uint64_t Send = unitChunkElems(P, Unit) * P.Settings.WorldSize / Ranks;
+  uint32_t All = partitionRanks(P.Settings);
+  uint32_t Ranks = Secondary ? P.Settings.HpzPartition : All;
+  uint64_t Send = unitChunkElems(P, Unit) * All / Ranks;
   return {Send, qwzGroups(Send), Ranks};
 }
 
@@ -237,10 +262,12 @@ struct OwnedPiece {
 /// The pieces rank Rank owns, in partition order: every tensor whole at
 /// stage 0; at stage 1/2 the parts of tensors inside the rank's range of
 /// the flat buffer [Rank x partition, (Rank + 1) x partition); at stage 3
-/// its shard of each tensor (elements [Rank x shard, ...) that are not
-/// padding), where the placement puts the tensor's shards.
+/// its shard of each tensor (elements [R x shard, ...) that are not
+/// padding, R its partitionRank), where the placement puts the tensor's
+/// shards.
 inline std::vector<OwnedPiece> ownedPieces(const Plan &P, uint32_t Rank) {
   std::vector<OwnedPiece> Out;
+  Rank = partitionRank(P.Settings, Rank);
   const Partition &L = P.Layout;
   uint32_t Stage = P.Settings.ZeroStage;
   if (Stage < 3) {
@@ -292,7 +319,8 @@ inline double busFactor(Collective Kind, uint32_t World) {
   return Kind == Collective::AllReduce ? 2 * Share : Share;
 }
 
-/// The view a rank sees: where it starts in its buffer, in bytes.
+/// The view a rank sees: where it starts in its buffer, in bytes. Rank
+/// strides step over partitions: Rank is the rank's partitionRank.
 inline uint64_t viewOffset(const View &V, uint32_t Rank) {
   return V.Offset + uint64_t(Rank) * V.RankStride;
 }
@@ -304,6 +332,7 @@ inline uint64_t viewOffset(const View &V, uint32_t Rank) {
 inline bool isCommunication(const Instruction &In) {
   return In.Kind == InstrKind::Reduce || In.Kind == InstrKind::Gather ||
          In.Kind == InstrKind::GatherSecondary ||
+         In.Kind == InstrKind::ReduceReplicas ||
          In.Kind == InstrKind::GatherParams;
 }
 

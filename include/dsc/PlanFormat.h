@@ -32,7 +32,7 @@ namespace dsc::plan {
 constexpr char FileMagic[8] = {'D', 'S', 'C', 'P', 'L', 'A', 'N', '\0'};
 /// Bumped whenever an existing section's encoding or meaning changes; new
 /// sections do not need a bump (old readers skip them).
-constexpr uint32_t FormatVersion = 19;
+constexpr uint32_t FormatVersion = 20;
 /// Ranks of different layouts beyond this many are merged (see RankClass).
 constexpr uint32_t MaxRankClasses = 8;
 
@@ -269,6 +269,10 @@ struct Info {
   /// ZeRO++ qgZ was asked for. DeepSpeed quantizes only the reduction
   /// between nodes, so on the one node dsc plans it changes nothing.
   bool QuantizedGradients = false;
+  /// MiCS: ranks per shard group (consecutive ranks), which parameters,
+  /// gradients and optimizer state are partitioned over; the groups hold
+  /// replicas (plan::partitionRanks). 0 is off.
+  uint32_t MicsShard = 0;
   OffloadDevice OptimizerOffload = OffloadDevice::None;
   bool OptimizerOffloadPinned = true;
   OffloadDevice ParamOffload = OffloadDevice::None;
@@ -328,6 +332,7 @@ struct Info {
     F("hpz_partition_size", HpzPartition);
     F("quantized_weights", QuantizedWeights);
     F("quantized_gradients", QuantizedGradients);
+    F("mics_shard_size", MicsShard);
     F("offload_optimizer", OptimizerOffload);
     F("offload_optimizer_pinned", OptimizerOffloadPinned);
     F("offload_param", ParamOffload);
@@ -350,7 +355,7 @@ struct Tensor {
   uint32_t LastUse = NoIndex;
   /// Stage 1/2: element offset in the flat buffer of trainable parameters.
   uint64_t FlatOffset = 0;
-  /// Stage 3: elements each rank owns (ceil(Elems / world size)).
+  /// Stage 3: elements each rank owns (ceil(Elems / plan::partitionRanks)).
   uint64_t ShardElems = 0;
   /// Stage 3: kept whole on every rank (persistence thresholds).
   bool Persistent = false;

@@ -3,6 +3,7 @@
 #include "dsc/Plan/Hardware.h"
 
 #include "dsc/GpuPeaks.h"
+#include "dsc/PlanFacts.h"
 
 #include "dsc/Plan/MeasuredRatesYAML.h"
 #include "dsc/Plan/TimeTables.h"
@@ -358,14 +359,44 @@ Error setInterNodeLink(plan::Hardware &H, StringRef Name, uint64_t Gbps,
   return Error::success();
 }
 
+namespace {
+
+/// The buffers of a communicator over a group of Ranks ranks on one node
+/// beside the world's: measured for a group of 2 (more than one peer's
+/// buffers: a communicator keeps state of its own); a larger group's ring
+/// has a second neighbour.
+plan::FixedCost groupCommCost(const HardwareProfile &H, uint32_t Ranks,
+                              uint64_t Peer, std::string Name) {
+  const uint64_t *M = H.NcclMeasured;
+  uint64_t Second = Ranks > 2 ? (M[1] ? Peer : 0) : 0;
+  if (H.NcclHpzMeasured)
+    return {std::move(Name), H.NcclHpzMeasured + Second,
+            (Ranks > 2 ? "modelled: the measured 2-rank group plus one "
+                         "peer's buffers ("
+                       : "measured: ") +
+                H.HpzMeasuredOn + (Ranks > 2 ? ")" : "")};
+  // Where this GPU's group was not measured, the H200's 2-rank group (a
+  // peer's buffers and the communicator's own state): one NCCL, its
+  // world communicators within 1 % of each other on the two GPUs.
+  if (M[1])
+    return {std::move(Name), 509607936ull + Second,
+            std::string("modelled: the 2-rank group measured on 4 H200s, "
+                        "2026-11-27") +
+                (Ranks > 2 ? ", plus one peer's buffers" : "")};
+  return {std::move(Name),
+          H.NcclChannels * H.NcclBufferBytes * 2 * (Ranks > 2 ? 2 : 1),
+          "assumed: channels x NCCL_BUFFSIZE x neighbours"};
+}
+
+} // namespace
+
 std::vector<plan::FixedCost> fixedCosts(const HardwareProfile &H,
-                                        uint32_t WorldSize,
-                                        uint32_t GpusPerNode,
-                                        uint32_t HpzPartition) {
+                                        const plan::Info &S) {
+  uint32_t WorldSize = S.WorldSize;
   std::vector<plan::FixedCost> Costs = {
       {"cuda_context", H.CudaContextBytes, H.ContextBasis},
       {"cublas_workspace", H.CublasWorkspaceBytes, H.CublasBasis}};
-  uint32_t Local = std::min(WorldSize, std::max(1u, GpusPerNode));
+  uint32_t Local = std::min(WorldSize, std::max(1u, S.GpusPerNode));
   bool Nodes = WorldSize > Local;
   const uint64_t *M = H.NcclMeasured;
   // One ring neighbour's buffers on the node: the 2-rank measurement's
@@ -373,7 +404,9 @@ std::vector<plan::FixedCost> fixedCosts(const HardwareProfile &H,
   uint64_t Peer = M[2] ? M[2] - M[1] : 899678208ull - 603979776ull;
   if (H.NcclBytes) {
     Costs.push_back({"nccl_buffers", H.NcclBytes, "calibrated"});
-  } else if (M[1] && (WorldSize == 1 || (Local == 2 && !Nodes && M[2]))) {
+    return Costs; // A calibration measured every communicator.
+  }
+  if (M[1] && (WorldSize == 1 || (Local == 2 && !Nodes && M[2]))) {
     Costs.push_back({"nccl_buffers", WorldSize == 1 ? M[1] : M[2],
                      "measured: " + H.MeasuredOn});
   } else if (M[1]) {
@@ -395,28 +428,17 @@ std::vector<plan::FixedCost> fixedCosts(const HardwareProfile &H,
                          (WorldSize > 2 ? 2 : 1),
                      "assumed: channels x NCCL_BUFFSIZE x neighbours"});
   }
-  // A group of every rank runs on the world's communicator.
-  if (HpzPartition > 1 && HpzPartition < WorldSize && !H.NcclBytes) {
-    // The hpZ group's communicator: measured for a group of 2 (more than
-    // one peer's buffers: a communicator keeps state of its own); a larger
-    // group's ring has a second neighbour.
-    uint64_t Second = HpzPartition > 2 ? (M[1] ? Peer : 0) : 0;
-    if (H.NcclHpzMeasured)
-      Costs.push_back({"nccl_hpz_buffers", H.NcclHpzMeasured + Second,
-                       (HpzPartition > 2 ? "modelled: the measured 2-rank "
-                                           "group plus one peer's buffers ("
-                                         : "measured: ") +
-                           H.HpzMeasuredOn + (HpzPartition > 2 ? ")" : "")});
-    else
-      Costs.push_back(
-          {"nccl_hpz_buffers",
-           M[1] ? Peer + Second
-                : H.NcclChannels * H.NcclBufferBytes * 2 *
-                      (HpzPartition > 2 ? 2 : 1),
-           M[1] ? "modelled: its peers' buffers on the node (" + H.MeasuredOn +
-                      ")"
-                : "assumed: channels x NCCL_BUFFSIZE x neighbours"});
-  }
+  // Groups of one rank copy, and a group of every rank runs on the world's
+  // communicator: neither has one of its own (dsrun, Executor.cpp).
+  auto OwnComm = [&](uint32_t Ranks) { return Ranks > 1 && Ranks < WorldSize; };
+  if (OwnComm(S.HpzPartition))
+    Costs.push_back(groupCommCost(H, S.HpzPartition, Peer, "nccl_hpz_buffers"));
+  uint32_t Shard = plan::partitionRanks(S), Replicas = plan::replicaRanks(S);
+  if (OwnComm(Shard))
+    Costs.push_back(groupCommCost(H, Shard, Peer, "nccl_mics_shard_buffers"));
+  if (OwnComm(Replicas))
+    Costs.push_back(
+        groupCommCost(H, Replicas, Peer, "nccl_mics_replica_buffers"));
   return Costs;
 }
 

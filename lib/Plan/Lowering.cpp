@@ -403,8 +403,7 @@ Expected<plan::Plan> lowerToPlan(const PlanInputs &In,
   P.Settings.ModelHash = In.ModelHash;
   P.Settings.ModelPath = In.Graph.Path;
   P.Estimates.Fixed =
-      fixedCosts(Options.Machine, P.Settings.WorldSize,
-                 P.Settings.GpusPerNode, P.Settings.HpzPartition);
+fixedCosts(Options.Machine, P.Settings);
 
   Expected<DimBindings> Bindings =
       bindDims(In.Graph, P.Settings.MicroBatch, Options);

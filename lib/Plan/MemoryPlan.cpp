@@ -157,6 +157,7 @@ struct ProgramIndex {
       }
       case plan::InstrKind::GatherParams:
       case plan::InstrKind::ClipGradients:
+      case plan::InstrKind::ReduceReplicas: // The partition: always live.
         break;
       }
     }
@@ -287,7 +288,7 @@ void MemoryPlanner::modelStates() {
     // Stage 3 keeps persistent parameters padded like the others, so the
     // updated shards can be all-gathered in place after the step.
     if (T.Persistent)
-      Persistent += T.ShardElems * S.WorldSize;
+      Persistent += T.ShardElems * plan::partitionRanks(S);
     else
       Shards += T.ShardElems;
   }
@@ -435,7 +436,7 @@ void MemoryPlanner::buckets() {
   for (const plan::Bucket &B : P.Buckets) {
     uint64_t Held = 0;
     for (const plan::Segment &Seg : B.Segments)
-      Held += S.ZeroStage == 3 ? P.Tensors[Seg.Tensor].ShardElems * S.WorldSize
+      Held += S.ZeroStage == 3 ? plan::paddedElems(P, Seg.Tensor)
                                : Seg.End - Seg.Begin;
     if (B.BufferIndex != plan::NoIndex)
       Elems = std::max(Elems, Held);
@@ -474,7 +475,7 @@ void MemoryPlanner::gatheredUnits() {
     // Each tensor is all-gathered whole, padding included.
     uint64_t Elems = 0;
     for (uint32_t T : P.FetchUnits[U].Tensors)
-      Elems += P.Tensors[T].ShardElems * S.WorldSize;
+      Elems += plan::paddedElems(P, T);
     uint64_t Bytes = bytesOf(Elems, S.ParamDType);
     // hpZ's secondary partition: the group's share of the unit, from the
     // gather that fills it to the step's end. DeepSpeed makes one for
@@ -628,7 +629,7 @@ void MemoryPlanner::values() {
     uint64_t Elems = Val.Elems;
     if (Val.Kind == plan::ValueKind::ParamGrad && S.ZeroStage == 3 &&
         Val.Tensor != plan::NoIndex)
-      Elems = P.Tensors[Val.Tensor].ShardElems * S.WorldSize;
+      Elems = plan::paddedElems(P, Val.Tensor);
     Val.Buffer = P.Buffers.size();
     add(BufferRole::Value, V, CategoryOf(V), MemorySpace::Device,
         Elems * plan::dtypeBytes(Val.Type), std::move(Live));
@@ -735,7 +736,7 @@ void MemoryPlanner::offloadStaging() {
     uint64_t Largest = 0;
     for (const plan::Tensor &T : P.Tensors)
       if (!T.Persistent)
-        Largest = std::max(Largest, T.ShardElems * S.WorldSize);
+        Largest = std::max(Largest, T.ShardElems * plan::partitionRanks(S));
     if (Largest)
       add(BufferRole::SaveStaging, Category::Workspace, MemorySpace::Device,
           Largest * PB, {{X.End - 1, X.End}});

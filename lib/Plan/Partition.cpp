@@ -146,7 +146,7 @@ void partitionFlat(plan::Plan &P) {
 void partitionPerParameter(plan::Plan &P) {
   plan::Partition &L = P.Layout;
   const plan::Info &S = P.Settings;
-  uint32_t W = S.WorldSize;
+  uint32_t W = plan::partitionRanks(S);
   // Persistence: small parameters in model order while the running total
   // stays within model_persistence_threshold (both trainable and frozen,
   // as DeepSpeed decides per module parameter).
@@ -192,7 +192,7 @@ void partitionPerParameter(plan::Plan &P) {
   // Every rank holds the same amounts: one class. Padding sits on the
   // last ranks; the class reports the most any rank holds.
   plan::RankClass C;
-  C.Ranks = {{0, W}};
+  C.Ranks = {{0, S.WorldSize}};
   C.OwnedElems = L.PartitionElems;
   C.PaddingElems = MaxPadding;
   C.GradPartitionElems = L.PartitionElems;

@@ -44,7 +44,7 @@ using plan::NoIndex;
 class Placer {
 public:
   explicit Placer(plan::Plan &P)
-      : P(P), S(P.Settings), World(S.WorldSize), Stage(S.ZeroStage),
+      : P(P), S(P.Settings), World(plan::partitionRanks(S)), Stage(S.ZeroStage),
         ParamType(S.ParamDType), PB(plan::dtypeBytes(S.ParamDType)) {
     for (uint32_t B = 0; B < P.Buffers.size(); ++B)
       if (!P.Buffers[B].Live.empty())
@@ -82,6 +82,7 @@ private:
 
   plan::Plan &P;
   const plan::Info &S;
+  /// The ranks a partition is split over (plan::partitionRanks).
   uint32_t World, Stage;
   DType ParamType;
   uint64_t PB;

@@ -43,21 +43,24 @@ inline uint64_t hostPassNanos(uint64_t Elems, uint64_t BytesPerElem,
                   transferNanos(Elems, ElemsPerSec));
 }
 
-/// A collective over the plan's ranks (or a group of Ranks consecutive
-/// ones) carrying Bytes per rank (nccl-tests' convention: all-reduce
-/// moves 2(n-1)/n of the buffer, reduce-scatter and all-gather (n-1)/n of
-/// the whole): at the kind's calibrated bus bandwidth plus a call's
-/// latency; else at the GPU's time table's rate for Bytes over Ranks (its
-/// times are of whole calls, latency and all); else at the machine's
-/// figure plus the latency. The link between nodes, plus the latency,
-/// where it is slower and the ranks span nodes. ToEachRoot: stage 2's
-/// reduce, each rank's piece reduced to it (an ncclReduce a root), costed
-/// as the reduce-scatter it replaces. Moved: the bytes the call moves
-/// where they differ from the buffer that sets its rate (stage 2's bucket
-/// inside one partition).
+/// A collective over the ranks a partition is split over (every rank, or
+/// with MiCS the shard group), or over Ranks of them, carrying Bytes per
+/// rank (nccl-tests' convention: all-reduce moves 2(n-1)/n of the buffer,
+/// reduce-scatter and all-gather (n-1)/n of the whole): at the kind's
+/// calibrated bus bandwidth plus a call's latency; else at the GPU's time
+/// table's rate for Bytes over Ranks (its times are of whole calls,
+/// latency and all); else at the machine's figure plus the latency. The
+/// link between nodes, plus the latency, where it is slower and the ranks
+/// span nodes: a group of consecutive ranks spans Ranks of them, MiCS's
+/// replicas (one rank of each shard group) the world (Strided).
+/// ToEachRoot: stage 2's reduce, each rank's piece reduced to it (an
+/// ncclReduce a root), costed as the reduce-scatter it replaces. Moved:
+/// the bytes the call moves where they differ from the buffer that sets
+/// its rate (stage 2's bucket inside one partition).
 uint64_t collectiveNanos(plan::Collective Kind, uint64_t Bytes,
                          const plan::Info &S, uint32_t Ranks = 0,
-                         bool ToEachRoot = false, uint64_t Moved = 0);
+                         bool ToEachRoot = false, uint64_t Moved = 0,
+                         bool Strided = false);
 
 /// A collective kind's bus bandwidth within a node as a calibration
 /// measured it, or the machine's figure.

@@ -140,8 +140,12 @@ std::string timeBasis(const plan::Plan &P) {
   Text += formatv("{0} at the machine's dense and memory rates\n", Rest);
   if (T && !T->Collectives.empty() && P.Settings.WorldSize > 1) {
     std::string Measured;
-    for (const CollectiveGrid &C : T->Collectives)
-      Measured += formatv("{0}{1}", Measured.empty() ? "" : ", ", C.Ranks);
+    for (size_t I = 0; I < T->Collectives.size(); ++I)
+      Measured += formatv("{0}{1}",
+                          I == 0                            ? ""
+                          : I + 1 == T->Collectives.size() ? " and "
+                                                            : ", ",
+                          T->Collectives[I].Ranks);
     Text += formatv("time: collectives at NCCL's bus bandwidth by kind and "
                     "size from the table (measured at {0} ranks; the nearest "
                     "count serves {1}), but for kinds a calibration "
@@ -277,13 +281,34 @@ void printEstimateText(raw_ostream &OS, const plan::Plan &P) {
   if (S.ZeroStage == 3)
     OS << formatv("partition: every parameter split over {0} ranks: {1} "
                   "elements per rank in {2} sub-group{3}\n",
-                  S.WorldSize, L.PartitionElems, L.SubGroups.size(),
-                  L.SubGroups.size() == 1 ? "" : "s");
+                  plan::partitionRanks(S), L.PartitionElems,
+                  L.SubGroups.size(), L.SubGroups.size() == 1 ? "" : "s");
   else if (S.ZeroStage > 0)
     OS << formatv("partition: {0} elements padded to {1} (alignment {2}): "
                   "{3} per rank\n",
                   L.FlatElems, L.PaddedElems, L.AlignmentElems,
                   L.PartitionElems);
+  if (S.MicsShard && plan::replicaRanks(S) == 1) {
+    OS << "MiCS: one shard group of every rank: ZeRO 3's partitions and "
+          "communication\n";
+  } else if (S.MicsShard) {
+    // What the replicas' all-reduce moves in a step: each rank's share of
+    // every bucket once, in the accumulation type.
+    uint64_t Moved = 0;
+    for (const plan::Instruction &In : P.Program)
+      if (In.Kind == plan::InstrKind::ReduceReplicas)
+        for (const plan::Segment &G : P.Buckets[In.Arg].Segments)
+          Moved += P.Tensors[G.Tensor].ShardElems;
+    uint32_t Replicas = plan::replicaRanks(S);
+    bool InNode = S.GpusPerNode % S.MicsShard == 0;
+    OS << formatv("MiCS: {0} shard groups of {1} consecutive rank{2} ({3}) "
+                  "gather and reduce-scatter; each rank all-reduces {4} of "
+                  "gradients with {5} replica{6} a step\n",
+                  Replicas, S.MicsShard, S.MicsShard == 1 ? "" : "s",
+                  InNode ? "within a node" : "across nodes",
+                  formatBytes(Moved * plan::dtypeBytes(S.GradAccumDType)),
+                  Replicas - 1, Replicas == 2 ? "" : "s");
+  }
   uint64_t Largest = 0;
   for (const plan::Bucket &B : P.Buckets)
     Largest = std::max(Largest, B.Elems);

@@ -79,9 +79,9 @@ bool crossesNodes(const plan::Info &S) {
 
 uint64_t collectiveNanos(plan::Collective Kind, uint64_t Bytes,
                          const plan::Info &S, uint32_t Ranks, bool ToEachRoot,
-                         uint64_t Moved) {
+                         uint64_t Moved, bool Strided) {
   if (!Ranks)
-    Ranks = S.WorldSize;
+    Ranks = plan::partitionRanks(S);
   if (!Moved)
     Moved = Bytes;
   const plan::Hardware &H = S.Machine;
@@ -94,8 +94,9 @@ uint64_t collectiveNanos(plan::Collective Kind, uint64_t Bytes,
   // NCCL's rings and trees cross each node boundary with the same bytes a
   // rank sends within a node: the slower link sets the pace. Groups of
   // consecutive ranks stay in one node when they tile it.
+  uint32_t Span = Strided ? S.WorldSize : Ranks;
   if (uint64_t Between = betweenNodesRate(Kind, S);
-      Between && (Ranks > S.GpusPerNode || S.GpusPerNode % Ranks) &&
+      Between && (Span > S.GpusPerNode || S.GpusPerNode % Span) &&
       Between < Rate)
     Rate = Between, Latency = H.CollectiveLatencyNanos;
   if (Ranks <= 1 || !Rate)
@@ -275,7 +276,7 @@ uint64_t Scheduler::gradientHookNanos(uint32_t OpIndex, uint32_t Micro) const {
     uint32_t B = BucketOfTensor[T];
     if (S.ZeroStage >= 2 && (B == plan::NoIndex || P.Buckets[B].InPlace))
       continue;
-    uint64_t Elems = S.ZeroStage == 3 ? X.ShardElems * S.WorldSize : X.Elems;
+    uint64_t Elems = S.ZeroStage == 3 ? plan::paddedElems(P, T) : X.Elems;
     uint64_t Passes = S.ZeroStage < 2 && Micro > 0 ? 3 : 2;
     Bytes += Passes * bytesOf(Elems, S.ParamDType);
     ++Launches;
@@ -360,6 +361,11 @@ void Scheduler::gather(uint32_t Unit, uint32_t Micro) {
   }
   if (S.HpzPartition > 1 && !Secondary)
     Nanos += transferNanos(2 * Bytes / S.HpzPartition, H.MemoryBytesPerSec);
+  // A gather among one rank (one rank, or MiCS's shard groups of one)
+  // copies the rank's shards from params16 into the unit (offloaded ones
+  // were copied in place).
+  if (plan::partitionRanks(S) == 1 && S.ParamOffload == plan::OffloadDevice::None)
+    Nanos += transferNanos(2 * Bytes, H.MemoryBytesPerSec);
   // Unpacking a rank-major gather reads and writes the unit once.
   if (plan::unitGathersRankMajor(P, Unit))
     Nanos += transferNanos(2 * Bytes, H.MemoryBytesPerSec);
@@ -477,6 +483,20 @@ void Scheduler::reduce(uint32_t B, uint32_t After, uint32_t Micro) {
   ReduceInstr[B] = emit(InstrKind::Reduce, On, Micro, B, {After},
                         reduceNanos(Bucket) + partitionCopyNanos(Bucket, Micro));
   AllReduces.push_back(ReduceInstr[B]);
+  if (plan::replicaRanks(S) > 1 && Micro + 1 == S.GradAccum) {
+    // MiCS: the step's summed share of the bucket, all-reduced across the
+    // shard groups on the same stream (DeepSpeed's
+    // allreduce_mics_shard_grads, at the accumulation boundary).
+    uint64_t Elems = 0;
+    for (const plan::Segment &G : Bucket.Segments)
+      Elems += P.Tensors[G.Tensor].ShardElems;
+    AllReduces.push_back(
+        emit(InstrKind::ReduceReplicas, On, Micro, B, {ReduceInstr[B]},
+             collectiveNanos(plan::Collective::AllReduce,
+                             bytesOf(Elems, S.GradAccumDType), S,
+                             plan::replicaRanks(S), false, 0,
+                             /*Strided=*/true)));
+  }
   std::vector<uint32_t> Copies;
   transfersAt(plan::TransferPoint::AfterReduce, B, {ReduceInstr[B]}, Micro,
               &Copies);
@@ -634,7 +654,7 @@ void Scheduler::optimizerStep() {
   else if (S.ZeroStage == 3)
     for (uint32_t T : P.Layout.Order)
       if (P.Tensors[T].Persistent)
-        GatherElems += P.Tensors[T].ShardElems * S.WorldSize;
+        GatherElems += plan::paddedElems(P, T);
   if (GatherElems) {
     std::vector<uint32_t> Waits = {lastComputeInstruction()};
     if (!ParamCopies.empty())

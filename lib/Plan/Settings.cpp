@@ -318,7 +318,34 @@ Error readPlanSettings(plan::Info &I, const ConfigView &C,
           "DeepSpeed then reduces gradients by 4-bit all-to-alls within and "
           "between nodes, which dsc does not plan; on one node it has no "
           "effect");
-
+    // MiCS as DeepSpeed 0.19.2 runs it (mics.py; later releases reduce
+    // over the whole world and fail on the sizes): parameters, gradients
+    // and optimizer state partitioned within shard groups of consecutive
+    // ranks, replicated across the groups.
+    uint32_t Mics = Count("zero_optimization.mics_shard_size");
+    if (Mics > 0 && I.WorldSize % Mics)
+      return settingError(formatv("zero_optimization.mics_shard_size is {0}, "
+                                  "which does not divide the world size {1}; "
+                                  "DeepSpeed asserts",
+                                  Mics, I.WorldSize));
+    if (Mics > 0) {
+      // MiCS's optimizer takes none of ZeRO++'s settings: DeepSpeed would
+      // run plain MiCS without a word.
+      for (StringRef Key : {"zero_hpz_partition_size", "zero_quantized_weights",
+                            "zero_quantized_gradients"})
+        if (Key == "zero_hpz_partition_size" ? I.HpzPartition > 1
+                                             : Flag(("zero_optimization." + Key).str()))
+          return settingError(
+              ("zero_optimization.mics_shard_size with " + Key +
+               ": DeepSpeed's MiCS ignores ZeRO++'s settings; drop one of "
+               "the two").str());
+      if (Mics < I.WorldSize && I.OptimizerOffload != plan::OffloadDevice::None)
+        return settingError("zero_optimization.mics_shard_size below the "
+                            "world size with offload_optimizer: DeepSpeed's "
+                            "MiCS raises (\"Local sharding has no support for "
+                            "CPU offloading\")");
+      I.MicsShard = Mics;
+    }
   }
   if (I.ParamOffload == plan::OffloadDevice::NVMe) {
     I.AioBufferCount = std::max<uint32_t>(

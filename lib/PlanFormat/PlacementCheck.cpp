@@ -20,12 +20,16 @@ namespace {
 
 std::string checkViews(const Plan &P) {
   size_t NB = P.Buffers.size(), NC = P.Layout.RankClasses.size();
-  // The last rank of each class reaches furthest (strides are positive).
+  // The class's rank with the last partition reaches furthest (strides
+  // are positive and step over partitions: plan::partitionRank).
+  uint64_t Parts = partitionRanks(P.Settings);
   std::vector<uint64_t> LastRank(NC, 0);
   for (size_t C = 0; C < NC; ++C)
-    for (const RankRange &R : P.Layout.RankClasses[C].Ranges())
-      LastRank[C] = std::max<uint64_t>(LastRank[C], uint64_t(R.First) +
-                                                        R.Count - 1);
+    for (const RankRange &R : P.Layout.RankClasses[C].Ranges()) {
+      uint64_t First = R.First % Parts, Last = First + R.Count - 1;
+      LastRank[C] = std::max(LastRank[C], R.Count && Last < Parts ? Last
+                                                                  : Parts - 1);
+    }
   for (size_t I = 0; I < P.Views.size(); ++I) {
     const View &V = P.Views[I];
     std::string Name = "view " + std::to_string(I);
@@ -96,7 +100,8 @@ static std::string checkQuantizedGather(const Plan &P, uint32_t U,
     return "";
   // The unit's chunk from the gather's target, which the views above
   // check against the tensors.
-  if (P.Views[V.Target].Elems != unitChunkElems(P, U) * P.Settings.WorldSize)
+  if (P.Views[V.Target].Elems !=
+      unitChunkElems(P, U) * partitionRanks(P.Settings))
     return "its gather's target is not every rank's chunk";
   QwzLayout L = qwzLayout(P, U);
   QwzGather Full = qwzGather(P, U, false);
@@ -155,14 +160,16 @@ std::string checkPlacementViews(const Plan &P) {
     return "the placement does not have one entry per tensor, fetch unit, "
            "bucket, sub-group, value and instruction";
   ViewRule R{P, ""};
-  const uint64_t Any = ViewRule::NoSize, W = S.WorldSize;
+  // Stage 3 splits over the partition's ranks; a stage 1/2 bucket's
+  // pieces go to each rank of the world (the same, MiCS being stage 3's).
+  const uint64_t Any = ViewRule::NoSize, W = partitionRanks(S);
   uint64_t Owned = S.ZeroStage == 0 ? P.Layout.FlatElems
                                     : P.Layout.PartitionElems;
   for (size_t T = 0; T < NT; ++T) {
     const Tensor &Tn = P.Tensors[T];
     const TensorViews &V = X.Tensors[T];
     std::string What = "tensor " + std::to_string(T);
-    // Stage 3 holds a tensor padded to the world size, gathered whole.
+    // Stage 3 holds a tensor padded to its partitions, gathered whole.
     R.check(V.Param, S.ZeroStage < 3 ? Tn.Elems : Tn.ShardElems * W,
             What + "'s parameter");
     R.check(V.Grad, S.ZeroStage < 3 ? Tn.Elems : Tn.ShardElems,

@@ -3,6 +3,7 @@
 #include "dsc/PlanCheck.h"
 
 #include "dsc/KernelRegistry.h"
+#include "dsc/PlanFacts.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -182,7 +183,15 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
     return "settings: qwZ's quantized gathers are set outside stage 3";
   if (S.QuantizedGradients && (S.ZeroStage != 3 || S.Nodes > 1))
     return "settings: qgZ is set outside stage 3 or across nodes";
-  const uint64_t W = S.WorldSize;
+  if (S.MicsShard &&
+      (S.ZeroStage != 3 || S.WorldSize % S.MicsShard || S.HpzPartition > 1 ||
+       S.QuantizedWeights || S.QuantizedGradients ||
+       (replicaRanks(S) > 1 && S.OptimizerOffload != OffloadDevice::None)))
+    return "settings: the MiCS shard group does not divide the world size, "
+           "or is set outside stage 3, with ZeRO++, or with offload across "
+           "replicas";
+  // Ranks, and the ranks a partition is split over.
+  const uint64_t W = S.WorldSize, Parts = partitionRanks(S);
   const std::vector<KernelRate> &Rates = S.Machine.KernelRates;
   for (size_t I = 0; I < Rates.size(); ++I) {
     bool Known = false;
@@ -260,7 +269,7 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
       return "tensor " + std::to_string(I) + ": its shape does not have " +
              std::to_string(T.Elems) + " elements";
     if (Has(PlanStage::Partitioned) && S.ZeroStage == 3 &&
-        T.ShardElems != (T.Elems + W - 1) / W)
+        T.ShardElems != (T.Elems + Parts - 1) / Parts)
       return "tensor " + std::to_string(I) + ": its shard is not its "
              "elements divided over the ranks";
   }
@@ -289,11 +298,11 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
         return Bad("the flat range of tensor", T);
     }
   }
-  if (S.ZeroStage > 0 && (L.PartitionElems > UINT64_MAX / W ||
-                          L.PartitionElems * W != L.PaddedElems ||
+  if (S.ZeroStage > 0 && (L.PartitionElems > UINT64_MAX / Parts ||
+                          L.PartitionElems * Parts != L.PaddedElems ||
                           L.PaddedElems < L.FlatElems))
     return "partition: the padded size is not the partition times the "
-           "world size, or is below the flat size";
+           "ranks it is split over, or is below the flat size";
   for (const SubGroup &G : L.SubGroups)
     if (G.FirstTensor > G.EndTensor || G.EndTensor > L.Order.size())
       return "a sub-group lies outside the partition order";
@@ -377,6 +386,7 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
                                                          : Stream::Comm);
       break;
     case InstrKind::Reduce:
+    case InstrKind::ReduceReplicas:
       Limit = NB;
       StreamOK = In.On == Stream::Comm || In.On == Stream::Compute;
       break;
@@ -434,6 +444,10 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
            P.Places.Units[In.Arg].Secondary == NoIndex))))
       return "instruction " + std::to_string(I) + " gathers a unit from an "
              "hpZ secondary partition it does not have";
+    if (In.Kind == InstrKind::ReduceReplicas &&
+        (replicaRanks(S) < 2 || In.Micro + 1 != S.GradAccum))
+      return "instruction " + std::to_string(I) + " all-reduces across MiCS "
+             "replicas the plan does not have, or before the last micro step";
   }
   for (bool G : Gathered)
     if (G)

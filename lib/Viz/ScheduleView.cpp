@@ -81,6 +81,7 @@ uint32_t ScheduleDrawer::layerOf(const plan::Instruction &In) const {
   case plan::InstrKind::Release:
     return L.OfModule[P.FetchUnits[In.Arg].Module];
   case plan::InstrKind::Reduce:
+  case plan::InstrKind::ReduceReplicas:
     return layerOfTensor(P.Buckets[In.Arg].Segments.front().Tensor);
   case plan::InstrKind::Transfer: {
     const plan::Transfer &T = P.Transfers[In.Arg];
@@ -119,6 +120,8 @@ std::string ScheduleDrawer::whatOf(const plan::Instruction &In,
     return "all-gather parameters";
   case plan::InstrKind::ClipGradients:
     return "clip gradients";
+  case plan::InstrKind::ReduceReplicas:
+    return "all-reduce across MiCS replicas";
   case plan::InstrKind::Transfer: {
     const plan::Transfer &T = P.Transfers[In.Arg];
     return std::string(plan::enumName(T.Kind)) + " " + plan::enumName(T.What);

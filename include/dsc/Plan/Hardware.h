@@ -70,13 +70,10 @@ std::vector<std::string> fabricNames();
 
 /// Device memory outside the arena for each rank: the CUDA context,
 /// cuBLAS's workspace and NCCL's buffers, each with its basis (measured,
-/// calibrated, modelled or assumed); with ZeRO++ hpZ groups of
-/// HpzPartition ranks (fewer than the world), the buffers of the group's
-/// communicator too.
+/// calibrated, modelled or assumed); with ZeRO++ hpZ groups or MiCS shard
+/// groups smaller than the world, the buffers of their communicators too.
 std::vector<plan::FixedCost> fixedCosts(const HardwareProfile &H,
-                                        uint32_t WorldSize,
-                                        uint32_t GpusPerNode,
-                                        uint32_t HpzPartition = 1);
+                                        const plan::Info &S);
 
 /// "80GiB", "80GB", "81920MiB", "1.5TiB" or a plain byte count.
 llvm::Expected<uint64_t> parseByteSize(llvm::StringRef Text);

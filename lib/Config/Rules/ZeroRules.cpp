@@ -42,6 +42,11 @@ void checkZero(LintContext &C) {
              C.rangeOf("zero_optimization.zero_hpz_partition_size"),
              "ZeRO++ hpZ exists only in ZeRO stage 3; at stage " + StageText +
                  " DeepSpeed ignores zero_hpz_partition_size");
+  if (V.getInt("zero_optimization.mics_shard_size").value_or(-1) > 0 &&
+      *Stage < 3)
+    C.report(Rule::UnusedKey, C.rangeOf("zero_optimization.mics_shard_size"),
+             "MiCS exists only in ZeRO stage 3; at stage " + StageText +
+                 " DeepSpeed ignores mics_shard_size");
   if (V.getBool("zero_optimization.zero_quantized_weights").value_or(false) &&
       *Stage < 3)
     C.report(Rule::UnusedKey,

@@ -159,8 +159,10 @@ static const KeySpec Keys[] = {
         .refused("LoCo error feedback for ZeRO++ quantized gradients"),
     key("zero_optimization.mics_shard_size", Int).def("-1")
         .doc("MiCS: ranks per shard group; > 0 enables MiCS")
-        .refused("MiCS shards parameters within groups of this many ranks and "
-                 "replicates across them"),
+        .planned("stage 3: parameters and optimizer state partitioned "
+                 "within groups of this many consecutive ranks, gradients "
+                 "reduce-scattered within the group and all-reduced across "
+                 "the groups once a step (DeepSpeed 0.19.2's MiCS)"),
     key("zero_optimization.mics_hierarchical_params_gather", Bool).def("false")
         .doc("MiCS: hierarchical parameter all-gather")
         .refused("MiCS gathers parameters in two levels"),
