@@ -22,9 +22,12 @@
 #                 hostfile_check.sh launches with dsrun --hostfile;
 #   OUT/hpz/      the same at 2 nodes of 2 GPUs, plain and with ZeRO++ hpZ
 #                 groups of 2, for hpz_check.sh;
+#   OUT/mics/     the fixture Llama at ZeRO 3, 2 ranks, plain and with
+#                 MiCS shard groups of one rank, 200 steps, for
+#                 zero3_variant_check.sh;
 #   OUT/qwz/      the fixture Llama at ZeRO 3, 2 ranks, plain and with
 #                 ZeRO++ qwZ, no parameter persistent (so that every one
-#                 is gathered), scheduled for 200 steps, for qwz_check.sh;
+#                 is gathered), scheduled for 200 steps, for zero3_variant_check.sh;
 #   OUT/families/ plans at ZeRO 2, 2 ranks, of each tiny model family of
 #                 test/Graph/Inputs/hf-tiny, made from its config.json
 #                 alone, and the configs, for hf_families_check.sh.
@@ -59,9 +62,13 @@ NODES=2 ACCUMULATION=1 VARIANTS=s3 utils/training-plans.sh "$dsc" "$model" \
 # micro steps, so that forward gathers come from the secondary too.
 NODES=2 VARIANTS="s3 s3-hpz s3-hpzsync" utils/training-plans.sh "$dsc" "$model" \
   llama-fixture "$out/hpz" 4 32 30 1e-3 > /dev/null
-# ZeRO 3 plain and with qwZ's int8 gathers over 200 steps (qwz_check.sh).
+# ZeRO 3 plain and with qwZ's int8 gathers over 200 steps (zero3_variant_check.sh).
 PERSISTENCE=0 VARIANTS="s3 s3-qwz" utils/training-plans.sh "$dsc" "$model" llama-fixture \
   "$out/qwz" 2 32 200 1e-3 > /dev/null
+# ZeRO 3 plain and with MiCS over shard groups of one rank, 200 steps
+# (zero3_variant_check.sh).
+PERSISTENCE=0 VARIANTS="s3 s3-mics1" utils/training-plans.sh "$dsc" "$model" llama-fixture \
+  "$out/mics" 2 32 200 1e-3 > /dev/null
 # Model folders in and out (model_folder_check.sh): the fixture Llama at
 # ZeRO 2 and the fixture GPT-2 (tied embeddings) at ZeRO 3, 2 ranks.
 ACCUMULATION=1 VARIANTS=s2 utils/training-plans.sh "$dsc" "$model" llama \
@@ -78,7 +85,7 @@ for config in test/Graph/Inputs/hf-tiny/*/; do
   cp "$config/config.json" "$out/families/configs/$family/"
 done
 rm "$out"/families/*.txt
-rm "$out"/train2/*.txt "$out"/nodes/*.txt "$out"/qwz/*.txt
+rm "$out"/train2/*.txt "$out"/nodes/*.txt "$out"/qwz/*.txt "$out"/mics/*.txt
 rm "$out"/train/*.txt
 "$dsc" plan "$out/train/llama-fixture-s1.json" "$model" --seq-len 32 \
   --weights-out "$out/train/models/llama-fixture/model.safetensors" > /dev/null

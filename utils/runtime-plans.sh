@@ -121,4 +121,28 @@ JSON
       --seq-len "$seq" $extra "$@" -o "$out/$variant.bin" > /dev/null
   done
 fi
+# MiCS: shard groups of one rank (each rank keeps whole parameters and
+# optimizer state; the world all-reduces the gradients across replicas),
+# with accumulation and overlap_comm, and without; at 4 ranks and more,
+# shard groups of half the world too.
+if [ "$world" -gt 1 ]; then
+  shards="1"; [ $((world % 2)) = 0 ] && [ "$world" -ge 4 ] && shards="1 $((world / 2))"
+  for shard in $shards; do
+    for variant in s3-ovtrue-ga2-none-none s3-ovfalse-ga1-none-none; do
+      overlap=false ga=1
+      case $variant in *-ovtrue-*) overlap=true ga=2 ;; esac
+      cat > "$out/config.json" <<JSON
+{"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": $ga,
+ $precision
+ "zero_optimization": {"stage": 3, "overlap_comm": $overlap,
+   "reduce_bucket_size": $bucket, "stage3_param_persistence_threshold": 500,
+   "stage3_prefetch_bucket_size": $bucket, "stage3_max_reuse_distance": $bucket,
+   "mics_shard_size": $shard},
+ "optimizer": {"type": "AdamW", "params": {"lr": 0.001, "weight_decay": 0.01}}}
+JSON
+      "$dsc" plan "$out/config.json" "$model" --world-size "$world" \
+        --seq-len "$seq" "$@" -o "$out/$variant-mics$shard.bin" > /dev/null
+    done
+  done
+fi
 rm "$out/config.json"

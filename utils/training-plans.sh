@@ -16,7 +16,8 @@
 # stage 3 with ZeRO++ hpZ over groups of 2 ranks (s3-hpz), also without
 # overlap_comm (s3-hpzsync: reductions on the compute stream beside the
 # group's gathers, two communicators at once); and stage 3 with ZeRO++ qwZ,
-# int8 weights in every gather (s3-qwz).
+# int8 weights in every gather (s3-qwz); and MiCS over shard groups of 1
+# and 2 ranks (s3-mics1, s3-mics2).
 #
 # VARIANTS names the variants to write (default: all).
 #
@@ -66,6 +67,8 @@ for variant in ${VARIANTS:-s0 s1 s2 s3 s2-cpu s3-cpuparam s1-fp16 s1-fp32 \
     *-hpz) zpp='"zero_hpz_partition_size": 2,' ;;
     *-hpzsync) zpp='"zero_hpz_partition_size": 2, "overlap_comm": false,' ;;
     *-qwz) zpp='"zero_quantized_weights": true,' ;;
+    *-mics1) zpp='"mics_shard_size": 1,' ;;
+    *-mics2) zpp='"mics_shard_size": 2,' ;;
   esac
   cfg="$out/$name-$variant.json"
   cat > "$cfg" <<JSON

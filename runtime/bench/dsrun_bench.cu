@@ -401,15 +401,15 @@ static void planCollectives(const dsc::plan::Plan &P, const ProcessInfo &Me,
   uint64_t Bytes = P.Estimates.Ranks[L.Class].DeviceArenaBytes;
   CHECK(cudaMalloc(reinterpret_cast<void **>(&Arena), Bytes));
   CHECK(cudaMemset(Arena, 0, Bytes));
-  // ZeRO++ hpZ's group gathers run on the group's communicator, as dsrun's.
-  ncclComm_t HpzComm = nullptr;
-  if (uint32_t Hpz = P.Settings.HpzPartition; Hpz > 1 && Hpz < P.Settings.WorldSize)
-    CHECK(ncclCommSplit(Comm, Me.Rank / int(Hpz), Me.Rank, &HpzComm, nullptr));
+  // ZeRO++ hpZ's and MiCS's groups run on their communicators, as dsrun's.
+  Communicators Comms{Comm};
+  const char *Which = nullptr;
+  CHECK(splitCommunicators(P.Settings, Me.Rank, Comms, Which));
   IssueFn Issue = [&](const std::vector<CollectiveCall> &Group,
                       cudaStream_t On) {
     const char *Failed = nullptr;
-    if (ncclResult_t R = issueGroup(Group, Arena, Comm, On, Failed,
-                                    HpzComm ? HpzComm : Comm)) {
+    if (ncclResult_t R = issueGroup(Group, Arena, Comms, P.Settings.WorldSize,
+                                    On, Failed)) {
       fprintf(stderr, "dsrun-bench: %s failed: %s\n", Failed,
               ncclGetErrorString(R));
       exit(1);
@@ -450,8 +450,9 @@ static void planCollectives(const dsc::plan::Plan &P, const ProcessInfo &Me,
   besideCompute(P, L, Step, Arena, Bytes, Comm, Issue);
   planCopies(P, L, Arena, S);
   CHECK(cudaFree(Arena));
-  if (HpzComm)
-    ncclCommDestroy(HpzComm);
+  for (ncclComm_t C : {Comms.Group, Comms.Replicas})
+    if (C)
+      ncclCommDestroy(C);
 }
 
 static int writeWorkload(const dsc::plan::Plan &P, const std::string &Path) {

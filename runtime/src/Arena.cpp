@@ -26,11 +26,12 @@ uint32_t classOf(const plan::Plan &P, uint32_t Rank) {
 } // namespace
 
 Arena::Arena(const plan::Plan &P, uint32_t Rank)
-    : P(P), Rank(Rank), Class(classOf(P, Rank)) {
+    : P(P), Rank(Rank), Slot(plan::partitionRank(P.Settings, Rank)),
+      Class(classOf(P, Rank)) {
   Offsets.reserve(P.Views.size());
   for (const plan::View &V : P.Views)
     Offsets.push_back(P.Buffers[V.Buffer].Offsets[Class] +
-                      plan::viewOffset(V, Rank));
+                      plan::viewOffset(V, Slot));
 }
 
 uint64_t Arena::deviceBytes() const {

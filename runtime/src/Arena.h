@@ -28,6 +28,9 @@ public:
 
   const dsc::plan::Plan &P;
   const uint32_t Rank;
+  /// Which partition the rank holds (plan::partitionRank): where its part
+  /// of a rank-strided view is.
+  const uint32_t Slot;
   /// The rank class whose memory plan this rank follows.
   const uint32_t Class;
 
@@ -50,10 +53,10 @@ public:
   /// Where rank 0's part of a rank-strided view starts in this rank's
   /// buffer: the start of the array every rank has a part of.
   uint64_t wholeOffset(uint32_t V) const {
-    return offset(V) - uint64_t(Rank) * P.Views[V].RankStride;
+    return offset(V) - uint64_t(Slot) * P.Views[V].RankStride;
   }
   char *whole(uint32_t V) const {
-    return at(V) - uint64_t(Rank) * P.Views[V].RankStride;
+    return at(V) - uint64_t(Slot) * P.Views[V].RankStride;
   }
   bool onDevice(uint32_t V) const;
   char *at(uint32_t V) const {

@@ -24,6 +24,20 @@ const char *collectiveName(CollectiveKind K) {
   return "?";
 }
 
+const char *scopeSuffix(CommScope S) {
+  switch (S) {
+  case CommScope::World:
+    return "";
+  case CommScope::HpzGroup:
+    return "-hpz";
+  case CommScope::MicsShard:
+    return "-mics-shard";
+  case CommScope::MicsReplicas:
+    return "-mics-replicas";
+  }
+  return "";
+}
+
 double busFactor(CollectiveKind K, unsigned N) {
   switch (K) {
   case CollectiveKind::AllReduce:
@@ -71,7 +85,7 @@ double busBytes(const std::vector<CollectiveCall> &Group, unsigned World) {
 void addGroup(TotalsByKind &ByKind, const std::vector<CollectiveCall> &Group,
               double Ms, unsigned World) {
   CollectiveTotals &T = ByKind[std::string(collectiveName(Group[0].Kind)) +
-                               (Group[0].Group ? HpzKindSuffix : "")];
+                               scopeSuffix(Group[0].Scope)];
   for (const CollectiveCall &C : Group)
     T.Bytes += double(C.messageBytes(World));
   T.BusBytes += busBytes(Group, World);
@@ -82,11 +96,16 @@ void addGroup(TotalsByKind &ByKind, const std::vector<CollectiveCall> &Group,
 namespace {
 
 /// A collective over views: the offsets are this rank's, in the device
-/// arena.
+/// arena. Stage 3's run within the rank's MiCS shard group where it is
+/// smaller than the world.
 CollectiveCall call(const Arena &A, CollectiveKind Kind, uint32_t Send,
                     uint32_t Recv, uint64_t Count, int Root = -1) {
-  return {Kind, A.offset(Send), A.offset(Recv), Count,
-          ElementType(A.view(Send).Type), Root};
+  CollectiveCall C{Kind, A.offset(Send), A.offset(Recv), Count,
+                   ElementType(A.view(Send).Type), Root};
+  uint32_t Shard = plan::partitionRanks(A.P.Settings);
+  if (A.P.Settings.ZeroStage == 3 && Shard < A.P.Settings.WorldSize)
+    C.Scope = CommScope::MicsShard, C.GroupRanks = Shard;
+  return C;
 }
 
 void reduceCalls(const Arena &A, uint32_t B, std::vector<CollectiveCall> &Out) {
@@ -140,13 +159,41 @@ void gatherSecondaryCalls(const Arena &A, uint32_t U,
   auto Within = [&](uint32_t Send, uint32_t Recv) {
     CollectiveCall C =
         call(A, CollectiveKind::AllGather, Send, Recv, A.elems(Send));
-    C.Group = A.P.Settings.HpzPartition;
+    C.Scope = CommScope::HpzGroup;
+    C.GroupRanks = A.P.Settings.HpzPartition;
     Out.push_back(C);
   };
   if (V.QuantizedSecondarySend == plan::NoIndex)
     return Within(V.Secondary, V.Target);
   Within(V.QuantizedSecondarySend, V.Quantized);
   Within(V.ScalesSecondarySend, V.ScalesSecondary);
+}
+
+void reduceReplicasCalls(const Arena &A, uint32_t B,
+                         std::vector<CollectiveCall> &Out) {
+  // MiCS: the rank's shards of the bucket's tensors in its gradient
+  // partition, summed over the step, all-reduced across the replicas:
+  // a call for each run of them that lies together in the partition.
+  const plan::Plan &P = A.P;
+  uint32_t Grads = P.Places.Owned.Grads;
+  std::vector<std::pair<uint64_t, uint64_t>> Runs;
+  for (const plan::Segment &Seg : P.Buckets[B].Segments) {
+    uint64_t At = P.Places.Tensors[Seg.Tensor].PartitionOffset;
+    Runs.push_back({At, At + P.Tensors[Seg.Tensor].ShardElems});
+  }
+  std::sort(Runs.begin(), Runs.end());
+  for (size_t I = 0; I < Runs.size(); ++I) {
+    uint64_t Begin = Runs[I].first, End = Runs[I].second;
+    while (I + 1 < Runs.size() && Runs[I + 1].first == End)
+      End = Runs[++I].second;
+    uint64_t At = A.offset(Grads) +
+                  Begin * plan::dtypeBytes(A.view(Grads).Type);
+    CollectiveCall C{CollectiveKind::AllReduce, At, At, End - Begin,
+                     ElementType(A.view(Grads).Type)};
+    C.Scope = CommScope::MicsReplicas;
+    C.GroupRanks = plan::replicaRanks(P.Settings);
+    Out.push_back(C);
+  }
 }
 
 void gatherParamsCalls(const Arena &A, std::vector<CollectiveCall> &Out) {
@@ -186,6 +233,9 @@ std::vector<CollectiveCall> collectiveCalls(const Arena &A, uint32_t I) {
     break;
   case plan::InstrKind::GatherParams:
     gatherParamsCalls(A, Out);
+    break;
+  case plan::InstrKind::ReduceReplicas:
+    reduceReplicasCalls(A, In.Arg, Out);
     break;
   default:
     break;

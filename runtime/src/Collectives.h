@@ -29,6 +29,16 @@ const char *collectiveName(CollectiveKind K);
 /// (plan::busFactor; a reduce crosses each link once).
 double busFactor(CollectiveKind K, unsigned N);
 
+/// Which ranks a call runs among, and so on which communicator: every
+/// rank; the rank's group of consecutive ranks (ZeRO++ hpZ's group, or
+/// MiCS's shard group where it is smaller than the world); or MiCS's
+/// replicas, the rank of the same place in every shard group.
+enum class CommScope { World, HpzGroup, MicsShard, MicsReplicas };
+
+/// What follows a kind's name in the totals of calls of a scope: "" for
+/// the world's, "-hpz", "-mics-shard", "-mics-replicas".
+const char *scopeSuffix(CommScope S);
+
 struct CollectiveCall {
   CollectiveKind Kind;
   /// Byte offsets into the device arena.
@@ -38,11 +48,13 @@ struct CollectiveCall {
   uint64_t Count = 0;
   ElementType Type = ElementType::BF16;
   int Root = -1;
-  /// The size of the ZeRO++ hpZ group it runs within (on the group's
-  /// communicator); 0: it runs over every rank.
-  unsigned Group = 0;
+  CommScope Scope = CommScope::World;
+  /// How many ranks it runs among, outside the world's scope.
+  unsigned GroupRanks = 0;
 
-  unsigned ranks(unsigned World) const { return Group ? Group : World; }
+  unsigned ranks(unsigned World) const {
+    return Scope == CommScope::World ? World : GroupRanks;
+  }
   /// Bytes of the whole message, nccl-tests' "size".
   uint64_t messageBytes(unsigned World) const;
 };
@@ -67,11 +79,8 @@ struct CollectiveTotals {
 };
 using TotalsByKind = std::map<std::string, CollectiveTotals>;
 
-/// What follows a kind's name in the totals of calls within the hpZ group.
-constexpr char HpzKindSuffix[] = "-hpz";
-
 /// Adds a group that took Ms to its kind's totals (its kind's name, with
-/// HpzKindSuffix after it for calls within the hpZ group).
+/// its scope's suffix after it).
 void addGroup(TotalsByKind &ByKind, const std::vector<CollectiveCall> &Group,
               double Ms, unsigned World);
 

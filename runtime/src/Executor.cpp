@@ -56,7 +56,9 @@ Executor::Executor(const plan::Plan &P, const ProcessInfo &Process,
       ParamType(ElementType(P.Settings.ParamDType)),
       CommType(ElementType(P.Settings.CommDType)),
       GradAccumType(ElementType(P.Settings.GradAccumDType)),
-      Stage(P.Settings.ZeroStage), World(P.Settings.WorldSize) {
+      Stage(P.Settings.ZeroStage), World(P.Settings.WorldSize),
+      Shards(plan::partitionRanks(P.Settings)),
+      ShardRank(plan::partitionRank(P.Settings, uint32_t(Process.Rank))) {
   Current = this;
   BucketOfTensor.assign(P.Tensors.size(), plan::NoIndex);
   for (uint32_t B = 0; B < P.Buckets.size(); ++B)
@@ -72,14 +74,13 @@ Executor::Executor(const plan::Plan &P, const ProcessInfo &Process,
 Executor::~Executor() {
   if (StepGraph)
     cudaGraphExecDestroy(StepGraph);
-  if (HpzArenaWindow)
-    ncclCommWindowDeregister(HpzComm, HpzArenaWindow);
+  if (GroupArenaWindow)
+    ncclCommWindowDeregister(GroupComm, GroupArenaWindow);
   if (ArenaWindow)
     ncclCommWindowDeregister(Comm, ArenaWindow);
-  if (HpzComm)
-    ncclCommDestroy(HpzComm);
-  if (Comm)
-    ncclCommDestroy(Comm);
+  for (ncclComm_t C : {ReplicaComm, GroupComm, Comm})
+    if (C)
+      ncclCommDestroy(C);
   Current = nullptr;
 }
 
@@ -95,7 +96,8 @@ bool Executor::allocateWindowedArena(uint64_t Bytes) {
             ncclGetErrorString(E), ncclGetLastError(Comm));
     return false;
   }
-  for (auto [C, W] : {std::pair{Comm, &ArenaWindow}, {HpzComm, &HpzArenaWindow}})
+  for (auto [C, W] :
+       {std::pair{Comm, &ArenaWindow}, {GroupComm, &GroupArenaWindow}})
     if (C)
       if (ncclResult_t E = ncclCommWindowRegister(C, NcclArena, Bytes, W,
                                                   NCCL_WIN_COLL_SYMMETRIC);
@@ -113,8 +115,8 @@ bool Executor::allocateWindowedArena(uint64_t Bytes) {
 
 void Executor::abortCommunicators() {
   // Aborting frees the windows registered on them.
-  ArenaWindow = HpzArenaWindow = nullptr;
-  for (ncclComm_t *C : {&HpzComm, &Comm})
+  ArenaWindow = GroupArenaWindow = nullptr;
+  for (ncclComm_t *C : {&ReplicaComm, &GroupComm, &Comm})
     if (*C) {
       ncclCommAbort(*C);
       *C = nullptr;
@@ -342,18 +344,15 @@ bool Executor::setUp() {
             Process.Rank, ncclGetErrorString(E), ncclGetLastError(nullptr));
     return false;
   }
-  if (uint32_t Hpz = P.Settings.HpzPartition;
-      Hpz > 1 && Hpz < uint32_t(Process.WorldSize)) {
-    // DeepSpeed's hpZ groups: consecutive ranks, Hpz at a time (a group
-    // of every rank runs on the world's communicator).
-    if (ncclResult_t E = ncclCommSplit(Comm, int(Process.Rank / Hpz),
-                                       Process.Rank, &HpzComm, nullptr);
-        E != ncclSuccess) {
-      fprintf(stderr, "dsrun: rank %d: ncclCommSplit for the hpZ group "
-                      "failed: %s (%s)\n",
-              Process.Rank, ncclGetErrorString(E), ncclGetLastError(nullptr));
-      return false;
-    }
+  Communicators Split{Comm};
+  const char *Which = nullptr;
+  ncclResult_t E = splitCommunicators(P.Settings, Process.Rank, Split, Which);
+  GroupComm = Split.Group, ReplicaComm = Split.Replicas;
+  if (E != ncclSuccess) {
+    fprintf(stderr, "dsrun: rank %d: ncclCommSplit for %s failed: %s (%s)\n",
+            Process.Rank, Which, ncclGetErrorString(E),
+            ncclGetLastError(nullptr));
+    return false;
   }
   {
     // NCCL sets up its buffers on the first collective: one now on each
@@ -361,7 +360,7 @@ bool Executor::setUp() {
     void *One = nullptr;
     CHECK_CUDA(cudaMalloc(&One, 4096));
     cudaStream_t S = Timing.stream(plan::Stream::Comm);
-    for (ncclComm_t C : {Comm, HpzComm})
+    for (ncclComm_t C : {Comm, GroupComm, ReplicaComm})
       if (C)
         CHECK_NCCL(ncclAllReduce(One, One, 1024, ncclFloat32, ncclSum, C, S));
     CHECK_CUDA(cudaStreamSynchronize(S));
@@ -439,10 +438,10 @@ void Executor::initializeWeights() {
                   S);
       continue;
     }
-    uint64_t Base = uint64_t(Process.Rank) * X.ShardElems;
+    uint64_t Base = uint64_t(ShardRank) * X.ShardElems;
     if (X.Persistent) {
       initWeights(Buffers.at(V.Param), ParamType, nullptr, Ti, 0,
-                  X.ShardElems * World, X.Elems, S);
+                  X.ShardElems * Shards, X.Elems, S);
     } else if (Set.ParamOffload == plan::OffloadDevice::None) {
       initWeights(Buffers.at(V.Shard), ParamType, nullptr, Ti, Base, X.ShardElems,
                   X.Elems, S);
@@ -505,6 +504,7 @@ void Executor::issue(const Instr &C) {
     gatherUnit(C);
     break;
   case plan::InstrKind::GatherParams:
+  case plan::InstrKind::ReduceReplicas:
     collectives(C);
     break;
   case plan::InstrKind::Release:
@@ -661,8 +661,9 @@ bool Executor::waitUntil(const std::function<cudaError_t()> &Status,
             std::to_string(Process.Rank) + ")");
     ncclResult_t Async = ncclSuccess;
     ncclCommGetAsyncError(Comm, &Async);
-    if (HpzComm && (Async == ncclSuccess || Async == ncclInProgress))
-      ncclCommGetAsyncError(HpzComm, &Async);
+    for (ncclComm_t C : {GroupComm, ReplicaComm})
+      if (C && (Async == ncclSuccess || Async == ncclInProgress))
+        ncclCommGetAsyncError(C, &Async);
     if (Async != ncclSuccess && Async != ncclInProgress) {
       abortCommunicators();
       fatalError("rank " + std::to_string(Process.Rank) +

@@ -30,6 +30,7 @@
 #include "Checkpoint.h"
 #include "Checks.h"
 #include "Collectives.h"
+#include "NcclGroup.h"
 #include "Exposed.h"
 #include "Launch.h"
 #include "LossScaler.h"
@@ -431,7 +432,9 @@ private:
   /// The instruction being issued, for error messages only.
   const Instr *Issuing = nullptr;
   ElementType ParamType, CommType, GradAccumType;
-  uint32_t Stage, World;
+  /// The ranks, the ranks a partition is split over (plan::partitionRanks)
+  /// and which of those partitions this rank holds.
+  uint32_t Stage, World, Shards, ShardRank;
 
   /// The step's values: written by the host in host scratch, copied by the
   /// step's first operation to the device's scratch, where kernels read
@@ -443,11 +446,19 @@ private:
 
   // Communication.
   ncclComm_t Comm = nullptr;
-  /// ZeRO++ hpZ: the communicator of this rank's group (split from Comm).
-  ncclComm_t HpzComm = nullptr;
+  /// The communicator of this rank's group of consecutive ranks (ZeRO++
+  /// hpZ's group, MiCS's shard group) and MiCS's replicas', split from
+  /// Comm where those are more than one rank and fewer than the world.
+  ncclComm_t GroupComm = nullptr, ReplicaComm = nullptr;
+  Communicators communicators() const {
+    return {Comm, GroupComm, ReplicaComm};
+  }
+  /// The communicator among the ranks a partition is split over (the
+  /// world's, or MiCS's shard group's; none for a group of one).
+  ncclComm_t shardComm() const { return Shards < World ? GroupComm : Comm; }
   /// --comm-cta-policy zero: the arena, made by ncclMemAlloc, and its
-  /// symmetric windows on Comm and HpzComm.
-  ncclWindow_t ArenaWindow = nullptr, HpzArenaWindow = nullptr;
+  /// symmetric windows on Comm and GroupComm (the gathers').
+  ncclWindow_t ArenaWindow = nullptr, GroupArenaWindow = nullptr;
   void *NcclArena = nullptr;
   /// The arena from ncclMemAlloc, registered on both communicators.
   bool allocateWindowedArena(uint64_t Bytes);

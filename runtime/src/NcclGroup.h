@@ -42,25 +42,71 @@ inline ncclConfig_t commConfig(unsigned MinCTAs, int Policy = 0) {
   return Config;
 }
 
-/// Issues Group as one NCCL group on stream S; offsets are into Arena.
-/// Calls within the hpZ group run on HpzComm, the others on Comm.
+/// The communicators a rank's calls run on: the world's; its group's of
+/// consecutive ranks (ZeRO++ hpZ's group or MiCS's shard group), where
+/// that is smaller than the world; MiCS's replicas', where they are fewer
+/// than the world (all of them run on the world's).
+struct Communicators {
+  ncclComm_t World = nullptr, Group = nullptr, Replicas = nullptr;
+
+  ncclComm_t of(const CollectiveCall &C, unsigned WorldSize) const {
+    if (C.Scope == CommScope::World || C.GroupRanks == WorldSize)
+      return World;
+    return C.Scope == CommScope::MicsReplicas ? Replicas : Group;
+  }
+};
+
+/// Splits from Comms.World the communicators a plan's calls need beyond
+/// it (every rank must call this): DeepSpeed's hpZ groups and MiCS's
+/// shard groups are consecutive ranks, MiCS's replicas the ranks of the
+/// same place in each shard group. A group of one rank copies and one of
+/// every rank runs on the world's: neither is split. On failure, Which
+/// names the group.
+inline ncclResult_t splitCommunicators(const dsc::plan::Info &S, int Rank,
+                                       Communicators &Comms,
+                                       const char *&Which) {
+  uint32_t Shards = dsc::plan::partitionRanks(S);
+  uint32_t Group = S.HpzPartition > 1 ? S.HpzPartition : Shards;
+  uint32_t Replicas = dsc::plan::replicaRanks(S);
+  auto Split = [&](uint32_t Ranks, int Colour, ncclComm_t *Into) {
+    if (Ranks < 2 || Ranks >= S.WorldSize)
+      return ncclSuccess;
+    return ncclCommSplit(Comms.World, Colour, Rank, Into, nullptr);
+  };
+  Which = S.HpzPartition > 1 ? "the hpZ group" : "the MiCS shard group";
+  if (ncclResult_t R = Split(Group, Rank / int(Group), &Comms.Group))
+    return R;
+  Which = "the MiCS replicas";
+  return Split(Replicas, Rank % int(Shards), &Comms.Replicas);
+}
+
+/// Issues Group as one NCCL group on stream S; offsets are into Arena. A
+/// call among one rank of a group is a copy (NCCL's would be one too).
 /// Returns the first error and sets Failed to the NCCL function's name.
 inline ncclResult_t issueGroup(const std::vector<CollectiveCall> &Group,
-                               char *Arena, ncclComm_t WorldComm,
-                               cudaStream_t S, const char *&Failed,
-                               ncclComm_t HpzComm = nullptr) {
+                               char *Arena, const Communicators &Comms,
+                               unsigned WorldSize, cudaStream_t S,
+                               const char *&Failed) {
   Failed = "ncclGroupStart";
   ncclResult_t R = ncclGroupStart();
   for (const CollectiveCall &C : Group) {
     if (R != ncclSuccess)
       break;
-    ncclComm_t Comm = C.Group ? HpzComm : WorldComm;
+    char *Send = Arena + C.Send, *Recv = Arena + C.Recv;
+    if (C.Scope != CommScope::World && C.GroupRanks == 1) {
+      Failed = "cudaMemcpyAsync";
+      if (Send != Recv &&
+          cudaMemcpyAsync(Recv, Send, C.Count * elementBytes(C.Type),
+                          cudaMemcpyDeviceToDevice, S) != cudaSuccess)
+        R = ncclUnhandledCudaError;
+      continue;
+    }
+    ncclComm_t Comm = Comms.of(C, WorldSize);
     if (!Comm) {
-      Failed = "the hpZ group's communicator (none was made)";
+      Failed = "the communicator of a group of ranks (none was made)";
       R = ncclInvalidUsage;
       break;
     }
-    char *Send = Arena + C.Send, *Recv = Arena + C.Recv;
     ncclDataType_t T = ncclTypeOf(C.Type);
     switch (C.Kind) {
     case CollectiveKind::AllReduce:

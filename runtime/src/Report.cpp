@@ -208,20 +208,28 @@ void Executor::fitCollectiveRates(plan::Hardware &Rates) const {
     double BusBytes = 0, Ms = 0, Calls = 0;
   };
   // Over several nodes every collective over all ranks crosses the link
-  // between them: what was measured is that link's rate. hpZ's group
-  // gathers (HpzKindSuffix) stay within a node where the groups tile it.
+  // between them: what was measured is that link's rate. The calls within
+  // hpZ's groups or MiCS's shard groups stay within a node where the
+  // groups tile it; MiCS's replicas are one rank of each group.
   const plan::Info &S = P.Settings;
-  bool GroupsInNode = S.HpzPartition > 1 && S.GpusPerNode % S.HpzPartition == 0;
+  uint32_t Group = S.HpzPartition > 1 ? S.HpzPartition : plan::partitionRanks(S);
+  bool GroupsInNode = S.GpusPerNode % Group == 0;
   std::map<std::pair<bool, std::string>, Sum> ByKind;
   for (size_t I = firstSteadyStep(); I < Timings.size(); ++I)
     for (const auto &[Name, T] : Timings[I].Collectives) {
       std::string Kind = Name == "reduce" ? "reduce-scatter" : Name;
-      size_t Suffix = sizeof(HpzKindSuffix) - 1;
-      bool Group = Kind.size() > Suffix &&
-                   Kind.compare(Kind.size() - Suffix, Suffix, HpzKindSuffix) == 0;
-      if (Group)
-        Kind.resize(Kind.size() - Suffix);
-      Sum &Into = ByKind[{S.Nodes > 1 && !(Group && GroupsInNode), Kind}];
+      bool InGroup = false;
+      for (CommScope Scope : {CommScope::HpzGroup, CommScope::MicsShard,
+                              CommScope::MicsReplicas}) {
+        std::string Suffix = scopeSuffix(Scope);
+        if (Kind.size() > Suffix.size() &&
+            Kind.compare(Kind.size() - Suffix.size(), Suffix.size(),
+                         Suffix) == 0) {
+          Kind.resize(Kind.size() - Suffix.size());
+          InGroup = Scope != CommScope::MicsReplicas;
+        }
+      }
+      Sum &Into = ByKind[{S.Nodes > 1 && !(InGroup && GroupsInNode), Kind}];
       Into.BusBytes += T.BusBytes;
       Into.Ms += T.Ms;
       Into.Calls += T.Calls;

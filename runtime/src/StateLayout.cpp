@@ -110,7 +110,9 @@ std::string stateLayout(const plan::Plan &P, uint32_t Rank,
       return add(plan::NoIndex, 0, K, T, Begin, End, 0);
     unsigned EB = plan::dtypeBytes(P.Views[V].Type);
     return add(partWhere(StatePartPlace::Arena, P.Views[V].Buffer),
-               plan::viewOffset(P.Views[V], Rank) + Elem * EB, K, T, Begin,
+               plan::viewOffset(P.Views[V], plan::partitionRank(S, Rank)) +
+                   Elem * EB,
+               K, T, Begin,
                End, EB);
   };
 
@@ -130,7 +132,7 @@ std::string stateLayout(const plan::Plan &P, uint32_t Rank,
         return Error;
       continue;
     }
-    uint64_t Begin = uint64_t(Rank) * Tn.ShardElems;
+    uint64_t Begin = uint64_t(plan::partitionRank(S, Rank)) * Tn.ShardElems;
     uint64_t End = std::min(Tn.Elems, Begin + Tn.ShardElems);
     if (Begin >= End)
       continue;

@@ -90,7 +90,7 @@ void Executor::gradientOf(uint32_t T, uint32_t Micro, cudaStream_t S) {
   // bucket.
   char *Transient = Buffers.at(P.Places.Values[GradValue[T]]);
   unsigned PB = elementBytes(ParamType);
-  uint64_t Padded = Stage == 3 ? X.ShardElems * World : X.Elems;
+  uint64_t Padded = Stage == 3 ? X.ShardElems * Shards : X.Elems;
   if (!Computed)
     launchFillGrad(Transient, ParamType, Padded, X.Elems, Rank, DeviceStep,
                    Micro, T, 0, false, S);
@@ -108,7 +108,7 @@ void Executor::gradientOf(uint32_t T, uint32_t Micro, cudaStream_t S) {
   const plan::View &V = Buffers.view(Slot);
   uint64_t SlotBytes = plan::dtypeBytes(V.Type);
   launchScatterToChunks(Buffers.whole(Slot) - V.Offset, ElementType(V.Type),
-                        Transient, ParamType, X.Elems, X.ShardElems, World,
+                        Transient, ParamType, X.Elems, X.ShardElems, Shards,
                         V.RankStride / SlotBytes, V.Offset / SlotBytes, S);
 }
 
@@ -155,8 +155,8 @@ void Executor::collectives(const Instr &C) {
     return; // A stage-3 step with no persistent parameters gathers none.
   Timing.measureBegin(C);
   const char *Failed = nullptr;
-  if (ncclResult_t R = issueGroup(Group, Buffers.deviceBase(), Comm, C.S,
-                                  Failed, HpzComm ? HpzComm : Comm))
+  if (ncclResult_t R = issueGroup(Group, Buffers.deviceBase(),
+                                  communicators(), World, C.S, Failed))
     fatalError(std::string(Failed) + " failed: " + ncclGetErrorString(R) +
                whereNow());
   Timing.measureEnd(C);
@@ -204,8 +204,8 @@ void Executor::gatherUnit(const Instr &C) {
   uint64_t Chunk = Buffers.elems(UV.Send);
   UnpackTable Table;
   auto Flush = [&] {
-    launchUnpackUnit(Buffers.at(UV.Whole), Buffers.at(UV.Target), PB, Table, World, Chunk,
-                     C.S);
+    launchUnpackUnit(Buffers.at(UV.Whole), Buffers.at(UV.Target), PB, Table,
+                     Shards, Chunk, C.S);
     Table.Count = 0;
   };
   for (uint32_t Tn : P.FetchUnits[U].Tensors) {
@@ -259,9 +259,11 @@ void Executor::clipGradients(const Instr &C) {
       launchSumSquares(Buffers.at(Owned), Type, N, Partials, Blocks, C.S);
     launchSumPartials(Partials, Blocks, Sum, C.S);
   }
-  // Stage 0 ranks hold every gradient; the others sum their partitions.
-  if (Stage > 0 && World > 1)
-    CHECK_NCCL(ncclAllReduce(Sum, Sum, 1, ncclFloat32, ncclSum, Comm, C.S));
+  // Stage 0 ranks hold every gradient; the others sum their partitions
+  // (with MiCS those of the shard group: its replicas hold the same).
+  if (Stage > 0 && Shards > 1)
+    CHECK_NCCL(ncclAllReduce(Sum, Sum, 1, ncclFloat32, ncclSum, shardComm(),
+                             C.S));
   launchClipFactor(Sum, rankGradScale(), MaxNorm, DeviceStep, C.S);
   // The factor and the overflow flag, for the host optimizer and the report.
   static_assert(offsetof(StepValues, Overflow) ==

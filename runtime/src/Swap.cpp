@@ -127,7 +127,7 @@ void Executor::initializeSwap() {
       std::vector<char> Block(Swap->unitBytes(U));
       for (uint32_t T : P.FetchUnits[U].Tensors) {
         const plan::Tensor &X = P.Tensors[T];
-        uint64_t Base = uint64_t(Process.Rank) * X.ShardElems;
+        uint64_t Base = uint64_t(ShardRank) * X.ShardElems;
         char *Dst = Block.data() + Swap->shardInUnit(T);
         for (uint64_t I = 0; I < X.ShardElems; ++I)
           storeAs(Dst, I, ParamType,

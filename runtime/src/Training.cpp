@@ -382,7 +382,7 @@ bool Executor::writeWeights(const std::string &Path) {
         continue;
       }
       uint64_t ShardBytes = X.ShardElems * PB;
-      char *Whole = Buffers.at(Staging), *Mine = Whole + Process.Rank * ShardBytes;
+      char *Whole = Buffers.at(Staging), *Mine = Whole + ShardRank * ShardBytes;
       const char *Shard = ParamSwap ? nullptr : Buffers.at(V.Shard);
       if (ParamSwap) {
         std::string Error;
@@ -396,7 +396,9 @@ bool Executor::writeWeights(const std::string &Path) {
       }
       CHECK_CUDA(cudaMemcpyAsync(Mine, Shard, ShardBytes, cudaMemcpyDefault,
                                  S));
-      CHECK_NCCL(ncclAllGather(Mine, Whole, ShardBytes, ncclUint8, Comm, S));
+      if (Shards > 1)
+        CHECK_NCCL(ncclAllGather(Mine, Whole, ShardBytes, ncclUint8,
+                                 shardComm(), S));
       if (Zero)
         Download(Ti, Whole);
       CHECK_CUDA(cudaStreamSynchronize(S));

@@ -251,7 +251,7 @@ bool Executor::verify(uint32_t Steps) {
               ? CheckStored(Stored.data(), T, 0, Tn.Elems,
                             "persistent parameter")
               : CheckStored(Stored.data(), T,
-                            uint64_t(Process.Rank) * Tn.ShardElems,
+                            uint64_t(ShardRank) * Tn.ShardElems,
                             Tn.ShardElems, "parameter shard");
       if (Bad.Found)
         return Fail(Bad);
@@ -303,10 +303,10 @@ bool Executor::verify(uint32_t Steps) {
       std::vector<float> Quantized;
       uint64_t Chunk = Buffers.elems(UV.Send);
       if (UV.Quantized != plan::NoIndex) {
-        Quantized.assign(Chunk * World, 0.0f);
+        Quantized.assign(Chunk * Shards, 0.0f);
         for (uint32_t Tn : P.FetchUnits[U].Tensors) {
           uint64_t Shard = P.Tensors[Tn].ShardElems, Off = chunkOffset(U, Tn);
-          parallelFor(Shard * World, Threads, [&](uint64_t B, uint64_t E) {
+          parallelFor(Shard * Shards, Threads, [&](uint64_t B, uint64_t E) {
             for (; B < E; ++B)
               Quantized[B / Shard * Chunk + Off + B % Shard] =
                   StoredWant(Tn, B);

@@ -59,7 +59,8 @@ static void collectiveChecks(const char *Path, const plan::Plan &P) {
     bool Collective = In.Kind == plan::InstrKind::Reduce ||
                       In.Kind == plan::InstrKind::Gather ||
                       In.Kind == plan::InstrKind::GatherSecondary ||
-                      In.Kind == plan::InstrKind::GatherParams;
+                      In.Kind == plan::InstrKind::GatherParams ||
+                      In.Kind == plan::InstrKind::ReduceReplicas;
     EXPECT(Collective == !First.empty() ||
            In.Kind == plan::InstrKind::GatherParams);
     if (In.Kind == plan::InstrKind::Reduce && S.ZeroStage < 3) {
@@ -75,7 +76,7 @@ static void collectiveChecks(const char *Path, const plan::Plan &P) {
       // by side in the chunk; with qwZ, the chunk's int8 bytes and then
       // its scales, one per quantization group.
       const plan::UnitViews &U = P.Places.Units[In.Arg];
-      uint64_t Chunk = P.Views[U.Target].Elems / S.WorldSize;
+      uint64_t Chunk = P.Views[U.Target].Elems / plan::partitionRanks(S);
       if (U.Quantized == plan::NoIndex)
         EXPECT(First.size() == 1 && First[0].Count == Chunk);
       else
@@ -91,11 +92,27 @@ static void collectiveChecks(const char *Path, const plan::Plan &P) {
       uint64_t Slice = P.Views[U.Target].Elems / S.HpzPartition;
       bool Quantized = U.QuantizedSecondarySend != plan::NoIndex;
       EXPECT(First.size() == (Quantized ? 2u : 1u) &&
-             First[0].Group == S.HpzPartition && First[0].Count == Slice &&
+             First[0].Scope == CommScope::HpzGroup &&
+             First[0].GroupRanks == S.HpzPartition && First[0].Count == Slice &&
              (!Quantized ||
               (First[0].Type == ElementType::I8 &&
-               First[1].Group == S.HpzPartition &&
+               First[1].Scope == CommScope::HpzGroup &&
+               First[1].GroupRanks == S.HpzPartition &&
                First[1].Count == plan::qwzGroups(Slice))));
+    }
+    if (In.Kind == plan::InstrKind::ReduceReplicas) {
+      // MiCS: the rank's shards of the bucket's tensors in its gradient
+      // partition, all-reduced in place across the replicas.
+      uint64_t Shards = 0, Covered = 0;
+      for (const plan::Segment &Seg : P.Buckets[In.Arg].Segments)
+        Shards += P.Tensors[Seg.Tensor].ShardElems;
+      for (const CollectiveCall &C : First) {
+        Covered += C.Count;
+        EXPECT(C.Kind == CollectiveKind::AllReduce && C.Send == C.Recv &&
+               C.Scope == CommScope::MicsReplicas &&
+               C.GroupRanks == plan::replicaRanks(S));
+      }
+      EXPECT(Covered == Shards);
     }
     for (const Arena &A : Ranks) {
       std::vector<CollectiveCall> Mine = collectiveCalls(A, I);
@@ -113,19 +130,20 @@ static void collectiveChecks(const char *Path, const plan::Plan &P) {
         uint64_t Elem = elementBytes(C.Type);
         bool Gathered = C.Kind == CollectiveKind::AllGather;
         bool Scattered = C.Kind == CollectiveKind::ReduceScatter;
-        uint64_t SendBytes = C.Count * Elem * (Scattered ? S.WorldSize : 1);
+        uint64_t SendBytes =
+            C.Count * Elem * (Scattered ? C.ranks(S.WorldSize) : 1);
         uint64_t RecvBytes =
             C.Count * Elem * (Gathered ? C.ranks(S.WorldSize) : 1);
         EXPECT(C.Send + SendBytes <= A.deviceBytes() &&
                C.Recv + RecvBytes <= A.deviceBytes());
         // What a rank sends or receives as its part is its own.
         if (Gathered)
-          EXPECT(C.Send == C.Recv + A.Rank * C.Count * Elem ||
+          EXPECT(C.Send == C.Recv + A.Slot * C.Count * Elem ||
                  (S.ParamOffload == plan::OffloadDevice::None &&
                   !plan::unitGathersQuantized(P)) ||
-                 C.Group);
+                 C.Scope == CommScope::HpzGroup);
         if (Scattered)
-          EXPECT(C.Recv == C.Send + A.Rank * C.Count * Elem);
+          EXPECT(C.Recv == C.Send + A.Slot * C.Count * Elem);
       }
     }
   }
@@ -174,7 +192,7 @@ static void viewChecks(const char *Path, const plan::Plan &P) {
       if (UV.Target == plan::NoIndex)
         continue;
       uint64_t PB = plan::dtypeBytes(S.ParamDType);
-      uint64_t Next = A.offset(UV.Target) + R * A.elems(UV.Send) * PB;
+      uint64_t Next = A.offset(UV.Target) + A.Slot * A.elems(UV.Send) * PB;
       for (uint32_t T : P.FetchUnits[U].Tensors) {
         EXPECT(A.offset(X.Tensors[T].Chunk) == Next);
         Next += P.Tensors[T].ShardElems * PB;
@@ -435,7 +453,7 @@ static void editedPlans(const char *Path, const plan::Plan &Good) {
     plan::Plan P = Good;
     P.Views[0].RankStride = uint64_t(1) << 40;
     EXPECT(Refusal(P).find("view 0") != std::string::npos ||
-           Good.Settings.WorldSize == 1);
+           plan::partitionRanks(Good.Settings) == 1);
   }
 }
 
@@ -457,8 +475,9 @@ void dsrun::planChecks(const char *Path) {
   }
   const plan::Info &S = P->Settings;
   // Every trainable element is updated by exactly one rank (by every rank
-  // at stage 0, where each holds a full replica).
-  unsigned Want = S.ZeroStage == 0 ? S.WorldSize : 1;
+  // at stage 0, where each holds a full replica; by one rank of each MiCS
+  // shard group, its replicas).
+  unsigned Want = S.ZeroStage == 0 ? S.WorldSize : plan::replicaRanks(S);
   std::vector<std::vector<uint8_t>> Owners(P->Tensors.size());
   for (uint32_t T = 0; T < P->Tensors.size(); ++T)
     Owners[T].assign(P->Tensors[T].Elems, 0);

@@ -122,10 +122,11 @@ static StateLayout checkedLayout(const plan::Plan &P, uint32_t Rank) {
 }
 
 /// Over all ranks: each tensor's parameters whole on a rank or sharded
-/// across all, each trainable element's optimizer state on one rank
-/// (every rank at stage 0).
+/// across a partition's ranks, each trainable element's optimizer state on
+/// one rank (every rank at stage 0; one rank of each MiCS shard group).
 static void checkCoverage(const plan::Plan &P) {
   uint32_t World = P.Settings.WorldSize, Stage = P.Settings.ZeroStage;
+  uint32_t Replicas = plan::replicaRanks(P.Settings);
   std::map<std::pair<StateKind, uint32_t>, uint64_t> Elems;
   for (uint32_t R = 0; R < World; ++R)
     for (const StateSegment &S : checkedLayout(P, R).Segments)
@@ -134,7 +135,7 @@ static void checkCoverage(const plan::Plan &P) {
     const plan::Tensor &X = P.Tensors[T];
     bool Whole = Stage < 3 || X.Persistent;
     uint64_t Params = Elems[{StateKind::Param, T}];
-    EXPECT(Params == (Whole ? World : 1) * X.Elems);
+    EXPECT(Params == (Whole ? World : Replicas) * X.Elems);
   }
   for (uint32_t T : P.Layout.Order) {
     const plan::Tensor &X = P.Tensors[T];
@@ -144,7 +145,7 @@ static void checkCoverage(const plan::Plan &P) {
            {StateKind::Master, StateKind::Moment1, StateKind::Moment2})
       {
         uint64_t Held = Elems[{K, T}];
-        EXPECT(Held == (Stage == 0 ? World : 1) * X.Elems);
+        EXPECT(Held == (Stage == 0 ? World : Replicas) * X.Elems);
       }
   }
 }
