@@ -22,8 +22,9 @@
 #                 hostfile_check.sh launches with dsrun --hostfile;
 #   OUT/hpz/      the same at 2 nodes of 2 GPUs, plain and with ZeRO++ hpZ
 #                 groups of 2, for hpz_check.sh;
-#   OUT/mics/     the fixture Llama at ZeRO 3, 2 ranks, plain and with
-#                 MiCS shard groups of one rank, 200 steps, for
+#   OUT/mics/, OUT/mics4/  the fixture Llama at ZeRO 3, plain and with
+#                 MiCS shard groups of one rank at 2 ranks and of 2 at 4,
+#                 200 steps, for
 #                 zero3_variant_check.sh;
 #   OUT/qwz/      the fixture Llama at ZeRO 3, 2 ranks, plain and with
 #                 ZeRO++ qwZ, no parameter persistent (so that every one
@@ -69,6 +70,9 @@ PERSISTENCE=0 VARIANTS="s3 s3-qwz" utils/training-plans.sh "$dsc" "$model" llama
 # (zero3_variant_check.sh).
 PERSISTENCE=0 VARIANTS="s3 s3-mics1" utils/training-plans.sh "$dsc" "$model" llama-fixture \
   "$out/mics" 2 32 200 1e-3 > /dev/null
+# The same at 4 ranks with shard groups of 2.
+PERSISTENCE=0 VARIANTS="s3 s3-mics2" utils/training-plans.sh "$dsc" "$model" llama-fixture \
+  "$out/mics4" 4 32 200 1e-3 > /dev/null
 # Model folders in and out (model_folder_check.sh): the fixture Llama at
 # ZeRO 2 and the fixture GPT-2 (tied embeddings) at ZeRO 3, 2 ranks.
 ACCUMULATION=1 VARIANTS=s2 utils/training-plans.sh "$dsc" "$model" llama \
@@ -85,7 +89,7 @@ for config in test/Graph/Inputs/hf-tiny/*/; do
   cp "$config/config.json" "$out/families/configs/$family/"
 done
 rm "$out"/families/*.txt
-rm "$out"/train2/*.txt "$out"/nodes/*.txt "$out"/qwz/*.txt "$out"/mics/*.txt
+rm "$out"/train2/*.txt "$out"/nodes/*.txt "$out"/qwz/*.txt "$out"/mics/*.txt "$out"/mics4/*.txt
 rm "$out"/train/*.txt
 "$dsc" plan "$out/train/llama-fixture-s1.json" "$model" --seq-len 32 \
   --weights-out "$out/train/models/llama-fixture/model.safetensors" > /dev/null

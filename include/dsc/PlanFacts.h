@@ -50,6 +50,15 @@ inline uint64_t paddedElems(const Plan &P, uint32_t Tensor) {
   return P.Tensors[Tensor].ShardElems * partitionRanks(P.Settings);
 }
 
+/// Stage 3: a rank's shards of a bucket's tensors, what its reduction
+/// leaves the rank (and MiCS's replicas all-reduce).
+inline uint64_t bucketShardElems(const Plan &P, uint32_t Bucket) {
+  uint64_t Elems = 0;
+  for (const Segment &G : P.Buckets[Bucket].Segments)
+    Elems += P.Tensors[G.Tensor].ShardElems;
+  return Elems;
+}
+
 /// The kernels a forward or backward instruction runs (its op's); none
 /// for any other instruction.
 inline Interval kernelsOf(const Plan &P, const Instruction &In) {

@@ -402,8 +402,7 @@ Expected<plan::Plan> lowerToPlan(const PlanInputs &In,
       In.ConfigText.size());
   P.Settings.ModelHash = In.ModelHash;
   P.Settings.ModelPath = In.Graph.Path;
-  P.Estimates.Fixed =
-fixedCosts(Options.Machine, P.Settings);
+  P.Estimates.Fixed = fixedCosts(Options.Machine, P.Settings);
 
   Expected<DimBindings> Bindings =
       bindDims(In.Graph, P.Settings.MicroBatch, Options);

@@ -297,8 +297,7 @@ void printEstimateText(raw_ostream &OS, const plan::Plan &P) {
     uint64_t Moved = 0;
     for (const plan::Instruction &In : P.Program)
       if (In.Kind == plan::InstrKind::ReduceReplicas)
-        for (const plan::Segment &G : P.Buckets[In.Arg].Segments)
-          Moved += P.Tensors[G.Tensor].ShardElems;
+        Moved += plan::bucketShardElems(P, In.Arg);
     uint32_t Replicas = plan::replicaRanks(S);
     bool InNode = S.GpusPerNode % S.MicsShard == 0;
     OS << formatv("MiCS: {0} shard groups of {1} consecutive rank{2} ({3}) "

@@ -146,8 +146,7 @@ private:
                       bool Reduces);
   void reduce(uint32_t Bucket, uint32_t After, uint32_t Micro);
   uint64_t reduceNanos(const plan::Bucket &Bucket) const;
-  uint64_t partitionCopyNanos(const plan::Bucket &Bucket,
-                              uint32_t Micro) const;
+  uint64_t partitionCopyNanos(uint32_t B, uint32_t Micro) const;
   void optimizerStep();
   void transfersAt(plan::TransferPoint Point, uint32_t Owner,
                    std::vector<uint32_t> Waits, uint32_t Micro,
@@ -456,8 +455,8 @@ uint64_t Scheduler::reduceNanos(const plan::Bucket &Bucket) const {
 /// mean share, since the ranks take turns (the 8B shape's 160 buckets
 /// of 5e7 at 4 ranks, each one rank's, stepped 475.7 ms where copies
 /// on the owner's path would have added 96 ms to a 513 ms plan).
-uint64_t Scheduler::partitionCopyNanos(const plan::Bucket &Bucket,
-                                       uint32_t Micro) const {
+uint64_t Scheduler::partitionCopyNanos(uint32_t B, uint32_t Micro) const {
+  const plan::Bucket &Bucket = P.Buckets[B];
   if (S.ZeroStage < 2 || S.OptimizerOffload != plan::OffloadDevice::None)
     return 0;
   uint64_t Elems = 0, Launches = 0;
@@ -466,8 +465,7 @@ uint64_t Scheduler::partitionCopyNanos(const plan::Bucket &Bucket,
     Elems = Bucket.Elems / std::max<uint32_t>(S.WorldSize, 1);
     Launches = 1;
   } else {
-    for (const plan::Segment &G : Bucket.Segments)
-      Elems += P.Tensors[G.Tensor].ShardElems;
+    Elems = plan::bucketShardElems(P, B);
     Launches = Bucket.Segments.size();
     Into = S.GradAccumDType;
   }
@@ -481,19 +479,18 @@ void Scheduler::reduce(uint32_t B, uint32_t After, uint32_t Micro) {
   const plan::Bucket &Bucket = P.Buckets[B];
   Stream On = S.OverlapComm ? Stream::Comm : Stream::Compute;
   ReduceInstr[B] = emit(InstrKind::Reduce, On, Micro, B, {After},
-                        reduceNanos(Bucket) + partitionCopyNanos(Bucket, Micro));
+                        reduceNanos(Bucket) + partitionCopyNanos(B, Micro));
   AllReduces.push_back(ReduceInstr[B]);
   if (plan::replicaRanks(S) > 1 && Micro + 1 == S.GradAccum) {
     // MiCS: the step's summed share of the bucket, all-reduced across the
     // shard groups on the same stream (DeepSpeed's
     // allreduce_mics_shard_grads, at the accumulation boundary).
-    uint64_t Elems = 0;
-    for (const plan::Segment &G : Bucket.Segments)
-      Elems += P.Tensors[G.Tensor].ShardElems;
     AllReduces.push_back(
         emit(InstrKind::ReduceReplicas, On, Micro, B, {ReduceInstr[B]},
              collectiveNanos(plan::Collective::AllReduce,
-                             bytesOf(Elems, S.GradAccumDType), S,
+                             bytesOf(plan::bucketShardElems(P, B),
+                                     S.GradAccumDType),
+                             S,
                              plan::replicaRanks(S), false, 0,
                              /*Strided=*/true)));
   }

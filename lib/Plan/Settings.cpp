@@ -315,8 +315,10 @@ Error readPlanSettings(plan::Info &I, const ConfigView &C,
     if (I.QuantizedGradients && I.Nodes > 1)
       return settingError(
           "zero_optimization.zero_quantized_gradients across nodes: "
-          "DeepSpeed then reduces gradients by 4-bit all-to-alls within and "
-          "between nodes, which dsc does not plan; on one node it has no "
+          "DeepSpeed then reduces each gradient by 4-bit all-to-alls within "
+          "and between nodes (its kernels read the gradients as fp16 "
+          "whatever their type, and leave the sum divided by the nodes, not "
+          "the ranks), which dsc does not plan; on one node it has no "
           "effect");
     // MiCS as DeepSpeed 0.19.2 runs it (mics.py; later releases reduce
     // over the whole world and fail on the sizes): parameters, gradients

@@ -368,6 +368,11 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
   }
 
   std::vector<bool> Gathered(NU, false), GatheredOnce(NU, false);
+  // MiCS: each bucket's all-reduce across the replicas, exactly once, after
+  // that bucket's reduction in the last micro step on the same stream
+  // (which orders the two), before the step reads the gradients.
+  std::vector<uint32_t> LastReduceOn(NB, NoIndex), ReplicaReduces(NB, 0);
+  bool Stepped = false;
   for (size_t I = 0; I < NI; ++I) {
     const Instruction &In = P.Program[I];
     size_t Limit = 0;
@@ -444,14 +449,27 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
            P.Places.Units[In.Arg].Secondary == NoIndex))))
       return "instruction " + std::to_string(I) + " gathers a unit from an "
              "hpZ secondary partition it does not have";
+    if (In.Kind == InstrKind::Reduce && In.Micro + 1 == S.GradAccum)
+      LastReduceOn[In.Arg] = uint32_t(In.On);
+    Stepped |= In.Kind == InstrKind::ClipGradients ||
+               In.Kind == InstrKind::OptimizerStep;
     if (In.Kind == InstrKind::ReduceReplicas &&
-        (replicaRanks(S) < 2 || In.Micro + 1 != S.GradAccum))
+        (replicaRanks(S) < 2 || In.Micro + 1 != S.GradAccum || Stepped ||
+         LastReduceOn[In.Arg] != uint32_t(In.On) ||
+         ReplicaReduces[In.Arg]++))
       return "instruction " + std::to_string(I) + " all-reduces across MiCS "
-             "replicas the plan does not have, or before the last micro step";
+             "replicas the plan does not have, not once after its bucket's "
+             "reduction in the last micro step on its stream, or after the "
+             "step";
   }
   for (bool G : Gathered)
     if (G)
       return "a fetch unit is still gathered at the end of the step";
+  if (Has(PlanStage::Scheduled) && replicaRanks(S) > 1 && S.ZeroStage == 3)
+    for (size_t B = 0; B < NB; ++B)
+      if (!ReplicaReduces[B])
+        return "bucket " + std::to_string(B) + " is never all-reduced "
+               "across the MiCS replicas";
 
   if (Has(PlanStage::Complete) && P.Estimates.Ranks.size() != NC)
     return "the estimate does not have one entry per rank class";

@@ -10,6 +10,7 @@
 #include "Views.h"
 
 #include "dsc/Plan/Report.h"
+#include "dsc/PlanFacts.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -143,6 +144,9 @@ uint64_t ScheduleDrawer::bytesOf(const plan::Instruction &In) const {
     return P.Transfers[In.Arg].Bytes;
   case plan::InstrKind::GatherParams:
     return P.Layout.PaddedElems * PB;
+  case plan::InstrKind::ReduceReplicas:
+    return plan::bucketShardElems(P, In.Arg) *
+           plan::dtypeBytes(P.Settings.GradAccumDType);
   default:
     return 0;
   }

@@ -84,8 +84,13 @@ double busBytes(const std::vector<CollectiveCall> &Group, unsigned World) {
 
 void addGroup(TotalsByKind &ByKind, const std::vector<CollectiveCall> &Group,
               double Ms, unsigned World) {
-  CollectiveTotals &T = ByKind[std::string(collectiveName(Group[0].Kind)) +
-                               scopeSuffix(Group[0].Scope)];
+  // Calls among one rank are copies (MiCS's shard groups of one): apart,
+  // so that no NCCL rate is fitted on them.
+  CollectiveTotals &T =
+      ByKind[Group[0].ranks(World) <= 1
+                 ? std::string(CopyKind)
+                 : std::string(collectiveName(Group[0].Kind)) +
+                       scopeSuffix(Group[0].Scope)];
   for (const CollectiveCall &C : Group)
     T.Bytes += double(C.messageBytes(World));
   T.BusBytes += busBytes(Group, World);

@@ -79,8 +79,11 @@ struct CollectiveTotals {
 };
 using TotalsByKind = std::map<std::string, CollectiveTotals>;
 
+/// The totals' name for groups among one rank, which copy.
+constexpr char CopyKind[] = "copy";
+
 /// Adds a group that took Ms to its kind's totals (its kind's name, with
-/// its scope's suffix after it).
+/// its scope's suffix after it; CopyKind for a group among one rank).
 void addGroup(TotalsByKind &ByKind, const std::vector<CollectiveCall> &Group,
               double Ms, unsigned World);
 

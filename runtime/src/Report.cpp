@@ -217,6 +217,8 @@ void Executor::fitCollectiveRates(plan::Hardware &Rates) const {
   std::map<std::pair<bool, std::string>, Sum> ByKind;
   for (size_t I = firstSteadyStep(); I < Timings.size(); ++I)
     for (const auto &[Name, T] : Timings[I].Collectives) {
+      if (Name == CopyKind)
+        continue;
       std::string Kind = Name == "reduce" ? "reduce-scatter" : Name;
       bool InGroup = false;
       for (CommScope Scope : {CommScope::HpzGroup, CommScope::MicsShard,

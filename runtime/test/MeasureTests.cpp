@@ -170,6 +170,28 @@ TEST(Measure, ReduceBusBytes) {
                   4) == 120);
 }
 
+/// Totals by kind carry the call's scope; calls among one rank (MiCS's
+/// shard groups of one) are copies, kept apart from NCCL's kinds.
+TEST(Measure, TotalsByScope) {
+  auto Gather = [](CommScope Scope, unsigned Ranks) {
+    CollectiveCall C{CollectiveKind::AllGather};
+    C.Count = 8;
+    C.Type = ElementType::F32;
+    C.Scope = Scope;
+    C.GroupRanks = Ranks;
+    return C;
+  };
+  TotalsByKind T;
+  addGroup(T, {Gather(CommScope::World, 0)}, 1.0, 4);
+  addGroup(T, {Gather(CommScope::MicsShard, 2)}, 1.0, 4);
+  addGroup(T, {Gather(CommScope::MicsShard, 1)}, 1.0, 4);
+  EXPECT(T.size() == 3 && T.count("all-gather") &&
+         T.count("all-gather-mics-shard") && T.count(CopyKind));
+  // 8 floats a rank: 128 bytes over 4 ranks, 64 over 2.
+  EXPECT(T["all-gather"].Bytes == 128 && T["all-gather-mics-shard"].Bytes == 64 &&
+         T["all-gather-mics-shard"].BusBytes == 32);
+}
+
 /// The planner's kernel time (dsc/KernelTime.h): the machine's rates for
 /// kinds never measured, the measured kind's rate on its bounding
 /// dimension, and the gap after every kernel; a fitted rate reproduces

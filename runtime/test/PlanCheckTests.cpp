@@ -449,6 +449,24 @@ static void editedPlans(const char *Path, const plan::Plan &Good) {
     }
     break;
   }
+  // MiCS: a bucket's all-reduce across the replicas moved off its
+  // reduction's stream, or made a second time in place of another
+  // instruction of that stream, is refused.
+  for (size_t I = 0; I < Good.Program.size(); ++I) {
+    if (Good.Program[I].Kind != plan::InstrKind::ReduceReplicas)
+      continue;
+    plan::Plan P = Good;
+    plan::Instruction &In = P.Program[I];
+    In.On = In.On == plan::Stream::Comm ? plan::Stream::Compute
+                                        : plan::Stream::Comm;
+    EXPECT(Refusal(P).find("across MiCS replicas") != std::string::npos);
+    if (Good.Buckets.size() > 1) {
+      P = Good;
+      P.Program[I].Arg = Good.Program[I].Arg == 0 ? 1 : 0;
+      EXPECT(Refusal(P).find("MiCS replicas") != std::string::npos);
+    }
+    break;
+  }
   if (!Good.Views.empty()) {
     plan::Plan P = Good;
     P.Views[0].RankStride = uint64_t(1) << 40;

@@ -1,6 +1,6 @@
 #!/bin/sh
-# A stage-3 variant (ZeRO++ qwZ, MiCS) at 2 ranks against plain ZeRO 3
-# (ctest -L gpu: gpu-qwz, gpu-mics):
+# A stage-3 variant (ZeRO++ qwZ, MiCS) at WORLD ranks (default 2) against
+# plain ZeRO 3 (ctest -L gpu: gpu-qwz, gpu-mics, gpu-mics-4):
 #   1. ZeRO 3 plain and the variant, each trained STEPS steps from the same
 #      weights and batches beside the PyTorch reference
 #      (train_compare.sh: each within its 1 % of the reference).
@@ -11,18 +11,19 @@
 #   3. The variant's arena within 0.5 % of its plan, or 2 MiB.
 # Exits 1 when one fails.
 #
-#   runtime/test/zero3_variant_check.sh DSRUN PLANDIR MODELDIR TOKENS OUTDIR STEPS VARIANT MUST_DIFFER
+#   runtime/test/zero3_variant_check.sh DSRUN PLANDIR MODELDIR TOKENS OUTDIR STEPS VARIANT MUST_DIFFER [WORLD]
 #
 # PLANDIR holds llama-fixture-s3.bin and llama-fixture-s3-VARIANT.bin.
 set -u
 dsrun=$1 plans=$2 models=$3 tokens=$4 out=$5 steps=$6 variant=$7 differ=$8
+w=${9:-2}
 here=$(dirname "$0")
 rm -rf "$out"; mkdir -p "$out"
 failed=0
 "$here/../bench/train_compare.sh" "$dsrun" "$plans" "$models" "$tokens" \
-  "$out" 2 "$steps" 32 llama-fixture-s3 "llama-fixture-s3-$variant" || failed=1
-python3 - "$here/../bench" "$out/llama-fixture-s3-w2.json" \
-    "$out/llama-fixture-s3-$variant-w2.json" "$steps" "$variant" "$differ" <<'PY' || failed=1
+  "$out" "$w" "$steps" 32 llama-fixture-s3 "llama-fixture-s3-$variant" || failed=1
+python3 - "$here/../bench" "$out/llama-fixture-s3-w$w.json" \
+    "$out/llama-fixture-s3-$variant-w$w.json" "$steps" "$variant" "$differ" <<'PY' || failed=1
 import sys
 sys.path.insert(0, sys.argv[1])
 from compare_losses import losses
@@ -42,7 +43,7 @@ print(f"passed: {name} against plain ZeRO 3 over {steps} steps: largest relative
       f"difference {max(rel):.2e} (step {common[rel.index(max(rel))]}), mean "
       f"{sum(rel) / len(rel):.2e}; last 10 steps {mean(plain):.4f} / {mean(other):.4f}")
 PY
-memory=$(grep -h "rank 0 device memory" "$out/llama-fixture-s3-$variant-w2.log" | head -1)
+memory=$(grep -h "rank 0 device memory" "$out/llama-fixture-s3-$variant-w$w.log" | head -1)
 echo "$variant: ${memory#dsrun: }"
 echo "$memory" | sed -n 's/.*arena \([0-9.]*\) (\([0-9.]*\)).*/\1 \2/p' |
   awk '{ d = $1 - $2; if (d < 0) d = -d; exit d > 2 && d > 0.005 * $2 }' ||
