@@ -60,6 +60,31 @@ void checkZero(LintContext &C) {
              "ZeRO++ qgZ quantizes only ZeRO stage 3's gradient reduction; "
              "at stage " + StageText +
                  " DeepSpeed ignores zero_quantized_gradients");
+  // ZeRO++ qgZ at stage 3 (stage3.py, coalesced_collectives.py
+  // all_to_all_quant_reduce): the optimizer asserts reduce_scatter; across
+  // nodes its CUDA quantizer reads every gradient as fp16 whatever the
+  // type, with no check.
+  if (V.getBool("zero_optimization.zero_quantized_gradients").value_or(false) &&
+      *Stage == 3) {
+    if (!V.getBool("zero_optimization.reduce_scatter").value_or(true))
+      C.report(Rule::Communication,
+               C.rangeOf("zero_optimization.reduce_scatter"),
+               "ZeRO++ qgZ needs reduce_scatter: DeepSpeed's stage 3 asserts "
+               "it when zero_quantized_gradients is true");
+    std::string Comm = V.getString("communication_data_type").value_or("");
+    if (Comm.empty() || Comm == "auto") // The model's type.
+      Comm = V.bf16Enabled() ? "bf16" : V.fp16Enabled() ? "fp16" : "fp32";
+    bool Half = StringRef(Comm).equals_insensitive("fp16") ||
+                StringRef(Comm).equals_insensitive("float16") ||
+                StringRef(Comm).equals_insensitive("half");
+    if (!Half)
+      C.report(Rule::Precision, Severity::Warning,
+               C.rangeOf("zero_optimization.zero_quantized_gradients"),
+               "ZeRO++ qgZ across nodes quantizes the gradients as fp16 "
+               "whatever their type: these are " + Comm +
+                   ", whose bits DeepSpeed's kernels would read as fp16 "
+                   "without an error (on one node qgZ does nothing)");
+  }
   if (OptDevice != "none" && *Stage == 0)
     C.report(Rule::ZeroStage, C.rangeOf("zero_optimization.offload_optimizer"),
              "optimizer offload needs ZeRO stage 1, 2 or 3; at stage 0 no "
