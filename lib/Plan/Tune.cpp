@@ -37,6 +37,12 @@ std::vector<std::pair<std::string, std::string>> TuneChoice::settings() const {
   if (OverlapComm >= 0)
     Out.push_back({"zero_optimization.overlap_comm",
                    OverlapComm ? "true" : "false"});
+  if (HpzGroup)
+    Out.push_back({"zero_optimization.zero_hpz_partition_size",
+                   std::to_string(HpzGroup)});
+  if (MicsShard)
+    Out.push_back({"zero_optimization.mics_shard_size",
+                   std::to_string(MicsShard)});
   return Out;
 }
 
@@ -67,6 +73,10 @@ std::string TuneChoice::describe() const {
     S += ", max live " + Short(MaxLive);
   if (OverlapComm >= 0)
     S += OverlapComm ? ", overlap_comm" : ", no overlap_comm";
+  if (HpzGroup)
+    S += ", hpZ groups of " + std::to_string(HpzGroup);
+  if (MicsShard)
+    S += ", MiCS shard groups of " + std::to_string(MicsShard);
   return S;
 }
 
@@ -93,7 +103,7 @@ std::vector<TuneChoice> tuneRefinements(const TuneChoice &Best) {
 }
 
 std::vector<TuneChoice> tuneChoices(uint64_t SamplesPerRank,
-                                    NvmeChoices Nvme,
+                                    NvmeChoices Nvme, uint32_t NodeRanks,
                                     uint32_t MaxMicroBatch) {
   using plan::OffloadDevice;
   // Where the optimizer's state and the parameters go: optimizer offload
@@ -110,27 +120,41 @@ std::vector<TuneChoice> tuneChoices(uint64_t SamplesPerRank,
       {OffloadDevice::CPU, OffloadDevice::CPU, 3, true},
       {OffloadDevice::NVMe, OffloadDevice::None, 3, Nvme.Optimizer},
       {OffloadDevice::NVMe, OffloadDevice::NVMe, 3, Nvme.Params}};
+  // Over several nodes, stage 3's groups within a node: none, ZeRO++
+  // hpZ's or MiCS's, each where dsc plans it with the offload (hpZ not
+  // with the parameters on the host, MiCS with nothing offloaded).
+  struct Groups {
+    bool Hpz, Mics;
+  };
+  const Groups Grouping[] = {{false, false}, {true, false}, {false, true}};
   std::vector<TuneChoice> Out;
   for (uint32_t Stage = 0; Stage <= 3; ++Stage)
-    for (const Offload &O : Offloads) {
-      if (!O.Allowed || Stage < O.FromStage)
-        continue;
-      for (bool Checkpoint : {false, true})
-        for (uint64_t Micro = 1; Micro <= std::min<uint64_t>(
-                                              SamplesPerRank, MaxMicroBatch);
-             ++Micro) {
-          if (SamplesPerRank % Micro)
-            continue;
-          TuneChoice C;
-          C.Stage = Stage;
-          C.Optimizer = O.Optimizer;
-          C.Params = O.Params;
-          C.Checkpoint = Checkpoint;
-          C.MicroBatch = uint32_t(Micro);
-          C.GradAccum = uint32_t(SamplesPerRank / Micro);
-          Out.push_back(C);
-        }
-    }
+    for (const Offload &O : Offloads)
+      for (const Groups &G : Grouping) {
+        if (!O.Allowed || Stage < O.FromStage)
+          continue;
+        if ((G.Hpz || G.Mics) &&
+            (Stage != 3 || NodeRanks < 2 || O.Params != OffloadDevice::None ||
+             (G.Mics && O.Optimizer != OffloadDevice::None)))
+          continue;
+        for (bool Checkpoint : {false, true})
+          for (uint64_t Micro = 1;
+               Micro <= std::min<uint64_t>(SamplesPerRank, MaxMicroBatch);
+               ++Micro) {
+            if (SamplesPerRank % Micro)
+              continue;
+            TuneChoice C;
+            C.Stage = Stage;
+            C.Optimizer = O.Optimizer;
+            C.Params = O.Params;
+            C.Checkpoint = Checkpoint;
+            C.MicroBatch = uint32_t(Micro);
+            C.GradAccum = uint32_t(SamplesPerRank / Micro);
+            C.HpzGroup = G.Hpz ? NodeRanks : 0;
+            C.MicsShard = G.Mics ? NodeRanks : 0;
+            Out.push_back(C);
+          }
+      }
   return Out;
 }
 
@@ -142,6 +166,7 @@ std::vector<size_t> microBatchGroups(const std::vector<TuneChoice> &Choices) {
         A.Params != B->Params || A.Checkpoint != B->Checkpoint ||
         A.Bucket != B->Bucket || A.Prefetch != B->Prefetch ||
         A.MaxLive != B->MaxLive || A.OverlapComm != B->OverlapComm ||
+        A.HpzGroup != B->HpzGroup || A.MicsShard != B->MicsShard ||
         A.MicroBatch <= B->MicroBatch)
       Start.push_back(I);
   }

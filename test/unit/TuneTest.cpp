@@ -45,6 +45,41 @@ TEST(TuneTest, NvmeOnlyAtStageThreeAndWhereTheConfigHasAPath) {
             "checkpointed");
 }
 
+TEST(TuneTest, GroupsWithinANodeOnlyAtStageThreeOverSeveralNodes) {
+  // Nodes of 8 ranks: stage 3 also with hpZ's groups of 8 (on the device
+  // and with the optimizer on the CPU; not with the parameters there) and
+  // with MiCS's shard groups of 8 (nothing offloaded): 3 more placements.
+  std::vector<TuneChoice> Plain = tuneChoices(8);
+  std::vector<TuneChoice> Nodes = tuneChoices(8, {}, 8);
+  EXPECT_EQ(Nodes.size(), Plain.size() + 4 * 2 * 3);
+  size_t Hpz = 0, Mics = 0;
+  for (const TuneChoice &C : Nodes) {
+    if (!C.HpzGroup && !C.MicsShard)
+      continue;
+    EXPECT_EQ(C.Stage, 3u) << C.describe();
+    EXPECT_EQ(C.Params, OffloadDevice::None) << C.describe();
+    Hpz += C.HpzGroup == 8;
+    Mics += C.MicsShard == 8;
+    if (C.MicsShard)
+      EXPECT_EQ(C.Optimizer, OffloadDevice::None) << C.describe();
+  }
+  EXPECT_EQ(Hpz, 4u * 2 * 2);
+  EXPECT_EQ(Mics, 4u * 2);
+  const TuneChoice &Last = *std::find_if(
+      Nodes.rbegin(), Nodes.rend(),
+      [](const TuneChoice &C) { return C.MicsShard != 0; });
+  EXPECT_EQ(Last.describe(),
+            "ZeRO 3, micro batch 8 x 1, checkpointed, MiCS shard groups of 8");
+  bool Sets = false;
+  for (const auto &[Path, Value] : Last.settings())
+    Sets |= Path == "zero_optimization.mics_shard_size" && Value == "8";
+  EXPECT_TRUE(Sets);
+  // Each grouping is a group of micro batches of its own.
+  EXPECT_EQ(microBatchGroups(Nodes).size(), microBatchGroups(Plain).size() + 6);
+  // One node: none.
+  EXPECT_EQ(tuneChoices(8, {}, 1).size(), Plain.size());
+}
+
 TEST(TuneTest, RefinementsSearchLiveParametersAtStageThree) {
   TuneChoice Best;
   Best.Stage = 3;

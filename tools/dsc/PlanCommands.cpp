@@ -573,7 +573,7 @@ struct TuneResult {
   TuneChoice Choice;
   std::string ConfigText;
   bool Fits = false;
-  uint64_t StepNanos = 0, PeakBytes = 0;
+  uint64_t StepNanos = 0, PeakBytes = 0, ExposedCommNanos = 0;
   StepLimit Limit = StepLimit::Compute;
   /// The user's keys it changes.
   size_t Changed = 0;
@@ -672,6 +672,7 @@ int runTune() {
       return C.describe() + ": " + toString(P.takeError());
     R.Fits = planFits(*P);
     R.StepNanos = P->Estimates.StepNanos;
+    R.ExposedCommNanos = P->Estimates.ExposedCommNanos;
     for (const plan::RankEstimate &E : P->Estimates.Ranks)
       R.PeakBytes = std::max(R.PeakBytes, E.DevicePeakBytes);
     R.Limit = stepLimit(*P);
@@ -734,8 +735,32 @@ int runTune() {
   Nvme.Optimizer = PathSet("zero_optimization.offload_optimizer.nvme_path");
   Nvme.Params =
       Nvme.Optimizer && PathSet("zero_optimization.offload_param.nvme_path");
-  std::vector<TuneChoice> Choices = tuneChoices(Batch / World, Nvme);
+  uint32_t NodeRanks = Options->Nodes > 1 ? World / Options->Nodes : 0;
+  std::vector<TuneChoice> Choices, Grouped;
+  for (const TuneChoice &C : tuneChoices(Batch / World, Nvme, NodeRanks))
+    (C.HpzGroup || C.MicsShard ? Grouped : Choices).push_back(C);
   PlanAll(Choices, microBatchGroups(Choices));
+  // hpZ's and MiCS's groups only add memory and take communication off
+  // the link between nodes: a grouped choice can fit only where the same
+  // choice without groups fits, and be faster only where that choice's
+  // step less its exposed communication beats the fastest so far.
+  auto Worthwhile = [&](const TuneChoice &G) {
+    return std::any_of(Results.begin(), Results.end(), [&](const TuneResult &R) {
+      const TuneChoice &C = R.Choice;
+      return R.Fits && C.Stage == G.Stage && C.Optimizer == G.Optimizer &&
+             C.Params == G.Params && C.Checkpoint == G.Checkpoint &&
+             C.MicroBatch == G.MicroBatch && Results[0].Fits &&
+             R.StepNanos - R.ExposedCommNanos < Results[0].StepNanos;
+    });
+  };
+  size_t Grouping = Grouped.size();
+  Grouped.erase(std::remove_if(Grouped.begin(), Grouped.end(),
+                               [&](const TuneChoice &G) {
+                                 return !Worthwhile(G);
+                               }),
+                Grouped.end());
+  Grouping -= Grouped.size();
+  PlanAll(Grouped, microBatchGroups(Grouped));
   // Where exposed communication holds the fastest up, its buckets and
   // overlap_comm are what change that (each variant a group of its own).
   size_t Refinements = 0;
@@ -756,6 +781,11 @@ int runTune() {
     outs() << formatv("; {0} with a larger micro batch than one that does "
                       "not fit, not planned",
                       Skipped);
+  if (Grouping)
+    outs() << formatv("; {0} with hpZ's or MiCS's groups not planned: "
+                      "without groups they do not fit, or are slower than "
+                      "the fastest even less their exposed communication",
+                      Grouping);
   if (Refinements)
     outs() << formatv("; {0} of them the fastest's bucket sizes{1} and "
                       "overlap_comm (exposed communication held it up)",

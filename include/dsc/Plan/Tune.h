@@ -29,6 +29,9 @@ struct TuneChoice {
   /// overlap_comm.
   uint64_t Bucket = 0, Prefetch = 0, MaxLive = 0;
   int OverlapComm = -1;
+  /// Stage 3 over several nodes, where set (not 0): ZeRO++ hpZ's groups or
+  /// MiCS's shard groups of this many ranks (a node's).
+  uint32_t HpzGroup = 0, MicsShard = 0;
 
   /// The config keys it sets: dotted path, JSON value.
   std::vector<std::pair<std::string, std::string>> settings() const;
@@ -46,11 +49,15 @@ struct NvmeChoices {
 /// global batch over the world size): ZeRO 0-3; the optimizer on the
 /// device or the CPU (stage 1-3), the parameters too at stage 3, and at
 /// stage 3 (DeepSpeed's only stage for NVMe) the optimizer on NVMe, with
-/// the parameters too, where Nvme allows; layers checkpointed or not; each
+/// the parameters too, where Nvme allows; over nodes of NodeRanks ranks
+/// (0: one node), stage 3 also with ZeRO++ hpZ's groups and with MiCS's
+/// shard groups of a node, which keep its gathers within the node, where
+/// dsc plans them with the offload; layers checkpointed or not; each
 /// micro batch that divides SamplesPerRank, up to MaxMicroBatch, with the
 /// accumulation that makes up the rest.
 std::vector<TuneChoice> tuneChoices(uint64_t SamplesPerRank,
                                     NvmeChoices Nvme = {},
+                                    uint32_t NodeRanks = 0,
                                     uint32_t MaxMicroBatch = 64);
 
 /// Where each group of Choices begins: consecutive choices that differ
