@@ -46,8 +46,11 @@ inline uint32_t replicaRanks(const Info &S) {
 }
 
 /// A stage-3 tensor as its partitions hold it, padding and all.
-inline uint64_t paddedElems(const Plan &P, uint32_t Tensor) {
-  return P.Tensors[Tensor].ShardElems * partitionRanks(P.Settings);
+inline uint64_t paddedElems(const Plan &P, const Tensor &T) {
+  return T.ShardElems * partitionRanks(P.Settings);
+}
+inline uint64_t paddedElems(const Plan &P, uint32_t T) {
+  return paddedElems(P, P.Tensors[T]);
 }
 
 /// Stage 3: a rank's shards of a bucket's tensors, what its reduction

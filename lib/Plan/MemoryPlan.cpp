@@ -288,7 +288,7 @@ void MemoryPlanner::modelStates() {
     // Stage 3 keeps persistent parameters padded like the others, so the
     // updated shards can be all-gathered in place after the step.
     if (T.Persistent)
-      Persistent += T.ShardElems * plan::partitionRanks(S);
+      Persistent += plan::paddedElems(P, T);
     else
       Shards += T.ShardElems;
   }
@@ -736,7 +736,7 @@ void MemoryPlanner::offloadStaging() {
     uint64_t Largest = 0;
     for (const plan::Tensor &T : P.Tensors)
       if (!T.Persistent)
-        Largest = std::max(Largest, T.ShardElems * plan::partitionRanks(S));
+        Largest = std::max(Largest, plan::paddedElems(P, T));
     if (Largest)
       add(BufferRole::SaveStaging, Category::Workspace, MemorySpace::Device,
           Largest * PB, {{X.End - 1, X.End}});
