@@ -37,12 +37,16 @@ std::vector<std::pair<std::string, std::string>> TuneChoice::settings() const {
   if (OverlapComm >= 0)
     Out.push_back({"zero_optimization.overlap_comm",
                    OverlapComm ? "true" : "false"});
-  if (HpzGroup)
+  if (SetsGroups) {
     Out.push_back({"zero_optimization.zero_hpz_partition_size",
-                   std::to_string(HpzGroup)});
-  if (MicsShard)
+                   std::to_string(HpzGroup ? HpzGroup : 1)});
     Out.push_back({"zero_optimization.mics_shard_size",
-                   std::to_string(MicsShard)});
+                   MicsShard ? std::to_string(MicsShard) : "-1"});
+    if (MicsShard) {
+      Out.push_back({"zero_optimization.zero_quantized_weights", "false"});
+      Out.push_back({"zero_optimization.zero_quantized_gradients", "false"});
+    }
+  }
   return Out;
 }
 
@@ -152,6 +156,7 @@ std::vector<TuneChoice> tuneChoices(uint64_t SamplesPerRank,
             C.GradAccum = uint32_t(SamplesPerRank / Micro);
             C.HpzGroup = G.Hpz ? NodeRanks : 0;
             C.MicsShard = G.Mics ? NodeRanks : 0;
+            C.SetsGroups = Stage == 3 && NodeRanks > 1;
             Out.push_back(C);
           }
       }

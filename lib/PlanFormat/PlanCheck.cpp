@@ -449,8 +449,12 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
            P.Places.Units[In.Arg].Secondary == NoIndex))))
       return "instruction " + std::to_string(I) + " gathers a unit from an "
              "hpZ secondary partition it does not have";
-    if (In.Kind == InstrKind::Reduce && In.Micro + 1 == S.GradAccum)
+    if (In.Kind == InstrKind::Reduce && In.Micro + 1 == S.GradAccum) {
+      if (ReplicaReduces[In.Arg])
+        return "instruction " + std::to_string(I) + " reduces a bucket "
+               "after its all-reduce across the MiCS replicas";
       LastReduceOn[In.Arg] = uint32_t(In.On);
+    }
     Stepped |= In.Kind == InstrKind::ClipGradients ||
                In.Kind == InstrKind::OptimizerStep;
     if (In.Kind == InstrKind::ReduceReplicas &&

@@ -592,6 +592,8 @@ static std::string effectiveText(const ConfigView &V, StringRef Path) {
     return "\"" + V.offloadParamDevice() + "\"";
   if (Path == "zero_optimization.overlap_comm")
     return V.overlapComm().value_or(false) ? "true" : "false";
+  if (std::optional<bool> B = V.getBool(Path))
+    return *B ? "true" : "false";
   std::optional<double> N = V.getNumber(Path);
   return N ? std::to_string(int64_t(*N)) : "(unset)";
 }
@@ -735,7 +737,10 @@ int runTune() {
   Nvme.Optimizer = PathSet("zero_optimization.offload_optimizer.nvme_path");
   Nvme.Params =
       Nvme.Optimizer && PathSet("zero_optimization.offload_param.nvme_path");
-  uint32_t NodeRanks = Options->Nodes > 1 ? World / Options->Nodes : 0;
+  uint32_t NodeRanks =
+      Options->Nodes > 1
+          ? (Options->GpusPerNode ? Options->GpusPerNode : World / Options->Nodes)
+          : 0;
   std::vector<TuneChoice> Choices, Grouped;
   for (const TuneChoice &C : tuneChoices(Batch / World, Nvme, NodeRanks))
     (C.HpzGroup || C.MicsShard ? Grouped : Choices).push_back(C);
@@ -782,9 +787,10 @@ int runTune() {
                       "not fit, not planned",
                       Skipped);
   if (Grouping)
-    outs() << formatv("; {0} with hpZ's or MiCS's groups not planned: "
-                      "without groups they do not fit, or are slower than "
-                      "the fastest even less their exposed communication",
+    outs() << formatv("; {0} with hpZ's or MiCS's groups not planned: the "
+                      "same choice without groups was not planned, does not "
+                      "fit, or is slower than the fastest even less its "
+                      "exposed communication",
                       Grouping);
   if (Refinements)
     outs() << formatv("; {0} of them the fastest's bucket sizes{1} and "

@@ -32,6 +32,10 @@ struct TuneChoice {
   /// Stage 3 over several nodes, where set (not 0): ZeRO++ hpZ's groups or
   /// MiCS's shard groups of this many ranks (a node's).
   uint32_t HpzGroup = 0, MicsShard = 0;
+  /// Tune searches those groups: the choice sets both keys, off where it
+  /// uses neither (a user's own hpZ or MiCS would make every choice one),
+  /// and with MiCS turns ZeRO++'s quantization off (MiCS ignores it).
+  bool SetsGroups = false;
 
   /// The config keys it sets: dotted path, JSON value.
   std::vector<std::pair<std::string, std::string>> settings() const;

@@ -71,13 +71,14 @@ void checkZero(LintContext &C) {
                C.rangeOf("zero_optimization.reduce_scatter"),
                "ZeRO++ qgZ needs reduce_scatter: DeepSpeed's stage 3 asserts "
                "it when zero_quantized_gradients is true");
+    // The model's type where the config does not name one; unknown where
+    // the integration fills it ("auto").
     std::string Comm = V.getString("communication_data_type").value_or("");
-    if (Comm.empty() || Comm == "auto") // The model's type.
-      Comm = V.bf16Enabled() ? "bf16" : V.fp16Enabled() ? "fp16" : "fp32";
-    bool Half = StringRef(Comm).equals_insensitive("fp16") ||
-                StringRef(Comm).equals_insensitive("float16") ||
-                StringRef(Comm).equals_insensitive("half");
-    if (!Half)
+    bool Known = !Comm.empty() ||
+                 (!V.isAuto("bf16.enabled") && !V.isAuto("fp16.enabled"));
+    if (Comm.empty())
+      Comm = V.fp16Enabled() ? "fp16" : V.bf16Enabled() ? "bf16" : "fp32";
+    if (Known && !StringRef(Comm).equals_insensitive("fp16"))
       C.report(Rule::Precision, Severity::Warning,
                C.rangeOf("zero_optimization.zero_quantized_gradients"),
                "ZeRO++ qgZ across nodes quantizes the gradients as fp16 "
