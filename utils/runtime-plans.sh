@@ -94,20 +94,32 @@ JSON
   "$dsc" plan "$out/config.json" "$model" --world-size "$world" \
     --seq-len "$seq" "$@" -o "$out/$variant.bin" > /dev/null
 done
-if [ $((world % 2)) = 0 ]; then
-  for variant in s3-ovtrue-ga2-none-none-hpz s3-ovfalse-ga1-none-none-hpz-ckpt \
-      s3-ovtrue-ga2-none-none-qwz s3-ovfalse-ga1-cpu-cpu-qwz \
-      s3-ovtrue-ga2-none-none-hpz-qwz; do
-    overlap=false ga=1 extra= zpp='"zero_hpz_partition_size": 2' opt=none
-    case $variant in *-ovtrue-*) overlap=true ;; esac
-    case $variant in *-ga2-*) ga=2 ;; esac
-    case $variant in *-ckpt) extra=--checkpoint-layers ;; esac
-    case $variant in
-      *-hpz-qwz) zpp="$zpp, \"zero_quantized_weights\": true" ;;
-      *-qwz) zpp='"zero_quantized_weights": true' ;;
-    esac
-    case $variant in *-cpu-cpu-*) opt=cpu ;; esac
-    cat > "$out/config.json" <<JSON
+# MiCS: shard groups of one rank (each rank keeps whole parameters and
+# optimizer state; the world all-reduces the gradients across replicas)
+# at any world above 1, and at 4 ranks and more of half the world too;
+# with accumulation and overlap_comm (-ovtrue-ga2-), and without.
+variants=
+[ $((world % 2)) = 0 ] && variants="s3-ovtrue-ga2-none-none-hpz \
+  s3-ovfalse-ga1-none-none-hpz-ckpt s3-ovtrue-ga2-none-none-qwz \
+  s3-ovfalse-ga1-cpu-cpu-qwz s3-ovtrue-ga2-none-none-hpz-qwz"
+shards=
+[ "$world" -gt 1 ] && shards=1
+[ $((world % 2)) = 0 ] && [ "$world" -ge 4 ] && shards="1 $((world / 2))"
+for shard in $shards; do
+  variants="$variants s3-ovtrue-ga2-none-none-mics$shard s3-ovfalse-ga1-none-none-mics$shard"
+done
+for variant in $variants; do
+  overlap=false ga=1 extra= zpp='"zero_hpz_partition_size": 2' opt=none
+  case $variant in *-ovtrue-*) overlap=true ;; esac
+  case $variant in *-ga2-*) ga=2 ;; esac
+  case $variant in *-ckpt) extra=--checkpoint-layers ;; esac
+  case $variant in
+    *-hpz-qwz) zpp="$zpp, \"zero_quantized_weights\": true" ;;
+    *-qwz) zpp='"zero_quantized_weights": true' ;;
+    *-mics*) zpp="\"mics_shard_size\": ${variant##*-mics}" ;;
+  esac
+  case $variant in *-cpu-cpu-*) opt=cpu ;; esac
+  cat > "$out/config.json" <<JSON
 {"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": $ga,
  $precision
  "zero_optimization": {"stage": 3, "overlap_comm": $overlap,
@@ -117,32 +129,7 @@ if [ $((world % 2)) = 0 ]; then
    $zpp},
  "optimizer": {"type": "AdamW", "params": {"lr": 0.001, "weight_decay": 0.01}}}
 JSON
-    "$dsc" plan "$out/config.json" "$model" --world-size "$world" \
-      --seq-len "$seq" $extra "$@" -o "$out/$variant.bin" > /dev/null
-  done
-fi
-# MiCS: shard groups of one rank (each rank keeps whole parameters and
-# optimizer state; the world all-reduces the gradients across replicas),
-# with accumulation and overlap_comm, and without; at 4 ranks and more,
-# shard groups of half the world too.
-if [ "$world" -gt 1 ]; then
-  shards="1"; [ $((world % 2)) = 0 ] && [ "$world" -ge 4 ] && shards="1 $((world / 2))"
-  for shard in $shards; do
-    for variant in s3-ovtrue-ga2-none-none s3-ovfalse-ga1-none-none; do
-      overlap=false ga=1
-      case $variant in *-ovtrue-*) overlap=true ga=2 ;; esac
-      cat > "$out/config.json" <<JSON
-{"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": $ga,
- $precision
- "zero_optimization": {"stage": 3, "overlap_comm": $overlap,
-   "reduce_bucket_size": $bucket, "stage3_param_persistence_threshold": 500,
-   "stage3_prefetch_bucket_size": $bucket, "stage3_max_reuse_distance": $bucket,
-   "mics_shard_size": $shard},
- "optimizer": {"type": "AdamW", "params": {"lr": 0.001, "weight_decay": 0.01}}}
-JSON
-      "$dsc" plan "$out/config.json" "$model" --world-size "$world" \
-        --seq-len "$seq" "$@" -o "$out/$variant-mics$shard.bin" > /dev/null
-    done
-  done
-fi
+  "$dsc" plan "$out/config.json" "$model" --world-size "$world" \
+    --seq-len "$seq" $extra "$@" -o "$out/$variant.bin" > /dev/null
+done
 rm "$out/config.json"
