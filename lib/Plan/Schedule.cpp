@@ -485,14 +485,12 @@ void Scheduler::reduce(uint32_t B, uint32_t After, uint32_t Micro) {
     // MiCS: the step's summed share of the bucket, all-reduced across the
     // shard groups on the same stream (DeepSpeed's
     // allreduce_mics_shard_grads, at the accumulation boundary).
-    AllReduces.push_back(
-        emit(InstrKind::ReduceReplicas, On, Micro, B, {ReduceInstr[B]},
-             collectiveNanos(plan::Collective::AllReduce,
-                             bytesOf(plan::bucketShardElems(P, B),
-                                     S.GradAccumDType),
-                             S,
-                             plan::replicaRanks(S), false, 0,
-                             /*Strided=*/true)));
+    uint64_t Bytes = bytesOf(plan::bucketShardElems(P, B), S.GradAccumDType);
+    AllReduces.push_back(emit(
+        InstrKind::ReduceReplicas, On, Micro, B, {ReduceInstr[B]},
+        collectiveNanos(plan::Collective::AllReduce, Bytes, S,
+                        plan::replicaRanks(S), /*ToEachRoot=*/false,
+                        /*Moved=*/0, /*Strided=*/true)));
   }
   std::vector<uint32_t> Copies;
   transfersAt(plan::TransferPoint::AfterReduce, B, {ReduceInstr[B]}, Micro,

@@ -331,16 +331,18 @@ Error readPlanSettings(plan::Info &I, const ConfigView &C,
                                   "DeepSpeed asserts",
                                   Mics, I.WorldSize));
     if (Mics > 0) {
-      // MiCS's optimizer takes none of ZeRO++'s settings: DeepSpeed would
-      // run plain MiCS without a word.
-      for (StringRef Key : {"zero_hpz_partition_size", "zero_quantized_weights",
-                            "zero_quantized_gradients"})
-        if (Key == "zero_hpz_partition_size" ? I.HpzPartition > 1
-                                             : Flag(("zero_optimization." + Key).str()))
+      // MiCS's optimizer takes none of ZeRO++'s settings, read above:
+      // DeepSpeed would run plain MiCS without a word.
+      for (auto [Set, Key] : {std::pair{I.HpzPartition > 1,
+                                        "zero_hpz_partition_size"},
+                              {I.QuantizedWeights, "zero_quantized_weights"},
+                              {I.QuantizedGradients,
+                               "zero_quantized_gradients"}})
+        if (Set)
           return settingError(
-              ("zero_optimization.mics_shard_size with " + Key +
-               ": DeepSpeed's MiCS ignores ZeRO++'s settings; drop one of "
-               "the two").str());
+              Twine("zero_optimization.mics_shard_size with ") + Key +
+              ": DeepSpeed's MiCS ignores ZeRO++'s settings; drop one of "
+              "the two");
       if (Mics < I.WorldSize && I.OptimizerOffload != plan::OffloadDevice::None)
         return settingError("zero_optimization.mics_shard_size below the "
                             "world size with offload_optimizer: DeepSpeed's "
