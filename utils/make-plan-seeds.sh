@@ -3,7 +3,7 @@
 # one-layer GPT for every kind of section content -- stage 0 with
 # accumulation, stage 1 with CPU optimizer offload, stage 2, stage 3 with
 # CPU and NVMe offload and checkpointing, stage 3 with ZeRO++ hpZ, with
-# qwZ and with MiCS -- and
+# qwZ, with MiCS, and with qgZ over 2 nodes of 2 (fp16) -- and
 # one in YAML; and the tiny
 # GPT-2 export of the compute tests in bf16, whose products carry every
 # epilogue (bias, GELU, its gradient, bias gradients) and whose norms take
@@ -19,7 +19,7 @@ bin=$1/bin
 out=test/fuzz/seeds-plan
 tmp=$1/plan-seeds
 rm -rf "$tmp" && mkdir -p "$tmp"
-"$bin/dsc-modelgen" --arch gpt --layers 1 --hidden 16 --heads 2 --vocab 50 \
+"$bin/dsc-modelgen" --arch gpt --layers 1 --hidden 16 --heads 2 --vocab 52 \
   -o "$tmp/gpt.onnx" > /dev/null
 utils/runtime-plans.sh "$bin/dsc" "$tmp/gpt.onnx" 2 8 "$tmp/plans" 400
 cp "$tmp/plans/s0-ovfalse-ga2-none-none-ckpt.bin" "$out/stage0-accumulation.bin"
@@ -30,6 +30,14 @@ cp "$tmp/plans/s3-ovfalse-ga1-cpu-cpu-ckpt.bin" "$out/stage3-offload.bin"
 cp "$tmp/plans/s3-ovtrue-ga2-none-none-hpz.bin" "$out/stage3-hpz.bin"
 cp "$tmp/plans/s3-ovtrue-ga2-none-none-qwz.bin" "$out/stage3-qwz.bin"
 cp "$tmp/plans/s3-ovtrue-ga2-none-none-mics1.bin" "$out/stage3-mics.bin"
+cat > "$tmp/qgz.json" <<'JSON'
+{"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 2,
+ "fp16": {"enabled": true},
+ "zero_optimization": {"stage": 3, "overlap_comm": true, "reduce_bucket_size": 400,
+   "stage3_param_persistence_threshold": 20, "zero_quantized_gradients": true}}
+JSON
+"$bin/dsc" plan "$tmp/qgz.json" "$tmp/gpt.onnx" --nodes 2 --gpus-per-node 2 \
+  --seq-len 8 -o "$out/stage3-qgz.bin" > /dev/null
 "$bin/dsc" show "$out/stage2.bin" > "$out/stage2.yaml"
 echo '{"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": true}}' > "$tmp/bf16.json"
 "$bin/dsc" plan "$tmp/bf16.json" "$1/test/ComputeInputs/gpt2-train.dynamo.onnx" \

@@ -48,13 +48,18 @@ constexpr uint32_t NoIndex = std::numeric_limits<uint32_t>::max();
 /// all-gathers the unit within the rank's hpZ group from those partitions.
 /// With MiCS a Reduce reduce-scatters within the rank's shard group and,
 /// in the last micro step, a ReduceReplicas (Arg: bucket) all-reduces the
-/// bucket's share of the gradient partition across the groups.
+/// bucket's share of the gradient partition across the groups. With ZeRO++
+/// qgZ across nodes, a Reduce of a bucket with quantized gradients ends
+/// with their 4-bit all-to-all within the node and the sums requantized;
+/// a ReduceAcrossNodes (Arg: bucket) after it, on the same stream, sends
+/// those between nodes and leaves the rank its partitions.
 #define DSC_PLAN_INSTRKIND(X)                                                  \
   X(Forward, "forward") X(Backward, "backward") X(Gather, "gather")            \
   X(Release, "release") X(Reduce, "reduce")                                    \
   X(OptimizerStep, "optimizer-step") X(GatherParams, "gather-params")          \
   X(Transfer, "transfer") X(ClipGradients, "clip-gradients")                   \
-  X(GatherSecondary, "gather-secondary") X(ReduceReplicas, "reduce-replicas")
+  X(GatherSecondary, "gather-secondary") X(ReduceReplicas, "reduce-replicas")  \
+  X(ReduceAcrossNodes, "reduce-across-nodes")
 #define DSC_PLAN_MEMORYSPACE(X) X(Device, "device") X(Host, "host")
 /// What a buffer holds; estimates are broken down by these. Params16: the
 /// model-dtype parameters held; GatheredParams: stage-3 parameters
@@ -93,7 +98,8 @@ constexpr uint32_t NoIndex = std::numeric_limits<uint32_t>::max();
   X(ParamStagingHost, "offload_param_staging_host")                            \
   X(NVMeOptimizerBuffers, "nvme_optimizer_buffers")                            \
   X(NVMeParamBuffers, "nvme_param_buffers") X(SaveStaging, "save_staging")     \
-  X(HpzSecondary, "hpz_secondary") X(QwzGather, "qwz_gather")
+  X(HpzSecondary, "hpz_secondary") X(QwzGather, "qwz_gather")                  \
+  X(QgzReduce, "qgz_reduce")
 /// A host conversion is no copy: offloaded gradients that reached a pinned
 /// staging slot are converted (and accumulated) into their host partition.
 #define DSC_PLAN_TRANSFERKIND(X)                                               \

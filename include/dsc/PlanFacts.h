@@ -14,6 +14,7 @@
 #include "dsc/PlanFormat.h"
 
 #include <algorithm>
+#include <string>
 
 namespace dsc::plan {
 
@@ -264,6 +265,112 @@ inline QwzLayout qwzLayout(const Plan &P, uint32_t Unit) {
   return L;
 }
 
+/// ZeRO++ qgZ as DeepSpeed runs it across nodes (stage3.py
+/// __avg_scatter_grads once the world spans more than one node; on one
+/// node it reduce-scatters as plain ZeRO 3).
+inline bool qgzAcrossNodes(const Info &S) {
+  return S.QuantizedGradients && S.ZeroStage == 3 && S.Nodes > 1;
+}
+
+/// How DeepSpeed's qgZ reduces one gradient (coalesced_collectives.py
+/// all_to_all_quant_reduce): quantized where it has two or more dimensions
+/// and its elements divide by twice the world, in Groups = max(rows,
+/// columns, world) runs of GroupSize elements, a 4-bit scale a run; else
+/// by the plain reduce-scatter over every rank.
+struct QgzTensor {
+  bool Quantized = false;
+  uint64_t Groups = 0, GroupSize = 0;
+};
+inline QgzTensor qgzTensor(const Info &S, const Tensor &T) {
+  QgzTensor Q;
+  uint64_t W = S.WorldSize;
+  if (T.Shape.size() < 2 || !W || T.Elems % (2 * W))
+    return Q;
+  Q.Quantized = true;
+  Q.Groups = std::max<uint64_t>({uint64_t(T.Shape[0]), uint64_t(T.Shape[1]),
+                                 W});
+  Q.GroupSize = T.Elems / Q.Groups;
+  return Q;
+}
+
+/// Why DeepSpeed's qgZ kernels cannot reduce a quantized tensor as they
+/// assume ("" when they can): its groups must split evenly over the ranks
+/// (else the scales' all-to-all fails), hold a multiple of 8 elements (16-
+/// byte loads) and at most 40960 (the largest group its kernel launches
+/// for; beyond, it sends memory it never wrote).
+inline std::string qgzMisfit(const Info &S, const QgzTensor &Q) {
+  if (!Q.Quantized)
+    return "";
+  if (Q.Groups % S.WorldSize)
+    return std::to_string(Q.Groups) + " quantization groups (the largest of "
+           "its first two dimensions and the world) do not split evenly over " +
+           std::to_string(S.WorldSize) + " ranks";
+  if (Q.GroupSize % 8)
+    return "its groups of " + std::to_string(Q.GroupSize) +
+           " elements are not a multiple of 8";
+  if (Q.GroupSize > 40960)
+    return "its groups of " + std::to_string(Q.GroupSize) +
+           " elements exceed the 40960 DeepSpeed's kernel is launched for";
+  return "";
+}
+
+/// ZeRO++ qgZ: a bucket's quantized gradients and the workspace its
+/// reduction runs through (bytes; `qgz_reduce`). Each region is blocks of
+/// one peer each, every block the quantized tensors in bucket order, then
+/// their fp32 scales:
+///   - Send1: g blocks, block l each tensor's partitions of the ranks of
+///     local index l (node 0 first), 4-bit: the all-to-all within the node;
+///   - Recv1: what each of the node's g ranks sent this rank;
+///   - Send2: n blocks, block m the node's sum of this rank's local index's
+///     partition on node m, requantized: the all-to-all across nodes;
+///   - Recv2: each node's sum of this rank's partition.
+/// g is GPUs a node, n nodes; a partition is a tensor's elements / world.
+struct QgzLayout {
+  struct Piece {
+    uint32_t Tensor = 0;
+    QgzTensor Q;
+    /// Within a block: where its bytes and (in scales) its scales start.
+    uint64_t Data1 = 0, Scales1 = 0, Data2 = 0, Scales2 = 0;
+  };
+  std::vector<Piece> Pieces; ///< Quantized tensors, in bucket order.
+  uint64_t Block1 = 0, ScalesAt1 = 0, Block2 = 0, ScalesAt2 = 0;
+  uint64_t Send1 = 0, Recv1 = 0, Send2 = 0, Recv2 = 0, Bytes = 0;
+};
+inline QgzLayout qgzLayout(const Plan &P, uint32_t Bucket) {
+  const Info &S = P.Settings;
+  QgzLayout L;
+  if (!qgzAcrossNodes(S))
+    return L;
+  uint64_t W = S.WorldSize, G = S.GpusPerNode, N = S.Nodes;
+  uint64_t Data1 = 0, Scales1 = 0, Data2 = 0, Scales2 = 0;
+  for (const Segment &Seg : P.Buckets[Bucket].Segments) {
+    const Tensor &T = P.Tensors[Seg.Tensor];
+    QgzLayout::Piece Pc{Seg.Tensor, qgzTensor(S, T), Data1, Scales1, Data2,
+                        Scales2};
+    if (!Pc.Q.Quantized)
+      continue;
+    Data1 += T.Elems / (2 * G);
+    Scales1 += Pc.Q.Groups / G;
+    Data2 += T.Elems / (2 * W);
+    Scales2 += Pc.Q.Groups / W;
+    L.Pieces.push_back(Pc);
+  }
+  if (L.Pieces.empty())
+    return L;
+  // Scales start on a word: blocks of 4-bit data are multiples of 4 bytes
+  // wherever the groups fit (qgzMisfit), rounded up for any that do not.
+  auto Align4 = [](uint64_t B) { return (B + 3) / 4 * 4; };
+  L.ScalesAt1 = Align4(Data1);
+  L.Block1 = L.ScalesAt1 + 4 * Scales1;
+  L.ScalesAt2 = Align4(Data2);
+  L.Block2 = L.ScalesAt2 + 4 * Scales2;
+  L.Recv1 = G * L.Block1;
+  L.Send2 = 2 * G * L.Block1;
+  L.Recv2 = L.Send2 + N * L.Block2;
+  L.Bytes = L.Recv2 + N * L.Block2;
+  return L;
+}
+
 /// Elements [Begin, End) of a trainable tensor that a rank owns and
 /// updates, and where they sit among the rank's partition elements.
 struct OwnedPiece {
@@ -345,6 +452,7 @@ inline bool isCommunication(const Instruction &In) {
   return In.Kind == InstrKind::Reduce || In.Kind == InstrKind::Gather ||
          In.Kind == InstrKind::GatherSecondary ||
          In.Kind == InstrKind::ReduceReplicas ||
+         In.Kind == InstrKind::ReduceAcrossNodes ||
          In.Kind == InstrKind::GatherParams;
 }
 

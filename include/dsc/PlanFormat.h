@@ -32,7 +32,7 @@ namespace dsc::plan {
 constexpr char FileMagic[8] = {'D', 'S', 'C', 'P', 'L', 'A', 'N', '\0'};
 /// Bumped whenever an existing section's encoding or meaning changes; new
 /// sections do not need a bump (old readers skip them).
-constexpr uint32_t FormatVersion = 20;
+constexpr uint32_t FormatVersion = 21;
 /// Ranks of different layouts beyond this many are merged (see RankClass).
 constexpr uint32_t MaxRankClasses = 8;
 
@@ -266,8 +266,9 @@ struct Info {
   /// ZeRO++ qwZ: stage-3 gathers move int8 weights and fp32 scales (see
   /// plan::unitGathersQuantized).
   bool QuantizedWeights = false;
-  /// ZeRO++ qgZ was asked for. DeepSpeed quantizes only the reduction
-  /// between nodes, so on the one node dsc plans it changes nothing.
+  /// ZeRO++ qgZ was asked for. DeepSpeed quantizes the reduction only
+  /// when the world spans nodes (plan::qgzAcrossNodes); on one node it
+  /// changes nothing.
   bool QuantizedGradients = false;
   /// MiCS: ranks per shard group (consecutive ranks), which parameters,
   /// gradients and optimizer state are partitioned over; the groups hold
@@ -699,14 +700,20 @@ struct BucketPiece {
 
 /// A gradient reduction's data: all of it (Source), at stage 3 this
 /// rank's chunk of it (Chunk, RankStride a chunk), and at stage 1/2 the
-/// piece each partition owns (in partition order).
+/// piece each partition owns (in partition order). With ZeRO++ qgZ across
+/// nodes a stage-3 bucket holds its gradients whole instead, each padded
+/// to the ranks (DeepSpeed reduces each alone), and has no Chunk.
 struct BucketViews {
   uint32_t Source = NoIndex, Chunk = NoIndex;
   std::vector<BucketPiece> Pieces;
+  /// ZeRO++ qgZ across nodes: the workspace its quantized reduction runs
+  /// through (plan::qgzLayout), where the bucket has quantized gradients.
+  uint32_t Qgz = NoIndex;
   template <class V> void visit(V &&F) {
     F("source", Source);
     F("chunk", Chunk);
     F("pieces", Pieces);
+    F("qgz", Qgz);
   }
 };
 

@@ -14,6 +14,8 @@
 
 #include "dsc/PlanFacts.h"
 
+#include "llvm/Support/FormatVariadic.h"
+
 using namespace llvm;
 
 namespace dsc {
@@ -37,6 +39,18 @@ static std::vector<uint32_t> gradientReadyOrder(const plan::Plan &P) {
 Error runBucketPass(plan::Plan &P) {
   const plan::Info &S = P.Settings;
   P.Buckets.clear();
+  // ZeRO++ qgZ across nodes: each quantized gradient must fit what
+  // DeepSpeed's kernels assume, or its reduction fails or sends garbage.
+  for (const plan::Tensor &T : P.Tensors)
+    if (plan::qgzAcrossNodes(S) && T.Role == plan::TensorRole::Trainable)
+      if (std::string Why = plan::qgzMisfit(S, plan::qgzTensor(S, T));
+          !Why.empty())
+        return planError(formatv(
+            "zero_optimization.zero_quantized_gradients across nodes: the "
+            "gradient of '{0}' ({1} elements): {2}, where DeepSpeed's "
+            "quantized reduction fails or sends memory it never wrote; drop "
+            "qgZ or change the shape",
+            T.Name, T.Elems, Why));
   plan::Collective Kind = S.ZeroStage >= 2 ? plan::Collective::ReduceScatter
                                            : plan::Collective::AllReduce;
   plan::Bucket Open;

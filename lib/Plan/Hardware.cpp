@@ -439,6 +439,16 @@ std::vector<plan::FixedCost> fixedCosts(const HardwareProfile &H,
   if (OwnComm(Replicas))
     Costs.push_back(
         groupCommCost(H, Replicas, Peer, "nccl_mics_replica_buffers"));
+  // ZeRO++ qgZ's all-to-alls run within each node (on hpZ's communicator
+  // where its groups are the nodes) and among the ranks of one place on
+  // every node.
+  if (plan::qgzAcrossNodes(S)) {
+    if (OwnComm(Local) && S.HpzPartition != Local)
+      Costs.push_back(groupCommCost(H, Local, Peer, "nccl_qgz_node_buffers"));
+    if (OwnComm(S.Nodes))
+      Costs.push_back(
+          groupCommCost(H, S.Nodes, Peer, "nccl_qgz_across_nodes_buffers"));
+  }
   return Costs;
 }
 

@@ -137,6 +137,11 @@ struct ProgramIndex {
         LastBucketReadOf[In.Arg][M] = I;
         break;
       }
+      case plan::InstrKind::ReduceAcrossNodes: // Reads the bucket last.
+        LastReduce = std::max(LastReduce, I);
+        LastBucketRead = std::max(LastBucketRead, I);
+        LastBucketReadOf[In.Arg][M] = I;
+        break;
       case plan::InstrKind::OptimizerStep:
         StepInstr[In.Arg] = I;
         FirstStep = std::min(FirstStep, I);
@@ -421,6 +426,15 @@ void MemoryPlanner::buckets() {
         bytesOf(Largest, S.CommDType), During);
     return;
   }
+  // ZeRO++ qgZ across nodes: one workspace, sized for the largest bucket,
+  // which every quantized reduction uses in turn (they share a stream);
+  // kept from start-up, as stage 3 keeps its buckets.
+  uint64_t Qgz = 0;
+  for (uint32_t B = 0; B < P.Buckets.size(); ++B)
+    Qgz = std::max(Qgz, plan::qgzLayout(P, B).Bytes);
+  if (Qgz)
+    add(BufferRole::QgzReduce, Category::ReduceBuckets, MemorySpace::Device,
+        Qgz, whole());
   if (!S.ContiguousGradients)
     return;
   bool AnyBuffered = false;

@@ -248,10 +248,25 @@ Error Placer::buckets() {
                    P.Tensors[Seg.Tensor].Elems, ParamType);
       continue;
     }
-    // Stage 3: rank-major chunks, each a rank's shards of the tensors.
     uint32_t Source = Alone != NoIndex ? Alone : Buffered;
     DType T = Alone != NoIndex ? ParamType : S.CommDType;
     uint64_t TB = plan::dtypeBytes(T), Chunk = 0;
+    if (plan::qgzAcrossNodes(S)) {
+      // ZeRO++ qgZ across nodes: each gradient whole, padded to the ranks,
+      // its partitions one after another: DeepSpeed reduces each alone.
+      uint64_t At = 0;
+      for (const plan::Segment &Seg : Bucket.Segments) {
+        const plan::Tensor &X = P.Tensors[Seg.Tensor];
+        P.Places.Tensors[Seg.Tensor].Grad =
+            view(Source, At * TB, X.ShardElems, T, X.ShardElems * TB);
+        At += X.ShardElems * World;
+      }
+      BV.Source = view(Source, 0, At, T);
+      if (uint64_t Bytes = plan::qgzLayout(P, B).Bytes)
+        BV.Qgz = view(buffer(BufferRole::QgzReduce), 0, Bytes, DType::I8);
+      continue;
+    }
+    // Stage 3: rank-major chunks, each a rank's shards of the tensors.
     for (const plan::Segment &Seg : Bucket.Segments) {
       const plan::Tensor &X = P.Tensors[Seg.Tensor];
       P.Places.Tensors[Seg.Tensor].Grad =

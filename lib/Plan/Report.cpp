@@ -360,10 +360,38 @@ void printEstimateText(raw_ostream &OS, const plan::Plan &P) {
       OS << "qwZ: nothing to quantize: every parameter persists, none is "
             "gathered\n";
   }
-  if (S.QuantizedGradients)
+  if (S.QuantizedGradients && !plan::qgzAcrossNodes(S))
     OS << "qgZ: on one node DeepSpeed reduces gradients unquantized (its "
           "quantized all-to-all runs between nodes): planned as ZeRO 3's "
           "reduce-scatter\n";
+  if (plan::qgzAcrossNodes(S)) {
+    // What a rank sends to other nodes and within its own in a step for
+    // the quantized gradients, against what reduce-scattering them sends.
+    uint64_t Sent = 0, Within = 0, Plain = 0, Quantized = 0, Tensors = 0;
+    for (const plan::Tensor &T : P.Tensors)
+      if (T.Role == plan::TensorRole::Trainable) {
+        ++Tensors;
+        Quantized += plan::qgzTensor(S, T).Quantized;
+      }
+    for (const plan::Instruction &In : P.Program)
+      if (In.Kind == plan::InstrKind::ReduceAcrossNodes) {
+        plan::QgzLayout L = plan::qgzLayout(P, In.Arg);
+        Sent += (S.Nodes - 1) * L.Block2;
+        Within += (S.GpusPerNode - 1) * L.Block1;
+        for (const plan::QgzLayout::Piece &Pc : L.Pieces)
+          Plain += P.Tensors[Pc.Tensor].Elems * 2 * (S.WorldSize - 1) /
+                   S.WorldSize;
+      }
+    OS << formatv("qgZ: {0} of {1} gradients reduced by 4-bit all-to-alls "
+                  "within each node, then between nodes: a rank sends {2} "
+                  "to other nodes and {3} within its own a step, where "
+                  "reduce-scattering them sends {4}; the others "
+                  "reduce-scatter over every rank. As in DeepSpeed, the "
+                  "quantized gradients arrive as the sum divided by the "
+                  "nodes: {5} times the mean\n",
+                  Quantized, Tensors, formatBytes(Sent), formatBytes(Within),
+                  formatBytes(Plain), S.GpusPerNode);
+  }
   if (!P.Transfers.empty())
     OS << formatv("offload: {0} transfers per step\n", P.Transfers.size());
   OS << formatv("program: {0} instructions; step ~{1} on {2} (exposed "

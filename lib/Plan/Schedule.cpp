@@ -146,6 +146,10 @@ private:
                       bool Reduces);
   void reduce(uint32_t Bucket, uint32_t After, uint32_t Micro);
   uint64_t reduceNanos(const plan::Bucket &Bucket) const;
+  struct QgzNanos {
+    uint64_t WithinNode = 0, AcrossNodes = 0;
+  };
+  QgzNanos qgzNanos(uint32_t B, const plan::QgzLayout &L) const;
   uint64_t partitionCopyNanos(uint32_t B, uint32_t Micro) const;
   void optimizerStep();
   void transfersAt(plan::TransferPoint Point, uint32_t Owner,
@@ -475,11 +479,59 @@ uint64_t Scheduler::partitionCopyNanos(uint32_t B, uint32_t Micro) const {
          Launches * kernelGapNanos(H, Table);
 }
 
+/// ZeRO++ qgZ across nodes, a bucket with quantized gradients. Its Reduce
+/// reduce-scatters the other gradients over every rank beside the 4-bit
+/// all-to-all within the node, then sums and requantizes what arrived; its
+/// ReduceAcrossNodes sends the sums between nodes, sums what arrives and
+/// adds the bucket to the gradient partition. An all-to-all is costed as
+/// the reduce-scatter of the same buffer over the same ranks (each sends
+/// (n - 1) / n of it), the kernels as the memory they move, three a
+/// tensor.
+Scheduler::QgzNanos Scheduler::qgzNanos(uint32_t B,
+                                        const plan::QgzLayout &L) const {
+  const plan::Bucket &Bucket = P.Buckets[B];
+  uint64_t G = S.GpusPerNode, N = S.Nodes, Plain = 0, Quantized = 0;
+  for (const plan::Segment &Seg : Bucket.Segments)
+    (plan::qgzTensor(S, P.Tensors[Seg.Tensor]).Quantized ? Quantized : Plain) +=
+        plan::paddedElems(P, Seg.Tensor);
+  uint64_t Gap = kernelGapNanos(H, Table) * L.Pieces.size();
+  // Read in fp16 and written at 4 bits; each peer's block read and the
+  // sums written; each node's sum read and the partitions written.
+  uint64_t Quantize = transferNanos(2 * Quantized + G * L.Block1,
+                                    H.MemoryBytesPerSec),
+           Sum = transferNanos(G * L.Block1 + N * L.Block2,
+                               H.MemoryBytesPerSec),
+           Finish = transferNanos(N * L.Block2 + 2 * Quantized / S.WorldSize,
+                                  H.MemoryBytesPerSec);
+  QgzNanos Out;
+  Out.WithinNode =
+      collectiveNanos(plan::Collective::ReduceScatter,
+                      bytesOf(Plain, Bucket.Type), S) +
+      collectiveNanos(plan::Collective::ReduceScatter, G * L.Block1, S,
+                      uint32_t(G)) +
+      Quantize + Sum + 2 * Gap;
+  Out.AcrossNodes =
+      collectiveNanos(plan::Collective::ReduceScatter, N * L.Block2, S,
+                      uint32_t(N), /*ToEachRoot=*/false, /*Moved=*/0,
+                      /*Strided=*/true) +
+      Finish + Gap;
+  return Out;
+}
+
 void Scheduler::reduce(uint32_t B, uint32_t After, uint32_t Micro) {
   const plan::Bucket &Bucket = P.Buckets[B];
   Stream On = S.OverlapComm ? Stream::Comm : Stream::Compute;
-  ReduceInstr[B] = emit(InstrKind::Reduce, On, Micro, B, {After},
-                        reduceNanos(Bucket) + partitionCopyNanos(B, Micro));
+  if (plan::QgzLayout L = plan::qgzLayout(P, B); !L.Pieces.empty()) {
+    QgzNanos Q = qgzNanos(B, L);
+    AllReduces.push_back(
+        emit(InstrKind::Reduce, On, Micro, B, {After}, Q.WithinNode));
+    ReduceInstr[B] =
+        emit(InstrKind::ReduceAcrossNodes, On, Micro, B, {AllReduces.back()},
+             Q.AcrossNodes + partitionCopyNanos(B, Micro));
+  } else {
+    ReduceInstr[B] = emit(InstrKind::Reduce, On, Micro, B, {After},
+                          reduceNanos(Bucket) + partitionCopyNanos(B, Micro));
+  }
   AllReduces.push_back(ReduceInstr[B]);
   if (plan::replicaRanks(S) > 1 && Micro + 1 == S.GradAccum) {
     // MiCS: the step's summed share of the bucket, all-reduced across the

@@ -307,19 +307,29 @@ Error readPlanSettings(plan::Info &I, const ConfigView &C,
     // ZeRO++ qwZ: every gather of a fetch unit moves int8 weights, those
     // within an hpZ group too.
     I.QuantizedWeights = Flag("zero_optimization.zero_quantized_weights");
-    // ZeRO++ qgZ: DeepSpeed quantizes the gradient reduction only between
-    // nodes (stage3.py __avg_scatter_grads, num_nodes > 1); on one node it
-    // runs the plain reduce-scatter, which is what the plan does.
+    // ZeRO++ qgZ: DeepSpeed quantizes the gradient reduction only when the
+    // world spans nodes (stage3.py __avg_scatter_grads, num_nodes > 1); on
+    // one node it runs the plain reduce-scatter, which is what the plan
+    // does. Across nodes its kernels read the gradients as fp16 whatever
+    // their type: bf16 or fp32 bits would be misread without an error.
     I.QuantizedGradients =
         Flag("zero_optimization.zero_quantized_gradients");
-    if (I.QuantizedGradients && I.Nodes > 1)
-      return settingError(
-          "zero_optimization.zero_quantized_gradients across nodes: "
-          "DeepSpeed then reduces each gradient by 4-bit all-to-alls within "
-          "and between nodes (its kernels read the gradients as fp16 "
-          "whatever their type, and leave the sum divided by the nodes, not "
-          "the ranks), which dsc does not plan; on one node it has no "
-          "effect");
+    if (I.QuantizedGradients && I.Nodes > 1) {
+      const char *Key = "zero_optimization.zero_quantized_gradients across "
+                        "nodes";
+      if (I.CommDType != plan::DType::F16)
+        return settingError(formatv(
+            "{0} with {1} gradients: DeepSpeed's qgZ kernels read every "
+            "gradient as fp16, so they would misread these without an "
+            "error; train in fp16 (or set communication_data_type to fp16)",
+            Key, plan::enumName(I.CommDType)));
+      if (I.OptimizerOffload != plan::OffloadDevice::None ||
+          I.ParamOffload != plan::OffloadDevice::None)
+        return settingError(formatv(
+            "{0} with offload_optimizer or offload_param: dsc does not plan "
+            "the quantized reduction with offload; drop one of the two",
+            Key));
+    }
     // MiCS as DeepSpeed 0.19.2 runs it (mics.py; later releases reduce
     // over the whole world and fail on the sizes): parameters, gradients
     // and optimizer state partitioned within shard groups of consecutive

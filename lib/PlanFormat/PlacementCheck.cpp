@@ -263,6 +263,30 @@ std::string checkPlacementViews(const Plan &P) {
     if (V.Chunk != NoIndex &&
         P.Views[V.Chunk].Elems * W != P.Views[V.Source].Elems)
       return What + ": its chunks do not make it up";
+    // ZeRO++ qgZ across nodes: each gradient whole in the bucket, its
+    // partitions one after another, and a workspace of device bytes where
+    // some are quantized.
+    if (!R.check(V.Qgz, Any, What))
+      return R.Error;
+    if (qgzAcrossNodes(S) && V.Chunk != NoIndex)
+      return What + ": qgZ reduces its gradients whole, not in rank-major "
+                    "chunks";
+    for (const Segment &Seg : P.Buckets[B].Segments) {
+      uint32_t G = X.Tensors[Seg.Tensor].Grad;
+      if (qgzAcrossNodes(S) && G != NoIndex &&
+          P.Views[G].RankStride !=
+              P.Tensors[Seg.Tensor].ShardElems * dtypeBytes(P.Views[G].Type))
+        return What + ": a gradient's partitions do not lie one after "
+                      "another";
+    }
+    uint64_t QgzBytes = V.Source == NoIndex ? 0 : qgzLayout(P, uint32_t(B)).Bytes;
+    if ((QgzBytes != 0) != (V.Qgz != NoIndex) ||
+        (V.Qgz != NoIndex &&
+         (P.Views[V.Qgz].Elems < QgzBytes || P.Views[V.Qgz].Type != DType::I8 ||
+          P.Buffers[P.Views[V.Qgz].Buffer].Space != MemorySpace::Device)))
+      return What + ": qgZ's workspace is missing where its gradients are "
+                    "quantized, there where none is, too small, or not "
+                    "bytes on the device";
   }
   for (size_t G = 0; G < X.SubGroups.size(); ++G) {
     const SubGroupViews &V = X.SubGroups[G];

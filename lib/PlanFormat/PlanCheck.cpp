@@ -181,8 +181,11 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
            "size, or is set outside stage 3 or with parameter offload";
   if (S.QuantizedWeights && S.ZeroStage != 3)
     return "settings: qwZ's quantized gathers are set outside stage 3";
-  if (S.QuantizedGradients && (S.ZeroStage != 3 || S.Nodes > 1))
-    return "settings: qgZ is set outside stage 3 or across nodes";
+  if (S.QuantizedGradients &&
+      (S.ZeroStage != 3 ||
+       (S.Nodes > 1 && (S.CommDType != DType::F16 || !S.AverageGradients))))
+    return "settings: qgZ is set outside stage 3, or across nodes with "
+           "gradients other than fp16 or summed";
   if (S.MicsShard &&
       (S.ZeroStage != 3 || S.WorldSize % S.MicsShard || S.HpzPartition > 1 ||
        S.QuantizedWeights || S.QuantizedGradients ||
@@ -372,6 +375,13 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
   // that bucket's reduction in the last micro step on the same stream
   // (which orders the two), before the step reads the gradients.
   std::vector<uint32_t> LastReduceOn(NB, NoIndex), ReplicaReduces(NB, 0);
+  // ZeRO++ qgZ across nodes: a bucket with quantized gradients sends them
+  // between nodes exactly once after each of its reductions, on the same
+  // stream, in the same micro step, before the step reads them.
+  std::vector<bool> Quantizes(NB, false);
+  for (size_t B = 0; B < NB && qgzAcrossNodes(S); ++B)
+    Quantizes[B] = !qgzLayout(P, uint32_t(B)).Pieces.empty();
+  std::vector<const Instruction *> AwaitingNodes(NB, nullptr);
   bool Stepped = false;
   for (size_t I = 0; I < NI; ++I) {
     const Instruction &In = P.Program[I];
@@ -392,6 +402,7 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
       break;
     case InstrKind::Reduce:
     case InstrKind::ReduceReplicas:
+    case InstrKind::ReduceAcrossNodes:
       Limit = NB;
       StreamOK = In.On == Stream::Comm || In.On == Stream::Compute;
       break;
@@ -457,6 +468,20 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
     }
     Stepped |= In.Kind == InstrKind::ClipGradients ||
                In.Kind == InstrKind::OptimizerStep;
+    if (In.Kind == InstrKind::Reduce && Quantizes[In.Arg]) {
+      if (AwaitingNodes[In.Arg])
+        return "instruction " + std::to_string(I) + " reduces a bucket whose "
+               "last reduction has not been sent across nodes";
+      AwaitingNodes[In.Arg] = &In;
+    }
+    if (In.Kind == InstrKind::ReduceAcrossNodes) {
+      const Instruction *R = AwaitingNodes[In.Arg];
+      if (!R || Stepped || R->On != In.On || R->Micro != In.Micro)
+        return "instruction " + std::to_string(I) + " sends across nodes a "
+               "bucket with no quantized reduction before it in its micro "
+               "step on its stream, or after the step";
+      AwaitingNodes[In.Arg] = nullptr;
+    }
     if (In.Kind == InstrKind::ReduceReplicas &&
         (replicaRanks(S) < 2 || In.Micro + 1 != S.GradAccum || Stepped ||
          LastReduceOn[In.Arg] != uint32_t(In.On) ||
@@ -469,6 +494,10 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
   for (bool G : Gathered)
     if (G)
       return "a fetch unit is still gathered at the end of the step";
+  for (size_t B = 0; B < NB; ++B)
+    if (AwaitingNodes[B])
+      return "bucket " + std::to_string(B) + "'s quantized reduction is "
+             "never sent across nodes";
   if (Has(PlanStage::Scheduled) && replicaRanks(S) > 1 && S.ZeroStage == 3)
     for (size_t B = 0; B < NB; ++B)
       if (!ReplicaReduces[B])

@@ -83,6 +83,7 @@ uint32_t ScheduleDrawer::layerOf(const plan::Instruction &In) const {
     return L.OfModule[P.FetchUnits[In.Arg].Module];
   case plan::InstrKind::Reduce:
   case plan::InstrKind::ReduceReplicas:
+  case plan::InstrKind::ReduceAcrossNodes:
     return layerOfTensor(P.Buckets[In.Arg].Segments.front().Tensor);
   case plan::InstrKind::Transfer: {
     const plan::Transfer &T = P.Transfers[In.Arg];
@@ -123,6 +124,8 @@ std::string ScheduleDrawer::whatOf(const plan::Instruction &In,
     return "clip gradients";
   case plan::InstrKind::ReduceReplicas:
     return "all-reduce across MiCS replicas";
+  case plan::InstrKind::ReduceAcrossNodes:
+    return "qgZ all-to-all across nodes";
   case plan::InstrKind::Transfer: {
     const plan::Transfer &T = P.Transfers[In.Arg];
     return std::string(plan::enumName(T.Kind)) + " " + plan::enumName(T.What);
@@ -147,6 +150,8 @@ uint64_t ScheduleDrawer::bytesOf(const plan::Instruction &In) const {
   case plan::InstrKind::ReduceReplicas:
     return plan::bucketShardElems(P, In.Arg) *
            plan::dtypeBytes(P.Settings.GradAccumDType);
+  case plan::InstrKind::ReduceAcrossNodes:
+    return plan::qgzLayout(P, In.Arg).Block2 * P.Settings.Nodes;
   default:
     return 0;
   }

@@ -85,6 +85,17 @@ void checkZero(LintContext &C) {
                "whatever their type: these are " + Comm +
                    ", whose bits DeepSpeed's kernels would read as fp16 "
                    "without an error (on one node qgZ does nothing)");
+    // Its last step divides the sum over every rank by the nodes, not the
+    // ranks: the gradients it quantizes arrive GPUs-a-node times the mean,
+    // which Adam's update hardly sees but the clipping norm does.
+    else if (Known && V.getNumber("gradient_clipping").value_or(0) > 0)
+      C.report(Rule::Precision, Severity::Warning,
+               C.rangeOf("zero_optimization.zero_quantized_gradients"),
+               "ZeRO++ qgZ across nodes divides the quantized gradients' sum "
+               "by the nodes, not the ranks: they arrive GPUs-per-node times "
+               "the mean, and gradient_clipping clips their norm as that "
+               "(DeepSpeed's all_to_all_quant_reduce; on one node qgZ does "
+               "nothing)");
   }
   if (OptDevice != "none" && *Stage == 0)
     C.report(Rule::ZeroStage, C.rangeOf("zero_optimization.offload_optimizer"),

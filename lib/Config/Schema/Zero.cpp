@@ -150,9 +150,12 @@ static const KeySpec Keys[] = {
         .refused("frozen weights are stored quantized"),
     key("zero_optimization.zero_quantized_gradients", Bool).def("false")
         .doc("ZeRO++ qgZ: reduce quantized gradients")
-        .planned("stage 3 on one node, where DeepSpeed's quantized "
-                 "all-to-all does not run (it reduces between nodes): the "
-                 "plain reduce-scatter; across nodes refused"),
+        .planned("stage 3 across nodes, fp16: each gradient of two or more "
+                 "dimensions whose elements divide by twice the world goes "
+                 "by 4-bit all-to-alls within the node, then between nodes, "
+                 "the rest by the plain reduce-scatter; on one node, where "
+                 "DeepSpeed's quantized path does not run, the plain "
+                 "reduce-scatter; bf16 or fp32 across nodes refused"),
     key("zero_optimization.zeropp_loco_param", Dict).def("null").nullable()
         .doc("LoCo-ZeRO++ error feedback, e.g. {\"err_beta\": 0.8, "
              "\"reset_T\": 1024}")
