@@ -108,8 +108,17 @@ shards=
 for shard in $shards; do
   variants="$variants s3-ovtrue-ga2-none-none-mics$shard s3-ovfalse-ga1-none-none-mics$shard"
 done
+# ZeRO++ qgZ at an even world, planned as 2 nodes: fp16 (its kernels
+# read gradients as fp16); at 2 ranks its exchange within the node is a
+# copy; at 4 and more, also with hpZ groups of the node (whose
+# communicator that exchange shares).
+[ $((world % 2)) = 0 ] && variants="$variants \
+  s3-ovtrue-ga2-none-none-qgz s3-ovfalse-ga1-none-none-qgz-ckpt"
+[ $((world % 2)) = 0 ] && [ "$world" -ge 4 ] &&
+  variants="$variants s3-ovtrue-ga2-none-none-hpznode-qgz"
 for variant in $variants; do
   overlap=false ga=1 extra= zpp='"zero_hpz_partition_size": 2' opt=none
+  mixed=$precision where="--world-size $world"
   case $variant in *-ovtrue-*) overlap=true ;; esac
   case $variant in *-ga2-*) ga=2 ;; esac
   case $variant in *-ckpt) extra=--checkpoint-layers ;; esac
@@ -117,11 +126,17 @@ for variant in $variants; do
     *-hpz-qwz) zpp="$zpp, \"zero_quantized_weights\": true" ;;
     *-qwz) zpp='"zero_quantized_weights": true' ;;
     *-mics*) zpp="\"mics_shard_size\": ${variant##*-mics}" ;;
+    *-qgz*) mixed='"fp16": {"enabled": true},'
+      where="--nodes 2 --gpus-per-node $((world / 2))"
+      zpp='"zero_quantized_gradients": true'
+      case $variant in *-hpznode-*)
+        zpp="$zpp, \"zero_hpz_partition_size\": $((world / 2))" ;;
+      esac ;;
   esac
   case $variant in *-cpu-cpu-*) opt=cpu ;; esac
   cat > "$out/config.json" <<JSON
 {"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": $ga,
- $precision
+ $mixed
  "zero_optimization": {"stage": 3, "overlap_comm": $overlap,
    "reduce_bucket_size": $bucket, "stage3_param_persistence_threshold": 500,
    "stage3_prefetch_bucket_size": $bucket, "stage3_max_reuse_distance": $bucket,
@@ -129,7 +144,7 @@ for variant in $variants; do
    $zpp},
  "optimizer": {"type": "AdamW", "params": {"lr": 0.001, "weight_decay": 0.01}}}
 JSON
-  "$dsc" plan "$out/config.json" "$model" --world-size "$world" \
+  "$dsc" plan "$out/config.json" "$model" $where \
     --seq-len "$seq" $extra "$@" -o "$out/$variant.bin" > /dev/null
 done
 rm "$out/config.json"

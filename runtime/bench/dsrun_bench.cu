@@ -450,7 +450,9 @@ static void planCollectives(const dsc::plan::Plan &P, const ProcessInfo &Me,
   besideCompute(P, L, Step, Arena, Bytes, Comm, Issue);
   planCopies(P, L, Arena, S);
   CHECK(cudaFree(Arena));
-  for (ncclComm_t C : {Comms.Group, Comms.Replicas})
+  for (ncclComm_t C : {Comms.Group, Comms.Replicas,
+                       Comms.Node == Comms.Group ? nullptr : Comms.Node,
+                       Comms.AcrossNodes})
     if (C)
       ncclCommDestroy(C);
 }

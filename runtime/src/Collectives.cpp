@@ -20,6 +20,8 @@ const char *collectiveName(CollectiveKind K) {
     return "reduce-scatter";
   case CollectiveKind::AllGather:
     return "all-gather";
+  case CollectiveKind::AllToAll:
+    return "all-to-all";
   }
   return "?";
 }
@@ -34,6 +36,10 @@ const char *scopeSuffix(CommScope S) {
     return "-mics-shard";
   case CommScope::MicsReplicas:
     return "-mics-replicas";
+  case CommScope::Node:
+    return "-node";
+  case CommScope::AcrossNodes:
+    return "-across-nodes";
   }
   return "";
 }
@@ -45,6 +51,7 @@ double busFactor(CollectiveKind K, unsigned N) {
   case CollectiveKind::Reduce:
     return 1;
   case CollectiveKind::ReduceScatter:
+  case CollectiveKind::AllToAll: // Each rank sends (n - 1) / n of it too.
     return plan::busFactor(plan::Collective::ReduceScatter, N);
   case CollectiveKind::AllGather:
     return plan::busFactor(plan::Collective::AllGather, N);
@@ -55,7 +62,8 @@ double busFactor(CollectiveKind K, unsigned N) {
 uint64_t CollectiveCall::messageBytes(unsigned World) const {
   uint64_t Bytes = Count * elementBytes(Type);
   return Kind == CollectiveKind::AllGather ||
-                 Kind == CollectiveKind::ReduceScatter
+                 Kind == CollectiveKind::ReduceScatter ||
+                 Kind == CollectiveKind::AllToAll
              ? Bytes * ranks(World)
              : Bytes;
 }
@@ -113,6 +121,21 @@ CollectiveCall call(const Arena &A, CollectiveKind Kind, uint32_t Send,
   return C;
 }
 
+/// ZeRO++ qgZ's all-to-all of a bucket's quantized blocks: within the
+/// node (Send1 to Recv1) or across nodes (Send2 to Recv2).
+CollectiveCall qgzExchange(const Arena &A, uint32_t B,
+                           const plan::QgzLayout &L, bool AcrossNodes) {
+  const plan::Info &S = A.P.Settings;
+  uint64_t Base = A.offset(A.P.Places.Buckets[B].Qgz);
+  CollectiveCall C{CollectiveKind::AllToAll,
+                   Base + (AcrossNodes ? L.Send2 : L.Send1),
+                   Base + (AcrossNodes ? L.Recv2 : L.Recv1),
+                   AcrossNodes ? L.Block2 : L.Block1, ElementType::I8};
+  C.Scope = AcrossNodes ? CommScope::AcrossNodes : CommScope::Node;
+  C.GroupRanks = AcrossNodes ? S.Nodes : S.GpusPerNode;
+  return C;
+}
+
 void reduceCalls(const Arena &A, uint32_t B, std::vector<CollectiveCall> &Out) {
   const plan::Plan &P = A.P;
   const plan::BucketViews &V = P.Places.Buckets[B];
@@ -130,9 +153,27 @@ void reduceCalls(const Arena &A, uint32_t B, std::vector<CollectiveCall> &Out) {
                          A.elems(Piece.View), int(Piece.Root)));
     return;
   }
-  // Stage 3: the rank-major chunks, reduce-scattered in place.
-  Out.push_back(call(A, CollectiveKind::ReduceScatter, V.Source, V.Chunk,
-                     A.elems(V.Chunk)));
+  if (!plan::qgzAcrossNodes(P.Settings)) {
+    // Stage 3: the rank-major chunks, reduce-scattered in place.
+    Out.push_back(call(A, CollectiveKind::ReduceScatter, V.Source, V.Chunk,
+                       A.elems(V.Chunk)));
+    return;
+  }
+  // ZeRO++ qgZ across nodes: each gradient DeepSpeed does not quantize
+  // reduce-scattered alone over every rank, in place; the quantized ones'
+  // 4-bit blocks (Executor::reduce wrote them) exchanged within the node.
+  plan::QgzLayout L = plan::qgzLayout(P, B);
+  for (const plan::Segment &Seg : P.Buckets[B].Segments) {
+    if (plan::qgzTensor(P.Settings, P.Tensors[Seg.Tensor]).Quantized)
+      continue;
+    uint32_t G = P.Places.Tensors[Seg.Tensor].Grad;
+    CollectiveCall C = call(A, CollectiveKind::ReduceScatter, G, G,
+                            A.elems(G));
+    C.Send = A.wholeOffset(G);
+    Out.push_back(C);
+  }
+  if (!L.Pieces.empty())
+    Out.push_back(qgzExchange(A, B, L, false));
 }
 
 void gatherCalls(const Arena &A, uint32_t U, std::vector<CollectiveCall> &Out) {
@@ -241,6 +282,9 @@ std::vector<CollectiveCall> collectiveCalls(const Arena &A, uint32_t I) {
     break;
   case plan::InstrKind::ReduceReplicas:
     reduceReplicasCalls(A, In.Arg, Out);
+    break;
+  case plan::InstrKind::ReduceAcrossNodes:
+    Out.push_back(qgzExchange(A, In.Arg, plan::qgzLayout(A.P, In.Arg), true));
     break;
   default:
     break;

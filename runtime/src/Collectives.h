@@ -21,7 +21,10 @@
 
 namespace dsrun {
 
-enum class CollectiveKind { AllReduce, Reduce, ReduceScatter, AllGather };
+/// AllToAll: ZeRO++ qgZ's exchange, Count bytes to and from each rank of
+/// the group (block r of what is sent goes to rank r, whose block lands at
+/// this rank's place in what it receives), as NCCL sends and receives.
+enum class CollectiveKind { AllReduce, Reduce, ReduceScatter, AllGather, AllToAll };
 
 const char *collectiveName(CollectiveKind K);
 
@@ -31,12 +34,21 @@ double busFactor(CollectiveKind K, unsigned N);
 
 /// Which ranks a call runs among, and so on which communicator: every
 /// rank; the rank's group of consecutive ranks (ZeRO++ hpZ's group, or
-/// MiCS's shard group where it is smaller than the world); or MiCS's
-/// replicas, the rank of the same place in every shard group.
-enum class CommScope { World, HpzGroup, MicsShard, MicsReplicas };
+/// MiCS's shard group where it is smaller than the world); MiCS's
+/// replicas, the rank of the same place in every shard group; ZeRO++
+/// qgZ's node, and the ranks of the same place on every node.
+enum class CommScope {
+  World,
+  HpzGroup,
+  MicsShard,
+  MicsReplicas,
+  Node,
+  AcrossNodes
+};
 
 /// What follows a kind's name in the totals of calls of a scope: "" for
-/// the world's, "-hpz", "-mics-shard", "-mics-replicas".
+/// the world's, "-hpz", "-mics-shard", "-mics-replicas", "-node",
+/// "-across-nodes".
 const char *scopeSuffix(CommScope S);
 
 struct CollectiveCall {

@@ -78,7 +78,7 @@ Executor::~Executor() {
     ncclCommWindowDeregister(GroupComm, GroupArenaWindow);
   if (ArenaWindow)
     ncclCommWindowDeregister(Comm, ArenaWindow);
-  for (ncclComm_t C : {ReplicaComm, GroupComm, Comm})
+  for (ncclComm_t C : {AcrossNodesComm, NodeComm, ReplicaComm, GroupComm, Comm})
     if (C)
       ncclCommDestroy(C);
   Current = nullptr;
@@ -116,7 +116,8 @@ bool Executor::allocateWindowedArena(uint64_t Bytes) {
 void Executor::abortCommunicators() {
   // Aborting frees the windows registered on them.
   ArenaWindow = GroupArenaWindow = nullptr;
-  for (ncclComm_t *C : {&ReplicaComm, &GroupComm, &Comm})
+  for (ncclComm_t *C :
+       {&AcrossNodesComm, &NodeComm, &ReplicaComm, &GroupComm, &Comm})
     if (*C) {
       ncclCommAbort(*C);
       *C = nullptr;
@@ -348,6 +349,8 @@ bool Executor::setUp() {
   const char *Which = nullptr;
   ncclResult_t E = splitCommunicators(P.Settings, Process.Rank, Split, Which);
   GroupComm = Split.Group, ReplicaComm = Split.Replicas;
+  NodeComm = Split.Node == Split.Group ? nullptr : Split.Node;
+  AcrossNodesComm = Split.AcrossNodes;
   if (E != ncclSuccess) {
     fprintf(stderr, "dsrun: rank %d: ncclCommSplit for %s failed: %s (%s)\n",
             Process.Rank, Which, ncclGetErrorString(E),
@@ -360,7 +363,8 @@ bool Executor::setUp() {
     void *One = nullptr;
     CHECK_CUDA(cudaMalloc(&One, 4096));
     cudaStream_t S = Timing.stream(plan::Stream::Comm);
-    for (ncclComm_t C : {Comm, GroupComm, ReplicaComm})
+    for (ncclComm_t C :
+         {Comm, GroupComm, ReplicaComm, NodeComm, AcrossNodesComm})
       if (C)
         CHECK_NCCL(ncclAllReduce(One, One, 1024, ncclFloat32, ncclSum, C, S));
     CHECK_CUDA(cudaStreamSynchronize(S));
@@ -512,6 +516,9 @@ void Executor::issue(const Instr &C) {
   case plan::InstrKind::Reduce:
     reduce(C);
     break;
+  case plan::InstrKind::ReduceAcrossNodes:
+    reduceAcrossNodes(C);
+    break;
   case plan::InstrKind::OptimizerStep:
     optimizerStep(C);
     break;
@@ -661,7 +668,7 @@ bool Executor::waitUntil(const std::function<cudaError_t()> &Status,
             std::to_string(Process.Rank) + ")");
     ncclResult_t Async = ncclSuccess;
     ncclCommGetAsyncError(Comm, &Async);
-    for (ncclComm_t C : {GroupComm, ReplicaComm})
+    for (ncclComm_t C : {GroupComm, ReplicaComm, NodeComm, AcrossNodesComm})
       if (C && (Async == ncclSuccess || Async == ncclInProgress))
         ncclCommGetAsyncError(C, &Async);
     if (Async != ncclSuccess && Async != ncclInProgress) {

@@ -257,6 +257,12 @@ private:
   void gradients(const Instr &C);
   void gradientOf(uint32_t Tensor, uint32_t Micro, cudaStream_t S);
   void reduce(const Instr &C);
+  /// ZeRO++ qgZ across nodes: a bucket's quantized sums exchanged between
+  /// nodes and added up into this rank's partitions (after its reduce).
+  void reduceAcrossNodes(const Instr &C);
+  /// Stage 3: this rank's share of a reduced bucket into its gradient
+  /// partition, added from the second micro step on.
+  void accumulateShards(uint32_t Bucket, uint32_t Micro, cudaStream_t S);
   /// gradient_clipping: the global norm of the reduced gradients this rank
   /// owns, summed over ranks, into the step's Clip factor (on the device,
   /// and in the host's step values for the host optimizer and the report).
@@ -335,8 +341,8 @@ private:
   bool verify(uint32_t Steps);
   /// The first step's clip factor against the norm of the synthetic
   /// gradients computed on the host (skipped for models too large to sum
-  /// quickly).
-  bool checkFirstClip();
+  /// quickly); Reduced: the quantized gradients' (qgzReferences).
+  bool checkFirstClip(const std::vector<std::vector<float>> &Reduced);
 
   // Real training (Training.cpp, Evaluate.cpp).
   /// Rank 0 prints Why (every rank sees the same problem); false.
@@ -450,8 +456,13 @@ private:
   /// hpZ's group, MiCS's shard group) and MiCS's replicas', split from
   /// Comm where those are more than one rank and fewer than the world.
   ncclComm_t GroupComm = nullptr, ReplicaComm = nullptr;
+  /// ZeRO++ qgZ's: its node's (none of its own where hpZ's group is the
+  /// node: GroupComm serves) and its ranks' of the same place on every
+  /// node.
+  ncclComm_t NodeComm = nullptr, AcrossNodesComm = nullptr;
   Communicators communicators() const {
-    return {Comm, GroupComm, ReplicaComm};
+    return {Comm, GroupComm, ReplicaComm, NodeComm ? NodeComm : GroupComm,
+            AcrossNodesComm};
   }
   /// The communicator among the ranks a partition is split over (the
   /// world's, or MiCS's shard group's; none for a group of one).

@@ -391,20 +391,36 @@ std::vector<AdamW> adamwSchedule(const plan::Info &S, uint32_t Steps,
   return Schedule;
 }
 
-ElementState expectedState(const plan::Plan &P, uint32_t Tensor, uint64_t Elem,
-                           const std::vector<AdamW> &Schedule) {
+float reducedGradient(const plan::Plan &P, uint32_t Tensor, uint64_t Elem,
+                      uint32_t Step, const std::vector<float> *Reduced) {
   const plan::Info &S = P.Settings;
-  ElementType Param = ElementType(S.ParamDType);
+  float Grad = 0;
+  for (uint32_t Micro = 0; Micro < S.GradAccum; ++Micro) {
+    if (!Reduced) {
+      for (uint32_t Rank = 0; Rank < S.WorldSize; ++Rank)
+        Grad += syntheticGrad(Rank, Step, Micro, Tensor, Elem);
+      continue;
+    }
+    float Left = (*Reduced)[(uint64_t(Step - 1) * S.GradAccum + Micro) *
+                                P.Tensors[Tensor].Elems +
+                            Elem];
+    Grad = storedValue(Micro ? Grad + Left : Left,
+                       ElementType(S.GradAccumDType));
+  }
+  return Grad;
+}
+
+ElementState expectedState(const plan::Plan &P, uint32_t Tensor, uint64_t Elem,
+                           const std::vector<AdamW> &Schedule,
+                           const std::vector<float> *Reduced) {
+  ElementType Param = ElementType(P.Settings.ParamDType);
   ElementState E;
   // The fp32 master starts as the stored 16-bit weight.
   E.Master = storedValue(initialWeight(Tensor, Elem), Param);
-  for (uint32_t Step = 1; Step <= Schedule.size(); ++Step) {
-    float Grad = 0;
-    for (uint32_t Micro = 0; Micro < S.GradAccum; ++Micro)
-      for (uint32_t Rank = 0; Rank < S.WorldSize; ++Rank)
-        Grad += syntheticGrad(Rank, Step, Micro, Tensor, Elem);
-    adamwUpdate(Schedule[Step - 1], Grad, E.Master, E.M, E.V);
-  }
+  for (uint32_t Step = 1; Step <= Schedule.size(); ++Step)
+    adamwUpdate(Schedule[Step - 1],
+                reducedGradient(P, Tensor, Elem, Step, Reduced), E.Master,
+                E.M, E.V);
   return E;
 }
 

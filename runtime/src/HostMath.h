@@ -52,10 +52,20 @@ void hostAdamW(const AdamW &A, const void *Grad, ElementType GradType,
 struct ElementState {
   float Master = 0, M = 0, V = 0;
 };
+/// The gradient element Elem of a tensor has when step Step (from 1)
+/// reaches its optimizer, before the step's scale: its synthetic values
+/// summed over micro steps and ranks; or, where the reduction is not
+/// exact (ZeRO++ qgZ's quantized gradients), what it left the element in
+/// each micro step, Reduced[((Step - 1) x micro steps + Micro) x elements
+/// + Elem], accumulated as the gradient partition's type rounds.
+float reducedGradient(const dsc::plan::Plan &P, uint32_t Tensor,
+                      uint64_t Elem, uint32_t Step,
+                      const std::vector<float> *Reduced = nullptr);
 /// Schedule holds adamwFor(step) for steps 1..N (computed once: parsing
 /// per element would dominate the check).
 ElementState expectedState(const dsc::plan::Plan &P, uint32_t Tensor,
-                           uint64_t Elem, const std::vector<AdamW> &Schedule);
+                           uint64_t Elem, const std::vector<AdamW> &Schedule,
+                           const std::vector<float> *Reduced = nullptr);
 std::vector<AdamW> adamwSchedule(const dsc::plan::Info &Settings,
                                  uint32_t Steps, std::string &Error);
 

@@ -55,6 +55,31 @@ void launchDequantizeInt8(void *Out, ElementType T, const void *In,
                           const void *Kept, uint64_t N, uint64_t GroupSize,
                           cudaStream_t S);
 
+/// ZeRO++ qgZ (Quantize.h): one fp16 gradient's place in its bucket's
+/// exchange (plan::QgzLayout). A partition is its elements / world, in
+/// Groups groups of GroupSize; Block1, Block2: bytes of a block sent
+/// within the node and across nodes; Data: the tensor's first byte in a
+/// block; ScalesAt: where a block's scales start (bytes); Scales: the
+/// tensor's first scale among them.
+struct QgzShape {
+  uint64_t PartElems = 0, GroupSize = 0, Groups = 0;
+  uint32_t Nodes = 1, PerNode = 1;
+  uint64_t Block1 = 0, Data1 = 0, ScalesAt1 = 0, Scales1 = 0;
+  uint64_t Block2 = 0, Data2 = 0, ScalesAt2 = 0, Scales2 = 0;
+};
+/// Every partition of the gradient (Whole, fp16) quantized into Send1:
+/// partition m x PerNode + l into block l, after those of nodes before m.
+void launchQgzQuantize(void *Send1, const void *Whole, const QgzShape &Q,
+                       cudaStream_t S);
+/// What the node's ranks sent (Recv1, a block each) summed partition by
+/// partition and requantized into Send2 (node m's partition into block m).
+void launchQgzSum(void *Send2, const void *Recv1, const QgzShape &Q,
+                  cudaStream_t S);
+/// What the nodes sent (Recv2, a block each) summed, times Factor, into
+/// this rank's partition (Part, fp16).
+void launchQgzFinish(void *Part, const void *Recv2, const QgzShape &Q,
+                     float Factor, cudaStream_t S);
+
 /// One AdamW step over N elements of master weights and moments held as
 /// StateT (fp32, or bf16 where A.BF16State), with the bias corrections of
 /// the step Now holds. The gradient is read as GradT (float, or 16-bit

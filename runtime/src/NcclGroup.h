@@ -45,14 +45,26 @@ inline ncclConfig_t commConfig(unsigned MinCTAs, int Policy = 0) {
 /// The communicators a rank's calls run on: the world's; its group's of
 /// consecutive ranks (ZeRO++ hpZ's group or MiCS's shard group), where
 /// that is smaller than the world; MiCS's replicas', where they are fewer
-/// than the world (all of them run on the world's).
+/// than the world (all of them run on the world's); ZeRO++ qgZ's node
+/// (hpZ's group where that is the node) and its ranks of the same place
+/// on every node.
 struct Communicators {
-  ncclComm_t World = nullptr, Group = nullptr, Replicas = nullptr;
+  ncclComm_t World = nullptr, Group = nullptr, Replicas = nullptr,
+             Node = nullptr, AcrossNodes = nullptr;
 
   ncclComm_t of(const CollectiveCall &C, unsigned WorldSize) const {
     if (C.Scope == CommScope::World || C.GroupRanks == WorldSize)
       return World;
-    return C.Scope == CommScope::MicsReplicas ? Replicas : Group;
+    switch (C.Scope) {
+    case CommScope::MicsReplicas:
+      return Replicas;
+    case CommScope::Node:
+      return Node;
+    case CommScope::AcrossNodes:
+      return AcrossNodes;
+    default:
+      return Group;
+    }
   }
 };
 
@@ -77,7 +89,18 @@ inline ncclResult_t splitCommunicators(const dsc::plan::Info &S, int Rank,
   if (ncclResult_t R = Split(Group, Rank / int(Group), &Comms.Group))
     return R;
   Which = "the MiCS replicas";
-  return Split(Replicas, Rank % int(Shards), &Comms.Replicas);
+  if (ncclResult_t R = Split(Replicas, Rank % int(Shards), &Comms.Replicas))
+    return R;
+  if (!dsc::plan::qgzAcrossNodes(S))
+    return ncclSuccess;
+  uint32_t Local = S.GpusPerNode;
+  Which = "qgZ's node";
+  if (S.HpzPartition == Local)
+    Comms.Node = Comms.Group;
+  else if (ncclResult_t R = Split(Local, Rank / int(Local), &Comms.Node))
+    return R;
+  Which = "qgZ's ranks across nodes";
+  return Split(S.Nodes, Rank % int(Local), &Comms.AcrossNodes);
 }
 
 /// Issues Group as one NCCL group on stream S; offsets are into Arena. A
@@ -125,6 +148,19 @@ inline ncclResult_t issueGroup(const std::vector<CollectiveCall> &Group,
       Failed = "ncclAllGather";
       R = ncclAllGather(Send, Recv, C.Count, T, Comm, S);
       break;
+    case CollectiveKind::AllToAll: {
+      uint64_t Bytes = C.Count * elementBytes(C.Type);
+      for (unsigned Peer = 0; Peer < C.GroupRanks && R == ncclSuccess;
+           ++Peer) {
+        Failed = "ncclSend";
+        R = ncclSend(Send + Peer * Bytes, C.Count, T, int(Peer), Comm, S);
+        if (R == ncclSuccess) {
+          Failed = "ncclRecv";
+          R = ncclRecv(Recv + Peer * Bytes, C.Count, T, int(Peer), Comm, S);
+        }
+      }
+      break;
+    }
     }
   }
   if (R != ncclSuccess) {

@@ -1,4 +1,4 @@
-//===- Quantize.h - ZeRO++ qwZ's int8 quantizer ------------------*- C++ -*-===//
+//===- Quantize.h - ZeRO++ qwZ's and qgZ's quantizers ------------*- C++ -*-===//
 //
 // DeepSpeed's symmetric 8-bit quantizer (CUDAQuantizer, which qwZ applies
 // to each rank's chunk of a stage-3 gather), as arithmetic that the device
@@ -24,7 +24,9 @@
 
 #include "Synthetic.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 namespace dsrun {
@@ -64,6 +66,93 @@ inline std::vector<float> qwzRoundTrip(const float *In, uint64_t N,
     for (uint64_t I = 0; I < Size; ++I)
       Out[G * Size + I] = qwzDequantize(qwzQuantize(qwzHalf(X[I]), Scale), Kept);
   }
+  return Out;
+}
+
+//===----------------------------------------------------------------------===//
+// ZeRO++ qgZ: DeepSpeed's 4-bit symmetric quantizer of gradients
+// (swizzled_quantize.cu, quant_reduce.cu, dequantize.cu), shared the same
+// way:
+//   - gradients are fp16 values;
+//   - a group's scale is 16 / (2 x its largest magnitude), 1 when every
+//     value is zero; an element is its value times the scale, rounded to
+//     the nearest integer (ties to even) and clamped to [-8, 7];
+//   - the scale kept and sent is the inverse of that scale; an element
+//     comes back as its 4 bits times it, rounded to fp16;
+//   - two elements a byte, the first in the high half (DeepSpeed's
+//     PackedInt4);
+//   - sums of what comes back are fp16 additions (DeepSpeed's __hadd2):
+//     the fp32 sum rounded to fp16, the same result, fp32 holding more
+//     than twice fp16's precision plus two bits.
+// An infinity or a NaN anywhere in a group leaves the group NaN, so that
+// fp16's overflow check still sees it: an infinity makes the scale 0, and
+// the largest magnitude of a group holding a NaN is NaN (DeepSpeed's
+// __hmax would pass over a NaN beside finite values, and lose it).
+//===----------------------------------------------------------------------===//
+
+/// The larger magnitude, NaN where either is.
+DSRUN_HD float qgzMax(float A, float B) {
+  return A != A ? A : B != B ? B : fmaxf(A, B);
+}
+
+DSRUN_HD float qgzScale(float AbsMax) {
+  return AbsMax == 0.0f ? 1.0f : 16.0f / (2.0f * AbsMax);
+}
+
+DSRUN_HD int qgzQuantize(float Half, float Scale) {
+  float R = rintf(Half * Scale);
+  if (R != R)
+    return 0;
+  return int(R < -8.0f ? -8.0f : R > 7.0f ? 7.0f : R);
+}
+
+DSRUN_HD float qgzDequantize(int Q, float Kept) {
+  return qwzHalf(float(Q) * Kept);
+}
+
+DSRUN_HD float qgzAdd(float A, float B) { return qwzHalf(A + B); }
+
+DSRUN_HD uint8_t qgzPack(int First, int Second) {
+  return uint8_t((First << 4) | (Second & 0xF));
+}
+DSRUN_HD int qgzFirst(uint8_t B) { return int(int8_t(B)) >> 4; }
+DSRUN_HD int qgzSecond(uint8_t B) { return int(int8_t(uint8_t(B << 4))) >> 4; }
+
+/// The host reference of qgZ's reduction of partition r of one gradient,
+/// Size elements in groups of GroupSize, over Nodes nodes of PerNode
+/// ranks, rank q's elements of it being Grad(q, i) (fp16 values): on each
+/// node, every rank's group quantized and what comes back summed over the
+/// node's ranks in order, then requantized; those sums, come back, summed
+/// over the nodes in order and multiplied by Factor (rounded to fp16).
+template <class F>
+std::vector<float> qgzReducePartition(uint64_t Size, uint64_t GroupSize,
+                                      uint32_t Nodes, uint32_t PerNode,
+                                      float Factor, F Grad) {
+  std::vector<float> Out(Size, 0.0f), In(GroupSize), Sum(GroupSize);
+  auto RoundTrip = [](std::vector<float> &V) {
+    float AbsMax = 0.0f;
+    for (float X : V)
+      AbsMax = qgzMax(AbsMax, std::fabs(X));
+    float Scale = qgzScale(AbsMax), Kept = 1.0f / Scale;
+    for (float &X : V)
+      X = qgzDequantize(qgzQuantize(X, Scale), Kept);
+  };
+  for (uint64_t Base = 0; Base < Size; Base += GroupSize)
+    for (uint32_t M = 0; M < Nodes; ++M) {
+      std::fill(Sum.begin(), Sum.end(), 0.0f);
+      for (uint32_t J = 0; J < PerNode; ++J) {
+        for (uint64_t I = 0; I < GroupSize; ++I)
+          In[I] = qwzHalf(Grad(M * PerNode + J, Base + I));
+        RoundTrip(In);
+        for (uint64_t I = 0; I < GroupSize; ++I)
+          Sum[I] = qgzAdd(Sum[I], In[I]);
+      }
+      RoundTrip(Sum);
+      for (uint64_t I = 0; I < GroupSize; ++I)
+        Out[Base + I] = qgzAdd(Out[Base + I], Sum[I]);
+    }
+  for (float &X : Out)
+    X = qwzHalf(X * Factor);
   return Out;
 }
 

@@ -1,7 +1,10 @@
-//===- QuantizeKernels.cu - ZeRO++ qwZ's int8 gather kernels --------------===//
+//===- QuantizeKernels.cu - ZeRO++ qwZ's and qgZ's kernels ----------------===//
 //
-// A rank's chunk quantized before the gather and every rank's chunk
-// dequantized after it, with Quantize.h's arithmetic.
+// qwZ: a rank's chunk quantized before the gather and every rank's chunk
+// dequantized after it. qgZ: a gradient's partitions quantized into the
+// blocks of the all-to-all within the node, what arrives summed and
+// requantized for the one across nodes, and what arrives from there summed
+// into the rank's partition. All with Quantize.h's arithmetic.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +18,27 @@ namespace {
 
 constexpr unsigned Threads = 256;
 
+/// The largest of the block's threads' V by Max, on every thread.
+template <class F> __device__ float blockMax(float V, F Max) {
+  for (unsigned Lane = 16; Lane; Lane /= 2)
+    V = Max(V, __shfl_xor_sync(0xffffffffu, V, Lane));
+  __shared__ float Warps[Threads / 32];
+  if (threadIdx.x % 32 == 0)
+    Warps[threadIdx.x / 32] = V;
+  __syncthreads();
+  V = 0.0f;
+  for (unsigned W = 0; W < Threads / 32; ++W)
+    V = Max(V, Warps[W]);
+  return V;
+}
+/// qwZ's largest magnitude passes over NaN, as DeepSpeed's; qgZ's keeps it.
+struct QwzMax {
+  __device__ float operator()(float A, float B) const { return fmaxf(A, B); }
+};
+struct QgzMax {
+  __device__ float operator()(float A, float B) const { return qgzMax(A, B); }
+};
+
 /// One block a group: its largest magnitude, then its bytes.
 __global__ void quantizeGroups(int8_t *Out, float *Kept, const void *In,
                                ElementType T, uint64_t Size) {
@@ -22,16 +46,7 @@ __global__ void quantizeGroups(int8_t *Out, float *Kept, const void *In,
   float AbsMax = 0.0f;
   for (uint64_t I = threadIdx.x; I < Size; I += Threads)
     AbsMax = fmaxf(AbsMax, fabsf(qwzHalf(loadAs(In, Base + I, T))));
-  for (unsigned Lane = 16; Lane; Lane /= 2)
-    AbsMax = fmaxf(AbsMax, __shfl_xor_sync(0xffffffffu, AbsMax, Lane));
-  __shared__ float Warps[Threads / 32];
-  if (threadIdx.x % 32 == 0)
-    Warps[threadIdx.x / 32] = AbsMax;
-  __syncthreads();
-  AbsMax = 0.0f;
-  for (unsigned W = 0; W < Threads / 32; ++W)
-    AbsMax = fmaxf(AbsMax, Warps[W]);
-  float Scale = qwzScale(AbsMax);
+  float Scale = qwzScale(blockMax(AbsMax, QwzMax{}));
   if (threadIdx.x == 0)
     Kept[blockIdx.x] = 1.0f / Scale;
   for (uint64_t I = threadIdx.x; I < Size; I += Threads)
@@ -64,7 +79,112 @@ __global__ void dequantizeEights(void *Out, const int8_t *In,
   }
 }
 
+/// qgZ: a tensor's groups in a partition.
+__device__ uint64_t groupsPerPartition(const QgzShape &Q) {
+  return Q.Groups / (uint64_t(Q.Nodes) * Q.PerNode);
+}
+
+/// One block a group of a partition: partition P = M x PerNode + L goes to
+/// block L of Send1, after the partitions of the nodes before M.
+__global__ void qgzQuantizeGroups(uint8_t *Send1, const void *Whole,
+                                  QgzShape Q) {
+  uint64_t Gpp = groupsPerPartition(Q), P = blockIdx.x / Gpp,
+           K = blockIdx.x % Gpp, L = P % Q.PerNode, M = P / Q.PerNode;
+  uint64_t Base = P * Q.PartElems + K * Q.GroupSize;
+  float AbsMax = 0.0f;
+  for (uint64_t I = threadIdx.x; I < Q.GroupSize; I += Threads)
+    AbsMax = qgzMax(AbsMax, fabsf(loadAs(Whole, Base + I, ElementType::F16)));
+  float Scale = qgzScale(blockMax(AbsMax, QgzMax{}));
+  uint8_t *Block = Send1 + L * Q.Block1;
+  uint8_t *Out = Block + Q.Data1 + M * (Q.PartElems / 2) + K * (Q.GroupSize / 2);
+  for (uint64_t I = threadIdx.x; I < Q.GroupSize / 2; I += Threads)
+    Out[I] = qgzPack(
+        qgzQuantize(loadAs(Whole, Base + 2 * I, ElementType::F16), Scale),
+        qgzQuantize(loadAs(Whole, Base + 2 * I + 1, ElementType::F16), Scale));
+  if (threadIdx.x == 0)
+    reinterpret_cast<float *>(Block + Q.ScalesAt1)[Q.Scales1 + M * Gpp + K] =
+        1.0f / Scale;
+}
+
+/// One block a group of node M's partition of this rank's local index:
+/// the node's ranks' blocks summed (pair I), then requantized into block M
+/// of Send2.
+__global__ void qgzSumGroups(uint8_t *Send2, const uint8_t *Recv1,
+                             QgzShape Q) {
+  uint64_t Gpp = groupsPerPartition(Q), M = blockIdx.x / Gpp,
+           K = blockIdx.x % Gpp;
+  uint64_t At = Q.Data1 + M * (Q.PartElems / 2) + K * (Q.GroupSize / 2);
+  auto Sum = [&](uint64_t I, float &A, float &B) {
+    A = B = 0.0f;
+    for (uint32_t J = 0; J < Q.PerNode; ++J) {
+      const uint8_t *Block = Recv1 + J * Q.Block1;
+      uint8_t Byte = Block[At + I];
+      float Kept = reinterpret_cast<const float *>(
+          Block + Q.ScalesAt1)[Q.Scales1 + M * Gpp + K];
+      A = qgzAdd(A, qgzDequantize(qgzFirst(Byte), Kept));
+      B = qgzAdd(B, qgzDequantize(qgzSecond(Byte), Kept));
+    }
+  };
+  float AbsMax = 0.0f, A, B;
+  for (uint64_t I = threadIdx.x; I < Q.GroupSize / 2; I += Threads) {
+    Sum(I, A, B);
+    AbsMax = qgzMax(AbsMax, qgzMax(fabsf(A), fabsf(B)));
+  }
+  float Scale = qgzScale(blockMax(AbsMax, QgzMax{}));
+  uint8_t *Block = Send2 + M * Q.Block2;
+  uint8_t *Out = Block + Q.Data2 + K * (Q.GroupSize / 2);
+  for (uint64_t I = threadIdx.x; I < Q.GroupSize / 2; I += Threads) {
+    Sum(I, A, B);
+    Out[I] = qgzPack(qgzQuantize(A, Scale), qgzQuantize(B, Scale));
+  }
+  if (threadIdx.x == 0)
+    reinterpret_cast<float *>(Block + Q.ScalesAt2)[Q.Scales2 + K] =
+        1.0f / Scale;
+}
+
+/// One block a group of this rank's partition: every node's sum of it
+/// added in node order, times Factor.
+__global__ void qgzFinishGroups(void *Part, const uint8_t *Recv2, QgzShape Q,
+                                float Factor) {
+  uint64_t K = blockIdx.x, At = Q.Data2 + K * (Q.GroupSize / 2);
+  for (uint64_t I = threadIdx.x; I < Q.GroupSize / 2; I += Threads) {
+    float A = 0.0f, B = 0.0f;
+    for (uint32_t M = 0; M < Q.Nodes; ++M) {
+      const uint8_t *Block = Recv2 + M * Q.Block2;
+      float Kept =
+          reinterpret_cast<const float *>(Block + Q.ScalesAt2)[Q.Scales2 + K];
+      A = qgzAdd(A, qgzDequantize(qgzFirst(Block[At + I]), Kept));
+      B = qgzAdd(B, qgzDequantize(qgzSecond(Block[At + I]), Kept));
+    }
+    uint64_t E = K * Q.GroupSize + 2 * I;
+    storeAs(Part, E, ElementType::F16, qwzHalf(A * Factor));
+    storeAs(Part, E + 1, ElementType::F16, qwzHalf(B * Factor));
+  }
+}
+
 } // namespace
+
+void launchQgzQuantize(void *Send1, const void *Whole, const QgzShape &Q,
+                       cudaStream_t S) {
+  qgzQuantizeGroups<<<unsigned(Q.Groups), Threads, 0, S>>>(
+      static_cast<uint8_t *>(Send1), Whole, Q);
+  CHECK_LAUNCH();
+}
+
+void launchQgzSum(void *Send2, const void *Recv1, const QgzShape &Q,
+                  cudaStream_t S) {
+  qgzSumGroups<<<unsigned(Q.Groups / Q.PerNode), Threads, 0, S>>>(
+      static_cast<uint8_t *>(Send2), static_cast<const uint8_t *>(Recv1), Q);
+  CHECK_LAUNCH();
+}
+
+void launchQgzFinish(void *Part, const void *Recv2, const QgzShape &Q,
+                     float Factor, cudaStream_t S) {
+  qgzFinishGroups<<<unsigned(Q.Groups / (uint64_t(Q.Nodes) * Q.PerNode)),
+                    Threads, 0, S>>>(
+      Part, static_cast<const uint8_t *>(Recv2), Q, Factor);
+  CHECK_LAUNCH();
+}
 
 void launchQuantizeInt8(void *Out, void *Kept, const void *In, ElementType T,
                         uint64_t N, uint64_t Groups, cudaStream_t S) {

@@ -210,7 +210,10 @@ void Executor::fitCollectiveRates(plan::Hardware &Rates) const {
   // Over several nodes every collective over all ranks crosses the link
   // between them: what was measured is that link's rate. The calls within
   // hpZ's groups or MiCS's shard groups stay within a node where the
-  // groups tile it; MiCS's replicas are one rank of each group.
+  // groups tile it, qgZ's within its node always; MiCS's replicas are one
+  // rank of each group, and qgZ's exchange across nodes one rank of each
+  // node. The planner costs qgZ's all-to-alls at the reduce-scatter's
+  // rate (each sends the same share of its buffer), so they count as one.
   const plan::Info &S = P.Settings;
   uint32_t Group = S.HpzPartition > 1 ? S.HpzPartition : plan::partitionRanks(S);
   bool GroupsInNode = S.GpusPerNode % Group == 0;
@@ -219,19 +222,25 @@ void Executor::fitCollectiveRates(plan::Hardware &Rates) const {
     for (const auto &[Name, T] : Timings[I].Collectives) {
       if (Name == CopyKind)
         continue;
-      std::string Kind = Name == "reduce" ? "reduce-scatter" : Name;
-      bool InGroup = false;
-      for (CommScope Scope : {CommScope::HpzGroup, CommScope::MicsShard,
-                              CommScope::MicsReplicas}) {
+      std::string Kind = Name;
+      bool InGroup = false, InNode = false;
+      for (CommScope Scope :
+           {CommScope::HpzGroup, CommScope::MicsShard, CommScope::MicsReplicas,
+            CommScope::Node, CommScope::AcrossNodes}) {
         std::string Suffix = scopeSuffix(Scope);
         if (Kind.size() > Suffix.size() &&
             Kind.compare(Kind.size() - Suffix.size(), Suffix.size(),
                          Suffix) == 0) {
           Kind.resize(Kind.size() - Suffix.size());
-          InGroup = Scope != CommScope::MicsReplicas;
+          InGroup = Scope == CommScope::HpzGroup ||
+                    Scope == CommScope::MicsShard;
+          InNode = Scope == CommScope::Node;
         }
       }
-      Sum &Into = ByKind[{S.Nodes > 1 && !(InGroup && GroupsInNode), Kind}];
+      if (Kind == "reduce" || Kind == "all-to-all")
+        Kind = "reduce-scatter";
+      Sum &Into = ByKind[{S.Nodes > 1 && !InNode && !(InGroup && GroupsInNode),
+                          Kind}];
       Into.BusBytes += T.BusBytes;
       Into.Ms += T.Ms;
       Into.Calls += T.Calls;

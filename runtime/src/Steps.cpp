@@ -112,6 +112,23 @@ void Executor::gradientOf(uint32_t T, uint32_t Micro, cudaStream_t S) {
                         V.RankStride / SlotBytes, V.Offset / SlotBytes, S);
 }
 
+/// ZeRO++ qgZ: a quantized gradient's place in its bucket's exchange.
+static QgzShape qgzShape(const plan::Info &S, const plan::QgzLayout &L,
+                         const plan::QgzLayout::Piece &Pc,
+                         const plan::Tensor &T) {
+  QgzShape Q;
+  Q.PartElems = T.Elems / S.WorldSize;
+  Q.GroupSize = Pc.Q.GroupSize;
+  Q.Groups = Pc.Q.Groups;
+  Q.Nodes = S.Nodes;
+  Q.PerNode = S.GpusPerNode;
+  Q.Block1 = L.Block1, Q.Data1 = Pc.Data1, Q.ScalesAt1 = L.ScalesAt1,
+  Q.Scales1 = Pc.Scales1;
+  Q.Block2 = L.Block2, Q.Data2 = Pc.Data2, Q.ScalesAt2 = L.ScalesAt2,
+  Q.Scales2 = Pc.Scales2;
+  return Q;
+}
+
 void Executor::reduce(const Instr &C) {
   uint32_t B = C.In.Arg, Micro = C.In.Micro;
   const plan::Bucket &Bucket = P.Buckets[B];
@@ -122,7 +139,28 @@ void Executor::reduce(const Instr &C) {
     if (P.Tensors[Seg.Tensor].FirstUse == plan::NoIndex)
       gradientOf(Seg.Tensor, Micro, C.S);
 
+  // ZeRO++ qgZ across nodes: the quantized gradients' 4-bit blocks for
+  // the node's ranks, exchanged beside the other gradients'
+  // reduce-scatters, and what arrives summed for the exchange across
+  // nodes, which adds the bucket to the partition.
+  plan::QgzLayout L;
+  char *Qgz = nullptr;
+  if (BV.Qgz != plan::NoIndex) {
+    L = plan::qgzLayout(P, B);
+    Qgz = Buffers.at(BV.Qgz);
+    for (const plan::QgzLayout::Piece &Pc : L.Pieces)
+      launchQgzQuantize(Qgz + L.Send1,
+                        Buffers.whole(P.Places.Tensors[Pc.Tensor].Grad),
+                        qgzShape(P.Settings, L, Pc, P.Tensors[Pc.Tensor]),
+                        C.S);
+  }
   collectives(C);
+  if (Qgz) {
+    for (const plan::QgzLayout::Piece &Pc : L.Pieces)
+      launchQgzSum(Qgz + L.Send2, Qgz + L.Recv1,
+                   qgzShape(P.Settings, L, Pc, P.Tensors[Pc.Tensor]), C.S);
+    return;
+  }
   if (Stage < 2 || Offloaded)
     return; // Offloaded gradients go to the host as a transfer next.
   uint32_t Owned = P.Places.Owned.Grads;
@@ -135,13 +173,34 @@ void Executor::reduce(const Instr &C) {
                           plan::gradientsAdd(P.Settings, Micro), C.S);
     return;
   }
-  // Stage 3: this rank's chunk, accumulated into its gradient partition.
-  for (const plan::Segment &Seg : Bucket.Segments) {
+  accumulateShards(B, Micro, C.S);
+}
+
+void Executor::reduceAcrossNodes(const Instr &C) {
+  uint32_t B = C.In.Arg;
+  plan::QgzLayout L = plan::qgzLayout(P, B);
+  char *Qgz = Buffers.at(P.Places.Buckets[B].Qgz);
+  collectives(C);
+  // DeepSpeed divides the sum over every rank by the nodes, leaving
+  // GPUs-a-node times the mean: the gradients here arrive divided by the
+  // world (real) or are divided by it at the step (synthetic), so times
+  // GPUs a node gives DeepSpeed's value either way.
+  for (const plan::QgzLayout::Piece &Pc : L.Pieces)
+    launchQgzFinish(Buffers.at(P.Places.Tensors[Pc.Tensor].Grad),
+                    Qgz + L.Recv2,
+                    qgzShape(P.Settings, L, Pc, P.Tensors[Pc.Tensor]),
+                    float(P.Settings.GpusPerNode), C.S);
+  accumulateShards(B, C.In.Micro, C.S);
+}
+
+void Executor::accumulateShards(uint32_t B, uint32_t Micro, cudaStream_t S) {
+  uint32_t Owned = P.Places.Owned.Grads;
+  for (const plan::Segment &Seg : P.Buckets[B].Segments) {
     const plan::TensorViews &V = P.Places.Tensors[Seg.Tensor];
     launchCopyConvert(Buffers.at(Owned, V.PartitionOffset), GradAccumType,
                       Buffers.at(V.Grad), ElementType(Buffers.view(V.Grad).Type),
                       P.Tensors[Seg.Tensor].ShardElems,
-                      plan::gradientsAdd(P.Settings, Micro), C.S);
+                      plan::gradientsAdd(P.Settings, Micro), S);
   }
 }
 

@@ -56,6 +56,41 @@ Mismatch parallelCheck(uint64_t N, unsigned Threads, F Check) {
 
 bool sameBits(float A, float B) { return floatBits(A) == floatBits(B); }
 
+/// ZeRO++ qgZ across nodes: for each quantized gradient, what the host's
+/// quantizer leaves each of its elements in every step and micro step
+/// (reducedGradient's Reduced), partition by partition as every rank's
+/// synthetic gradients make it; empty for the other tensors.
+std::vector<std::vector<float>> qgzReferences(const plan::Plan &P,
+                                              uint32_t Steps) {
+  const plan::Info &S = P.Settings;
+  std::vector<std::vector<float>> Out(P.Tensors.size());
+  if (!plan::qgzAcrossNodes(S))
+    return Out;
+  for (uint32_t T = 0; T < P.Tensors.size(); ++T) {
+    const plan::Tensor &X = P.Tensors[T];
+    plan::QgzTensor Q = plan::qgzTensor(S, X);
+    if (X.Role != plan::TensorRole::Trainable || !Q.Quantized)
+      continue;
+    uint64_t Part = X.Elems / S.WorldSize;
+    Out[T].resize(uint64_t(Steps) * S.GradAccum * X.Elems);
+    for (uint32_t Step = 1; Step <= Steps; ++Step)
+      for (uint32_t Micro = 0; Micro < S.GradAccum; ++Micro)
+        for (uint32_t R = 0; R < S.WorldSize; ++R) {
+          std::vector<float> Left = qgzReducePartition(
+              Part, Q.GroupSize, S.Nodes, S.GpusPerNode,
+              float(S.GpusPerNode), [&](uint32_t Rank, uint64_t I) {
+                return syntheticGrad(Rank, Step, Micro, T, R * Part + I);
+              });
+          std::copy(Left.begin(), Left.end(),
+                    Out[T].begin() +
+                        ((uint64_t(Step - 1) * S.GradAccum + Micro) *
+                             X.Elems +
+                         R * Part));
+        }
+  }
+  return Out;
+}
+
 /// Bytes of a view (either arena: cudaMemcpyDefault tells host from
 /// device addresses).
 std::vector<char> download(const char *Source, uint64_t Bytes) {
@@ -66,7 +101,7 @@ std::vector<char> download(const char *Source, uint64_t Bytes) {
 
 } // namespace
 
-bool Executor::checkFirstClip() {
+bool Executor::checkFirstClip(const std::vector<std::vector<float>> &Reduced) {
   const plan::Info &S = P.Settings;
   double MaxNorm = std::strtod(S.GradientClipping.c_str(), nullptr);
   if (MaxNorm <= 0 || Clips.empty())
@@ -88,10 +123,8 @@ bool Executor::checkFirstClip() {
     if (P.Tensors[T].Role != plan::TensorRole::Trainable)
       continue;
     for (uint64_t E = 0; E < P.Tensors[T].Elems; ++E) {
-      double G = 0;
-      for (uint32_t M = 0; M < S.GradAccum; ++M)
-        for (uint32_t R = 0; R < S.WorldSize; ++R)
-          G += syntheticGrad(R, 1, M, T, E);
+      double G = reducedGradient(P, T, E, 1,
+                                 Reduced[T].empty() ? nullptr : &Reduced[T]);
       Sum += G * G;
     }
   }
@@ -122,7 +155,11 @@ bool Executor::verify(uint32_t Steps) {
   // bit for bit.
   for (uint32_t K = 0; K < Steps && K < Clips.size(); ++K)
     Schedule[K].GradScale *= Clips[K];
-  if (!checkFirstClip())
+  std::vector<std::vector<float>> Reduced = qgzReferences(P, Steps);
+  auto ReducedOf = [&](uint32_t T) {
+    return Reduced[T].empty() ? nullptr : &Reduced[T];
+  };
+  if (!checkFirstClip(Reduced))
     return false;
   unsigned PB = elementBytes(ParamType);
   auto Fail = [&](const Mismatch &M) {
@@ -175,7 +212,8 @@ bool Executor::verify(uint32_t Steps) {
   for (const plan::OwnedPiece &O : plan::ownedPieces(P, Process.Rank)) {
     Mismatch Bad = parallelCheck(
         O.End - O.Begin, Threads, [&](uint64_t I, Mismatch &Out) {
-          ElementState E = expectedState(P, O.Tensor, O.Begin + I, Schedule);
+          ElementState E = expectedState(P, O.Tensor, O.Begin + I, Schedule,
+                                         ReducedOf(O.Tensor));
           uint64_t At = O.PartitionOffset + I;
           const char *What = nullptr;
           float Want = 0, Have = 0;
@@ -200,7 +238,7 @@ bool Executor::verify(uint32_t Steps) {
     return E >= Tn.Elems ? 0.0f
            : Tn.Role == plan::TensorRole::Frozen
                ? storedValue(initialWeight(T, E), ParamType)
-               : storedValue(expectedState(P, T, E, Schedule).Master,
+               : storedValue(expectedState(P, T, E, Schedule, ReducedOf(T)).Master,
                              ParamType);
   };
   auto CheckStored = [&](const char *Stored, uint32_t T, uint64_t From,

@@ -435,6 +435,59 @@ TEST(HostMath, QwzGroupsAndRoundTrip) {
   EXPECT_TRUE(std::isnan(qwzRoundTrip(Huge, 8, 1)[0]));
 }
 
+// ZeRO++ qgZ: which gradients DeepSpeed quantizes and in what groups, and
+// its 4-bit reduction on values whose every rounding is known.
+TEST(HostMath, QgzTensorsAndReduction) {
+  plan::Info S;
+  S.WorldSize = 4;
+  auto Of = [&](std::vector<int64_t> Shape) {
+    plan::Tensor T;
+    T.Shape = Shape;
+    T.Elems = 1;
+    for (int64_t D : Shape)
+      T.Elems *= uint64_t(D);
+    return plan::qgzTensor(S, T);
+  };
+  // A matrix: max(rows, columns, world) groups; a vector, and a matrix
+  // whose elements are not a multiple of twice the world, reduce plain.
+  plan::QgzTensor Q = Of({176, 64});
+  EXPECT(Q.Quantized && Q.Groups == 176 && Q.GroupSize == 64);
+  EXPECT(!Of({64}).Quantized && !Of({3, 5}).Quantized);
+  EXPECT(plan::qgzMisfit(S, Q).empty());
+  // GPT-2's embedding at 4 ranks: 50257 groups do not split over them.
+  EXPECT(plan::qgzMisfit(S, Of({50257, 768})).find("do not split") !=
+         std::string::npos);
+  // Groups of 12; and of 4 x 65536 (a 3-D tensor: the largest of its
+  // first two dimensions is 8).
+  EXPECT(plan::qgzMisfit(S, Of({4, 12})).find("multiple of 8") !=
+         std::string::npos);
+  EXPECT(plan::qgzMisfit(S, Of({4, 8, 65536})).find("40960") !=
+         std::string::npos);
+
+  // Two bytes a pair, the first in the high half, signs kept.
+  for (int A = -8; A < 8; ++A)
+    for (int B = -8; B < 8; ++B)
+      EXPECT(qgzFirst(qgzPack(A, B)) == A && qgzSecond(qgzPack(A, B)) == B);
+  // 2 nodes of 2 ranks, each rank's group [8, 4, -2, 1]: scale 1, and 8
+  // clamps to 7. A node sums [14, 8, -4, 2]: scale 16 / 28, kept 1.75, so
+  // [7, 5, -2, 1] x 1.75; the nodes' sum [24.5, 17.5, -7, 3.5], times 0.5
+  // (DeepSpeed's division by the nodes).
+  std::vector<float> Out = qgzReducePartition(
+      4, 4, 2, 2, 0.5f, [](uint32_t, uint64_t I) {
+        const float G[4] = {8, 4, -2, 1};
+        return G[I];
+      });
+  const float Want[4] = {12.25f, 8.75f, -3.5f, 1.75f};
+  for (int I = 0; I < 4; ++I)
+    EXPECT(Out[I] == Want[I]);
+  // A group of zeros stays zero; an infinite gradient leaves its group NaN
+  // (fp16's overflow check sees it), the other group finite.
+  Out = qgzReducePartition(8, 4, 2, 2, 1.0f, [](uint32_t Rank, uint64_t I) {
+    return Rank == 3 && I == 5 ? INFINITY : I < 4 ? 0.0f : 1.0f;
+  });
+  EXPECT(Out[0] == 0 && Out[3] == 0 && std::isnan(Out[4]) && std::isnan(Out[7]));
+}
+
 /// fp16 loss scaling, step by step as DeepSpeed's DynamicLossScaler goes.
 TEST(HostMath, LossScaling) {
   plan::Info S;

@@ -60,7 +60,8 @@ static void collectiveChecks(const char *Path, const plan::Plan &P) {
                       In.Kind == plan::InstrKind::Gather ||
                       In.Kind == plan::InstrKind::GatherSecondary ||
                       In.Kind == plan::InstrKind::GatherParams ||
-                      In.Kind == plan::InstrKind::ReduceReplicas;
+                      In.Kind == plan::InstrKind::ReduceReplicas ||
+                      In.Kind == plan::InstrKind::ReduceAcrossNodes;
     EXPECT(Collective == !First.empty() ||
            In.Kind == plan::InstrKind::GatherParams);
     if (In.Kind == plan::InstrKind::Reduce && S.ZeroStage < 3) {
@@ -100,6 +101,34 @@ static void collectiveChecks(const char *Path, const plan::Plan &P) {
                First[1].GroupRanks == S.HpzPartition &&
                First[1].Count == plan::qwzGroups(Slice))));
     }
+    if (plan::qgzAcrossNodes(S) && (In.Kind == plan::InstrKind::Reduce ||
+                                    In.Kind == plan::InstrKind::ReduceAcrossNodes)) {
+      // ZeRO++ qgZ: each gradient it does not quantize reduce-scattered
+      // alone over every rank; the quantized ones' 4-bit blocks exchanged
+      // within the node beside those, then across nodes.
+      plan::QgzLayout L = plan::qgzLayout(P, In.Arg);
+      size_t Plain = 0, K = 0;
+      for (const plan::Segment &Seg : P.Buckets[In.Arg].Segments)
+        if (!plan::qgzTensor(S, P.Tensors[Seg.Tensor]).Quantized) {
+          EXPECT(In.Kind == plan::InstrKind::ReduceAcrossNodes ||
+                 (K < First.size() &&
+                  First[K].Kind == CollectiveKind::ReduceScatter &&
+                  First[K].Scope == CommScope::World &&
+                  First[K].Count == P.Tensors[Seg.Tensor].ShardElems));
+          ++Plain, ++K;
+        }
+      bool Across = In.Kind == plan::InstrKind::ReduceAcrossNodes;
+      size_t Exchanges = L.Pieces.empty() ? 0 : 1;
+      EXPECT(First.size() == (Across ? 1 : Plain + Exchanges));
+      if (Exchanges && !First.empty()) {
+        const CollectiveCall &X = First.back();
+        EXPECT(X.Kind == CollectiveKind::AllToAll &&
+               X.Type == ElementType::I8 &&
+               X.Scope == (Across ? CommScope::AcrossNodes : CommScope::Node) &&
+               X.GroupRanks == (Across ? S.Nodes : S.GpusPerNode) &&
+               X.Count == (Across ? L.Block2 : L.Block1));
+      }
+    }
     if (In.Kind == plan::InstrKind::ReduceReplicas) {
       // MiCS: the rank's shards of the bucket's tensors in its gradient
       // partition, all-reduced in place across the replicas.
@@ -130,10 +159,11 @@ static void collectiveChecks(const char *Path, const plan::Plan &P) {
         uint64_t Elem = elementBytes(C.Type);
         bool Gathered = C.Kind == CollectiveKind::AllGather;
         bool Scattered = C.Kind == CollectiveKind::ReduceScatter;
-        uint64_t SendBytes =
-            C.Count * Elem * (Scattered ? C.ranks(S.WorldSize) : 1);
-        uint64_t RecvBytes =
-            C.Count * Elem * (Gathered ? C.ranks(S.WorldSize) : 1);
+        bool Exchanged = C.Kind == CollectiveKind::AllToAll;
+        uint64_t SendBytes = C.Count * Elem *
+                             (Scattered || Exchanged ? C.ranks(S.WorldSize) : 1);
+        uint64_t RecvBytes = C.Count * Elem *
+                             (Gathered || Exchanged ? C.ranks(S.WorldSize) : 1);
         EXPECT(C.Send + SendBytes <= A.deviceBytes() &&
                C.Recv + RecvBytes <= A.deviceBytes());
         // What a rank sends or receives as its part is its own.
@@ -150,7 +180,9 @@ static void collectiveChecks(const char *Path, const plan::Plan &P) {
 }
 
 /// The views every rank reads through cut what they cut up exactly: a
-/// stage-3 bucket's chunk is its tensors' slots side by side, a unit's
+/// stage-3 bucket's chunk is its tensors' slots side by side (with ZeRO++
+/// qgZ across nodes, the bucket its tensors whole, each rank's slot its
+/// partition of one), a unit's
 /// chunk likewise, a stage 1/2 bucket its owners' pieces in partition
 /// order; and the offload staging holds every copy that passes through it.
 static void viewChecks(const char *Path, const plan::Plan &P) {
@@ -169,7 +201,18 @@ static void viewChecks(const char *Path, const plan::Plan &P) {
     }
     for (uint32_t B = 0; B < P.Buckets.size(); ++B) {
       const plan::BucketViews &BV = X.Buckets[B];
-      if (S.ZeroStage == 3) {
+      if (plan::qgzAcrossNodes(S)) {
+        uint64_t Next = A.offset(BV.Source);
+        for (const plan::Segment &Seg : P.Buckets[B].Segments) {
+          uint32_t G = X.Tensors[Seg.Tensor].Grad;
+          uint64_t Bytes = A.elems(G) * plan::dtypeBytes(P.Views[G].Type);
+          EXPECT(A.offset(G) == Next + A.Slot * Bytes);
+          Next += Bytes * S.WorldSize;
+        }
+        EXPECT(Next == A.offset(BV.Source) +
+                           A.elems(BV.Source) *
+                               plan::dtypeBytes(P.Views[BV.Source].Type));
+      } else if (S.ZeroStage == 3) {
         uint64_t Next = A.offset(BV.Chunk);
         for (const plan::Segment &Seg : P.Buckets[B].Segments) {
           uint32_t G = X.Tensors[Seg.Tensor].Grad;
