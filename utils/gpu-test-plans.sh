@@ -29,6 +29,8 @@
 #   OUT/qwz/      the fixture Llama at ZeRO 3, 2 ranks, plain and with
 #                 ZeRO++ qwZ, no parameter persistent (so that every one
 #                 is gathered), scheduled for 200 steps, for zero3_variant_check.sh;
+#   OUT/qgz/      the same in fp16 at 2 nodes of 2 GPUs, plain and with
+#                 ZeRO++ qgZ, for zero3_variant_check.sh;
 #   OUT/families/ plans at ZeRO 2, 2 ranks, of each tiny model family of
 #                 test/Graph/Inputs/hf-tiny, made from its config.json
 #                 alone, and the configs, for hf_families_check.sh.
@@ -73,6 +75,10 @@ PERSISTENCE=0 VARIANTS="s3 s3-mics1" utils/training-plans.sh "$dsc" "$model" lla
 # The same at 4 ranks with shard groups of 2.
 PERSISTENCE=0 VARIANTS="s3 s3-mics2" utils/training-plans.sh "$dsc" "$model" llama-fixture \
   "$out/mics4" 4 32 200 1e-3 > /dev/null
+# ZeRO 3 in fp16, plain and with qgZ's quantized reduction, at 2 nodes of
+# 2 GPUs (zero3_variant_check.sh).
+NODES=2 PERSISTENCE=0 VARIANTS="s3-fp16 s3-qgz" utils/training-plans.sh "$dsc" "$model" \
+  llama-fixture "$out/qgz" 4 32 200 1e-3 > /dev/null
 # Model folders in and out (model_folder_check.sh): the fixture Llama at
 # ZeRO 2 and the fixture GPT-2 (tied embeddings) at ZeRO 3, 2 ranks.
 ACCUMULATION=1 VARIANTS=s2 utils/training-plans.sh "$dsc" "$model" llama \
@@ -89,7 +95,7 @@ for config in test/Graph/Inputs/hf-tiny/*/; do
   cp "$config/config.json" "$out/families/configs/$family/"
 done
 rm "$out"/families/*.txt
-rm "$out"/train2/*.txt "$out"/nodes/*.txt "$out"/qwz/*.txt "$out"/mics/*.txt "$out"/mics4/*.txt
+rm "$out"/train2/*.txt "$out"/nodes/*.txt "$out"/qwz/*.txt "$out"/mics/*.txt "$out"/mics4/*.txt "$out"/qgz/*.txt
 rm "$out"/train/*.txt
 "$dsc" plan "$out/train/llama-fixture-s1.json" "$model" --seq-len 32 \
   --weights-out "$out/train/models/llama-fixture/model.safetensors" > /dev/null

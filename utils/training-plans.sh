@@ -17,7 +17,9 @@
 # overlap_comm (s3-hpzsync: reductions on the compute stream beside the
 # group's gathers, two communicators at once); and stage 3 with ZeRO++ qwZ,
 # int8 weights in every gather (s3-qwz); and MiCS over shard groups of 1
-# and 2 ranks (s3-mics1, s3-mics2).
+# and 2 ranks (s3-mics1, s3-mics2); and stage 3 in fp16 (s3-fp16) and
+# with ZeRO++ qgZ, quantized gradient reduction across nodes (s3-qgz,
+# fp16).
 #
 # VARIANTS names the variants to write (default: all).
 #
@@ -69,6 +71,8 @@ for variant in ${VARIANTS:-s0 s1 s2 s3 s2-cpu s3-cpuparam s1-fp16 s1-fp32 \
     *-qwz) zpp='"zero_quantized_weights": true,' ;;
     *-mics1) zpp='"mics_shard_size": 1,' ;;
     *-mics2) zpp='"mics_shard_size": 2,' ;;
+    *-qgz) precision='"fp16": {"enabled": true}'
+      zpp='"zero_quantized_gradients": true,' ;;
   esac
   cfg="$out/$name-$variant.json"
   cat > "$cfg" <<JSON

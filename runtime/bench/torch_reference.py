@@ -3,7 +3,7 @@
 
     python3 runtime/bench/torch_reference.py --model DIR --data TOKENS.bin \
         --ds-config ds_config.json --seq 1024 --world 2 --steps 200 \
-        [--seed 1234] [--json OUT.jsonl]
+        [--gpus-per-node G] [--seed 1234] [--json OUT.jsonl]
         [--val-data VAL.bin [--eval-every N] [--eval-batches K]]
 
 The same training DeepSpeed (and dsrun) does, in one process:
@@ -35,7 +35,14 @@ The same training DeepSpeed (and dsrun) does, in one process:
     (no optimizer or scheduler step), the others divided by the scale as
     the scaler stands after its update (DeepSpeed's ZeRO optimizers update
     first, then unscale); else fp32. Micro batch and accumulation from the
-    config.
+    config;
+  - ZeRO++ qgZ (zero_quantized_gradients at stage 3) over nodes of
+    --gpus-per-node G ranks (by default one node: no effect): DeepSpeed
+    leaves each gradient it quantizes (two or more dimensions, elements
+    a multiple of twice the world) summed over the ranks and divided by
+    the nodes, G times the mean; the reference multiplies those by G
+    before clipping and the step. The 4-bit rounding itself it leaves
+    out: what parts the two runs is the quantization.
 Prints one JSON line per step: step, loss (the mean of the micro losses),
 ms, tokens/s, and with fp16 the loss scale and whether the step was
 skipped. With --val-data, as dsrun: after every --eval-every steps and
@@ -168,6 +175,7 @@ def main():
     ap.add_argument("--seq", type=int, required=True)
     ap.add_argument("--ds-config", required=True)
     ap.add_argument("--world", type=int, default=1)
+    ap.add_argument("--gpus-per-node", type=int, default=0)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--json")
@@ -198,6 +206,10 @@ def main():
                                            False)
     fp16 = cfg.get("fp16", {}).get("enabled", False)
     scaler = DynamicLossScaler(cfg["fp16"]) if fp16 else None
+    zero = cfg.get("zero_optimization", {})
+    per_node = a.gpus_per_node or a.world
+    qgz = (zero.get("stage") == 3 and zero.get("zero_quantized_gradients")
+           and per_node < a.world)
 
     dev = torch.device("cuda")
     dtype = torch.bfloat16 if bf16 else torch.float16 if fp16 else \
@@ -280,6 +292,9 @@ def main():
         for p, q in zip(params, master):
             q.grad = (p.grad.float() / divisor).to(master_dtype) \
                 if p.grad is not None else None
+            if qgz and q.grad is not None and q.grad.dim() >= 2 and \
+                    q.grad.numel() % (2 * a.world) == 0:
+                q.grad.mul_(per_node)
         lr, b1, b2 = ds_schedules.hyper(sched.get("type"), sched.get("params"),
                                         applied + 1, lr0, betas0[0], betas0[1])
         for g in opt.param_groups:

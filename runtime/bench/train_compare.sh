@@ -11,6 +11,8 @@
 # reference runs once per NAME and world size. Prints, per plan, the
 # comparison, dsrun's and PyTorch's tokens/s and dsrun's memory line.
 # DSRUN_ARGS adds options to dsrun (--nvme-path DIR for NVMe plans).
+# NODES (default 1): the nodes the plans spread the processes over
+# (utils/training-plans.sh's), which ZeRO++ qgZ's reference needs.
 set -u
 dsrun=$1 plans=$2 models=$3 tokens=$4 out=$5 n=$6 steps=$7 seq=$8
 shift 8
@@ -23,6 +25,7 @@ for plan in "$@"; do
   precision=bf16
   case $plan in
     *-fp16) precision=fp16 ;; *-fp32) precision=fp32 ;;
+    *-qgz) precision=fp16-qgz ;;
     *-l2sum) precision=bf16-l2sum ;;
     *-l2sum-bf16m) precision=bf16m-l2sum ;;
   esac
@@ -30,7 +33,8 @@ for plan in "$@"; do
   if [ ! -f "$ref" ]; then
     python3 "$here/torch_reference.py" --model "$models/$name" \
       --data "$tokens" --ds-config "$plans/$plan.json" --seq "$seq" \
-      --world "$n" --steps "$steps" --json "$ref" > "${ref%.jsonl}.log" 2>&1 ||
+      --world "$n" --gpus-per-node $((n / ${NODES:-1})) --steps "$steps" \
+      --json "$ref" > "${ref%.jsonl}.log" 2>&1 ||
       { echo "reference failed:"; tail -5 "${ref%.jsonl}.log"; }
   fi
   log=$out/$plan-w$n.log

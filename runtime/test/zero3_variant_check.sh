@@ -1,6 +1,9 @@
 #!/bin/sh
-# A stage-3 variant (ZeRO++ qwZ, MiCS) at WORLD ranks (default 2) against
-# plain ZeRO 3 (ctest -L gpu: gpu-qwz, gpu-mics, gpu-mics-4):
+# A stage-3 variant (ZeRO++ qwZ and qgZ, MiCS) at WORLD ranks (default 2)
+# against plain ZeRO 3 (ctest -L gpu: gpu-qwz, gpu-qgz, gpu-mics,
+# gpu-mics-4):
+#   0. dsrun --verify of the variant (synthetic data): every rank's state
+#      after 3 steps bit for bit as the host reference computes it.
 #   1. ZeRO 3 plain and the variant, each trained STEPS steps from the same
 #      weights and batches beside the PyTorch reference
 #      (train_compare.sh: each within its 1 % of the reference).
@@ -11,18 +14,28 @@
 #   3. The variant's arena within 0.5 % of its plan, or 2 MiB.
 # Exits 1 when one fails.
 #
-#   runtime/test/zero3_variant_check.sh DSRUN PLANDIR MODELDIR TOKENS OUTDIR STEPS VARIANT MUST_DIFFER [WORLD]
+#   runtime/test/zero3_variant_check.sh DSRUN PLANDIR MODELDIR TOKENS OUTDIR STEPS VARIANT MUST_DIFFER [WORLD [BASE]]
 #
-# PLANDIR holds llama-fixture-s3.bin and llama-fixture-s3-VARIANT.bin.
+# PLANDIR holds llama-fixture-BASE.bin (default s3, plain ZeRO 3) and
+# llama-fixture-s3-VARIANT.bin. NODES (default 1): the nodes the plans
+# were made for (train_compare.sh).
 set -u
 dsrun=$1 plans=$2 models=$3 tokens=$4 out=$5 steps=$6 variant=$7 differ=$8
-w=${9:-2}
+w=${9:-2} base=llama-fixture-${10:-s3}
 here=$(dirname "$0")
 rm -rf "$out"; mkdir -p "$out"
 failed=0
+if NCCL_NVLS_ENABLE=0 timeout 300 "$dsrun" -n "$w" \
+    "$plans/llama-fixture-s3-$variant.bin" --verify --steps 3 \
+    > "$out/verify.log" 2>&1; then
+  echo "passed: dsrun --verify of $variant at $w ranks: $(grep -c 'match the reference' "$out/verify.log") rank(s) match"
+else
+  echo "FAILED: dsrun --verify of $variant: $(tail -3 "$out/verify.log")"
+  failed=1
+fi
 "$here/../bench/train_compare.sh" "$dsrun" "$plans" "$models" "$tokens" \
-  "$out" "$w" "$steps" 32 llama-fixture-s3 "llama-fixture-s3-$variant" || failed=1
-python3 - "$here/../bench" "$out/llama-fixture-s3-w$w.json" \
+  "$out" "$w" "$steps" 32 "$base" "llama-fixture-s3-$variant" || failed=1
+python3 - "$here/../bench" "$out/$base-w$w.json" \
     "$out/llama-fixture-s3-$variant-w$w.json" "$steps" "$variant" "$differ" <<'PY' || failed=1
 import sys
 sys.path.insert(0, sys.argv[1])
