@@ -264,6 +264,14 @@ static void roundTrip(const std::string &FromPath, const std::string &ToPath,
   writeSynthetic(*From, A);
   ReshardReport Report;
   bool Ok = reshardCheckpoint(A, *From, *To, B, Report, Error);
+  // A cycle's directories hold one precision, but for ZeRO++ qgZ's fp16
+  // plans: a conversion between precisions is refused, and says why.
+  if (From->Settings.ParamDType != To->Settings.ParamDType) {
+    EXPECT(!Ok && Error.find("plan with the same precision") !=
+                      std::string::npos);
+    fs::remove_all(Root);
+    return;
+  }
   EXPECT(Ok);
   if (!Ok) {
     fprintf(stderr, "  %s -> %s: %s\n", FromPath.c_str(), ToPath.c_str(),
@@ -517,7 +525,8 @@ int main(int argc, char **argv) {
       writeSynthetic(*P, argv[2], argc == 5 ? uint32_t(atoi(argv[4])) : 10);
     return Failures ? 1 : 0;
   }
-  // Cycles of directories, "--" between cycles (one precision each).
+  // Cycles of directories, "--" between cycles (one precision each, but
+  // for qgZ's fp16 plans, whose conversions must be refused).
   std::vector<std::vector<std::vector<std::string>>> Cycles(1);
   for (int I = 1; I < argc; ++I) {
     if (std::string(argv[I]) == "--")
