@@ -429,9 +429,12 @@ void MemoryPlanner::buckets() {
   // ZeRO++ qgZ across nodes: one workspace, sized for the largest bucket,
   // which every quantized reduction uses in turn (they share a stream);
   // kept from start-up, as stage 3 keeps its buckets.
+  // (Without contiguous_gradients a bucket has no buffer to reduce in,
+  // which dsrun refuses.)
   uint64_t Qgz = 0;
   for (uint32_t B = 0; B < P.Buckets.size(); ++B)
-    Qgz = std::max(Qgz, plan::qgzLayout(P, B).Bytes);
+    if (P.Buckets[B].InPlace || S.ContiguousGradients)
+      Qgz = std::max(Qgz, plan::qgzLayout(P, B).Bytes);
   if (Qgz)
     add(BufferRole::QgzReduce, Category::ReduceBuckets, MemorySpace::Device,
         Qgz, whole());

@@ -262,7 +262,8 @@ Error Placer::buckets() {
         At += X.ShardElems * World;
       }
       BV.Source = view(Source, 0, At, T);
-      if (uint64_t Bytes = plan::qgzLayout(P, B).Bytes)
+      uint64_t Bytes = plan::qgzLayout(P, B).Bytes;
+      if (Source != NoIndex && Bytes)
         BV.Qgz = view(buffer(BufferRole::QgzReduce), 0, Bytes, DType::I8);
       continue;
     }

@@ -483,17 +483,23 @@ uint64_t Scheduler::partitionCopyNanos(uint32_t B, uint32_t Micro) const {
 /// reduce-scatters the other gradients over every rank beside the 4-bit
 /// all-to-all within the node, then sums and requantizes what arrived; its
 /// ReduceAcrossNodes sends the sums between nodes, sums what arrives and
-/// adds the bucket to the gradient partition. An all-to-all is costed as
+/// adds the bucket to the gradient partition. Each other gradient's
+/// reduce-scatter is a call of its own. An all-to-all is costed as
 /// the reduce-scatter of the same buffer over the same ranks (each sends
 /// (n - 1) / n of it), the kernels as the memory they move, three a
 /// tensor.
 Scheduler::QgzNanos Scheduler::qgzNanos(uint32_t B,
                                         const plan::QgzLayout &L) const {
   const plan::Bucket &Bucket = P.Buckets[B];
-  uint64_t G = S.GpusPerNode, N = S.Nodes, Plain = 0, Quantized = 0;
-  for (const plan::Segment &Seg : Bucket.Segments)
-    (plan::qgzTensor(S, P.Tensors[Seg.Tensor]).Quantized ? Quantized : Plain) +=
-        plan::paddedElems(P, Seg.Tensor);
+  uint64_t G = S.GpusPerNode, N = S.Nodes, Quantized = 0, Scatters = 0;
+  for (const plan::Segment &Seg : Bucket.Segments) {
+    uint64_t Elems = plan::paddedElems(P, Seg.Tensor);
+    if (plan::qgzTensor(S, P.Tensors[Seg.Tensor]).Quantized)
+      Quantized += Elems;
+    else // Each alone, as DeepSpeed does: a call's latency apiece.
+      Scatters += collectiveNanos(plan::Collective::ReduceScatter,
+                                  bytesOf(Elems, Bucket.Type), S);
+  }
   uint64_t Gap = kernelGapNanos(H, Table) * L.Pieces.size();
   // Read in fp16 and written at 4 bits; each peer's block read and the
   // sums written; each node's sum read and the partitions written.
@@ -505,8 +511,7 @@ Scheduler::QgzNanos Scheduler::qgzNanos(uint32_t B,
                                   H.MemoryBytesPerSec);
   QgzNanos Out;
   Out.WithinNode =
-      collectiveNanos(plan::Collective::ReduceScatter,
-                      bytesOf(Plain, Bucket.Type), S) +
+      Scatters +
       collectiveNanos(plan::Collective::ReduceScatter, G * L.Block1, S,
                       uint32_t(G)) +
       Quantize + Sum + 2 * Gap;

@@ -321,8 +321,15 @@ Error readPlanSettings(plan::Info &I, const ConfigView &C,
         return settingError(formatv(
             "{0} with {1} gradients: DeepSpeed's qgZ kernels read every "
             "gradient as fp16, so they would misread these without an "
-            "error; train in fp16 (or set communication_data_type to fp16)",
+            "error; train in fp16",
             Key, plan::enumName(I.CommDType)));
+      if (I.ParamDType != plan::DType::F16)
+        return settingError(formatv(
+            "{0} with {1} parameters and fp16 communication: dsc reduces a "
+            "gradient larger than the bucket where the backward left it, in "
+            "the parameters' type, which the quantizer reads as fp16; dsc "
+            "plans qgZ across nodes for fp16 training",
+            Key, plan::enumName(I.ParamDType)));
       if (I.OptimizerOffload != plan::OffloadDevice::None ||
           I.ParamOffload != plan::OffloadDevice::None)
         return settingError(formatv(

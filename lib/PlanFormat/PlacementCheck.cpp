@@ -274,10 +274,11 @@ std::string checkPlacementViews(const Plan &P) {
     for (const Segment &Seg : P.Buckets[B].Segments) {
       uint32_t G = X.Tensors[Seg.Tensor].Grad;
       if (qgzAcrossNodes(S) && G != NoIndex &&
-          P.Views[G].RankStride !=
-              P.Tensors[Seg.Tensor].ShardElems * dtypeBytes(P.Views[G].Type))
+          (P.Views[G].RankStride != P.Tensors[Seg.Tensor].ShardElems *
+                                        dtypeBytes(P.Views[G].Type) ||
+           P.Views[G].Type != DType::F16))
         return What + ": a gradient's partitions do not lie one after "
-                      "another";
+                      "another, or are not fp16, as qgZ reads them";
     }
     uint64_t QgzBytes = V.Source == NoIndex ? 0 : qgzLayout(P, uint32_t(B)).Bytes;
     if ((QgzBytes != 0) != (V.Qgz != NoIndex) ||

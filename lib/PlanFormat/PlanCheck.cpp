@@ -183,9 +183,12 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
     return "settings: qwZ's quantized gathers are set outside stage 3";
   if (S.QuantizedGradients &&
       (S.ZeroStage != 3 ||
-       (S.Nodes > 1 && (S.CommDType != DType::F16 || !S.AverageGradients))))
+       (S.Nodes > 1 &&
+        (S.CommDType != DType::F16 || S.ParamDType != DType::F16 ||
+         !S.AverageGradients || S.OptimizerOffload != OffloadDevice::None ||
+         S.ParamOffload != OffloadDevice::None))))
     return "settings: qgZ is set outside stage 3, or across nodes with "
-           "gradients other than fp16 or summed";
+           "gradients other than fp16, summed, or offloaded";
   if (S.MicsShard &&
       (S.ZeroStage != 3 || S.WorldSize % S.MicsShard || S.HpzPartition > 1 ||
        S.QuantizedWeights || S.QuantizedGradients ||
@@ -377,11 +380,13 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
   std::vector<uint32_t> LastReduceOn(NB, NoIndex), ReplicaReduces(NB, 0);
   // ZeRO++ qgZ across nodes: a bucket with quantized gradients sends them
   // between nodes exactly once after each of its reductions, on the same
-  // stream, in the same micro step, before the step reads them.
+  // stream, in the same micro step, before the step reads them; and as
+  // every quantized reduction goes through one workspace, they all run on
+  // one stream, each sent across nodes before the next begins.
   std::vector<bool> Quantizes(NB, false);
   for (size_t B = 0; B < NB && qgzAcrossNodes(S); ++B)
     Quantizes[B] = !qgzLayout(P, uint32_t(B)).Pieces.empty();
-  std::vector<const Instruction *> AwaitingNodes(NB, nullptr);
+  const Instruction *AwaitingNodes = nullptr, *FirstQuantized = nullptr;
   bool Stepped = false;
   for (size_t I = 0; I < NI; ++I) {
     const Instruction &In = P.Program[I];
@@ -469,18 +474,24 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
     Stepped |= In.Kind == InstrKind::ClipGradients ||
                In.Kind == InstrKind::OptimizerStep;
     if (In.Kind == InstrKind::Reduce && Quantizes[In.Arg]) {
-      if (AwaitingNodes[In.Arg])
-        return "instruction " + std::to_string(I) + " reduces a bucket whose "
-               "last reduction has not been sent across nodes";
-      AwaitingNodes[In.Arg] = &In;
+      if (AwaitingNodes)
+        return "instruction " + std::to_string(I) + " starts a quantized "
+               "reduction before the last one was sent across nodes";
+      if (!FirstQuantized)
+        FirstQuantized = &In;
+      if (FirstQuantized->On != In.On)
+        return "instruction " + std::to_string(I) + " runs a quantized "
+               "reduction on another stream than the others";
+      AwaitingNodes = &In;
     }
     if (In.Kind == InstrKind::ReduceAcrossNodes) {
-      const Instruction *R = AwaitingNodes[In.Arg];
-      if (!R || Stepped || R->On != In.On || R->Micro != In.Micro)
+      const Instruction *R = AwaitingNodes;
+      if (!R || R->Arg != In.Arg || Stepped || R->On != In.On ||
+          R->Micro != In.Micro)
         return "instruction " + std::to_string(I) + " sends across nodes a "
                "bucket with no quantized reduction before it in its micro "
                "step on its stream, or after the step";
-      AwaitingNodes[In.Arg] = nullptr;
+      AwaitingNodes = nullptr;
     }
     if (In.Kind == InstrKind::ReduceReplicas &&
         (replicaRanks(S) < 2 || In.Micro + 1 != S.GradAccum || Stepped ||
@@ -494,10 +505,9 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
   for (bool G : Gathered)
     if (G)
       return "a fetch unit is still gathered at the end of the step";
-  for (size_t B = 0; B < NB; ++B)
-    if (AwaitingNodes[B])
-      return "bucket " + std::to_string(B) + "'s quantized reduction is "
-             "never sent across nodes";
+  if (AwaitingNodes)
+    return "bucket " + std::to_string(AwaitingNodes->Arg) + "'s quantized "
+           "reduction is never sent across nodes";
   if (Has(PlanStage::Scheduled) && replicaRanks(S) > 1 && S.ZeroStage == 3)
     for (size_t B = 0; B < NB; ++B)
       if (!ReplicaReduces[B])

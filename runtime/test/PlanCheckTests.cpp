@@ -510,6 +510,32 @@ static void editedPlans(const char *Path, const plan::Plan &Good) {
     }
     break;
   }
+  // ZeRO++ qgZ across nodes: an exchange across nodes off its reduction's
+  // stream, a second quantized reduction before it (which would overwrite
+  // the one workspace), or of another bucket, is refused; so are bf16
+  // parameters.
+  for (size_t I = 0; I < Good.Program.size(); ++I) {
+    if (Good.Program[I].Kind != plan::InstrKind::ReduceAcrossNodes)
+      continue;
+    plan::Plan P = Good;
+    P.Program[I].On = P.Program[I].On == plan::Stream::Comm
+                          ? plan::Stream::Compute
+                          : plan::Stream::Comm;
+    EXPECT(Refusal(P).find("sends across nodes") != std::string::npos);
+    P = Good;
+    P.Program[I].Kind = plan::InstrKind::Reduce;
+    EXPECT(Refusal(P).find("before the last one was sent across nodes") !=
+           std::string::npos);
+    if (Good.Buckets.size() > 1) {
+      P = Good;
+      P.Program[I].Arg = Good.Program[I].Arg == 0 ? 1 : 0;
+      EXPECT(!Refusal(P).empty());
+    }
+    P = Good;
+    P.Settings.ParamDType = plan::DType::BF16;
+    EXPECT(Refusal(P).find("qgZ") != std::string::npos);
+    break;
+  }
   if (!Good.Views.empty()) {
     plan::Plan P = Good;
     P.Views[0].RankStride = uint64_t(1) << 40;
