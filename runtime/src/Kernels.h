@@ -4,6 +4,7 @@
 #define DSRUN_KERNELS_H
 
 #include "Synthetic.h"
+#include "dsc/PlanFacts.h"
 
 #include <cuda_runtime.h>
 
@@ -67,6 +68,23 @@ struct QgzShape {
   uint64_t Block1 = 0, Data1 = 0, ScalesAt1 = 0, Scales1 = 0;
   uint64_t Block2 = 0, Data2 = 0, ScalesAt2 = 0, Scales2 = 0;
 };
+/// The shape of Piece, a quantized gradient of layout L, under Settings.
+inline QgzShape qgzShape(const dsc::plan::Info &S,
+                         const dsc::plan::QgzLayout &L,
+                         const dsc::plan::QgzLayout::Piece &Pc,
+                         const dsc::plan::Tensor &T) {
+  QgzShape Q;
+  Q.PartElems = T.Elems / S.WorldSize;
+  Q.GroupSize = Pc.Q.GroupSize;
+  Q.Groups = Pc.Q.Groups;
+  Q.Nodes = S.Nodes;
+  Q.PerNode = S.GpusPerNode;
+  Q.Block1 = L.Block1, Q.Data1 = Pc.Data1, Q.ScalesAt1 = L.ScalesAt1,
+  Q.Scales1 = Pc.Scales1;
+  Q.Block2 = L.Block2, Q.Data2 = Pc.Data2, Q.ScalesAt2 = L.ScalesAt2,
+  Q.Scales2 = Pc.Scales2;
+  return Q;
+}
 /// Every partition of the gradient (Whole, fp16) quantized into Send1:
 /// partition m x PerNode + l into block l, after those of nodes before m.
 void launchQgzQuantize(void *Send1, const void *Whole, const QgzShape &Q,

@@ -24,6 +24,10 @@
 
 #include "Synthetic.h"
 
+#ifdef __CUDACC__
+#include <cuda_fp16.h>
+#endif
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -90,6 +94,17 @@ inline std::vector<float> qwzRoundTrip(const float *In, uint64_t N,
 // __hmax would pass over a NaN beside finite values, and lose it).
 //===----------------------------------------------------------------------===//
 
+/// A value rounded to fp16: on the device by the hardware's conversion
+/// (a sum and a dequantized value each take one), which equals the host's
+/// toFP16 for every value but a NaN's payload.
+DSRUN_HD float qgzHalf(float V) {
+#ifdef __CUDA_ARCH__
+  return __half2float(__float2half_rn(V));
+#else
+  return fromFP16(toFP16(V));
+#endif
+}
+
 /// The larger magnitude, NaN where either is.
 DSRUN_HD float qgzMax(float A, float B) {
   return A != A ? A : B != B ? B : fmaxf(A, B);
@@ -107,10 +122,10 @@ DSRUN_HD int qgzQuantize(float Half, float Scale) {
 }
 
 DSRUN_HD float qgzDequantize(int Q, float Kept) {
-  return qwzHalf(float(Q) * Kept);
+  return qgzHalf(float(Q) * Kept);
 }
 
-DSRUN_HD float qgzAdd(float A, float B) { return qwzHalf(A + B); }
+DSRUN_HD float qgzAdd(float A, float B) { return qgzHalf(A + B); }
 
 DSRUN_HD uint8_t qgzPack(int First, int Second) {
   return uint8_t((First << 4) | (Second & 0xF));
@@ -142,7 +157,7 @@ std::vector<float> qgzReducePartition(uint64_t Size, uint64_t GroupSize,
       std::fill(Sum.begin(), Sum.end(), 0.0f);
       for (uint32_t J = 0; J < PerNode; ++J) {
         for (uint64_t I = 0; I < GroupSize; ++I)
-          In[I] = qwzHalf(Grad(M * PerNode + J, Base + I));
+          In[I] = qgzHalf(Grad(M * PerNode + J, Base + I));
         RoundTrip(In);
         for (uint64_t I = 0; I < GroupSize; ++I)
           Sum[I] = qgzAdd(Sum[I], In[I]);
@@ -152,7 +167,7 @@ std::vector<float> qgzReducePartition(uint64_t Size, uint64_t GroupSize,
         Out[Base + I] = qgzAdd(Out[Base + I], Sum[I]);
     }
   for (float &X : Out)
-    X = qwzHalf(X * Factor);
+    X = qgzHalf(X * Factor);
   return Out;
 }
 

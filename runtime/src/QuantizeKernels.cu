@@ -84,59 +84,131 @@ __device__ uint64_t groupsPerPartition(const QgzShape &Q) {
   return Q.Groups / (uint64_t(Q.Nodes) * Q.PerNode);
 }
 
+/// qgZ's kernels work on eights of elements: 16 bytes of fp16, 4 bytes
+/// of 4-bit pairs (groups hold a multiple of 8, qgzMisfit). fp16 is read
+/// and written a word at a time where the gradient is 16-byte aligned (a
+/// gradient after an unquantized one in the bucket may not be).
+struct Eight {
+  float V[8];
+};
+
+__device__ Eight loadEight(const void *Base, uint64_t At, bool Words) {
+  Eight E;
+  const __half *H = static_cast<const __half *>(Base) + At;
+  if (Words) {
+    uint4 W = *reinterpret_cast<const uint4 *>(H);
+    H = reinterpret_cast<const __half *>(&W);
+    for (int K = 0; K < 8; ++K)
+      E.V[K] = __half2float(H[K]);
+  } else {
+    for (int K = 0; K < 8; ++K)
+      E.V[K] = __half2float(H[K]);
+  }
+  return E;
+}
+
+/// Values already fp16 (qgzHalf), so the conversion is exact.
+__device__ void storeEight(void *Base, uint64_t At, const Eight &E,
+                           bool Words) {
+  __half *H = static_cast<__half *>(Base) + At;
+  if (Words) {
+    uint4 W;
+    __half *Out = reinterpret_cast<__half *>(&W);
+    for (int K = 0; K < 8; ++K)
+      Out[K] = __float2half_rn(E.V[K]);
+    *reinterpret_cast<uint4 *>(H) = W;
+  } else {
+    for (int K = 0; K < 8; ++K)
+      H[K] = __float2half_rn(E.V[K]);
+  }
+}
+
+/// Four bytes of pairs, the first of each in the high half, from an eight.
+__device__ uint32_t packEight(const Eight &E, float Scale) {
+  uint32_t Word = 0;
+  for (int K = 0; K < 4; ++K)
+    Word |= uint32_t(qgzPack(qgzQuantize(E.V[2 * K], Scale),
+                             qgzQuantize(E.V[2 * K + 1], Scale)))
+            << (8 * K);
+  return Word;
+}
+
+/// Adds four bytes of pairs, dequantized with Kept, to an eight.
+__device__ void addEight(Eight &E, uint32_t Word, float Kept) {
+  for (int K = 0; K < 4; ++K) {
+    uint8_t Byte = uint8_t(Word >> (8 * K));
+    E.V[2 * K] = qgzAdd(E.V[2 * K], qgzDequantize(qgzFirst(Byte), Kept));
+    E.V[2 * K + 1] =
+        qgzAdd(E.V[2 * K + 1], qgzDequantize(qgzSecond(Byte), Kept));
+  }
+}
+
+__device__ float absMaxOf(const Eight &E, float AbsMax) {
+  for (int K = 0; K < 8; ++K)
+    AbsMax = qgzMax(AbsMax, fabsf(E.V[K]));
+  return AbsMax;
+}
+
+/// At most this many ranks a node or nodes keep their scales in shared
+/// memory; beyond, the kernels read them from the blocks.
+constexpr unsigned SharedScales = 64;
+
 /// One block a group of a partition: partition P = M x PerNode + L goes to
 /// block L of Send1, after the partitions of the nodes before M.
 __global__ void qgzQuantizeGroups(uint8_t *Send1, const void *Whole,
                                   QgzShape Q) {
   uint64_t Gpp = groupsPerPartition(Q), P = blockIdx.x / Gpp,
            K = blockIdx.x % Gpp, L = P % Q.PerNode, M = P / Q.PerNode;
-  uint64_t Base = P * Q.PartElems + K * Q.GroupSize;
+  uint64_t Base = P * Q.PartElems + K * Q.GroupSize, Eights = Q.GroupSize / 8;
+  bool Words = uintptr_t(Whole) % 16 == 0; // Base is a multiple of 8.
   float AbsMax = 0.0f;
-  for (uint64_t I = threadIdx.x; I < Q.GroupSize; I += Threads)
-    AbsMax = qgzMax(AbsMax, fabsf(loadAs(Whole, Base + I, ElementType::F16)));
+  for (uint64_t V = threadIdx.x; V < Eights; V += Threads)
+    AbsMax = absMaxOf(loadEight(Whole, Base + 8 * V, Words), AbsMax);
   float Scale = qgzScale(blockMax(AbsMax, QgzMax{}));
   uint8_t *Block = Send1 + L * Q.Block1;
-  uint8_t *Out = Block + Q.Data1 + M * (Q.PartElems / 2) + K * (Q.GroupSize / 2);
-  for (uint64_t I = threadIdx.x; I < Q.GroupSize / 2; I += Threads)
-    Out[I] = qgzPack(
-        qgzQuantize(loadAs(Whole, Base + 2 * I, ElementType::F16), Scale),
-        qgzQuantize(loadAs(Whole, Base + 2 * I + 1, ElementType::F16), Scale));
+  uint32_t *Out = reinterpret_cast<uint32_t *>(
+      Block + Q.Data1 + M * (Q.PartElems / 2) + K * (Q.GroupSize / 2));
+  for (uint64_t V = threadIdx.x; V < Eights; V += Threads)
+    Out[V] = packEight(loadEight(Whole, Base + 8 * V, Words), Scale);
   if (threadIdx.x == 0)
     reinterpret_cast<float *>(Block + Q.ScalesAt1)[Q.Scales1 + M * Gpp + K] =
         1.0f / Scale;
 }
 
 /// One block a group of node M's partition of this rank's local index:
-/// the node's ranks' blocks summed (pair I), then requantized into block M
-/// of Send2.
+/// the node's ranks' blocks summed, in rank order, then requantized into
+/// block M of Send2.
 __global__ void qgzSumGroups(uint8_t *Send2, const uint8_t *Recv1,
                              QgzShape Q) {
   uint64_t Gpp = groupsPerPartition(Q), M = blockIdx.x / Gpp,
-           K = blockIdx.x % Gpp;
+           K = blockIdx.x % Gpp, Eights = Q.GroupSize / 8;
   uint64_t At = Q.Data1 + M * (Q.PartElems / 2) + K * (Q.GroupSize / 2);
-  auto Sum = [&](uint64_t I, float &A, float &B) {
-    A = B = 0.0f;
-    for (uint32_t J = 0; J < Q.PerNode; ++J) {
-      const uint8_t *Block = Recv1 + J * Q.Block1;
-      uint8_t Byte = Block[At + I];
-      float Kept = reinterpret_cast<const float *>(
-          Block + Q.ScalesAt1)[Q.Scales1 + M * Gpp + K];
-      A = qgzAdd(A, qgzDequantize(qgzFirst(Byte), Kept));
-      B = qgzAdd(B, qgzDequantize(qgzSecond(Byte), Kept));
-    }
+  __shared__ float Kept[SharedScales];
+  auto KeptOf = [&](uint32_t J) {
+    return reinterpret_cast<const float *>(
+        Recv1 + J * Q.Block1 + Q.ScalesAt1)[Q.Scales1 + M * Gpp + K];
   };
-  float AbsMax = 0.0f, A, B;
-  for (uint64_t I = threadIdx.x; I < Q.GroupSize / 2; I += Threads) {
-    Sum(I, A, B);
-    AbsMax = qgzMax(AbsMax, qgzMax(fabsf(A), fabsf(B)));
-  }
+  bool Shared = Q.PerNode <= SharedScales;
+  for (uint32_t J = threadIdx.x; Shared && J < Q.PerNode; J += Threads)
+    Kept[J] = KeptOf(J);
+  __syncthreads();
+  auto Sum = [&](uint64_t V) {
+    Eight E = {};
+    for (uint32_t J = 0; J < Q.PerNode; ++J)
+      addEight(E,
+               reinterpret_cast<const uint32_t *>(Recv1 + J * Q.Block1 + At)[V],
+               Shared ? Kept[J] : KeptOf(J));
+    return E;
+  };
+  float AbsMax = 0.0f;
+  for (uint64_t V = threadIdx.x; V < Eights; V += Threads)
+    AbsMax = absMaxOf(Sum(V), AbsMax);
   float Scale = qgzScale(blockMax(AbsMax, QgzMax{}));
   uint8_t *Block = Send2 + M * Q.Block2;
-  uint8_t *Out = Block + Q.Data2 + K * (Q.GroupSize / 2);
-  for (uint64_t I = threadIdx.x; I < Q.GroupSize / 2; I += Threads) {
-    Sum(I, A, B);
-    Out[I] = qgzPack(qgzQuantize(A, Scale), qgzQuantize(B, Scale));
-  }
+  uint32_t *Out =
+      reinterpret_cast<uint32_t *>(Block + Q.Data2 + K * (Q.GroupSize / 2));
+  for (uint64_t V = threadIdx.x; V < Eights; V += Threads)
+    Out[V] = packEight(Sum(V), Scale);
   if (threadIdx.x == 0)
     reinterpret_cast<float *>(Block + Q.ScalesAt2)[Q.Scales2 + K] =
         1.0f / Scale;
@@ -146,19 +218,27 @@ __global__ void qgzSumGroups(uint8_t *Send2, const uint8_t *Recv1,
 /// added in node order, times Factor.
 __global__ void qgzFinishGroups(void *Part, const uint8_t *Recv2, QgzShape Q,
                                 float Factor) {
-  uint64_t K = blockIdx.x, At = Q.Data2 + K * (Q.GroupSize / 2);
-  for (uint64_t I = threadIdx.x; I < Q.GroupSize / 2; I += Threads) {
-    float A = 0.0f, B = 0.0f;
-    for (uint32_t M = 0; M < Q.Nodes; ++M) {
-      const uint8_t *Block = Recv2 + M * Q.Block2;
-      float Kept =
-          reinterpret_cast<const float *>(Block + Q.ScalesAt2)[Q.Scales2 + K];
-      A = qgzAdd(A, qgzDequantize(qgzFirst(Block[At + I]), Kept));
-      B = qgzAdd(B, qgzDequantize(qgzSecond(Block[At + I]), Kept));
-    }
-    uint64_t E = K * Q.GroupSize + 2 * I;
-    storeAs(Part, E, ElementType::F16, qwzHalf(A * Factor));
-    storeAs(Part, E + 1, ElementType::F16, qwzHalf(B * Factor));
+  uint64_t K = blockIdx.x, At = Q.Data2 + K * (Q.GroupSize / 2),
+           Eights = Q.GroupSize / 8;
+  __shared__ float Kept[SharedScales];
+  auto KeptOf = [&](uint32_t M) {
+    return reinterpret_cast<const float *>(Recv2 + M * Q.Block2 +
+                                           Q.ScalesAt2)[Q.Scales2 + K];
+  };
+  bool Shared = Q.Nodes <= SharedScales;
+  for (uint32_t M = threadIdx.x; Shared && M < Q.Nodes; M += Threads)
+    Kept[M] = KeptOf(M);
+  __syncthreads();
+  bool Words = uintptr_t(Part) % 16 == 0;
+  for (uint64_t V = threadIdx.x; V < Eights; V += Threads) {
+    Eight E = {};
+    for (uint32_t M = 0; M < Q.Nodes; ++M)
+      addEight(E,
+               reinterpret_cast<const uint32_t *>(Recv2 + M * Q.Block2 + At)[V],
+               Shared ? Kept[M] : KeptOf(M));
+    for (int I = 0; I < 8; ++I)
+      E.V[I] = qgzHalf(E.V[I] * Factor);
+    storeEight(Part, K * Q.GroupSize + 8 * V, E, Words);
   }
 }
 

@@ -112,23 +112,6 @@ void Executor::gradientOf(uint32_t T, uint32_t Micro, cudaStream_t S) {
                         V.RankStride / SlotBytes, V.Offset / SlotBytes, S);
 }
 
-/// ZeRO++ qgZ: a quantized gradient's place in its bucket's exchange.
-static QgzShape qgzShape(const plan::Info &S, const plan::QgzLayout &L,
-                         const plan::QgzLayout::Piece &Pc,
-                         const plan::Tensor &T) {
-  QgzShape Q;
-  Q.PartElems = T.Elems / S.WorldSize;
-  Q.GroupSize = Pc.Q.GroupSize;
-  Q.Groups = Pc.Q.Groups;
-  Q.Nodes = S.Nodes;
-  Q.PerNode = S.GpusPerNode;
-  Q.Block1 = L.Block1, Q.Data1 = Pc.Data1, Q.ScalesAt1 = L.ScalesAt1,
-  Q.Scales1 = Pc.Scales1;
-  Q.Block2 = L.Block2, Q.Data2 = Pc.Data2, Q.ScalesAt2 = L.ScalesAt2,
-  Q.Scales2 = Pc.Scales2;
-  return Q;
-}
-
 void Executor::reduce(const Instr &C) {
   uint32_t B = C.In.Arg, Micro = C.In.Micro;
   const plan::Bucket &Bucket = P.Buckets[B];

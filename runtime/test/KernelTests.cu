@@ -9,12 +9,19 @@
 // takes the device's current inputs, so every kernel is compared alone,
 // from the same operands: ||gpu - host|| / ||host|| per output, within
 // 1e-4 for fp32 plans and 2e-2 for 16-bit ones (the GPU stores its outputs
-// rounded). Prints one line per kernel kind and exits 1 on any failure.
+// rounded). Then ZeRO++ qgZ's three kernels, every rank of a few node
+// layouts simulated on this GPU and the all-to-alls done by copies,
+// against the host's quantizer bit for bit, and their speed on the
+// Llama-3-8B shape's largest gradient. Prints one line per kernel kind
+// and exits 1 on any failure.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ComputeKernels.h"
 #include "Arena.h"
+#include "Checks.h"
+#include "Kernels.h"
+#include "Quantize.h"
 
 #include "dsc/ReferenceExecutor.h"
 
@@ -26,6 +33,13 @@
 
 namespace plan = dsc::plan;
 using namespace dsrun;
+
+// Checks.h's way out, which dsrun's executor gives; here, the message.
+void dsrun::fatalError(const std::string &Message) {
+  fprintf(stderr, "dsrun-kernel-test: %s\n", Message.c_str());
+  exit(2);
+}
+std::string dsrun::whereNow() { return ""; }
 
 #define CHECK(Call)                                                            \
   do {                                                                         \
@@ -216,6 +230,207 @@ int testPlan(const std::string &Path, uint64_t Seed,
   return Failures ? 1 : 0;
 }
 
+/// ZeRO++ qgZ: one bucket of gradients of Shapes over Nodes x PerNode
+/// ranks, each rank's gradients random fp16 whose groups' magnitudes span
+/// 2^-20 to 2^4 (and a group of zeros), quantized, exchanged by copies as
+/// the all-to-alls would, summed and requantized, exchanged again and
+/// summed: every rank's partitions against qgzReducePartition, bit for
+/// bit. Returns the mismatches; Elems counts the elements compared.
+/// Misaligned: the gradients 2 bytes off a 16-byte boundary, as one after
+/// an unquantized gradient of odd size can be in a bucket.
+uint64_t testQgzCase(uint32_t Nodes, uint32_t PerNode,
+                     const std::vector<std::vector<int64_t>> &Shapes,
+                     std::mt19937_64 &Rng, uint64_t &Elems,
+                     bool Misaligned = false) {
+  uint64_t Off = Misaligned ? 2 : 0;
+  uint32_t W = Nodes * PerNode;
+  plan::Plan P;
+  P.Settings.WorldSize = W;
+  P.Settings.Nodes = Nodes;
+  P.Settings.GpusPerNode = PerNode;
+  P.Settings.ZeroStage = 3;
+  P.Settings.QuantizedGradients = true;
+  P.Buckets.resize(1);
+  for (const std::vector<int64_t> &Shape : Shapes) {
+    plan::Tensor T;
+    T.Shape = Shape;
+    T.Elems = 1;
+    for (int64_t D : Shape)
+      T.Elems *= uint64_t(D);
+    T.ShardElems = (T.Elems + W - 1) / W;
+    P.Buckets[0].Segments.push_back(
+        {uint32_t(P.Tensors.size()), 0, T.Elems});
+    P.Tensors.push_back(T);
+  }
+  plan::QgzLayout L = plan::qgzLayout(P, 0);
+  std::normal_distribution<float> Normal;
+  std::uniform_int_distribution<int> Exponent(-20, 4);
+  // Rank r's gradient of tensor t, fp16 bits.
+  std::vector<std::vector<std::vector<uint16_t>>> Grad(W);
+  std::vector<char *> Work(W);
+  std::vector<std::vector<void *>> Whole(W), Part(W);
+  for (uint32_t R = 0; R < W; ++R) {
+    CHECK(cudaMalloc(&Work[R], std::max<uint64_t>(L.Bytes, 1)));
+    CHECK(cudaMemset(Work[R], 0, std::max<uint64_t>(L.Bytes, 1)));
+    for (const plan::QgzLayout::Piece &Pc : L.Pieces) {
+      const plan::Tensor &T = P.Tensors[Pc.Tensor];
+      std::vector<uint16_t> G(T.Elems);
+      for (uint64_t Base = 0; Base < T.Elems; Base += Pc.Q.GroupSize) {
+        float Scale = std::ldexp(1.0f, Exponent(Rng));
+        bool Zero = (Base / Pc.Q.GroupSize) % 7 == 3;
+        for (uint64_t I = Base; I < Base + Pc.Q.GroupSize; ++I)
+          G[I] = toFP16(Zero ? 0.0f : Normal(Rng) * Scale);
+      }
+      char *D = nullptr, *O = nullptr;
+      CHECK(cudaMalloc(&D, T.Elems * 2 + Off));
+      CHECK(cudaMalloc(&O, T.Elems / W * 2 + Off));
+      D += Off, O += Off;
+      CHECK(cudaMemcpy(D, G.data(), T.Elems * 2, cudaMemcpyHostToDevice));
+      Grad[R].push_back(std::move(G));
+      Whole[R].push_back(D);
+      Part[R].push_back(O);
+    }
+  }
+  auto Shape = [&](const plan::QgzLayout::Piece &Pc) {
+    return qgzShape(P.Settings, L, Pc, P.Tensors[Pc.Tensor]);
+  };
+  for (uint32_t R = 0; R < W; ++R)
+    for (size_t K = 0; K < L.Pieces.size(); ++K)
+      launchQgzQuantize(Work[R] + L.Send1, Whole[R][K], Shape(L.Pieces[K]),
+                        nullptr);
+  // Within each node: rank (m, l) receives block l of each (m, j) at j.
+  for (uint32_t M = 0; M < Nodes; ++M)
+    for (uint32_t Li = 0; Li < PerNode; ++Li)
+      for (uint32_t J = 0; J < PerNode; ++J)
+        CHECK(cudaMemcpy(Work[M * PerNode + Li] + L.Recv1 + J * L.Block1,
+                         Work[M * PerNode + J] + L.Send1 + Li * L.Block1,
+                         L.Block1, cudaMemcpyDeviceToDevice));
+  for (uint32_t R = 0; R < W; ++R)
+    for (size_t K = 0; K < L.Pieces.size(); ++K)
+      launchQgzSum(Work[R] + L.Send2, Work[R] + L.Recv1, Shape(L.Pieces[K]),
+                   nullptr);
+  // Across nodes: rank (m, l) receives block m of each (m', l) at m'.
+  for (uint32_t M = 0; M < Nodes; ++M)
+    for (uint32_t Li = 0; Li < PerNode; ++Li)
+      for (uint32_t From = 0; From < Nodes; ++From)
+        CHECK(cudaMemcpy(Work[M * PerNode + Li] + L.Recv2 + From * L.Block2,
+                         Work[From * PerNode + Li] + L.Send2 + M * L.Block2,
+                         L.Block2, cudaMemcpyDeviceToDevice));
+  for (uint32_t R = 0; R < W; ++R)
+    for (size_t K = 0; K < L.Pieces.size(); ++K)
+      launchQgzFinish(Part[R][K], Work[R] + L.Recv2, Shape(L.Pieces[K]),
+                      float(PerNode), nullptr);
+  CHECK(cudaDeviceSynchronize());
+  uint64_t Bad = 0;
+  for (uint32_t R = 0; R < W; ++R)
+    for (size_t K = 0; K < L.Pieces.size(); ++K) {
+      const plan::QgzLayout::Piece &Pc = L.Pieces[K];
+      uint64_t N = P.Tensors[Pc.Tensor].Elems / W;
+      std::vector<float> Want = qgzReducePartition(
+          N, Pc.Q.GroupSize, Nodes, PerNode, float(PerNode),
+          [&](uint32_t Q, uint64_t I) {
+            return fromFP16(Grad[Q][K][R * N + I]);
+          });
+      std::vector<uint16_t> Got(N);
+      CHECK(cudaMemcpy(Got.data(), Part[R][K], N * 2, cudaMemcpyDeviceToHost));
+      for (uint64_t I = 0; I < N; ++I)
+        if (floatBits(fromFP16(Got[I])) != floatBits(Want[I]) && Bad++ < 3)
+          fprintf(stderr, "qgz %ux%u: rank %u tensor %zu element %llu: "
+                          "expected %.9g, found %.9g\n",
+                  Nodes, PerNode, R, K, (unsigned long long)I, Want[I],
+                  fromFP16(Got[I]));
+      Elems += N;
+    }
+  for (uint32_t R = 0; R < W; ++R) {
+    cudaFree(Work[R]);
+    for (void *D : Whole[R])
+      cudaFree(static_cast<char *>(D) - Off);
+    for (void *D : Part[R])
+      cudaFree(static_cast<char *>(D) - Off);
+  }
+  return Bad;
+}
+
+/// qgZ's kernels against the host, then their time on one rank of 2 x 2
+/// for the 8B shape's MLP gradient (14336 x 4096): the bytes each reads
+/// and writes over its time, beside the GPU's copy rate.
+int testQgz(uint64_t Seed) {
+  std::mt19937_64 Rng(Seed);
+  uint64_t Bad = 0, Elems = 0;
+  // Two gradients in one bucket (the second's blocks after the first's);
+  // 4 GPUs a node; one GPU a node (the exchange within it a copy), with
+  // a 1-D gradient that goes unquantized.
+  Bad += testQgzCase(2, 2, {{64, 48}, {96, 64}}, Rng, Elems);
+  Bad += testQgzCase(2, 4, {{256, 128}}, Rng, Elems);
+  Bad += testQgzCase(4, 1, {{96, 32}, {128}, {32, 64}}, Rng, Elems);
+  Bad += testQgzCase(3, 2, {{384, 96}}, Rng, Elems);
+  Bad += testQgzCase(2, 2, {{64, 48}}, Rng, Elems, /*Misaligned=*/true);
+  printf("qgz: %llu elements over 5 node layouts, %llu differ from the host\n",
+         (unsigned long long)Elems, (unsigned long long)Bad);
+
+  plan::Plan P;
+  P.Settings.WorldSize = 4;
+  P.Settings.Nodes = 2;
+  P.Settings.GpusPerNode = 2;
+  P.Settings.ZeroStage = 3;
+  P.Settings.QuantizedGradients = true;
+  plan::Tensor T;
+  T.Shape = {14336, 4096};
+  T.Elems = 14336ull * 4096;
+  T.ShardElems = T.Elems / 4;
+  P.Tensors.push_back(T);
+  P.Buckets.resize(1);
+  P.Buckets[0].Segments.push_back({0, 0, T.Elems});
+  plan::QgzLayout L = plan::qgzLayout(P, 0);
+  QgzShape Q = qgzShape(P.Settings, L, L.Pieces[0], T);
+  char *Work = nullptr, *Grad = nullptr, *Copy = nullptr;
+  CHECK(cudaMalloc(&Work, L.Bytes));
+  CHECK(cudaMalloc(&Grad, T.Elems * 2));
+  CHECK(cudaMalloc(&Copy, T.Elems * 2));
+  CHECK(cudaMemset(Work, 0, L.Bytes));
+  CHECK(cudaMemset(Grad, 0x3c, T.Elems * 2));
+  cudaEvent_t E[5];
+  for (cudaEvent_t &X : E)
+    CHECK(cudaEventCreate(&X));
+  const int Reps = 10;
+  for (int Pass = 0; Pass < 2; ++Pass) { // The first warms up.
+    CHECK(cudaEventRecord(E[0]));
+    for (int I = 0; I < Reps; ++I)
+      launchQgzQuantize(Work + L.Send1, Grad, Q, nullptr);
+    CHECK(cudaEventRecord(E[1]));
+    for (int I = 0; I < Reps; ++I)
+      launchQgzSum(Work + L.Send2, Work + L.Recv1, Q, nullptr);
+    CHECK(cudaEventRecord(E[2]));
+    for (int I = 0; I < Reps; ++I)
+      launchQgzFinish(Copy, Work + L.Recv2, Q, 2.0f, nullptr);
+    CHECK(cudaEventRecord(E[3]));
+    for (int I = 0; I < Reps; ++I)
+      CHECK(cudaMemcpyAsync(Copy, Grad, T.Elems * 2, cudaMemcpyDeviceToDevice));
+    CHECK(cudaEventRecord(E[4]));
+  }
+  CHECK(cudaEventSynchronize(E[4]));
+  float Ms[4];
+  for (int K = 0; K < 4; ++K)
+    CHECK(cudaEventElapsedTime(&Ms[K], E[K], E[K + 1]));
+  // Bytes read and written: fp16 in, 4 bits and scales out; the node's
+  // blocks in, the nodes' blocks out (read twice: the largest magnitude,
+  // then the bytes); the nodes' blocks in, the partition out in fp16.
+  double Bytes[4] = {double(T.Elems) * 2 + double(2 * L.Block1),
+                     double(2 * L.Block1) * 2 + double(2 * L.Block2),
+                     double(2 * L.Block2) + double(T.Elems) / 4 * 2,
+                     double(T.Elems) * 4};
+  const char *Name[4] = {"quantize", "sum", "finish", "cudaMemcpy"};
+  for (int K = 0; K < 4; ++K)
+    printf("qgz %-10s 14336 x 4096, 2 x 2 ranks: %7.1f us, %6.0f GB/s\n",
+           Name[K], 1e3 * Ms[K] / Reps, Bytes[K] / (Ms[K] / Reps * 1e-3) / 1e9);
+  for (cudaEvent_t X : E)
+    cudaEventDestroy(X);
+  cudaFree(Work);
+  cudaFree(Grad);
+  cudaFree(Copy);
+  return Bad ? 1 : 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -235,6 +450,7 @@ int main(int argc, char **argv) {
   std::map<std::string, Stats> ByKind;
   for (const std::string &P : Plans)
     Result |= testPlan(P, Seed, ByKind);
+  Result |= testQgz(Seed);
   printf("%-20s %8s %7s %12s\n", "kind", "kernels", "failed", "worst error");
   for (const auto &[Kind, St] : ByKind)
     printf("%-20s %8u %7u %12.3g\n", Kind.c_str(), St.Kernels, St.Failed,
