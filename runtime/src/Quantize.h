@@ -37,17 +37,26 @@ namespace dsrun {
 
 DSRUN_HD float qwzHalf(float V) { return fromFP16(toFP16(V)); }
 
-/// The scale for a group whose largest magnitude (of its fp16 values) is
-/// AbsMax.
-DSRUN_HD float qwzScale(float AbsMax) {
-  return AbsMax == 0.0f ? 1.0f : 256.0f / (2.0f * AbsMax);
+/// DeepSpeed's symmetric quantizer of Bits bits, qwZ's (8) and qgZ's (4):
+/// the scale for a group whose largest magnitude is AbsMax, and an
+/// element (NaN quantizes to 0).
+template <int Bits> DSRUN_HD float symmetricScale(float AbsMax) {
+  return AbsMax == 0.0f ? 1.0f : float(1 << Bits) / (2.0f * AbsMax);
 }
-
-DSRUN_HD int8_t qwzQuantize(float Half, float Scale) {
+template <int Bits> DSRUN_HD int symmetricQuantize(float Half, float Scale) {
+  constexpr float Lo = -float(1 << (Bits - 1)), Hi = float((1 << (Bits - 1)) - 1);
   float R = rintf(Half * Scale);
   if (R != R)
     return 0;
-  return int8_t(R < -128.0f ? -128.0f : R > 127.0f ? 127.0f : R);
+  return int(R < Lo ? Lo : R > Hi ? Hi : R);
+}
+
+/// The scale for a group whose largest magnitude (of its fp16 values) is
+/// AbsMax.
+DSRUN_HD float qwzScale(float AbsMax) { return symmetricScale<8>(AbsMax); }
+
+DSRUN_HD int8_t qwzQuantize(float Half, float Scale) {
+  return int8_t(symmetricQuantize<8>(Half, Scale));
 }
 
 DSRUN_HD float qwzDequantize(int8_t Q, float Kept) {
@@ -110,15 +119,10 @@ DSRUN_HD float qgzMax(float A, float B) {
   return A != A ? A : B != B ? B : fmaxf(A, B);
 }
 
-DSRUN_HD float qgzScale(float AbsMax) {
-  return AbsMax == 0.0f ? 1.0f : 16.0f / (2.0f * AbsMax);
-}
+DSRUN_HD float qgzScale(float AbsMax) { return symmetricScale<4>(AbsMax); }
 
 DSRUN_HD int qgzQuantize(float Half, float Scale) {
-  float R = rintf(Half * Scale);
-  if (R != R)
-    return 0;
-  return int(R < -8.0f ? -8.0f : R > 7.0f ? 7.0f : R);
+  return symmetricQuantize<4>(Half, Scale);
 }
 
 DSRUN_HD float qgzDequantize(int Q, float Kept) {
