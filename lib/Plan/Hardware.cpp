@@ -448,6 +448,16 @@ std::vector<plan::FixedCost> fixedCosts(const HardwareProfile &H,
     if (OwnComm(S.Nodes))
       Costs.push_back(
           groupCommCost(H, S.Nodes, Peer, "nccl_qgz_across_nodes_buffers"));
+    // Its sends and receives get NCCL buffers of their own at the first
+    // exchange, for each communicator that has peers: 838 MiB for one
+    // within the node and one across (4 H200s planned as 2 x 2, the
+    // fixture Llama: 3318.9 MiB measured where the rest came to 2480.9).
+    unsigned WithPeers = (Local > 1) + (S.Nodes > 1);
+    if (WithPeers)
+      Costs.push_back({"nccl_qgz_p2p_buffers", WithPeers * (419ull << 20),
+                       "modelled: measured with one peer in each of qgZ's "
+                       "two exchanges on 4 H200s, 2026-11-28 (more peers "
+                       "not measured)"});
   }
   return Costs;
 }
