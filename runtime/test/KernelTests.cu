@@ -298,24 +298,27 @@ uint64_t testQgzCase(uint32_t Nodes, uint32_t PerNode,
     for (size_t K = 0; K < L.Pieces.size(); ++K)
       launchQgzQuantize(Work[R] + L.Send1, Whole[R][K], Shape(L.Pieces[K]),
                         nullptr);
-  // Within each node: rank (m, l) receives block l of each (m, j) at j.
+  // An all-to-all among the ranks Rank(0..Peers-1): each one's block p
+  // of Send lands in peer p's Recv at the sender's place.
+  auto Exchange = [&](uint64_t Send, uint64_t Recv, uint64_t Block,
+                      uint32_t Peers, auto Rank) {
+    for (uint32_t To = 0; To < Peers; ++To)
+      for (uint32_t From = 0; From < Peers; ++From)
+        CHECK(cudaMemcpy(Work[Rank(To)] + Recv + From * Block,
+                         Work[Rank(From)] + Send + To * Block, Block,
+                         cudaMemcpyDeviceToDevice));
+  };
+  // Within each node, then among the ranks of one place on every node.
   for (uint32_t M = 0; M < Nodes; ++M)
-    for (uint32_t Li = 0; Li < PerNode; ++Li)
-      for (uint32_t J = 0; J < PerNode; ++J)
-        CHECK(cudaMemcpy(Work[M * PerNode + Li] + L.Recv1 + J * L.Block1,
-                         Work[M * PerNode + J] + L.Send1 + Li * L.Block1,
-                         L.Block1, cudaMemcpyDeviceToDevice));
+    Exchange(L.Send1, L.Recv1, L.Block1, PerNode,
+             [&](uint32_t J) { return M * PerNode + J; });
   for (uint32_t R = 0; R < W; ++R)
     for (size_t K = 0; K < L.Pieces.size(); ++K)
       launchQgzSum(Work[R] + L.Send2, Work[R] + L.Recv1, Shape(L.Pieces[K]),
                    nullptr);
-  // Across nodes: rank (m, l) receives block m of each (m', l) at m'.
-  for (uint32_t M = 0; M < Nodes; ++M)
-    for (uint32_t Li = 0; Li < PerNode; ++Li)
-      for (uint32_t From = 0; From < Nodes; ++From)
-        CHECK(cudaMemcpy(Work[M * PerNode + Li] + L.Recv2 + From * L.Block2,
-                         Work[From * PerNode + Li] + L.Send2 + M * L.Block2,
-                         L.Block2, cudaMemcpyDeviceToDevice));
+  for (uint32_t Li = 0; Li < PerNode; ++Li)
+    Exchange(L.Send2, L.Recv2, L.Block2, Nodes,
+             [&](uint32_t M) { return M * PerNode + Li; });
   for (uint32_t R = 0; R < W; ++R)
     for (size_t K = 0; K < L.Pieces.size(); ++K)
       launchQgzFinish(Part[R][K], Work[R] + L.Recv2, Shape(L.Pieces[K]),
