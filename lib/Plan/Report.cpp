@@ -159,7 +159,9 @@ std::string timeBasis(const plan::Plan &P) {
                     "{0:F0} % of its own time and {1:F0} us{2} ({3}; what a "
                     "calibration measured is not charged again)\n",
                     100 * Sh.Compute, Sh.CallNanos / 1e3,
-                    Sh.Wait ? ", and waits for the running kernel's SMs" : "",
+                    Sh.Wait ? ", and the first beside an instruction waits "
+                              "for the running kernel's SMs"
+                            : "",
                     Sh.Source);
   if (P.Settings.OptimizerOffload == plan::OffloadDevice::CPU) {
     const plan::Hardware &H = P.Settings.Machine;
