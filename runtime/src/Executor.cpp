@@ -78,9 +78,9 @@ Executor::~Executor() {
     ncclCommWindowDeregister(GroupComm, GroupArenaWindow);
   if (ArenaWindow)
     ncclCommWindowDeregister(Comm, ArenaWindow);
-  for (ncclComm_t C : {AcrossNodesComm, NodeComm, ReplicaComm, GroupComm, Comm})
-    if (C)
-      ncclCommDestroy(C);
+  for (ncclComm_t *C : ownedComms())
+    if (*C)
+      ncclCommDestroy(*C);
   Current = nullptr;
 }
 
@@ -116,8 +116,7 @@ bool Executor::allocateWindowedArena(uint64_t Bytes) {
 void Executor::abortCommunicators() {
   // Aborting frees the windows registered on them.
   ArenaWindow = GroupArenaWindow = nullptr;
-  for (ncclComm_t *C :
-       {&AcrossNodesComm, &NodeComm, &ReplicaComm, &GroupComm, &Comm})
+  for (ncclComm_t *C : ownedComms())
     if (*C) {
       ncclCommAbort(*C);
       *C = nullptr;
@@ -363,10 +362,11 @@ bool Executor::setUp() {
     void *One = nullptr;
     CHECK_CUDA(cudaMalloc(&One, 4096));
     cudaStream_t S = Timing.stream(plan::Stream::Comm);
-    for (ncclComm_t C :
-         {Comm, GroupComm, ReplicaComm, NodeComm, AcrossNodesComm})
-      if (C)
-        CHECK_NCCL(ncclAllReduce(One, One, 1024, ncclFloat32, ncclSum, C, S));
+    // The world's first, then the groups split from it.
+    std::array<ncclComm_t *, 5> Owned = ownedComms();
+    for (auto C = Owned.rbegin(); C != Owned.rend(); ++C)
+      if (**C)
+        CHECK_NCCL(ncclAllReduce(One, One, 1024, ncclFloat32, ncclSum, **C, S));
     CHECK_CUDA(cudaStreamSynchronize(S));
     CHECK_CUDA(cudaFree(One));
   }
@@ -667,10 +667,9 @@ bool Executor::waitUntil(const std::function<cudaError_t()> &Status,
       fatalError(std::string("step failed: ") + cudaGetErrorString(E) + " (rank " +
             std::to_string(Process.Rank) + ")");
     ncclResult_t Async = ncclSuccess;
-    ncclCommGetAsyncError(Comm, &Async);
-    for (ncclComm_t C : {GroupComm, ReplicaComm, NodeComm, AcrossNodesComm})
-      if (C && (Async == ncclSuccess || Async == ncclInProgress))
-        ncclCommGetAsyncError(C, &Async);
+    for (ncclComm_t *C : ownedComms())
+      if (*C && (Async == ncclSuccess || Async == ncclInProgress))
+        ncclCommGetAsyncError(*C, &Async);
     if (Async != ncclSuccess && Async != ncclInProgress) {
       abortCommunicators();
       fatalError("rank " + std::to_string(Process.Rank) +

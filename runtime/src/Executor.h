@@ -45,6 +45,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <array>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -460,6 +461,11 @@ private:
   /// node: GroupComm serves) and its ranks' of the same place on every
   /// node.
   ncclComm_t NodeComm = nullptr, AcrossNodesComm = nullptr;
+  /// Every communicator this rank owns, the world's last (the others are
+  /// split from it, so they go first); each null where not made.
+  std::array<ncclComm_t *, 5> ownedComms() {
+    return {&AcrossNodesComm, &NodeComm, &ReplicaComm, &GroupComm, &Comm};
+  }
   Communicators communicators() const {
     return {Comm, GroupComm, ReplicaComm, NodeComm ? NodeComm : GroupComm,
             AcrossNodesComm};
