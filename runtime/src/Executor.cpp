@@ -423,6 +423,10 @@ bool Executor::setUp() {
     if (!Calls[I].empty())
       Timing.measure(I);
   }
+  QgzLayouts.resize(P.Buckets.size());
+  for (uint32_t B = 0; B < P.Buckets.size(); ++B)
+    if (P.Places.Buckets[B].Qgz != plan::NoIndex)
+      QgzLayouts[B] = plan::qgzLayout(P, B);
   Counts.reset(P.Program.size());
   for (const plan::Instruction &In : P.Program)
     if (In.On == plan::Stream::Host || In.Kind == plan::InstrKind::Transfer)

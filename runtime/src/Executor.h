@@ -489,6 +489,9 @@ private:
   std::vector<std::vector<CollectiveCall>> Calls;
   /// Whether collective timings are agreed among ranks (collectiveTimes).
   bool TimesTravel = false;
+  /// Each bucket's ZeRO++ qgZ layout across nodes (empty where the bucket
+  /// quantizes nothing), worked out once at set-up.
+  std::vector<dsc::plan::QgzLayout> QgzLayouts;
   /// The bucket carrying each tensor's gradient.
   std::vector<uint32_t> BucketOfTensor;
   /// The value holding each tensor's gradient as the backward leaves it

@@ -126,10 +126,9 @@ void Executor::reduce(const Instr &C) {
   // the node's ranks, exchanged beside the other gradients'
   // reduce-scatters, and what arrives summed for the exchange across
   // nodes, which adds the bucket to the partition.
-  plan::QgzLayout L;
+  const plan::QgzLayout &L = QgzLayouts[B];
   char *Qgz = nullptr;
   if (BV.Qgz != plan::NoIndex) {
-    L = plan::qgzLayout(P, B);
     Qgz = Buffers.at(BV.Qgz);
     for (const plan::QgzLayout::Piece &Pc : L.Pieces)
       launchQgzQuantize(Qgz + L.Send1,
@@ -161,7 +160,7 @@ void Executor::reduce(const Instr &C) {
 
 void Executor::reduceAcrossNodes(const Instr &C) {
   uint32_t B = C.In.Arg;
-  plan::QgzLayout L = plan::qgzLayout(P, B);
+  const plan::QgzLayout &L = QgzLayouts[B];
   char *Qgz = Buffers.at(P.Places.Buckets[B].Qgz);
   collectives(C);
   // DeepSpeed divides the sum over every rank by the nodes, leaving
