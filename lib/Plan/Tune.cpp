@@ -31,9 +31,15 @@ std::vector<std::pair<std::string, std::string>> TuneChoice::settings() const {
   if (Prefetch)
     Out.push_back({"zero_optimization.stage3_prefetch_bucket_size",
                    std::to_string(Prefetch)});
-  if (MaxLive)
+  if (Keep) {
+    Out.push_back({"zero_optimization.stage3_max_live_parameters",
+                   std::to_string(Keep)});
+    Out.push_back({"zero_optimization.stage3_max_reuse_distance",
+                   std::to_string(Keep)});
+  } else if (MaxLive) {
     Out.push_back({"zero_optimization.stage3_max_live_parameters",
                    std::to_string(MaxLive)});
+  }
   if (OverlapComm >= 0)
     Out.push_back({"zero_optimization.overlap_comm",
                    OverlapComm ? "true" : "false"});
@@ -73,7 +79,10 @@ std::string TuneChoice::describe() const {
     S += ", buckets " + Short(Bucket);
   if (Prefetch)
     S += ", prefetch " + Short(Prefetch);
-  if (MaxLive)
+  if (Keep)
+    S += ", parameters kept from forward to backward (reuse distance " +
+         Short(Keep) + ")";
+  else if (MaxLive)
     S += ", max live " + Short(MaxLive);
   if (OverlapComm >= 0)
     S += OverlapComm ? ", overlap_comm" : ", no overlap_comm";
@@ -94,16 +103,26 @@ std::vector<TuneChoice> tuneRefinements(const TuneChoice &Best) {
       for (uint64_t MaxLive : Live) {
         if (!Stage3 && (Prefetch != Sizes[0] || MaxLive != Live[0]))
           continue;
+        // Keeping the parameters sets the live parameters itself.
+        if (Best.Keep && MaxLive != Live[0])
+          continue;
         for (int Overlap : {1, 0}) {
           TuneChoice C = Best;
           C.Bucket = Bucket;
           C.Prefetch = Stage3 ? Prefetch : 0;
-          C.MaxLive = Stage3 ? MaxLive : 0;
+          C.MaxLive = Stage3 && !Best.Keep ? MaxLive : 0;
           C.OverlapComm = Overlap;
           Out.push_back(C);
         }
       }
   return Out;
+}
+
+uint64_t tuneKeepElements(uint64_t ModelElems) {
+  uint64_t Distance = 2 * ModelElems, Scale = 1;
+  while (Distance > 9 * Scale)
+    Scale *= 10;
+  return (Distance + Scale - 1) / Scale * Scale;
 }
 
 std::vector<TuneChoice> tuneChoices(uint64_t SamplesPerRank,

@@ -5,6 +5,7 @@
 #include "gtest/gtest.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 using namespace dsc;
@@ -102,6 +103,37 @@ TEST(TuneTest, RefinementsSearchLiveParametersAtStageThree) {
   EXPECT_EQ(R.size(), 6u);
   for (const TuneChoice &C : R) {
     EXPECT_EQ(C.Prefetch, 0u);
+    EXPECT_EQ(C.MaxLive, 0u);
+  }
+}
+
+TEST(TuneTest, KeepingParametersSetsReuseDistanceAndLiveParameters) {
+  // Twice the model, rounded up to one significant digit: the Llama-3-8B
+  // shape's 8.03e9 elements keep with 2e10; 5e8 with 1e9; 4.5e9 with 9e9.
+  EXPECT_EQ(tuneKeepElements(8030261248), 20000000000u);
+  EXPECT_EQ(tuneKeepElements(500000000), 1000000000u);
+  EXPECT_EQ(tuneKeepElements(4500000000), 9000000000u);
+  TuneChoice Keep;
+  Keep.Stage = 3;
+  Keep.MicroBatch = 2;
+  Keep.MaxLive = 100000000;
+  Keep.Keep = 20000000000;
+  std::map<std::string, std::string> Set;
+  for (const auto &[Path, Value] : Keep.settings())
+    EXPECT_TRUE(Set.emplace(Path, Value).second) << Path << " set twice";
+  EXPECT_EQ(Set["zero_optimization.stage3_max_reuse_distance"], "20000000000");
+  // Keeping takes the live parameters' place: prefetching stops where the
+  // gathered parameters reach them.
+  EXPECT_EQ(Set["zero_optimization.stage3_max_live_parameters"], "20000000000");
+  EXPECT_NE(Keep.describe().find("parameters kept from forward to backward "
+                                 "(reuse distance 2e10)"),
+            std::string::npos);
+  // Its refinements keep too, and vary buckets, prefetch and overlap_comm
+  // only: 3 x 3 x 2.
+  std::vector<TuneChoice> R = tuneRefinements(Keep);
+  EXPECT_EQ(R.size(), 18u);
+  for (const TuneChoice &C : R) {
+    EXPECT_EQ(C.Keep, Keep.Keep);
     EXPECT_EQ(C.MaxLive, 0u);
   }
 }

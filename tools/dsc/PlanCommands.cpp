@@ -24,6 +24,7 @@
 #include "llvm/Support/WithColor.h"
 
 #include <atomic>
+#include <numeric>
 #include <thread>
 
 using namespace llvm;
@@ -577,6 +578,8 @@ struct TuneResult {
   StepLimit Limit = StepLimit::Compute;
   /// The user's keys it changes.
   size_t Changed = 0;
+  /// The model's parameters, trainable and frozen, in elements.
+  uint64_t ModelElems = 0;
 };
 
 } // namespace
@@ -678,6 +681,8 @@ int runTune() {
     for (const plan::RankEstimate &E : P->Estimates.Ranks)
       R.PeakBytes = std::max(R.PeakBytes, E.DevicePeakBytes);
     R.Limit = stepLimit(*P);
+    for (const plan::Tensor &T : P->Tensors)
+      R.ModelElems += T.Elems;
     return "";
   };
   std::vector<TuneResult> Results;
@@ -766,6 +771,31 @@ int runTune() {
                 Grouped.end());
   Grouping -= Grouped.size();
   PlanAll(Grouped, microBatchGroups(Grouped));
+  // Stage 3 with its parameters on the device can keep every one the
+  // forward gathers until its backward, where memory allows: the backward
+  // then gathers nothing, and fewer collectives slow the compute.
+  // (Not where the user's reuse distance and live parameters keep them
+  // already, as DeepSpeed's defaults do for models under 5e8 elements.)
+  auto Effective = [&](StringRef Path) {
+    return std::strtod(effectiveText(User, Path).c_str(), nullptr);
+  };
+  double UserKeeps =
+      std::min(Effective("zero_optimization.stage3_max_reuse_distance"),
+               Effective("zero_optimization.stage3_max_live_parameters"));
+  std::vector<TuneChoice> Keeping;
+  for (const TuneResult &R : Results) {
+    uint64_t Keep = R.ModelElems ? tuneKeepElements(R.ModelElems) : 0;
+    if (R.Fits && R.Choice.Stage == 3 &&
+        R.Choice.Params == plan::OffloadDevice::None && !R.Choice.Keep &&
+        double(Keep) > UserKeeps) {
+      Keeping.push_back(R.Choice);
+      Keeping.back().Keep = Keep;
+    }
+  }
+  // Each planned alone: the list runs fastest first, not by micro batch.
+  std::vector<size_t> Alone(Keeping.size());
+  std::iota(Alone.begin(), Alone.end(), size_t(0));
+  PlanAll(Keeping, Alone);
   // Where exposed communication holds the fastest up, its buckets and
   // overlap_comm are what change that (each variant a group of its own).
   size_t Refinements = 0;
@@ -792,6 +822,10 @@ int runTune() {
                       "fit, or is slower than the fastest even less its "
                       "exposed communication",
                       Grouping);
+  if (!Keeping.empty())
+    outs() << formatv("; {0} of them stage 3 keeping the parameters from "
+                      "forward to backward",
+                      Keeping.size());
   if (Refinements)
     outs() << formatv("; {0} of them the fastest's bucket sizes{1} and "
                       "overlap_comm (exposed communication held it up)",

@@ -29,6 +29,12 @@ struct TuneChoice {
   /// overlap_comm.
   uint64_t Bucket = 0, Prefetch = 0, MaxLive = 0;
   int OverlapComm = -1;
+  /// Stage 3, where set (not 0): stage3_max_reuse_distance and
+  /// stage3_max_live_parameters both this many elements, enough
+  /// (tuneKeepElements) that every parameter the forward gathers stays
+  /// gathered until its backward: the backward gathers nothing, for the
+  /// model's 16-bit parameters in device memory. It takes MaxLive's place.
+  uint64_t Keep = 0;
   /// Stage 3 over several nodes, where set (not 0): ZeRO++ hpZ's groups or
   /// MiCS's shard groups of this many ranks (a node's).
   uint32_t HpzGroup = 0, MicsShard = 0;
@@ -74,8 +80,15 @@ std::vector<size_t> microBatchGroups(const std::vector<TuneChoice> &Choices);
 /// 5e8 elements: reduction, stage 1/2 all-gather, stage-3 prefetch), at
 /// stage 3 the live parameters (1e8 and DeepSpeed's 1e9), and
 /// overlap_comm: what communication that holds the step up depends on.
+/// A Best that keeps its parameters (Keep) keeps them in every variant.
 std::vector<TuneChoice> tuneRefinements(const TuneChoice &Best);
 
+/// The reuse distance that keeps every parameter of a model of
+/// ModelElems elements gathered from its forward to its backward: the
+/// parameters fetched between one's two uses are at most twice the model
+/// (the rest of the forward and the backward up to it), rounded up to one
+/// significant digit as configs write it (8.03e9 elements: 2e10).
+uint64_t tuneKeepElements(uint64_t ModelElems);
 /// Whether a plan of StepNanos that changes Changed of the user's keys
 /// ranks before one of OtherNanos changing OtherChanged: steps within
 /// 0.1 % of each other tie (the estimate cannot tell them apart; a step's
