@@ -29,6 +29,11 @@ constexpr uint32_t NoIndex = std::numeric_limits<uint32_t>::max();
   X(F32, "fp32") X(F16, "fp16") X(BF16, "bf16") X(I32, "int32")                \
   X(I64, "int64") X(U8, "uint8") X(I8, "int8")
 #define DSC_PLAN_OFFLOADDEVICE(X) X(None, "none") X(CPU, "cpu") X(NVMe, "nvme")
+/// NCCL's CTA policy for dsrun's communicators (ncclConfig_t::CTAPolicy,
+/// in NCCL's order): Zero runs all-gathers on the copy engines, leaving
+/// every SM to compute.
+#define DSC_PLAN_COMMCTAPOLICY(X)                                              \
+  X(Default, "default") X(Efficiency, "efficiency") X(Zero, "zero")
 #define DSC_PLAN_TENSORROLE(X) X(Trainable, "trainable") X(Frozen, "frozen")
 #define DSC_PLAN_COLLECTIVE(X)                                                 \
   X(AllReduce, "all-reduce") X(ReduceScatter, "reduce-scatter")                \
@@ -169,6 +174,7 @@ constexpr uint32_t NoIndex = std::numeric_limits<uint32_t>::max();
   inline const char *const Name##Names[] = {LIST(DSC_PLAN_ENUM_NAME)};
 DSC_PLAN_ENUM(DType, DSC_PLAN_DTYPE)
 DSC_PLAN_ENUM(OffloadDevice, DSC_PLAN_OFFLOADDEVICE)
+DSC_PLAN_ENUM(CommCtaPolicy, DSC_PLAN_COMMCTAPOLICY)
 DSC_PLAN_ENUM(TensorRole, DSC_PLAN_TENSORROLE)
 DSC_PLAN_ENUM(Collective, DSC_PLAN_COLLECTIVE)
 DSC_PLAN_ENUM(Stream, DSC_PLAN_STREAM)
@@ -197,6 +203,7 @@ template <typename E> struct EnumInfo;
   };
 DSC_PLAN_ENUM_INFO(DType)
 DSC_PLAN_ENUM_INFO(OffloadDevice)
+DSC_PLAN_ENUM_INFO(CommCtaPolicy)
 DSC_PLAN_ENUM_INFO(TensorRole)
 DSC_PLAN_ENUM_INFO(Collective)
 DSC_PLAN_ENUM_INFO(Stream)

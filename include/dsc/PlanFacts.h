@@ -456,6 +456,16 @@ inline bool isCommunication(const Instruction &In) {
          In.Kind == InstrKind::GatherParams;
 }
 
+/// Whether an instruction's collectives run on the copy engines, taking
+/// no SMs from the compute beside them: the all-gathers, under NCCL's
+/// zero-CTA policy (Info::CtaPolicy).
+inline bool gathersOnCopyEngines(const Info &S, const Instruction &In) {
+  return S.CtaPolicy == CommCtaPolicy::Zero &&
+         (In.Kind == InstrKind::Gather ||
+          In.Kind == InstrKind::GatherSecondary ||
+          In.Kind == InstrKind::GatherParams);
+}
+
 inline bool isOffload(const Instruction &In) {
   return In.Kind == InstrKind::Transfer || In.On == Stream::Host;
 }

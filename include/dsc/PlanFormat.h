@@ -32,7 +32,7 @@ namespace dsc::plan {
 constexpr char FileMagic[8] = {'D', 'S', 'C', 'P', 'L', 'A', 'N', '\0'};
 /// Bumped whenever an existing section's encoding or meaning changes; new
 /// sections do not need a bump (old readers skip them).
-constexpr uint32_t FormatVersion = 21;
+constexpr uint32_t FormatVersion = 22;
 /// Ranks of different layouts beyond this many are merged (see RankClass).
 constexpr uint32_t MaxRankClasses = 8;
 
@@ -283,6 +283,10 @@ struct Info {
   /// Each layer's forward runs again before its backward (HF gradient
   /// checkpointing); only the layers' inputs are kept.
   bool CheckpointLayers = false;
+  /// NCCL's CTA policy dsrun runs with (dsc plan --comm-cta-policy): with
+  /// Zero the all-gathers run on the copy engines, at their own rate and
+  /// without slowing the compute beside them (plan::gathersOnCopyEngines).
+  CommCtaPolicy CtaPolicy = CommCtaPolicy::Default;
   Hardware Machine;
   template <class V> void visit(V &&F) {
     F("producer", Producer);
@@ -341,6 +345,7 @@ struct Info {
     F("aio_buffer_count", AioBufferCount);
     F("aio_buffer_bytes", AioBufferBytes);
     F("checkpoint_layers", CheckpointLayers);
+    F("comm_cta_policy", CtaPolicy);
     F("hardware", Machine);
   }
 };

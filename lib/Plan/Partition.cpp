@@ -210,6 +210,16 @@ Error runPartitionPass(plan::Plan &P) {
     partitionPerParameter(P);
   else
     partitionFlat(P);
+  // NCCL finds a peer's buffer in the symmetric window at this rank's own
+  // offset, so the copy engines' all-gathers need every arena alike.
+  if (P.Settings.CtaPolicy == plan::CommCtaPolicy::Zero &&
+      P.Layout.RankClasses.size() > 1)
+    return planError(
+        "--comm-cta-policy zero needs every rank's arena laid out alike, but "
+        "the ranks hold partitions of " +
+        Twine(P.Layout.RankClasses.size()) +
+        " layouts (stage 1/2 partitions of unequal size): plan with the "
+        "default policy");
   return Error::success();
 }
 

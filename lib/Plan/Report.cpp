@@ -163,6 +163,18 @@ std::string timeBasis(const plan::Plan &P) {
                               "for the running kernel's SMs"
                             : "",
                     Sh.Source);
+  if (P.Settings.CtaPolicy == plan::CommCtaPolicy::Zero &&
+      P.Settings.WorldSize > 1) {
+    if (T && T->CopyEngine.Ranks)
+      Text += formatv("time: all-gathers on the copy engines (--comm-cta-"
+                      "policy zero) at {0:F0} GB/s bus, slowing no compute "
+                      "({1}), but where a calibration measured them\n",
+                      T->CopyEngine.BusGbps, T->CopyEngine.Source);
+    else
+      Text += "time: all-gathers on the copy engines (--comm-cta-policy "
+              "zero) slow no compute, but no table of this GPU measured "
+              "their rate: timed as NCCL's kernels'\n";
+  }
   if (P.Settings.OptimizerOffload == plan::OffloadDevice::CPU) {
     const plan::Hardware &H = P.Settings.Machine;
     // The rate the schedule times AdamW at: a billion elements' pass.

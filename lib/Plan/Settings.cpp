@@ -380,6 +380,7 @@ Error readPlanSettings(plan::Info &I, const ConfigView &C,
     return settingError("internal error: " + Unset + " has no value and the "
                         "schema gives it no default");
   I.CheckpointLayers = Options.CheckpointLayers;
+  I.CtaPolicy = Options.CtaPolicy;
   I.Machine = Options.Machine.Figures;
   return Error::success();
 }

@@ -3,7 +3,8 @@
 // NCCL's kernels take SMs from the compute that runs beside them, and
 // wait for SMs the compute holds. After the schedule, the step is
 // replayed once; every collective that starts while a compute instruction
-// runs lengthens both by the time table's sharing figures (TimeTables.h).
+// runs lengthens both by the time table's sharing figures (TimeTables.h),
+// but all-gathers on the copy engines (NCCL's zero-CTA policy).
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,6 +54,8 @@ void chargeSharedGpu(plan::Plan &P, const SharedGpu &Sharing) {
   std::vector<uint64_t> Slowed(P.Program.size(), 0);
   std::vector<bool> Waited(P.Program.size(), false);
   for (uint32_t C : Comm) {
+    if (plan::gathersOnCopyEngines(P.Settings, P.Program[C]))
+      continue; // No SMs taken, none waited for.
     const plan::PlannedSpan &Mine = Spans[C];
     // The compute instruction running when the collective starts: the
     // last to start no later than it, if it has not finished.

@@ -172,6 +172,20 @@ template <> struct MappingTraits<dsc::SharedGpu> {
   }
 };
 
+template <> struct MappingTraits<dsc::CopyEngineGathers> {
+  static void mapping(IO &IO, dsc::CopyEngineGathers &C) {
+    IO.mapRequired("ranks", C.Ranks);
+    IO.mapRequired("bus_gbps", C.BusGbps);
+    IO.mapRequired("source", C.Source);
+  }
+  static std::string validate(IO &, dsc::CopyEngineGathers &C) {
+    if (C.Ranks < 2 || C.Ranks > 1024 || !(C.BusGbps > 0 && C.BusGbps < 10000))
+      return "copy_engine_all_gather needs ranks from 2 to 1024 and a bus "
+             "rate above 0 and below 10000 GB/s";
+    return "";
+  }
+};
+
 template <> struct MappingTraits<dsc::TimeTable> {
   static void mapping(IO &IO, dsc::TimeTable &T) {
     IO.mapRequired("gpu", T.Gpu);
@@ -186,6 +200,7 @@ template <> struct MappingTraits<dsc::TimeTable> {
     IO.mapOptional("memory_bytes_per_sec", T.MemoryBytesPerSec);
     IO.mapOptional("collectives", T.Collectives);
     IO.mapOptional("sharing", T.Sharing);
+    IO.mapOptional("copy_engine_all_gather", T.CopyEngine);
   }
   static std::string validate(IO &, dsc::TimeTable &T) {
     // Idle time around a launch, not a kernel's own.
@@ -303,6 +318,11 @@ const TimeTable *shippedTimeTable(StringRef Gpu) {
     if (P.Table && P.File == Name)
       return &*P.Table;
   return nullptr;
+}
+
+uint64_t copyEngineGatherRate(const plan::Hardware &H) {
+  const TimeTable *T = shippedTimeTable(H.GpuName);
+  return T && T->CopyEngine.Ranks ? uint64_t(T->CopyEngine.BusGbps * 1e9) : 0;
 }
 
 double collectiveBusRate(const TimeTable &T, StringRef Kind, uint64_t Bytes,

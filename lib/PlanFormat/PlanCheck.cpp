@@ -196,6 +196,10 @@ std::string checkPlan(const Plan &P, PlanStage Stage) {
     return "settings: the MiCS shard group does not divide the world size, "
            "or is set outside stage 3, with ZeRO++, or with offload across "
            "replicas";
+  if (S.CtaPolicy == CommCtaPolicy::Zero && NC > 1)
+    return "settings: NCCL's zero-CTA policy with ranks of unequal "
+           "partitions (their arenas differ, the symmetric window needs "
+           "them alike)";
   // Ranks, and the ranks a partition is split over.
   const uint64_t W = S.WorldSize, Parts = partitionRanks(S);
   const std::vector<KernelRate> &Rates = S.Machine.KernelRates;

@@ -188,7 +188,7 @@ bool Executor::checkBeforeRunning() {
       Options.CommCtaPolicy == RunOptions::CtaPolicy::Zero && Classes > 1) {
     // NCCL finds a peer's buffer at this rank's offset in the window, so
     // every rank's arena must be laid out alike: one rank class.
-    fprintf(stderr, "dsrun: --comm-cta-policy zero needs every rank's arena "
+    fprintf(stderr, "dsrun: NCCL's zero-CTA policy needs every rank's arena "
                     "laid out alike; this plan has %zu rank classes "
                     "(partitions of unequal size)\n",
             Classes);

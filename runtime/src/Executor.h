@@ -92,8 +92,11 @@ struct RunOptions {
   /// Zero none where NCCL can: the arena then comes from ncclMemAlloc and
   /// is registered as a symmetric window, so that all-gathers run on the
   /// copy engines and leave every SM to compute.
-  enum class CtaPolicy { Default, Efficiency, Zero }; ///< NCCL_CTA_POLICY_*'s order
+  /// The plan's policy (dsc plan --comm-cta-policy) unless the flag
+  /// gives one.
+  using CtaPolicy = dsc::plan::CommCtaPolicy; ///< NCCL_CTA_POLICY_*'s order
   CtaPolicy CommCtaPolicy = CtaPolicy::Default;
+  bool CommCtaPolicyGiven = false;
   /// Steps run after the measured ones with nothing timed inside them
   /// but the whole step: the per-instruction events that the step split
   /// and the collectives' rates need cost the step itself 4-12 ms on 2

@@ -182,15 +182,19 @@ int main(int argc, char **argv) {
         return usage("--comm-min-ctas needs a count of CTAs from 1 to 64");
       Options.CommMinCTAs = unsigned(V);
     } else if (A == "--comm-cta-policy") {
-      const char *Names[] = {"default", "efficiency", "zero"};
+      using Policies = plan::EnumInfo<plan::CommCtaPolicy>;
+      auto End = Policies::Names + Policies::Count;
       auto It = I + 1 < ChildArgs.size()
-                    ? std::find(std::begin(Names), std::end(Names),
-                                ChildArgs[I + 1])
-                    : std::end(Names);
-      if (It == std::end(Names))
+                    ? std::find_if(Policies::Names, End,
+                                   [&](const char *N) {
+                                     return ChildArgs[I + 1] == N;
+                                   })
+                    : End;
+      if (It == End)
         return usage("--comm-cta-policy needs 'default', 'efficiency' or "
                      "'zero'");
-      Options.CommCtaPolicy = RunOptions::CtaPolicy(It - std::begin(Names));
+      Options.CommCtaPolicy = RunOptions::CtaPolicy(It - Policies::Names);
+      Options.CommCtaPolicyGiven = true;
       ++I;
     } else if (A == "--dry-run") {
       Options.DryRun = true;
@@ -347,6 +351,15 @@ int main(int argc, char **argv) {
     fprintf(stderr, "dsrun: %s\n", Error.c_str());
     return 2;
   }
+  // NCCL's CTA policy: the plan's, whose times assume it, or the flag's.
+  if (!Options.CommCtaPolicyGiven)
+    Options.CommCtaPolicy = P->Settings.CtaPolicy;
+  else if (Options.CommCtaPolicy != P->Settings.CtaPolicy &&
+           Process->Rank == 0)
+    fprintf(stderr,
+            "dsrun: --comm-cta-policy %s, where the plan's times assume %s\n",
+            plan::enumName(Options.CommCtaPolicy),
+            plan::enumName(P->Settings.CtaPolicy));
   Executor E(*P, *Process, Options);
   return leaveJob(E.run());
 }

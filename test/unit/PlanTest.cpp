@@ -976,6 +976,10 @@ TEST(PlanFormat, ChecksIndicesOfAHandEditedPlan) {
     B.Offsets.push_back(B.Offsets[0]);
   }
   EXPECT_NE(plan::checkPlan(P).find("exactly once"), std::string::npos);
+  // Copy-engine gathers find a peer's buffer at the rank's own offset.
+  P.Settings.CtaPolicy = plan::CommCtaPolicy::Zero;
+  EXPECT_NE(plan::checkPlan(P).find("zero-CTA policy with ranks of unequal"),
+            std::string::npos);
   // A release with no gather before it.
   P = smallPlan();
   for (plan::Instruction &In : P.Program)

@@ -255,6 +255,31 @@ TEST(TimeTablesTest, RefusesMalformedTables) {
           "no kernel kind is named 'layernorm-grad'");
 }
 
+TEST(TimeTablesTest, CopyEngineGathersAreReadAndBounded) {
+  EXPECT_EQ(parsed().CopyEngine.Ranks, 0u);
+  std::string With = std::string(Table) +
+                     "copy_engine_all_gather: { ranks: 4, bus_gbps: 100, "
+                     "source: \"a test\" }\n";
+  llvm::Expected<TimeTable> T = parseTimeTable(With, "ce.yaml");
+  ASSERT_TRUE(bool(T)) << llvm::toString(T.takeError());
+  EXPECT_EQ(T->CopyEngine.Ranks, 4u);
+  EXPECT_DOUBLE_EQ(T->CopyEngine.BusGbps, 100.0);
+  for (const char *Bad : {"{ ranks: 1, bus_gbps: 100, source: s }",
+                          "{ ranks: 4, bus_gbps: 0, source: s }",
+                          "{ ranks: 4, bus_gbps: 100 }"}) {
+    llvm::Expected<TimeTable> B = parseTimeTable(
+        std::string(Table) + "copy_engine_all_gather: " + Bad + "\n",
+        "bad.yaml");
+    ASSERT_FALSE(bool(B)) << Bad;
+    llvm::consumeError(B.takeError());
+  }
+  // Shipped: the H200's, measured; the H100 has none.
+  std::optional<HardwareProfile> H200 = hardwarePreset("H200");
+  ASSERT_TRUE(H200);
+  EXPECT_EQ(copyEngineGatherRate(H200->Figures), 100000000000u);
+  EXPECT_EQ(copyEngineGatherRate(hardwarePreset("H100")->Figures), 0u);
+}
+
 TEST(TimeTablesTest, EveryShippedTableParsesAndCoversItsGpu) {
   for (const std::string &Problem : shippedTimeTableProblems())
     ADD_FAILURE() << Problem;

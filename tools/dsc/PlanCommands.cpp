@@ -148,6 +148,13 @@ static cl::opt<std::string> Attention(
              "machine's fastest; the default)"),
     cl::value_desc("auto|cudnn|flash|math"), cl::init("auto"), PLAN_SUBS,
     cl::cat(PlanOptionsCategory));
+static cl::opt<std::string> CommCtaPolicy(
+    "comm-cta-policy",
+    cl::desc("NCCL's CTA policy dsrun runs with: default, efficiency, or "
+             "zero (all-gathers on the copy engines, every SM left to "
+             "compute); the plan times its collectives so"),
+    cl::value_desc("default|efficiency|zero"), cl::init("default"), PLAN_SUBS,
+    cl::cat(PlanOptionsCategory));
 static cl::opt<bool> KeepCopies(
     "keep-copies",
     cl::desc("Keep every layout copy instead of letting kernels write into "
@@ -308,6 +315,19 @@ static Expected<PlanOptions> planOptions(StringRef Tool) {
       return createStringError(inconvertibleErrorCode(),
                                "--attention=%s: not auto, cudnn, flash or math",
                                Attention.c_str());
+  }
+  {
+    bool Known = false;
+    for (unsigned I = 0; I < plan::EnumInfo<plan::CommCtaPolicy>::Count; ++I)
+      if (CommCtaPolicy == plan::EnumInfo<plan::CommCtaPolicy>::Names[I]) {
+        O.CtaPolicy = plan::CommCtaPolicy(I);
+        Known = true;
+      }
+    if (!Known)
+      return createStringError(
+          inconvertibleErrorCode(),
+          "--comm-cta-policy=%s: not default, efficiency or zero",
+          CommCtaPolicy.c_str());
   }
   O.ElideCopies = !KeepCopies;
   O.FusePointwise = !NoPointwiseFusion;

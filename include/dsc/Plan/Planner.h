@@ -55,6 +55,8 @@ struct PlanOptions {
   /// The attention algorithm to prefer where it fits (dsc plan
   /// --attention); none: the machine's order (HardwareProfile).
   std::optional<plan::AttentionAlgorithm> Attention;
+  /// NCCL's CTA policy dsrun will run with (plan::Info::CtaPolicy).
+  plan::CommCtaPolicy CtaPolicy = plan::CommCtaPolicy::Default;
   /// Kernels write into a copy's destination (compute::elideCopies).
   bool ElideCopies = true;
   /// Chains of pointwise kernels fused (compute::fusePointwiseChains).

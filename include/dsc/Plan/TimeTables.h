@@ -68,6 +68,16 @@ struct CollectiveGrid {
   std::vector<double> AllReduce, ReduceScatter, AllGather, Reduce;
 };
 
+/// NCCL's all-gathers on the copy engines (its zero-CTA policy, dsc plan
+/// --comm-cta-policy zero), as bus GB/s beside the step's compute, which
+/// they do not slow: one figure for every size, measured at Ranks ranks
+/// of one node.
+struct CopyEngineGathers {
+  uint32_t Ranks = 0;
+  double BusGbps = 0;
+  std::string Source;
+};
+
 /// How compute and NCCL's kernels slow each other where they run at
 /// once. In the planner's replay, a collective that starts while a
 /// compute instruction runs costs that instruction Compute times the
@@ -112,6 +122,7 @@ struct TimeTable {
   /// Per rank count measured (dsrun-bench --grid).
   std::vector<CollectiveGrid> Collectives;
   SharedGpu Sharing;
+  CopyEngineGathers CopyEngine;
 };
 
 /// The sharing figures a plan on machine H is charged: the table's, less
@@ -119,6 +130,11 @@ struct TimeTable {
 /// charge to the compute; its collectives' rates: no wait). None without
 /// a table.
 SharedGpu chargedSharing(const plan::Hardware &H, const TimeTable *Table);
+
+/// The bus rate in bytes a second of all-gathers on the copy engines on
+/// machine H (its table's CopyEngineGathers), or 0 where its table has
+/// none.
+uint64_t copyEngineGatherRate(const plan::Hardware &H);
 
 /// Reads a table; an error names the place in Path.
 llvm::Expected<TimeTable> parseTimeTable(llvm::StringRef Text,
