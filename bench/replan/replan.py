@@ -11,7 +11,9 @@ docs/results records, and sets each plan's step beside it:
   - matrix-h200, matrix-h100: the time matrix (time-matrix.json) at 1 and
     2 ranks;
   - nodes: tune's ranking over 2 simulated nodes of 2 (multi-node.json),
-    the Llama 3.2 1B shape planned with --inter-node-gbps 40.
+    the Llama 3.2 1B shape planned with --inter-node-gbps 40;
+  - speed-8b: the Llama-3-8B shape's speed runs on 4 H200s
+    (training-speed.json rows that name their plan and CTA policy).
 The configs are under configs/ as they were planned; the models are the
 dsc-modelgen shapes (8B, 1B) and the config.json files under models/,
 which match runtime/bench/hf_model.py's models. Prints per set the
@@ -102,6 +104,15 @@ def main():
         flags = ["--nodes", "2", "--gpus-per-node", "2", "--gpu", "H200", "--inter-node-gbps", "40",
                  "--seq-len", "2048"]
         sets.setdefault("nodes", []).append((name, step("l1b-" + name, "l1b", flags), figures["measured_ms"]))
+    # The 8B's runs beside compiled FSDP2 (training-speed.json), each with
+    # the CTA policy it ran with.
+    for result in json.load(open(os.path.join(RESULTS, "training-speed.json")))["results"]:
+        for row in result.get("rows", []):
+            if "plan" in row and "policy" in row:
+                flags = ["--gpu", "H200", "--world-size", "4", "--seq-len", "2048",
+                         "--comm-cta-policy", row["policy"]]
+                sets.setdefault("speed-8b", []).append(
+                    (row["plan"] + "-" + row["policy"], step(row["plan"], "llama-8b", flags), row["step_ms"]))
     for key, found in sets.items():
         misses = [(p - m) / m for _, p, m in found]
         worst = max(range(len(found)), key=lambda i: abs(misses[i]))
