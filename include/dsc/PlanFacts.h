@@ -456,14 +456,30 @@ inline bool isCommunication(const Instruction &In) {
          In.Kind == InstrKind::GatherParams;
 }
 
+/// Whether Ranks consecutive ranks lie within one node: one node, or
+/// groups that tile a node.
+inline bool withinOneNode(const Info &S, uint64_t Ranks) {
+  return S.Nodes == 1 || (Ranks && Ranks <= S.GpusPerNode &&
+                          S.GpusPerNode % Ranks == 0);
+}
+
 /// Whether an instruction's collectives run on the copy engines, taking
-/// no SMs from the compute beside them: the all-gathers, under NCCL's
-/// zero-CTA policy (Info::CtaPolicy).
+/// no SMs from the compute beside them: the all-gathers within one node
+/// (NVLink), under NCCL's zero-CTA policy (Info::CtaPolicy); those that
+/// cross nodes keep NCCL's kernels.
 inline bool gathersOnCopyEngines(const Info &S, const Instruction &In) {
-  return S.CtaPolicy == CommCtaPolicy::Zero &&
-         (In.Kind == InstrKind::Gather ||
-          In.Kind == InstrKind::GatherSecondary ||
-          In.Kind == InstrKind::GatherParams);
+  if (S.CtaPolicy != CommCtaPolicy::Zero)
+    return false;
+  switch (In.Kind) {
+  case InstrKind::Gather: // Over the partition's ranks (MiCS: its group).
+    return withinOneNode(S, partitionRanks(S));
+  case InstrKind::GatherSecondary: // Within hpZ's group.
+    return withinOneNode(S, S.HpzPartition);
+  case InstrKind::GatherParams: // Stage 1/2's updated parameters.
+    return withinOneNode(S, S.WorldSize);
+  default:
+    return false;
+  }
 }
 
 inline bool isOffload(const Instruction &In) {

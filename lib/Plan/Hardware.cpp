@@ -242,6 +242,7 @@ template <> struct MappingTraits<dsc::Calibration> {
     IO.mapOptional("nccl_channels", C.H.NcclChannels);
     IO.mapOptional("nccl_buffer_bytes", C.H.NcclBufferBytes);
     IO.mapOptional("nccl_bytes", C.H.NcclBytes);
+    IO.mapOptional("comm_cta_policy", C.H.CalibrationCtaPolicy);
   }
 };
 } // namespace llvm::yaml

@@ -76,9 +76,9 @@ LLVM_YAML_IS_SEQUENCE_VECTOR(plan::BucketViews)
 LLVM_YAML_IS_SEQUENCE_VECTOR(plan::SubGroupViews)
 
 namespace llvm::yaml {
-// DType's enumeration: MeasuredRatesYAML.h, which the calibration shares.
+// DType's and CommCtaPolicy's enumerations: MeasuredRatesYAML.h, which the
+// calibration shares.
 DSC_PLAN_YAML_ENUM(OffloadDevice)
-DSC_PLAN_YAML_ENUM(CommCtaPolicy)
 DSC_PLAN_YAML_ENUM(TensorRole)
 DSC_PLAN_YAML_ENUM(Collective)
 DSC_PLAN_YAML_ENUM(Stream)

@@ -166,14 +166,17 @@ std::string timeBasis(const plan::Plan &P) {
   if (P.Settings.CtaPolicy == plan::CommCtaPolicy::Zero &&
       P.Settings.WorldSize > 1) {
     if (T && T->CopyEngine.Ranks)
-      Text += formatv("time: all-gathers on the copy engines (--comm-cta-"
-                      "policy zero) at {0:F0} GB/s bus, slowing no compute "
-                      "({1}), but where a calibration measured them\n",
-                      T->CopyEngine.BusGbps, T->CopyEngine.Source);
+      Text += formatv("time: all-gathers within a node on the copy engines "
+                      "(--comm-cta-policy zero) at {0:F0} GB/s bus and a "
+                      "call's latency, slowing no compute (measured at {1} "
+                      "ranks, serving {2}: {3}), but where a calibration "
+                      "measured them\n",
+                      T->CopyEngine.BusGbps, T->CopyEngine.Ranks,
+                      P.Settings.GpusPerNode, T->CopyEngine.Source);
     else
-      Text += "time: all-gathers on the copy engines (--comm-cta-policy "
-              "zero) slow no compute, but no table of this GPU measured "
-              "their rate: timed as NCCL's kernels'\n";
+      Text += "time: all-gathers within a node on the copy engines "
+              "(--comm-cta-policy zero) slow no compute, but no table of "
+              "this GPU measured their rate: timed as NCCL's kernels'\n";
   }
   if (P.Settings.OptimizerOffload == plan::OffloadDevice::CPU) {
     const plan::Hardware &H = P.Settings.Machine;

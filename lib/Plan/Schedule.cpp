@@ -91,17 +91,18 @@ uint64_t collectiveNanos(plan::Collective Kind, uint64_t Bytes,
   uint64_t Rate = withinNodeRate(Kind, H), Latency = H.CollectiveLatencyNanos;
   if (uint64_t Table = tableBusRate(Kind, H, Bytes, Ranks, ToEachRoot))
     Rate = Table, Latency = 0;
-  // On the copy engines (NCCL's zero-CTA policy) all-gathers run at the
-  // table's rate for them, where a calibration did not measure the kind.
-  if (Kind == plan::Collective::AllGather && !ToEachRoot &&
-      S.CtaPolicy == plan::CommCtaPolicy::Zero &&
-      !rateOf(Kind, 0, H.CollectiveRates))
-    if (uint64_t CopyEngine = copyEngineGatherRate(H))
-      Rate = CopyEngine, Latency = 0;
   // NCCL's rings and trees cross each node boundary with the same bytes a
   // rank sends within a node: the slower link sets the pace. Groups of
   // consecutive ranks stay in one node when they tile it.
   uint32_t Span = Strided ? S.WorldSize : Ranks;
+  // Within a node, NCCL's zero-CTA policy runs all-gathers on the copy
+  // engines, at the table's rate for them with a call's latency, where a
+  // calibration did not measure the kind.
+  if (Kind == plan::Collective::AllGather && !ToEachRoot &&
+      S.CtaPolicy == plan::CommCtaPolicy::Zero &&
+      plan::withinOneNode(S, Span) && !rateOf(Kind, 0, H.CollectiveRates))
+    if (uint64_t CopyEngine = copyEngineGatherRate(H))
+      Rate = CopyEngine, Latency = H.CollectiveLatencyNanos;
   if (uint64_t Between = betweenNodesRate(Kind, S);
       Between && (Span > S.GpusPerNode || S.GpusPerNode % Span) &&
       Between < Rate)

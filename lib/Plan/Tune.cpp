@@ -118,8 +118,10 @@ std::vector<TuneChoice> tuneRefinements(const TuneChoice &Best) {
   return Out;
 }
 
-uint64_t tuneKeepElements(uint64_t ModelElems) {
-  uint64_t Distance = 2 * ModelElems, Scale = 1;
+uint64_t tuneKeepElements(uint64_t ModelElems, bool Checkpoint) {
+  // Far beyond any model (2^48 elements a tensor): no wrap below.
+  ModelElems = std::min<uint64_t>(ModelElems, uint64_t(1) << 56);
+  uint64_t Distance = (Checkpoint ? 3 : 2) * ModelElems, Scale = 1;
   while (Distance > 9 * Scale)
     Scale *= 10;
   return (Distance + Scale - 1) / Scale * Scale;

@@ -44,10 +44,13 @@ bool writeCalibration(const std::string &Path, const Calibration &C,
   }
   fprintf(F,
           "# Measured by dsrun on %d rank(s). dsc plan --calibration FILE.\n"
+          "# NCCL's CTA policy of the run (plan with the same):\n"
+          "comm_cta_policy: %s\n"
           "# Device memory outside the plan's arena:\n"
           "cuda_context_bytes: %llu\ncublas_workspace_bytes: %llu\n"
           "nccl_bytes: %llu\n",
-          C.Ranks, (unsigned long long)C.CudaContextBytes,
+          C.Ranks, dsc::plan::enumName(C.CtaPolicy),
+          (unsigned long long)C.CudaContextBytes,
           (unsigned long long)C.CublasWorkspaceBytes,
           (unsigned long long)C.NcclBytes);
   bool Any = false;

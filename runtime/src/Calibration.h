@@ -18,6 +18,9 @@ namespace dsrun {
 
 struct Calibration {
   int Ranks = 1;
+  /// NCCL's CTA policy the run used: its collective and product rates
+  /// hold for that policy alone (dsc plan checks it).
+  dsc::plan::CommCtaPolicy CtaPolicy = dsc::plan::CommCtaPolicy::Default;
   uint64_t CudaContextBytes = 0, CublasWorkspaceBytes = 0, NcclBytes = 0;
   /// Rates the run measured; a figure left at zero was not measured and
   /// is not written (the planner keeps its own).

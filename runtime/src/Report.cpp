@@ -500,6 +500,7 @@ bool Executor::reportSummary() {
     return true;
   Calibration C;
   C.Ranks = Process.WorldSize;
+  C.CtaPolicy = Options.CommCtaPolicy;
   C.CudaContextBytes = Context;
   C.CublasWorkspaceBytes = Cublas;
   C.NcclBytes = Nccl;

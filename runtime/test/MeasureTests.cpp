@@ -276,6 +276,7 @@ TEST(Measure, CalibrationFile) {
                    std::istreambuf_iterator<char>());
   EXPECT(Text.find("\ncuda_context_bytes: 552468480\n") != std::string::npos);
   EXPECT(Text.find("\nnccl_bytes: 899678208\n") != std::string::npos);
+  EXPECT(Text.find("\ncomm_cta_policy: default\n") != std::string::npos);
   EXPECT(Text.find("\nhost_convert_elems_per_sec: 2500000000\n") !=
          std::string::npos);
   EXPECT(Text.find("\nhost_adam_elems_per_sec: 456000000\n") !=

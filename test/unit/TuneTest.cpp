@@ -110,9 +110,13 @@ TEST(TuneTest, RefinementsSearchLiveParametersAtStageThree) {
 TEST(TuneTest, KeepingParametersSetsReuseDistanceAndLiveParameters) {
   // Twice the model, rounded up to one significant digit: the Llama-3-8B
   // shape's 8.03e9 elements keep with 2e10; 5e8 with 1e9; 4.5e9 with 9e9.
-  EXPECT_EQ(tuneKeepElements(8030261248), 20000000000u);
-  EXPECT_EQ(tuneKeepElements(500000000), 1000000000u);
-  EXPECT_EQ(tuneKeepElements(4500000000), 9000000000u);
+  EXPECT_EQ(tuneKeepElements(8030261248, false), 20000000000u);
+  EXPECT_EQ(tuneKeepElements(500000000, false), 1000000000u);
+  EXPECT_EQ(tuneKeepElements(4500000000, false), 9000000000u);
+  // Checkpointed, the recomputation's fetches come between too.
+  EXPECT_EQ(tuneKeepElements(8030261248, true), 30000000000u);
+  // No wrap, however large.
+  EXPECT_GE(tuneKeepElements(~uint64_t(0), true), uint64_t(1) << 57);
   TuneChoice Keep;
   Keep.Stage = 3;
   Keep.MicroBatch = 2;

@@ -150,9 +150,9 @@ static cl::opt<std::string> Attention(
     cl::cat(PlanOptionsCategory));
 static cl::opt<std::string> CommCtaPolicy(
     "comm-cta-policy",
-    cl::desc("NCCL's CTA policy dsrun runs with: default, efficiency, or "
-             "zero (all-gathers on the copy engines, every SM left to "
-             "compute); the plan times its collectives so"),
+    cl::desc("NCCL's CTA policy dsrun runs with: default, efficiency "
+             "(timed as the default), or zero (all-gathers within a node on "
+             "the copy engines, timed so)"),
     cl::value_desc("default|efficiency|zero"), cl::init("default"), PLAN_SUBS,
     cl::cat(PlanOptionsCategory));
 static cl::opt<bool> KeepCopies(
@@ -407,6 +407,14 @@ static Expected<PlanOptions> planOptions(StringRef Tool) {
                                B.getError().message().c_str());
     if (Error E = applyCalibration(O.Machine, (*B)->getBuffer(), Calibration))
       return E;
+    // Its products ran beside NCCL's kernels or beside the copy engines,
+    // and its all-gathers on the one or the other.
+    if (O.Machine.CalibrationCtaPolicy != O.CtaPolicy)
+      return createStringError(
+          inconvertibleErrorCode(),
+          "%s: measured with --comm-cta-policy %s; its rates hold for that "
+          "policy alone: plan with the same",
+          Calibration.c_str(), plan::enumName(O.Machine.CalibrationCtaPolicy));
     plan::Hardware &F = O.Machine.Figures;
     if (N == 1 && (F.InterNodeBytesPerSec || !F.InterNodeRates.empty())) {
       WithColor::note(errs(), Tool)
@@ -804,7 +812,9 @@ int runTune() {
                Effective("zero_optimization.stage3_max_live_parameters"));
   std::vector<TuneChoice> Keeping;
   for (const TuneResult &R : Results) {
-    uint64_t Keep = R.ModelElems ? tuneKeepElements(R.ModelElems) : 0;
+    uint64_t Keep = R.Fits && R.ModelElems
+                        ? tuneKeepElements(R.ModelElems, R.Choice.Checkpoint)
+                        : 0;
     if (R.Fits && R.Choice.Stage == 3 &&
         R.Choice.Params == plan::OffloadDevice::None && !R.Choice.Keep &&
         double(Keep) > UserKeeps) {
@@ -850,7 +860,9 @@ int runTune() {
     outs() << formatv("; {0} of them the fastest's bucket sizes{1} and "
                       "overlap_comm (exposed communication held it up)",
                       Refinements,
-                      Results[0].Choice.Stage == 3 ? ", live parameters" : "");
+                      Results[0].Choice.Stage == 3 && !Results[0].Choice.Keep
+                          ? ", live parameters"
+                          : "");
   if (Refused)
     outs() << formatv("; {0} refused (first: {1})", Refused, FirstRefusal);
   outs() << "\n";

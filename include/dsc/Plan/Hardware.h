@@ -47,6 +47,9 @@ struct HardwareProfile {
       plan::AttentionAlgorithm::Flash};
   std::string MeasuredOn;
   std::string ContextBasis = "assumed", CublasBasis = "assumed";
+  /// A calibration's NCCL CTA policy (`comm_cta_policy`; a file without
+  /// one was measured with NCCL's default), which the plan's must match.
+  plan::CommCtaPolicy CalibrationCtaPolicy = plan::CommCtaPolicy::Default;
 };
 
 /// The preset for a GPU name (case-insensitive: h100, h100-80gb, h200,

@@ -38,6 +38,14 @@ template <> struct ScalarEnumerationTraits<dsc::plan::DType> {
   }
 };
 
+template <> struct ScalarEnumerationTraits<dsc::plan::CommCtaPolicy> {
+  static void enumeration(IO &IO, dsc::plan::CommCtaPolicy &V) {
+    using Info = dsc::plan::EnumInfo<dsc::plan::CommCtaPolicy>;
+    for (unsigned I = 0; I < Info::Count; ++I)
+      IO.enumCase(V, Info::Names[I], dsc::plan::CommCtaPolicy(I));
+  }
+};
+
 template <> struct ScalarEnumerationTraits<dsc::plan::GemmEpilogue> {
   static void enumeration(IO &IO, dsc::plan::GemmEpilogue &V) {
     using Info = dsc::plan::EnumInfo<dsc::plan::GemmEpilogue>;

@@ -86,9 +86,11 @@ std::vector<TuneChoice> tuneRefinements(const TuneChoice &Best);
 /// The reuse distance that keeps every parameter of a model of
 /// ModelElems elements gathered from its forward to its backward: the
 /// parameters fetched between one's two uses are at most twice the model
-/// (the rest of the forward and the backward up to it), rounded up to one
-/// significant digit as configs write it (8.03e9 elements: 2e10).
-uint64_t tuneKeepElements(uint64_t ModelElems);
+/// (the rest of the forward and the backward up to it), three times with
+/// every layer checkpointed (its recomputation too), rounded up to one
+/// significant digit as configs write it (8.03e9 elements: 2e10, 3e10
+/// checkpointed).
+uint64_t tuneKeepElements(uint64_t ModelElems, bool Checkpoint);
 /// Whether a plan of StepNanos that changes Changed of the user's keys
 /// ranks before one of OtherNanos changing OtherChanged: steps within
 /// 0.1 % of each other tie (the estimate cannot tell them apart; a step's
