@@ -29,15 +29,15 @@ std::vector<std::pair<std::string, std::string>> TuneChoice::settings() const {
                      std::to_string(Bucket)});
   }
   if (Prefetch)
-    Out.push_back({"zero_optimization.stage3_prefetch_bucket_size",
+    Out.push_back({"zero_optimization.prefetch_bucket_size",
                    std::to_string(Prefetch)});
   if (Keep) {
-    Out.push_back({"zero_optimization.stage3_max_live_parameters",
+    Out.push_back({"zero_optimization.max_live_parameters",
                    std::to_string(Keep)});
-    Out.push_back({"zero_optimization.stage3_max_reuse_distance",
+    Out.push_back({"zero_optimization.max_reuse_distance",
                    std::to_string(Keep)});
   } else if (MaxLive) {
-    Out.push_back({"zero_optimization.stage3_max_live_parameters",
+    Out.push_back({"zero_optimization.max_live_parameters",
                    std::to_string(MaxLive)});
   }
   if (OverlapComm >= 0)

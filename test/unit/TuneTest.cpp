@@ -93,7 +93,7 @@ TEST(TuneTest, RefinementsSearchLiveParametersAtStageThree) {
   EXPECT_EQ(Live, (std::set<uint64_t>{100000000, 1000000000}));
   bool Sets = false;
   for (const auto &[Path, Value] : R.front().settings())
-    Sets |= Path == "zero_optimization.stage3_max_live_parameters" &&
+    Sets |= Path == "zero_optimization.max_live_parameters" &&
             Value == "100000000";
   EXPECT_TRUE(Sets);
   EXPECT_NE(R.front().describe().find("max live 1e8"), std::string::npos);
@@ -125,10 +125,10 @@ TEST(TuneTest, KeepingParametersSetsReuseDistanceAndLiveParameters) {
   std::map<std::string, std::string> Set;
   for (const auto &[Path, Value] : Keep.settings())
     EXPECT_TRUE(Set.emplace(Path, Value).second) << Path << " set twice";
-  EXPECT_EQ(Set["zero_optimization.stage3_max_reuse_distance"], "20000000000");
+  EXPECT_EQ(Set["zero_optimization.max_reuse_distance"], "20000000000");
   // Keeping takes the live parameters' place: prefetching stops where the
   // gathered parameters reach them.
-  EXPECT_EQ(Set["zero_optimization.stage3_max_live_parameters"], "20000000000");
+  EXPECT_EQ(Set["zero_optimization.max_live_parameters"], "20000000000");
   EXPECT_NE(Keep.describe().find("parameters kept from forward to backward "
                                  "(reuse distance 2e10)"),
             std::string::npos);

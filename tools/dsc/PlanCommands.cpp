@@ -629,6 +629,21 @@ static std::string effectiveText(const ConfigView &V, StringRef Path) {
   return N ? std::to_string(int64_t(*N)) : "(unset)";
 }
 
+/// Where tune writes the key at canonical Path in the user's config: under
+/// the spelling the config already uses (DeepSpeed reads
+/// max_live_parameters and stage3_max_live_parameters alike and refuses
+/// both together), else under DeepSpeed's documented alias where the key
+/// has one (stage3_...).
+static std::string writtenPath(const ConfigView &V, StringRef Path) {
+  StringRef Parent = Path.rsplit('.').first;
+  std::string Prefix = Parent == Path ? "" : (Parent + ".").str();
+  if (const JsonMember *M = V.findMember(Path))
+    return Prefix + M->Key;
+  if (const KeySpec *K = findKey(Path); K && K->Alias)
+    return Prefix + K->Alias;
+  return Path.str();
+}
+
 /// 16.8 M, 512.0 k, 12.
 static std::string perSecond(double N) {
   return N >= 1e6 ? formatv("{0:F1} M", N / 1e6).str()
@@ -681,7 +696,8 @@ int runTune() {
     if (Root.get("train_batch_size"))
       Settings.push_back({"train_batch_size", std::to_string(Batch)});
     for (const auto &[Path, Value] : Settings) {
-      Expected<std::string> Edited = setConfigValue(R.ConfigText, Path, Value);
+      Expected<std::string> Edited =
+          setConfigValue(R.ConfigText, writtenPath(User, Path), Value);
       if (!Edited)
         return C.describe() + ": " + toString(Edited.takeError());
       R.ConfigText = std::move(*Edited);
@@ -808,8 +824,8 @@ int runTune() {
     return std::strtod(effectiveText(User, Path).c_str(), nullptr);
   };
   double UserKeeps =
-      std::min(Effective("zero_optimization.stage3_max_reuse_distance"),
-               Effective("zero_optimization.stage3_max_live_parameters"));
+      std::min(Effective("zero_optimization.max_reuse_distance"),
+               Effective("zero_optimization.max_live_parameters"));
   std::vector<TuneChoice> Keeping;
   for (const TuneResult &R : Results) {
     uint64_t Keep = R.Fits && R.ModelElems
@@ -899,7 +915,8 @@ int runTune() {
   const TuneResult &Best = Results[0];
   outs() << "fastest: " << Best.Choice.describe() << "\n";
   for (const auto &[Path, Value] : Changes(Best.Choice))
-    outs() << "  " << Path << ": " << effectiveText(User, Path) << " -> "
+    outs() << "  " << writtenPath(User, Path) << ": "
+           << effectiveText(User, Path) << " -> "
            << Value << "\n";
   if (Best.Choice.Checkpoint)
     outs() << "  every layer checkpointed (HF gradient_checkpointing; dsc "
