@@ -86,6 +86,8 @@ std::string TuneChoice::describe() const {
     S += ", max live " + Short(MaxLive);
   if (OverlapComm >= 0)
     S += OverlapComm ? ", overlap_comm" : ", no overlap_comm";
+  if (Policy == plan::CommCtaPolicy::Zero)
+    S += ", all-gathers on the copy engines";
   if (HpzGroup)
     S += ", hpZ groups of " + std::to_string(HpzGroup);
   if (MicsShard)

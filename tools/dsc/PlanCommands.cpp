@@ -10,6 +10,7 @@
 #include "dsc/Plan/PlanYAML.h"
 #include "dsc/Plan/Planner.h"
 #include "dsc/Plan/Report.h"
+#include "dsc/Plan/TimeTables.h"
 #include "dsc/Plan/Tune.h"
 #include "dsc/Config/ConfigEdit.h"
 #include "dsc/PlanCodec.h"
@@ -714,6 +715,8 @@ int runTune() {
     ConfigView View(*Parsed.Root);
     PlanOptions O = *Options;
     O.CheckpointLayers = C.Checkpoint;
+    if (C.Policy != plan::CommCtaPolicy::Default)
+      O.CtaPolicy = C.Policy; // Else the user's --comm-cta-policy.
     PlanInputs In{View, R.ConfigText, *Loaded.M, *Loaded.Facts,
                   Loaded.ModelHash};
     Expected<plan::Plan> P = buildPlan(In, O, nullptr);
@@ -851,6 +854,18 @@ int runTune() {
     Refinements = Variants.size();
     PlanAll(Variants, microBatchGroups(Variants));
   }
+  // The fastest at stage 3 again with its all-gathers on the copy engines
+  // (NCCL's zero-CTA policy), where the GPU's table has their rate and the
+  // user's options leave the policy to tune.
+  bool CopyEngines = false;
+  if (!Results.empty() && Results[0].Fits && Results[0].Choice.Stage == 3 &&
+      World > 1 && Options->CtaPolicy == plan::CommCtaPolicy::Default &&
+      copyEngineGatherRate(Options->Machine.Figures)) {
+    TuneChoice Zero = Results[0].Choice;
+    Zero.Policy = plan::CommCtaPolicy::Zero;
+    PlanAll({Zero}, {0});
+    CopyEngines = true;
+  }
   size_t Fitting = std::count_if(Results.begin(), Results.end(),
                                  [](const TuneResult &R) { return R.Fits; });
   const plan::Hardware &H = Options->Machine.Figures;
@@ -879,6 +894,8 @@ int runTune() {
                       Results[0].Choice.Stage == 3 && !Results[0].Choice.Keep
                           ? ", live parameters"
                           : "");
+  if (CopyEngines)
+    outs() << "; the fastest again with its all-gathers on the copy engines";
   if (Refused)
     outs() << formatv("; {0} refused (first: {1})", Refused, FirstRefusal);
   outs() << "\n";
@@ -921,6 +938,9 @@ int runTune() {
   if (Best.Choice.Checkpoint)
     outs() << "  every layer checkpointed (HF gradient_checkpointing; dsc "
               "plan --checkpoint-layers)\n";
+  if (Best.Choice.Policy == plan::CommCtaPolicy::Zero)
+    outs() << "  all-gathers on the copy engines (dsc plan --comm-cta-policy "
+              "zero; dsrun takes it from the plan)\n";
   if (!TuneOutput.empty()) {
     std::error_code EC;
     raw_fd_ostream OS(TuneOutput, EC);

@@ -35,6 +35,9 @@ struct TuneChoice {
   /// gathered until its backward: the backward gathers nothing, for the
   /// model's 16-bit parameters in device memory. It takes MaxLive's place.
   uint64_t Keep = 0;
+  /// NCCL's CTA policy planned (dsc plan --comm-cta-policy): not a config
+  /// key, a plan option tune names beside the keys.
+  plan::CommCtaPolicy Policy = plan::CommCtaPolicy::Default;
   /// Stage 3 over several nodes, where set (not 0): ZeRO++ hpZ's groups or
   /// MiCS's shard groups of this many ranks (a node's).
   uint32_t HpzGroup = 0, MicsShard = 0;
