@@ -11,7 +11,9 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace dsc::plan {
 
@@ -224,6 +226,13 @@ DSC_PLAN_ENUM_INFO(AttentionAlgorithm)
 template <typename E> const char *enumName(E V) {
   unsigned I = unsigned(V);
   return I < EnumInfo<E>::Count ? EnumInfo<E>::Names[I] : "?";
+}
+/// The value named Name (enumName's inverse), or nullopt.
+template <typename E> std::optional<E> enumNamed(std::string_view Name) {
+  for (unsigned I = 0; I < EnumInfo<E>::Count; ++I)
+    if (Name == EnumInfo<E>::Names[I])
+      return E(I);
+  return std::nullopt;
 }
 /// How a buffer of a role is shown: the role's name, with the index where
 /// the role has several (ipg.0, unit.3). A value's buffer takes the

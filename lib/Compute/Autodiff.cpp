@@ -26,10 +26,7 @@ namespace dsc::compute {
 StringRef lossName(LossKind K) { return plan::enumName(K); }
 
 std::optional<LossKind> lossNamed(StringRef Name) {
-  for (unsigned K = 0; K < plan::EnumInfo<LossKind>::Count; ++K)
-    if (Name == plan::EnumInfo<LossKind>::Names[K])
-      return LossKind(K);
-  return std::nullopt;
+  return plan::enumNamed<LossKind>(std::string_view(Name.data(), Name.size()));
 }
 
 Error appendLoss(Graph &G, const PipelineOptions &O) {

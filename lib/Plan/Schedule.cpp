@@ -104,8 +104,7 @@ uint64_t collectiveNanos(plan::Collective Kind, uint64_t Bytes,
     if (uint64_t CopyEngine = copyEngineGatherRate(H))
       Rate = CopyEngine, Latency = H.CollectiveLatencyNanos;
   if (uint64_t Between = betweenNodesRate(Kind, S);
-      Between && (Span > S.GpusPerNode || S.GpusPerNode % Span) &&
-      Between < Rate)
+      Between && !plan::withinOneNode(S, Span) && Between < Rate)
     Rate = Between, Latency = H.CollectiveLatencyNanos;
   if (Ranks <= 1 || !Rate)
     return 0;

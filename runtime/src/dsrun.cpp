@@ -182,18 +182,14 @@ int main(int argc, char **argv) {
         return usage("--comm-min-ctas needs a count of CTAs from 1 to 64");
       Options.CommMinCTAs = unsigned(V);
     } else if (A == "--comm-cta-policy") {
-      using Policies = plan::EnumInfo<plan::CommCtaPolicy>;
-      auto End = Policies::Names + Policies::Count;
-      auto It = I + 1 < ChildArgs.size()
-                    ? std::find_if(Policies::Names, End,
-                                   [&](const char *N) {
-                                     return ChildArgs[I + 1] == N;
-                                   })
-                    : End;
-      if (It == End)
+      std::optional<plan::CommCtaPolicy> Policy =
+          I + 1 < ChildArgs.size()
+              ? plan::enumNamed<plan::CommCtaPolicy>(ChildArgs[I + 1])
+              : std::nullopt;
+      if (!Policy)
         return usage("--comm-cta-policy needs 'default', 'efficiency' or "
                      "'zero'");
-      Options.CommCtaPolicy = RunOptions::CtaPolicy(It - Policies::Names);
+      Options.CommCtaPolicy = *Policy;
       Options.CommCtaPolicyGiven = true;
       ++I;
     } else if (A == "--dry-run") {

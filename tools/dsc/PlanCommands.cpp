@@ -305,31 +305,20 @@ static Expected<PlanOptions> planOptions(StringRef Tool) {
   }
   O.CheckpointLayers = CheckpointLayers;
   if (Attention != "auto") {
-    bool Known = false;
-    for (unsigned I = 0; I < plan::EnumInfo<plan::AttentionAlgorithm>::Count;
-         ++I)
-      if (Attention == plan::EnumInfo<plan::AttentionAlgorithm>::Names[I]) {
-        O.Attention = plan::AttentionAlgorithm(I);
-        Known = true;
-      }
-    if (!Known)
+    O.Attention = plan::enumNamed<plan::AttentionAlgorithm>(Attention);
+    if (!O.Attention)
       return createStringError(inconvertibleErrorCode(),
                                "--attention=%s: not auto, cudnn, flash or math",
                                Attention.c_str());
   }
-  {
-    bool Known = false;
-    for (unsigned I = 0; I < plan::EnumInfo<plan::CommCtaPolicy>::Count; ++I)
-      if (CommCtaPolicy == plan::EnumInfo<plan::CommCtaPolicy>::Names[I]) {
-        O.CtaPolicy = plan::CommCtaPolicy(I);
-        Known = true;
-      }
-    if (!Known)
-      return createStringError(
-          inconvertibleErrorCode(),
-          "--comm-cta-policy=%s: not default, efficiency or zero",
-          CommCtaPolicy.c_str());
-  }
+  std::optional<plan::CommCtaPolicy> Policy =
+      plan::enumNamed<plan::CommCtaPolicy>(CommCtaPolicy);
+  if (!Policy)
+    return createStringError(
+        inconvertibleErrorCode(),
+        "--comm-cta-policy=%s: not default, efficiency or zero",
+        CommCtaPolicy.c_str());
+  O.CtaPolicy = *Policy;
   O.ElideCopies = !KeepCopies;
   O.FusePointwise = !NoPointwiseFusion;
   O.AccumulateProducts = !NoProductSums;
@@ -831,12 +820,11 @@ int runTune() {
                Effective("zero_optimization.max_live_parameters"));
   std::vector<TuneChoice> Keeping;
   for (const TuneResult &R : Results) {
-    uint64_t Keep = R.Fits && R.ModelElems
-                        ? tuneKeepElements(R.ModelElems, R.Choice.Checkpoint)
-                        : 0;
-    if (R.Fits && R.Choice.Stage == 3 &&
-        R.Choice.Params == plan::OffloadDevice::None && !R.Choice.Keep &&
-        double(Keep) > UserKeeps) {
+    if (!R.Fits || R.Choice.Stage != 3 || R.Choice.Keep ||
+        R.Choice.Params != plan::OffloadDevice::None)
+      continue;
+    uint64_t Keep = tuneKeepElements(R.ModelElems, R.Choice.Checkpoint);
+    if (double(Keep) > UserKeeps) {
       Keeping.push_back(R.Choice);
       Keeping.back().Keep = Keep;
     }
